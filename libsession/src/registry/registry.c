@@ -1,0 +1,494 @@
+/*
+ * The registry: reads manifests at creation, applies SESSION_DRIVERS_SELECT/_DISABLE, refuses
+ * duplicates, and loads drivers lazily when their devices are asked for.
+ */
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../log.h"
+#include "registry_internal.h"
+
+void ses__registry_note(struct ses_registry *reg, uint32_t level, const char *format, ...) {
+    va_list ap;
+    char line[2048];
+    char **notes;
+
+    va_start(ap, format);
+    vsnprintf(line, sizeof line, format, ap);
+    va_end(ap);
+    ses__log(level, "%s", line);
+    notes = realloc(reg->notes, (reg->n_notes + 1) * sizeof *notes);
+    if (!notes)
+        return;
+    reg->notes = notes;
+    reg->notes[reg->n_notes] = ses__strdup(line);
+    if (reg->notes[reg->n_notes])
+        reg->n_notes++;
+}
+
+/* Whether @p name matches one of the comma-separated globs in @p globs. */
+static int matches_any(const char *globs, const char *name) {
+    const char *p = globs;
+
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char pattern[128];
+
+        /* Spaces around commas are forgiven: "cuda, opencl". */
+        while (n > 0 && *p == ' ') {
+            p++;
+            n--;
+        }
+        while (n > 0 && p[n - 1] == ' ')
+            n--;
+        if (n > 0 && n < sizeof pattern) {
+            memcpy(pattern, p, n);
+            pattern[n] = '\0';
+            if (fnmatch(pattern, name, 0) == 0)
+                return 1;
+        }
+        p += end ? (size_t)(end - p) + 1 : strlen(p);
+    }
+    return 0;
+}
+
+static void apply_selection(struct ses_registry *reg, struct ses_driver *driver) {
+    const char *select = getenv("SESSION_DRIVERS_SELECT");
+    const char *disable = getenv("SESSION_DRIVERS_DISABLE");
+    const char *name = driver->manifest.name;
+
+    (void)reg;
+    if (driver->state != SES_DRIVER_FOUND)
+        return;
+    if (disable && *disable && matches_any(disable, name)) {
+        driver->state = SES_DRIVER_DISABLED;
+        driver->error = ses__strdup_printf("disabled by SESSION_DRIVERS_DISABLE=%s", disable);
+    } else if (select && *select && !matches_any(select, name)) {
+        driver->state = SES_DRIVER_DISABLED;
+        driver->error = ses__strdup_printf("not selected by SESSION_DRIVERS_SELECT=%s", select);
+    }
+}
+
+/* Refuses a second driver with the same name, or a second manifest for the same library.
+ * The first one found wins, so earlier search folders override later ones. */
+static void refuse_duplicate(struct ses_registry *reg, struct ses_driver *driver) {
+    const ses__manifest_t *m = &driver->manifest;
+
+    if (driver->state == SES_DRIVER_FAILED && !m->library_path)
+        return; /* an unreadable manifest has no identity to clash with */
+    for (size_t i = 0; i < reg->n_drivers; i++) {
+        const struct ses_driver *other = reg->drivers[i];
+        const ses__manifest_t *o = &other->manifest;
+
+        if (!o->library_path)
+            continue;
+        if (strcmp(o->name, m->name) == 0) {
+            driver->is_duplicate = 1;
+            ses__driver_fail(driver, SES_ALREADY_EXISTS,
+                             "duplicate driver name \"%s\": manifest %s is ignored because %s "
+                             "claimed the name first",
+                             m->name, m->path, o->path);
+            return;
+        }
+        if (m->library_resolved && o->library_resolved &&
+            strcmp(o->library_resolved, m->library_resolved) == 0) {
+            driver->is_duplicate = 1;
+            ses__driver_fail(driver, SES_ALREADY_EXISTS,
+                             "duplicate library %s: manifest %s is ignored because %s (driver "
+                             "\"%s\") loads the same file",
+                             m->library_resolved, m->path, o->path, o->name);
+            return;
+        }
+    }
+}
+
+static void check_library_exists(struct ses_driver *driver) {
+    const ses__manifest_t *m = &driver->manifest;
+    FILE *f;
+
+    if (driver->state != SES_DRIVER_FOUND)
+        return;
+    /* Opening for reading is not loading: no code of the driver runs. */
+    f = fopen(m->library_resolved, "rb");
+    if (!f) {
+        ses__driver_fail(driver, SES_NOT_FOUND,
+                         "library not found: %s (named by manifest %s as \"%s\")",
+                         m->library_resolved, m->path, m->library_path);
+        return;
+    }
+    fclose(f);
+}
+
+static struct ses_driver *add_driver(struct ses_registry *reg, const char *manifest_path) {
+    struct ses_driver *driver = calloc(1, sizeof *driver);
+    struct ses_driver **drivers;
+    ses_status_t st;
+
+    if (!driver)
+        return NULL;
+    drivers = realloc(reg->drivers, (reg->n_drivers + 1) * sizeof *drivers);
+    if (!drivers) {
+        free(driver);
+        return NULL;
+    }
+    reg->drivers = drivers;
+    driver->registry = reg;
+    driver->state = SES_DRIVER_FOUND;
+    driver->host_ctx.driver = driver;
+
+    st = ses__manifest_read(manifest_path, &driver->manifest);
+    if (!driver->manifest.path || !driver->manifest.name) {
+        ses__manifest_clear(&driver->manifest);
+        free(driver);
+        return NULL;
+    }
+    if (st != SES_OK) {
+        /* Keep only the identity: a broken manifest must not half-describe a driver. */
+        free(driver->manifest.library_path);
+        driver->manifest.library_path = NULL;
+        ses__driver_fail(driver, st, "%s", ses_last_error());
+    } else if (driver->manifest.abi_major != SES_DRV_ABI_MAJOR) {
+        ses__driver_fail(driver, SES_INCOMPATIBLE,
+                         "ABI mismatch: manifest %s declares driver ABI %u, this libsession speaks "
+                         "ABI %d; install a %s driver built for ABI %d",
+                         manifest_path, driver->manifest.abi_major, SES_DRV_ABI_MAJOR,
+                         driver->manifest.name, SES_DRV_ABI_MAJOR);
+    }
+    refuse_duplicate(reg, driver);
+    check_library_exists(driver);
+    apply_selection(reg, driver);
+    reg->drivers[reg->n_drivers++] = driver;
+    return driver;
+}
+
+/* Priority high to low; discovery order among equals. */
+static void sort_by_priority(struct ses_registry *reg) {
+    for (size_t i = 1; i < reg->n_drivers; i++) {
+        struct ses_driver *d = reg->drivers[i];
+        size_t j = i;
+        while (j > 0 && reg->drivers[j - 1]->manifest.priority < d->manifest.priority) {
+            reg->drivers[j] = reg->drivers[j - 1];
+            j--;
+        }
+        reg->drivers[j] = d;
+    }
+}
+
+static void read_debug_level(struct ses_registry *reg) {
+    const char *value = getenv("SESSION_LOADER_DEBUG");
+    int level;
+
+    if (!value || !*value)
+        return;
+    level = ses__log_parse_level(value);
+    if (level < 0)
+        ses__registry_note(reg, SES__LOG_WARN,
+                           "SESSION_LOADER_DEBUG=%s ignored: use error, warn, info or debug", value);
+    else
+        ses__log_set_level((uint32_t)level);
+}
+
+ses_status_t ses_registry_create(ses_registry_t **out_registry) {
+    ses_registry_t *reg = NULL;
+    char **files = NULL;
+    size_t n_files = 0;
+    ses_status_t st;
+
+    if (!out_registry)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: out_registry is NULL", __func__);
+    *out_registry = NULL;
+    reg = calloc(1, sizeof *reg);
+    if (!reg)
+        return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory", __func__);
+    pthread_mutex_init(&reg->lock, NULL);
+    read_debug_level(reg);
+
+    st = ses__search_manifests(reg, &files, &n_files);
+    if (st != SES_OK)
+        goto fail;
+    for (size_t i = 0; i < n_files; i++) {
+        if (!add_driver(reg, files[i])) {
+            st = ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory reading %s", __func__, files[i]);
+            goto fail;
+        }
+    }
+    sort_by_priority(reg);
+    if (reg->n_drivers == 0)
+        ses__registry_note(reg, SES__LOG_WARN, "no driver manifests found in %s",
+                           reg->search_path[0] ? reg->search_path : "(empty search path)");
+    for (size_t i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
+    ses__clear_error();
+    *out_registry = reg;
+    return SES_OK;
+
+fail:
+    for (size_t i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
+    ses_registry_destroy(reg);
+    return st;
+}
+
+void ses_registry_destroy(ses_registry_t *reg) {
+    if (!reg)
+        return;
+    for (size_t i = 0; i < reg->n_drivers; i++) {
+        struct ses_driver *d = reg->drivers[i];
+        ses__driver_unload(d);
+        ses__manifest_clear(&d->manifest);
+        free(d->error);
+        free(d->vendor);
+        free(d->version);
+        free(d->build_features);
+        free(d);
+    }
+    free(reg->drivers);
+    for (size_t i = 0; i < reg->n_notes; i++)
+        free(reg->notes[i]);
+    free(reg->notes);
+    free(reg->search_path);
+    pthread_mutex_destroy(&reg->lock);
+    free(reg);
+}
+
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static ses_registry_t *default_registry;
+static ses_status_t default_status;
+static char default_error[1024];
+
+static void create_default(void) {
+    default_status = ses_registry_create(&default_registry);
+    if (default_status != SES_OK)
+        snprintf(default_error, sizeof default_error, "%s", ses_last_error());
+}
+
+ses_status_t ses_registry_default(ses_registry_t **out_registry) {
+    if (!out_registry)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: out_registry is NULL", __func__);
+    pthread_once(&default_once, create_default);
+    *out_registry = default_registry;
+    if (default_status != SES_OK)
+        return ses__fail(default_status, "%s", default_error);
+    return SES_OK;
+}
+
+void ses__registry_load_all_locked(struct ses_registry *reg) {
+    for (size_t i = 0; i < reg->n_drivers; i++)
+        ses__driver_load(reg->drivers[i]);
+}
+
+ses_status_t ses_registry_load_all(ses_registry_t *reg) {
+    if (!reg)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: registry is NULL", __func__);
+    pthread_mutex_lock(&reg->lock);
+    ses__registry_load_all_locked(reg);
+    pthread_mutex_unlock(&reg->lock);
+    return SES_OK;
+}
+
+size_t ses_registry_driver_count(const ses_registry_t *reg) {
+    return reg ? reg->n_drivers : 0;
+}
+
+const ses_driver_t *ses_registry_driver(const ses_registry_t *reg, size_t index) {
+    return reg && index < reg->n_drivers ? reg->drivers[index] : NULL;
+}
+
+ses_status_t ses_registry_find_driver(const ses_registry_t *reg, const char *name,
+                                      const ses_driver_t **out_driver) {
+    char known[1024] = "";
+    size_t used = 0;
+
+    if (!reg || !name || !out_driver)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: NULL %s", __func__,
+                         !reg ? "registry" : !name ? "name" : "out_driver");
+    *out_driver = NULL;
+    for (size_t i = 0; i < reg->n_drivers; i++) {
+        const struct ses_driver *d = reg->drivers[i];
+        /* A refused duplicate may share the name; the driver that claimed it first answers, and
+         * a duplicate answers only when nothing else has its name. */
+        if (strcmp(d->manifest.name, name) == 0) {
+            if (!d->is_duplicate) {
+                *out_driver = d;
+                return SES_OK;
+            }
+            if (!*out_driver)
+                *out_driver = d;
+        }
+        if (used < sizeof known)
+            used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
+                                     d->manifest.name);
+    }
+    if (*out_driver)
+        return SES_OK;
+    return ses__fail(SES_NOT_FOUND, "no driver named \"%s\"; drivers found: %s", name,
+                     reg->n_drivers ? known : "none");
+}
+
+size_t ses_registry_device_count(ses_registry_t *reg) {
+    size_t n = 0;
+
+    if (!reg)
+        return 0;
+    pthread_mutex_lock(&reg->lock);
+    ses__registry_load_all_locked(reg);
+    for (size_t i = 0; i < reg->n_drivers; i++)
+        n += reg->drivers[i]->n_devices;
+    pthread_mutex_unlock(&reg->lock);
+    return n;
+}
+
+const ses_device_t *ses_registry_device(ses_registry_t *reg, size_t index) {
+    const ses_device_t *found = NULL;
+
+    if (!reg)
+        return NULL;
+    pthread_mutex_lock(&reg->lock);
+    ses__registry_load_all_locked(reg);
+    for (size_t i = 0; i < reg->n_drivers && !found; i++) {
+        struct ses_driver *d = reg->drivers[i];
+        if (index < d->n_devices)
+            found = &d->devices[index];
+        else
+            index -= d->n_devices;
+    }
+    pthread_mutex_unlock(&reg->lock);
+    return found;
+}
+
+ses_status_t ses_registry_find_device(ses_registry_t *reg, const char *name,
+                                      const ses_device_t **out_device) {
+    ses_status_t st;
+
+    if (!reg || !name || !out_device)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: NULL %s", __func__,
+                         !reg ? "registry" : !name ? "name" : "out_device");
+    *out_device = NULL;
+    pthread_mutex_lock(&reg->lock);
+    st = ses__resolve_device(reg, name, out_device);
+    pthread_mutex_unlock(&reg->lock);
+    return st;
+}
+
+size_t ses_registry_note_count(const ses_registry_t *reg) {
+    return reg ? reg->n_notes : 0;
+}
+
+const char *ses_registry_note(const ses_registry_t *reg, size_t index) {
+    return reg && index < reg->n_notes ? reg->notes[index] : NULL;
+}
+
+const char *ses_registry_search_path(const ses_registry_t *reg) {
+    return reg && reg->search_path ? reg->search_path : "";
+}
+
+const char *ses_registry_search_origin(const ses_registry_t *reg) {
+    return reg && reg->search_origin ? reg->search_origin : "";
+}
+
+void ses__registry_describe_devices(struct ses_registry *reg, char *buffer, size_t size) {
+    size_t used = 0;
+
+    buffer[0] = '\0';
+    for (size_t i = 0; i < reg->n_drivers; i++) {
+        const struct ses_driver *d = reg->drivers[i];
+        for (size_t j = 0; j < d->n_devices && used < size; j++)
+            used += (size_t)snprintf(buffer + used, size - used, "%s%s (%s)", used ? ", " : "",
+                                     d->devices[j].name,
+                                     ses_device_kind_name((ses_device_kind_t)d->devices[j].kind));
+    }
+    if (!used)
+        snprintf(buffer, size, "none");
+}
+
+/* ---- driver accessors -------------------------------------------------------------------- */
+
+/* Fields a load may change are read under the registry's lock. */
+#define LOCKED_READ(driver, type, expr, fallback)                       \
+    do {                                                                \
+        type value_;                                                    \
+        if (!(driver))                                                  \
+            return fallback;                                            \
+        pthread_mutex_lock(&(driver)->registry->lock);                  \
+        value_ = (expr);                                                \
+        pthread_mutex_unlock(&(driver)->registry->lock);                \
+        return value_;                                                  \
+    } while (0)
+
+const char *ses_driver_name(const ses_driver_t *d) {
+    return d ? d->manifest.name : "";
+}
+
+ses_driver_state_t ses_driver_state(const ses_driver_t *d) {
+    LOCKED_READ(d, ses_driver_state_t, d->state, SES_DRIVER_FAILED);
+}
+
+const char *ses_driver_state_name(ses_driver_state_t state) {
+    switch (state) {
+    case SES_DRIVER_FOUND: return "found";
+    case SES_DRIVER_READY: return "ready";
+    case SES_DRIVER_NO_DEVICES: return "no-devices";
+    case SES_DRIVER_DISABLED: return "disabled";
+    case SES_DRIVER_FAILED: return "failed";
+    }
+    return "unknown";
+}
+
+ses_status_t ses_driver_error_code(const ses_driver_t *d) {
+    LOCKED_READ(d, ses_status_t, d->error_code, SES_INVALID_ARGUMENT);
+}
+
+const char *ses_driver_error(const ses_driver_t *d) {
+    LOCKED_READ(d, const char *, d->error ? d->error : "", "");
+}
+
+const char *ses_driver_manifest_path(const ses_driver_t *d) {
+    return d && d->manifest.path ? d->manifest.path : "";
+}
+
+const char *ses_driver_library_path(const ses_driver_t *d) {
+    return d && d->manifest.library_resolved ? d->manifest.library_resolved : "";
+}
+
+const char *ses_driver_vendor(const ses_driver_t *d) {
+    LOCKED_READ(d, const char *, d->vendor ? d->vendor : "", "");
+}
+
+const char *ses_driver_version(const ses_driver_t *d) {
+    LOCKED_READ(d, const char *, d->version ? d->version : "", "");
+}
+
+const char *ses_driver_build_features(const ses_driver_t *d) {
+    LOCKED_READ(d, const char *, d->build_features ? d->build_features : "", "");
+}
+
+uint32_t ses_driver_abi_major(const ses_driver_t *d) {
+    return d ? d->manifest.abi_major : 0;
+}
+
+uint32_t ses_driver_abi_minor(const ses_driver_t *d) {
+    LOCKED_READ(d, uint32_t, d->api ? d->abi_minor : 0, 0);
+}
+
+uint32_t ses_driver_opset_version(const ses_driver_t *d) {
+    LOCKED_READ(d, uint32_t, d->opset_version, 0);
+}
+
+int32_t ses_driver_priority(const ses_driver_t *d) {
+    return d ? d->manifest.priority : 0;
+}
+
+size_t ses_driver_device_count(const ses_driver_t *d) {
+    LOCKED_READ(d, size_t, d->n_devices, 0);
+}
+
+const ses_device_t *ses_driver_device(const ses_driver_t *d, size_t index) {
+    LOCKED_READ(d, const ses_device_t *, index < d->n_devices ? &d->devices[index] : NULL, NULL);
+}

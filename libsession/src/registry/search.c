@@ -1,0 +1,211 @@
+/*
+ * Where manifests are found.
+ *
+ *   SESSION_DRIVER_FILES      replaces the default search: manifest files or folders, ':'-separated
+ *   SESSION_ADD_DRIVER_FILES  searched before the rest: manifest files or folders, ':'-separated
+ *   default search            $XDG_CONFIG_HOME/session/drivers.d (or ~/.config/...), skipped when
+ *                             the process is elevated; /etc/session/drivers.d;
+ *                             <datadir>/session/drivers.d of this libsession's install
+ *
+ * Folders contribute their *.json files in byte order of the name. The current directory is never
+ * searched. Path variables are read with secure_getenv, so a setuid program ignores them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+
+#include "../error.h"
+#include "../log.h"
+#include "registry_internal.h"
+
+typedef struct path_list {
+    char **items;
+    size_t count;
+    size_t capacity;
+} path_list_t;
+
+static int list_push(path_list_t *list, char *owned) {
+    if (!owned)
+        return -1;
+    if (list->count == list->capacity) {
+        size_t capacity = list->capacity ? list->capacity * 2 : 16;
+        char **items = realloc(list->items, capacity * sizeof *items);
+        if (!items) {
+            free(owned);
+            return -1;
+        }
+        list->items = items;
+        list->capacity = capacity;
+    }
+    list->items[list->count++] = owned;
+    return 0;
+}
+
+static void list_free(path_list_t *list) {
+    for (size_t i = 0; i < list->count; i++)
+        free(list->items[i]);
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
+
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int has_json_suffix(const char *name) {
+    size_t n = strlen(name);
+    return n > 5 && name[0] != '.' && strcmp(name + n - 5, ".json") == 0;
+}
+
+/* Adds the *.json files of @p folder, sorted. A folder that does not exist adds nothing. */
+static int add_folder(struct ses_registry *reg, path_list_t *files, const char *folder) {
+    DIR *dir = opendir(folder);
+    struct dirent *entry;
+    path_list_t names = {0};
+
+    if (!dir) {
+        if (errno != ENOENT && errno != ENOTDIR)
+            ses__registry_note(reg, SES__LOG_WARN, "manifest folder %s: cannot read: %s", folder,
+                               strerror(errno));
+        else
+            ses__log(SES__LOG_DEBUG, "manifest folder %s: absent", folder);
+        return 0;
+    }
+    while ((entry = readdir(dir)) != NULL) {
+        if (has_json_suffix(entry->d_name) && list_push(&names, ses__strdup(entry->d_name)) != 0) {
+            closedir(dir);
+            list_free(&names);
+            return -1;
+        }
+    }
+    closedir(dir);
+    if (names.count)
+        qsort(names.items, names.count, sizeof(char *), compare_names);
+    for (size_t i = 0; i < names.count; i++) {
+        if (list_push(files, ses__strdup_printf("%s/%s", folder, names.items[i])) != 0) {
+            list_free(&names);
+            return -1;
+        }
+    }
+    list_free(&names);
+    return 0;
+}
+
+/* Adds each ':'-separated entry: a folder's manifests, or the file itself (even if missing, so
+ * that the registry reports it). */
+static int add_entries(struct ses_registry *reg, path_list_t *files, const char *value) {
+    const char *p = value;
+
+    while (*p) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        struct stat st;
+        char *entry;
+
+        if (n > 0) {
+            entry = malloc(n + 1);
+            if (!entry)
+                return -1;
+            memcpy(entry, p, n);
+            entry[n] = '\0';
+            if (stat(entry, &st) == 0 && S_ISDIR(st.st_mode)) {
+                int rc = add_folder(reg, files, entry);
+                free(entry);
+                if (rc != 0)
+                    return -1;
+            } else if (list_push(files, entry) != 0) {
+                return -1;
+            }
+        }
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return 0;
+}
+
+/* Whether the process runs with elevated privileges (setuid, setgid, file capabilities). */
+static int process_is_elevated(void) {
+    return getauxval(AT_SECURE) != 0;
+}
+
+/* Reads a path variable; notes it when the process is elevated and so it is ignored. */
+static const char *path_variable(struct ses_registry *reg, const char *name) {
+    const char *value = secure_getenv(name);
+
+    if (!value && getenv(name))
+        ses__registry_note(reg, SES__LOG_WARN,
+                           "%s ignored: the process runs with elevated privileges", name);
+    return value && *value ? value : NULL;
+}
+
+static int append_search_path(char **search, const char *part) {
+    char *joined = *search ? ses__strdup_printf("%s:%s", *search, part) : ses__strdup(part);
+
+    if (!joined)
+        return -1;
+    free(*search);
+    *search = joined;
+    return 0;
+}
+
+ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files,
+                                   size_t *out_count) {
+    path_list_t files = {0};
+    const char *replace = path_variable(reg, "SESSION_DRIVER_FILES");
+    const char *add = path_variable(reg, "SESSION_ADD_DRIVER_FILES");
+    char *search = NULL;
+    int rc = 0;
+
+    *out_files = NULL;
+    *out_count = 0;
+    if (add) {
+        rc |= add_entries(reg, &files, add);
+        rc |= append_search_path(&search, add);
+    }
+    if (replace) {
+        reg->search_origin = "environment";
+        rc |= add_entries(reg, &files, replace);
+        rc |= append_search_path(&search, replace);
+    } else {
+        char user[PATH_MAX];
+        const char *folders[3];
+        size_t n_folders = 0;
+
+        reg->search_origin = "default";
+        /* A user's own drivers must not reach a privileged process. */
+        if (!process_is_elevated()) {
+            const char *config = secure_getenv("XDG_CONFIG_HOME");
+            const char *home = secure_getenv("HOME");
+            if (config && config[0] == '/')
+                snprintf(user, sizeof user, "%s/session/drivers.d", config);
+            else if (home && *home)
+                snprintf(user, sizeof user, "%s/.config/session/drivers.d", home);
+            else
+                user[0] = '\0';
+            if (user[0])
+                folders[n_folders++] = user;
+        }
+        folders[n_folders++] = "/etc/session/drivers.d";
+        if (strcmp(SES_MANIFEST_DIR, "/etc/session/drivers.d") != 0)
+            folders[n_folders++] = SES_MANIFEST_DIR;
+        for (size_t i = 0; i < n_folders; i++) {
+            rc |= add_folder(reg, &files, folders[i]);
+            rc |= append_search_path(&search, folders[i]);
+        }
+    }
+    if (rc != 0) {
+        list_free(&files);
+        free(search);
+        return ses__fail(SES_OUT_OF_MEMORY, "driver search: out of memory");
+    }
+    reg->search_path = search ? search : ses__strdup("");
+    *out_files = files.items;
+    *out_count = files.count;
+    return SES_OK;
+}

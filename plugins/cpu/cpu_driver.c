@@ -1,0 +1,642 @@
+/*
+ * The CPU driver: negotiation, driver info, the one host device, memory and copies.
+ *
+ * The CPU's "device memory" is ordinary host memory, so every memory kind is the same
+ * posix_memalign'd block, map is pointer arithmetic and copies are memcpy/memmove. There are no
+ * streams: every call completes before it returns.
+ *
+ * No mutable globals: the library may be opened by several registries in one process, and each
+ * open gets its own ses_drv_driver_t. The tables below are static and const.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* posix_memalign, sysconf(_SC_PHYS_PAGES) under -std=c11 */
+#endif
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <session/driver.h>
+
+#include "cpu_internal.h"
+
+#ifndef SES_CPU_VERSION
+#error "SES_CPU_VERSION must be defined by the build (meson passes the project version)"
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------------------------- */
+
+/* True when @p host is large enough to carry the 1.0 entry @p field and that entry is set. */
+#define CPU__HOST_HAS(host, field) \
+    ((host) && (host)->struct_size >= SES_DRV_SIZEOF_1_0(ses_drv_host_t, field) && (host)->field)
+
+/* The host's error entry is variadic, so a message is formatted here and handed over as "%s". */
+static int32_t cpu__vfail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
+                          const char *format, va_list ap) CPU__PRINTF(4, 0);
+
+static int32_t cpu__vfail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
+                          const char *format, va_list ap) {
+    char message[512];
+
+    if (!CPU__HOST_HAS(host, error))
+        return code;
+    vsnprintf(message, sizeof message, format, ap);
+    return host->error(ctx, code, "%s", message);
+}
+
+int32_t cpu__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
+                  const char *format, ...) {
+    va_list ap;
+    int32_t st;
+
+    va_start(ap, format);
+    st = cpu__vfail(host, ctx, code, format, ap);
+    va_end(ap);
+    return st;
+}
+
+int32_t cpu__device_fail(const ses_drv_device_t *device, int32_t code, const char *format, ...) {
+    va_list ap;
+    int32_t st;
+
+    va_start(ap, format);
+    st = cpu__vfail(device->driver->host, device->driver->ctx, code, format, ap);
+    va_end(ap);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Driver info
+ * ------------------------------------------------------------------------------------------- */
+
+/*
+ * Build features: what the compiler was told it may use, as defined by -march and friends.
+ * Each fact contributes ",name"; the leading comma is skipped below, so an empty list reads "".
+ */
+#if defined(__x86_64__)
+#define CPU__F_ARCH ",x86_64"
+#elif defined(__aarch64__)
+#define CPU__F_ARCH ",aarch64"
+#else
+#define CPU__F_ARCH ""
+#endif
+#if defined(__SSE2__)
+#define CPU__F_SSE2 ",sse2"
+#else
+#define CPU__F_SSE2 ""
+#endif
+#if defined(__AVX__)
+#define CPU__F_AVX ",avx"
+#else
+#define CPU__F_AVX ""
+#endif
+#if defined(__AVX2__)
+#define CPU__F_AVX2 ",avx2"
+#else
+#define CPU__F_AVX2 ""
+#endif
+#if defined(__FMA__)
+#define CPU__F_FMA ",fma"
+#else
+#define CPU__F_FMA ""
+#endif
+#if defined(__AVX512F__)
+#define CPU__F_AVX512F ",avx512f"
+#else
+#define CPU__F_AVX512F ""
+#endif
+#if defined(__ARM_NEON)
+#define CPU__F_NEON ",neon"
+#else
+#define CPU__F_NEON ""
+#endif
+
+static const char cpu_build_features[] =
+    "" CPU__F_ARCH CPU__F_SSE2 CPU__F_AVX CPU__F_AVX2 CPU__F_FMA CPU__F_AVX512F CPU__F_NEON;
+
+static const ses_drv_info_t cpu_info = {
+    .struct_size = sizeof(ses_drv_info_t),
+    .name = "cpu",
+    .vendor = "libsession",
+    .version = SES_CPU_VERSION,
+    /* Skip the leading comma when there is at least one feature. */
+    .build_features = cpu_build_features + (sizeof cpu_build_features > 1 ? 1 : 0),
+    .opset_version = 1,
+    .flags = SES_DRV_INFO_UNLOADABLE,
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Driver instances
+ * ------------------------------------------------------------------------------------------- */
+
+/* Host memory as sysconf reports it; 0 when unknown. */
+static uint64_t cpu__pages_bytes(int pages_name) {
+    long pages = sysconf(pages_name);
+    long page_size = sysconf(_SC_PAGESIZE);
+
+    if (pages <= 0 || page_size <= 0)
+        return 0;
+    return (uint64_t)pages * (uint64_t)page_size;
+}
+
+/*
+ * Reads the "model name" line of /proc/cpuinfo into @p out (at most @p size bytes with the NUL).
+ * Returns 0 when there is none: some architectures (many ARM kernels) do not report one.
+ */
+static int cpu__read_model_name(char *out, size_t size) {
+    static const char key[] = "model name";
+    char line[512];
+    int at_line_start = 1;
+    int found = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+
+    if (!f)
+        return 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        /* A line longer than the buffer (the "flags" line) arrives in pieces; only the first
+         * piece of a line can hold the key. */
+        int starts_line = at_line_start;
+        size_t len = strlen(line);
+
+        at_line_start = len > 0 && line[len - 1] == '\n';
+        if (!starts_line || strncmp(line, key, sizeof key - 1) != 0)
+            continue;
+        const char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        const char *value = colon + 1;
+        while (*value == ' ' || *value == '\t')
+            value++;
+        size_t n = strlen(value);
+        while (n > 0 && (value[n - 1] == '\n' || value[n - 1] == ' ' || value[n - 1] == '\t'))
+            n--;
+        if (n == 0)
+            continue;
+        if (n >= size)
+            n = size - 1;
+        memcpy(out, value, n);
+        out[n] = '\0';
+        found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+static void cpu__describe_host(char *out, size_t size) {
+    char model[CPU__NAME_MAX - 32];
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (!cpu__read_model_name(model, sizeof model))
+        snprintf(model, sizeof model, "host CPU");
+    if (threads > 0)
+        snprintf(out, size, "%s (%ld threads)", model, threads);
+    else
+        snprintf(out, size, "%s", model);
+}
+
+static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
+                        ses_drv_driver_t **out_driver) {
+    ses_drv_driver_t *driver;
+
+    if (!out_driver)
+        return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT, "open: out_driver is NULL");
+    *out_driver = NULL;
+    /* Without a host table of at least ABI 1.0 size, errors could not be reported later. */
+    if (!host)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (host->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort))
+        return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
+                         "open: the host table is %" PRIu32 " bytes, ABI 1.0 needs %zu",
+                         host->struct_size, SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort));
+
+    driver = calloc(1, sizeof *driver);
+    if (!driver)
+        return cpu__fail(host, ctx, SES_DRV_OUT_OF_MEMORY,
+                         "open: cannot allocate the driver instance (%zu bytes)", sizeof *driver);
+    driver->host = host;
+    driver->ctx = ctx;
+    /* Computed once so the name string lives as long as the instance, as the ABI asks. */
+    cpu__describe_host(driver->device_name, sizeof driver->device_name);
+    *out_driver = driver;
+    return SES_DRV_OK;
+}
+
+static void cpu_close(ses_drv_driver_t *driver) {
+    free(driver);
+}
+
+/*
+ * Count then fill. The host sets each descriptor's struct_size; the array's stride is that
+ * size, which may be larger than ours when the host was built against a newer minor. Only the
+ * fields both sides know are written. struct_size and the extension pointer `next` belong to
+ * the host and are left as it set them; fields of a newer minor keep whatever the host put
+ * there (it zeroes them, and 0 reads as "unknown").
+ */
+static int32_t cpu_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_count,
+                                     ses_drv_device_desc_t *out_descs) {
+    const size_t min_size = SES_DRV_SIZEOF_1_0(ses_drv_device_desc_t, max_alloc);
+    const uint32_t n_devices = 1;
+    ses_drv_device_desc_t desc;
+    size_t first = offsetof(ses_drv_device_desc_t, kind);
+
+    if (!driver)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!inout_count)
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                         "enumerate_devices: inout_count is NULL");
+    if (!out_descs) {
+        *inout_count = n_devices;
+        return SES_DRV_OK;
+    }
+
+    uint32_t n_fill = *inout_count < n_devices ? *inout_count : n_devices;
+    /* Validate every slot before writing any, so a rejected call changes nothing. */
+    const unsigned char *slot = (const unsigned char *)out_descs;
+    for (uint32_t i = 0; i < n_fill; i++) {
+        uint32_t size = ((const ses_drv_device_desc_t *)(const void *)slot)->struct_size;
+        if (size < min_size)
+            return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                             "enumerate_devices: descriptor %" PRIu32 " has struct_size %" PRIu32
+                             ", ABI 1.0 needs at least %zu",
+                             i, size, min_size);
+        slot += size;
+    }
+
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SES_DRV_DEVICE_CPU;
+    desc.ordinal = 0;
+    desc.stable_id = "host";
+    desc.name = driver->device_name;
+    desc.memory_bytes = cpu__pages_bytes(_SC_PHYS_PAGES);
+    desc.memory_free = cpu__pages_bytes(_SC_AVPHYS_PAGES);
+    desc.caps = SES_DRV_CAP_HOST_VISIBLE | SES_DRV_CAP_MAP | SES_DRV_CAP_HOST_IMPORT |
+                SES_DRV_CAP_F64 | SES_DRV_CAP_CONCURRENT;
+    desc.mem_kinds =
+        (1u << SES_DRV_MEM_DEVICE) | (1u << SES_DRV_MEM_HOST_PINNED) | (1u << SES_DRV_MEM_SHARED);
+    desc.alignment = CPU__ALIGNMENT;
+    desc.max_alloc = 0;
+
+    unsigned char *dst = (unsigned char *)out_descs;
+    for (uint32_t i = 0; i < n_fill; i++) {
+        ses_drv_device_desc_t *d = (ses_drv_device_desc_t *)(void *)dst;
+        uint32_t size = d->struct_size;
+        /* Every accepted size covers all of 1.0, which is all of this driver's struct, so no
+         * field is ever cut in half; a newer minor's driver would stop at the caller's size. */
+        size_t written = size < sizeof desc ? size : sizeof desc;
+
+        d->reserved = 0;
+        memcpy((unsigned char *)d + first, (const unsigned char *)&desc + first, written - first);
+        dst += size;
+    }
+    *inout_count = n_fill;
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------------------------- */
+
+static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
+                               ses_drv_device_t **out_device) {
+    ses_drv_device_t *device;
+
+    if (!driver)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_device)
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                         "open_device: out_device is NULL");
+    *out_device = NULL;
+    if (ordinal != 0)
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_NOT_FOUND,
+                         "open_device: no cpu device %" PRIu32
+                         "; the cpu driver has 1 device, ordinal 0 (cpu:0)",
+                         ordinal);
+
+    device = calloc(1, sizeof *device);
+    if (!device)
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_OUT_OF_MEMORY,
+                         "open_device: cannot allocate the device (%zu bytes)", sizeof *device);
+    device->driver = driver;
+    *out_device = device;
+    return SES_DRV_OK;
+}
+
+static void cpu_close_device(ses_drv_device_t *device) {
+    free(device);
+}
+
+static int32_t cpu_memory_info(ses_drv_device_t *device, uint64_t *out_free, uint64_t *out_total) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_free || !out_total)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "memory_info: out_free or out_total is NULL");
+    *out_free = cpu__pages_bytes(_SC_AVPHYS_PAGES);
+    *out_total = cpu__pages_bytes(_SC_PHYS_PAGES);
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory
+ * ------------------------------------------------------------------------------------------- */
+
+int32_t cpu__check_range(const ses_drv_device_t *device, const char *what,
+                         const cpu__buffer_t *buffer, uint64_t offset, uint64_t bytes) {
+    if (offset > UINT64_MAX - bytes)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "%s: offset %" PRIu64 " + %" PRIu64 " bytes overflows 64 bits",
+                                what, offset, bytes);
+    if (offset + bytes > buffer->size)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "%s: range [%" PRIu64 ", %" PRIu64
+                                ") ends past the buffer's %" PRIu64 " bytes (offset %" PRIu64
+                                " + %" PRIu64 " bytes)",
+                                what, offset, offset + bytes, buffer->size, offset, bytes);
+    return SES_DRV_OK;
+}
+
+static int32_t cpu__wrap(ses_drv_device_t *device, const char *what, void *data, uint64_t bytes,
+                         uint32_t imported, ses_drv_buffer_t **out_buffer) {
+    cpu__buffer_t *b = malloc(sizeof *b);
+
+    if (!b)
+        return cpu__device_fail(device, SES_DRV_OUT_OF_MEMORY,
+                                "%s: cannot allocate a buffer handle (%zu bytes)", what, sizeof *b);
+    b->data = data;
+    b->size = bytes;
+    b->imported = imported;
+    b->reserved = 0;
+    *out_buffer = (ses_drv_buffer_t *)(void *)b;
+    return SES_DRV_OK;
+}
+
+static int32_t cpu_alloc(ses_drv_device_t *device, uint64_t bytes, uint32_t mem_kind,
+                         ses_drv_buffer_t **out_buffer) {
+    void *data = NULL;
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_buffer)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "alloc: out_buffer is NULL");
+    *out_buffer = NULL;
+    if (bytes == 0)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "alloc: bytes is 0; an allocation needs at least 1 byte");
+    if (mem_kind > SES_DRV_MEM_SHARED)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "alloc: unknown memory kind %" PRIu32
+                                "; the cpu device supports kinds 0 (device), 1 (host pinned) "
+                                "and 2 (shared)",
+                                mem_kind);
+    if (bytes > SIZE_MAX)
+        return cpu__device_fail(device, SES_DRV_OUT_OF_MEMORY,
+                                "alloc: %" PRIu64 " bytes exceed this process's address space",
+                                bytes);
+
+    /* All three kinds are plain host memory on the CPU. */
+    if (posix_memalign(&data, CPU__ALIGNMENT, (size_t)bytes) != 0)
+        return cpu__device_fail(device, SES_DRV_OUT_OF_MEMORY,
+                                "alloc: cannot allocate %" PRIu64 " bytes of host memory", bytes);
+    st = cpu__wrap(device, "alloc", data, bytes, 0, out_buffer);
+    if (st != SES_DRV_OK)
+        goto fail;
+    return SES_DRV_OK;
+
+fail:
+    free(data);
+    return st;
+}
+
+static void cpu_free(ses_drv_device_t *device, ses_drv_buffer_t *buffer) {
+    cpu__buffer_t *b = cpu__buffer(buffer);
+
+    (void)device;
+    if (!b)
+        return;
+    if (!b->imported)
+        free(b->data);
+    free(b);
+}
+
+static int32_t cpu_map(ses_drv_device_t *device, ses_drv_buffer_t *buffer, uint64_t offset,
+                       uint64_t bytes, uint32_t map_flags, void **out_host_ptr) {
+    const cpu__buffer_t *b = cpu__buffer(buffer);
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_host_ptr)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "map: out_host_ptr is NULL");
+    *out_host_ptr = NULL;
+    if (!b)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "map: buffer is NULL");
+    if ((map_flags & ~(SES_DRV_MAP_READ | SES_DRV_MAP_WRITE)) != 0)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "map: unknown map flags 0x%" PRIx32
+                                "; known are READ (0x1) and WRITE (0x2)",
+                                map_flags);
+    st = cpu__check_range(device, "map", b, offset, bytes);
+    if (st != SES_DRV_OK)
+        return st;
+    /* Host-visible memory: mapping is the address itself, and unmapping has nothing to flush. */
+    *out_host_ptr = (unsigned char *)b->data + offset;
+    return SES_DRV_OK;
+}
+
+static int32_t cpu_unmap(ses_drv_device_t *device, ses_drv_buffer_t *buffer, void *host_ptr) {
+    const cpu__buffer_t *b = cpu__buffer(buffer);
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!b || !host_ptr)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "unmap: buffer or host_ptr is NULL");
+    /* Compare as integers: relational operators on pointers into different objects are
+     * undefined, and a wrong pointer is exactly what this check exists to catch. A mapping of
+     * 0 bytes at the end of the buffer yields data + size, so that address is accepted too. */
+    uintptr_t p = (uintptr_t)host_ptr;
+    uintptr_t begin = (uintptr_t)b->data;
+    if (p < begin || p - begin > b->size)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "unmap: pointer %p is not inside the buffer [%p, +%" PRIu64
+                                " bytes)",
+                                host_ptr, b->data, b->size);
+    return SES_DRV_OK;
+}
+
+static int32_t cpu_import_host_ptr(ses_drv_device_t *device, void *host_ptr, uint64_t bytes,
+                                   ses_drv_buffer_t **out_buffer) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_buffer)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "import_host_ptr: out_buffer is NULL");
+    *out_buffer = NULL;
+    if (!host_ptr)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "import_host_ptr: host_ptr is NULL");
+    if (bytes == 0)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "import_host_ptr: bytes is 0; a buffer needs at least 1 byte");
+    /* No alignment is required: the kernels of this driver make no alignment assumptions about
+     * their arguments. */
+    return cpu__wrap(device, "import_host_ptr", host_ptr, bytes, 1, out_buffer);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Copies. All synchronous; a stream is refused rather than ignored, since a host that passes
+ * one expects work to be enqueued and would otherwise misread the ordering.
+ * ------------------------------------------------------------------------------------------- */
+
+static int32_t cpu__no_stream(ses_drv_device_t *device, const char *what,
+                              const ses_drv_stream_t *stream) {
+    if (stream)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "%s: got a stream, but the cpu driver has no streams "
+                                "(SES_DRV_CAP_ASYNC_COPY is not set); pass NULL",
+                                what);
+    return SES_DRV_OK;
+}
+
+static int32_t cpu_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream, const void *src,
+                            ses_drv_buffer_t *dst, uint64_t dst_offset, uint64_t bytes) {
+    const cpu__buffer_t *d = cpu__buffer(dst);
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = cpu__no_stream(device, "copy_h2d", stream)) != SES_DRV_OK)
+        return st;
+    if (!src || !d)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_h2d: %s is NULL",
+                                !src ? "src" : "dst");
+    if ((st = cpu__check_range(device, "copy_h2d: dst", d, dst_offset, bytes)) != SES_DRV_OK)
+        return st;
+    /* memmove: the source may be a mapped pointer into this very buffer. */
+    memmove((unsigned char *)d->data + dst_offset, src, (size_t)bytes);
+    return SES_DRV_OK;
+}
+
+static int32_t cpu_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                            ses_drv_buffer_t *src, uint64_t src_offset, void *dst, uint64_t bytes) {
+    const cpu__buffer_t *s = cpu__buffer(src);
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = cpu__no_stream(device, "copy_d2h", stream)) != SES_DRV_OK)
+        return st;
+    if (!s || !dst)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_d2h: %s is NULL",
+                                !s ? "src" : "dst");
+    if ((st = cpu__check_range(device, "copy_d2h: src", s, src_offset, bytes)) != SES_DRV_OK)
+        return st;
+    memmove(dst, (const unsigned char *)s->data + src_offset, (size_t)bytes);
+    return SES_DRV_OK;
+}
+
+static int32_t cpu_copy_d2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                            ses_drv_buffer_t *src, uint64_t src_offset, ses_drv_buffer_t *dst,
+                            uint64_t dst_offset, uint64_t bytes) {
+    const cpu__buffer_t *s = cpu__buffer(src);
+    const cpu__buffer_t *d = cpu__buffer(dst);
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = cpu__no_stream(device, "copy_d2d", stream)) != SES_DRV_OK)
+        return st;
+    if (!s || !d)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_d2d: %s is NULL",
+                                !s ? "src" : "dst");
+    if ((st = cpu__check_range(device, "copy_d2d: src", s, src_offset, bytes)) != SES_DRV_OK)
+        return st;
+    if ((st = cpu__check_range(device, "copy_d2d: dst", d, dst_offset, bytes)) != SES_DRV_OK)
+        return st;
+    /* memmove: src and dst may be overlapping ranges of one buffer. */
+    memmove((unsigned char *)d->data + dst_offset, (const unsigned char *)s->data + src_offset,
+            (size_t)bytes);
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Negotiation
+ * ------------------------------------------------------------------------------------------- */
+
+static const ses_drv_api_t cpu_api = {
+    .struct_size = sizeof(ses_drv_api_t),
+    .info = &cpu_info,
+    .open = cpu_open,
+    .close = cpu_close,
+    .enumerate_devices = cpu_enumerate_devices,
+    .open_device = cpu_open_device,
+    .close_device = cpu_close_device,
+    .get_kernels = cpu__get_kernels,
+    .memory_info = cpu_memory_info,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .map = cpu_map,
+    .unmap = cpu_unmap,
+    .import_host_ptr = cpu_import_host_ptr,
+    .copy_h2d = cpu_copy_h2d,
+    .copy_d2h = cpu_copy_d2h,
+    .copy_d2d = cpu_copy_d2d,
+    /* No SES_DRV_CAP_STREAMS / SES_DRV_CAP_EVENTS: stream and event entries stay NULL. */
+};
+
+/* A function rather than ?: so that comparing with a minor of 0 draws no -Wtype-limits. */
+static uint32_t cpu__min_u32(uint32_t a, uint32_t b) {
+    return a < b ? a : b;
+}
+
+/* The oldest minor this driver speaks. Every driver of major 1 speaks 1.0. */
+#define CPU__MINOR_MIN 0u
+
+SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args);
+
+SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
+    if (!args)
+        return SES_DRV_INVALID_ARGUMENT;
+    /* Too small to hold the host table pointer either, so there is nobody to tell why. */
+    if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
+        return SES_DRV_INVALID_ARGUMENT;
+
+    const ses_drv_host_t *host = args->host;
+    ses_drv_host_ctx_t *ctx = args->host_ctx;
+
+    /* Set in every case, so the host can name both sides of a mismatch. */
+    args->driver_abi_major = SES_DRV_ABI_MAJOR;
+    args->driver_minor_max = SES_DRV_ABI_MINOR;
+    args->chosen_minor = 0;
+    args->api = NULL;
+
+    if (args->abi_major != SES_DRV_ABI_MAJOR)
+        return cpu__fail(host, ctx, SES_DRV_INCOMPATIBLE,
+                         "the host speaks driver ABI %" PRIu32
+                         ", the cpu driver speaks driver ABI %d; install a cpu driver built for "
+                         "ABI %" PRIu32,
+                         args->abi_major, SES_DRV_ABI_MAJOR, args->abi_major);
+    if (args->host_minor_min > args->host_minor_max)
+        return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
+                         "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,
+                         args->host_minor_min, args->host_minor_max);
+    if (args->host_minor_min > SES_DRV_ABI_MINOR)
+        return cpu__fail(host, ctx, SES_DRV_INCOMPATIBLE,
+                         "the host accepts driver ABI %d.%" PRIu32 " to %d.%" PRIu32
+                         ", the cpu driver speaks ABI %d.%u to %d.%d; install a newer cpu driver",
+                         SES_DRV_ABI_MAJOR, args->host_minor_min, SES_DRV_ABI_MAJOR,
+                         args->host_minor_max, SES_DRV_ABI_MAJOR, CPU__MINOR_MIN, SES_DRV_ABI_MAJOR,
+                         SES_DRV_ABI_MINOR);
+
+    /* host_minor_max >= host_minor_min >= CPU__MINOR_MIN here, so the ranges overlap. */
+    args->chosen_minor = cpu__min_u32(args->host_minor_max, SES_DRV_ABI_MINOR);
+    args->api = &cpu_api;
+    return SES_DRV_OK;
+}

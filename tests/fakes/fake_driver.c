@@ -1,0 +1,554 @@
+/*
+ * Fake driver plugins that misbehave on purpose, for the registry's tests.
+ *
+ * Every fake in this folder is this one file, compiled with exactly one -DFAKE_MODE_* flag and
+ * -DFAKE_NAME="<manifest name>" (see meson.build and README.md). Without a misbehaviour the
+ * fake is a minimal but real driver per <session/driver.h>: one ACCEL device backed by host
+ * memory, alloc/free and bounds-checked copies, and one kernel, Identity at "f32->f32".
+ * It reports every error through ses_drv_host_t.error and never prints.
+ *
+ * Modes:
+ *   FAKE_MODE_GOOD             healthy (also the two "fake_dup" libraries)
+ *   FAKE_MODE_NO_DEVICES       open returns SES_DRV_UNAVAILABLE unless FAKE_HW=1
+ *   FAKE_MODE_NO_ENTRY         exports ses_driver_negotiate instead of ses_drv_negotiate
+ *   FAKE_MODE_ABI2             negotiate claims ABI 2.0 and returns SES_DRV_INCOMPATIBLE
+ *   FAKE_MODE_SMALL_TABLE      negotiate returns a table whose struct_size is 16
+ *   FAKE_MODE_NEGOTIATE_FAILS  negotiate reports "license server unreachable", SES_DRV_INTERNAL
+ *   FAKE_MODE_NULL_REQUIRED    the table's enumerate_devices (required) is NULL
+ *   FAKE_MODE_MISSING_DEP      healthy, but linked against a library that is never there
+ */
+#include <session/driver.h>
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if (defined(FAKE_MODE_GOOD) + defined(FAKE_MODE_NO_DEVICES) + defined(FAKE_MODE_NO_ENTRY) + \
+     defined(FAKE_MODE_ABI2) + defined(FAKE_MODE_SMALL_TABLE) +                              \
+     defined(FAKE_MODE_NEGOTIATE_FAILS) + defined(FAKE_MODE_NULL_REQUIRED) +                 \
+     defined(FAKE_MODE_MISSING_DEP)) != 1
+#error "compile fake_driver.c with exactly one -DFAKE_MODE_* flag"
+#endif
+
+#ifndef FAKE_NAME
+#error "compile fake_driver.c with -DFAKE_NAME=\"<the manifest's name>\""
+#endif
+
+/* Extra build facts, so a test can tell apart two libraries that claim one name. */
+#ifndef FAKE_FEATURES
+#define FAKE_FEATURES ""
+#endif
+
+/* The modes whose negotiate never hands out the real function table do not compile it, so that
+ * -Werror does not trip over unused static functions. */
+#if defined(FAKE_MODE_ABI2) || defined(FAKE_MODE_SMALL_TABLE) || defined(FAKE_MODE_NEGOTIATE_FAILS)
+#define FAKE_HAS_TABLE 0
+#else
+#define FAKE_HAS_TABLE 1
+#endif
+
+#define FAKE_DEVICE_NAME "Fake Accelerator"
+#define FAKE_ALIGNMENT 64u
+/* What the fake device claims to have; one allocation may use all of it. */
+#define FAKE_MEMORY_BYTES (UINT64_C(256) << 20)
+
+/* The oldest ABI 1.0 struct sizes this driver can read. */
+#define FAKE_NEGOTIATE_MIN_SIZE SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api)
+#define FAKE_HOST_MIN_SIZE SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort)
+
+#if !defined(FAKE_MODE_ABI2)
+/* The host table is usable for error reports only when it is an ABI 1.0 table or newer. */
+static int fake_host_usable(const ses_drv_host_t *host) {
+    return host && host->struct_size >= FAKE_HOST_MIN_SIZE && host->error;
+}
+#endif
+
+#if FAKE_HAS_TABLE
+
+#if defined(FAKE_MODE_MISSING_DEP)
+/* Defined by the helper library ses_fake_dep, whose SONAME names a file that never exists. */
+extern int32_t ses_fake_dep_answer(void);
+#endif
+
+struct ses_drv_driver {
+    const ses_drv_host_t *host;
+    ses_drv_host_ctx_t *ctx;
+};
+
+struct ses_drv_device {
+    ses_drv_driver_t *driver;
+};
+
+struct ses_drv_buffer {
+    uint64_t size;
+    unsigned char *data; /* FAKE_ALIGNMENT-aligned host memory */
+};
+
+static const ses_drv_info_t fake_info = {
+    .struct_size = sizeof(ses_drv_info_t),
+    .name = FAKE_NAME,
+    .vendor = "libsession tests",
+    .version = "1.0.0",
+    .build_features = FAKE_FEATURES,
+    .opset_version = 1,
+    .flags = SES_DRV_INFO_UNLOADABLE,
+};
+
+/* Attaches a message to @p code through the host; every driver-level error goes through here. */
+#define FAKE_FAIL(driver, code, ...) ((driver)->host->error((driver)->ctx, (code), __VA_ARGS__))
+
+/* -- driver --------------------------------------------------------------------------------- */
+
+static int32_t fake_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
+                         ses_drv_driver_t **out_driver) {
+    ses_drv_driver_t *driver;
+
+    if (out_driver)
+        *out_driver = NULL;
+    /* Without a usable host table there is nowhere to put a message; the code alone must do. */
+    if (!fake_host_usable(host))
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_driver)
+        return host->error(ctx, SES_DRV_INVALID_ARGUMENT, "%s open: out_driver is NULL", FAKE_NAME);
+
+#if defined(FAKE_MODE_NO_DEVICES)
+    {
+        /* A stand-in for "the vendor runtime found no hardware"; FAKE_HW=1 pretends there is. */
+        const char *hw = getenv("FAKE_HW");
+        if (!hw || strcmp(hw, "1") != 0)
+            return host->error(ctx, SES_DRV_UNAVAILABLE,
+                               "no fake hardware present (set FAKE_HW=1 to pretend)");
+    }
+#endif
+#if defined(FAKE_MODE_MISSING_DEP)
+    /* The call keeps the helper library a real dependency even under --as-needed. */
+    if (ses_fake_dep_answer() != 42)
+        return host->error(ctx, SES_DRV_INTERNAL, "%s open: helper library answered wrong",
+                           FAKE_NAME);
+#endif
+
+    driver = calloc(1, sizeof(*driver));
+    if (!driver)
+        return host->error(ctx, SES_DRV_OUT_OF_MEMORY, "%s open: out of host memory", FAKE_NAME);
+    driver->host = host;
+    driver->ctx = ctx;
+    *out_driver = driver;
+    return SES_DRV_OK;
+}
+
+static void fake_close(ses_drv_driver_t *driver) {
+    free(driver);
+}
+
+#if !defined(FAKE_MODE_NULL_REQUIRED)
+static int32_t fake_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_count,
+                                      ses_drv_device_desc_t *out_descs) {
+    ses_drv_device_desc_t *d;
+
+    if (!driver)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!inout_count)
+        return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT, "%s enumerate_devices: count is NULL",
+                         FAKE_NAME);
+    if (!out_descs) {
+        *inout_count = 1;
+        return SES_DRV_OK;
+    }
+    if (*inout_count == 0)
+        return SES_DRV_OK;
+    d = &out_descs[0];
+    if (d->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_device_desc_t, max_alloc))
+        return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s enumerate_devices: descriptor struct_size is %" PRIu32
+                         ", ABI 1.0 needs at least %zu",
+                         FAKE_NAME, d->struct_size,
+                         SES_DRV_SIZEOF_1_0(ses_drv_device_desc_t, max_alloc));
+    /* Only the 1.0 fields are written: struct_size and the host's extension chain stay as the
+     * host set them. */
+    d->reserved = 0;
+    d->kind = SES_DRV_DEVICE_ACCEL;
+    d->ordinal = 0;
+    d->stable_id = "fake:" FAKE_NAME ":0";
+    d->name = FAKE_DEVICE_NAME;
+    d->memory_bytes = FAKE_MEMORY_BYTES;
+    d->memory_free = 0; /* unknown: several instances share the one budget */
+    d->caps = 0;
+    d->mem_kinds = 1u << SES_DRV_MEM_DEVICE;
+    d->alignment = FAKE_ALIGNMENT;
+    d->max_alloc = FAKE_MEMORY_BYTES;
+    *inout_count = 1;
+    return SES_DRV_OK;
+}
+#endif
+
+/* -- devices -------------------------------------------------------------------------------- */
+
+static int32_t fake_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
+                                ses_drv_device_t **out_device) {
+    ses_drv_device_t *device;
+
+    if (out_device)
+        *out_device = NULL;
+    if (!driver)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_device)
+        return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT, "%s open_device: out_device is NULL",
+                         FAKE_NAME);
+    if (ordinal != 0)
+        return FAKE_FAIL(driver, SES_DRV_NOT_FOUND,
+                         "%s open_device: no device %" PRIu32 "; the fake has 1 device (0)",
+                         FAKE_NAME, ordinal);
+    device = calloc(1, sizeof(*device));
+    if (!device)
+        return FAKE_FAIL(driver, SES_DRV_OUT_OF_MEMORY, "%s open_device: out of host memory",
+                         FAKE_NAME);
+    device->driver = driver;
+    *out_device = device;
+    return SES_DRV_OK;
+}
+
+static void fake_close_device(ses_drv_device_t *device) {
+    free(device);
+}
+
+/* -- memory --------------------------------------------------------------------------------- */
+
+static int32_t fake_alloc(ses_drv_device_t *device, uint64_t bytes, uint32_t mem_kind,
+                          ses_drv_buffer_t **out_buffer) {
+    ses_drv_driver_t *driver;
+    ses_drv_buffer_t *buffer;
+    uint64_t rounded;
+
+    if (out_buffer)
+        *out_buffer = NULL;
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    driver = device->driver;
+    if (!out_buffer)
+        return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT, "%s alloc: out_buffer is NULL",
+                         FAKE_NAME);
+    if (bytes == 0)
+        return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT, "%s alloc: size is 0", FAKE_NAME);
+    if (mem_kind > SES_DRV_MEM_SHARED)
+        return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT, "%s alloc: unknown memory kind %" PRIu32,
+                         FAKE_NAME, mem_kind);
+    if (mem_kind != SES_DRV_MEM_DEVICE)
+        return FAKE_FAIL(driver, SES_DRV_UNIMPLEMENTED,
+                         "%s alloc: memory kind %" PRIu32 " is not supported; only device (%d)",
+                         FAKE_NAME, mem_kind, SES_DRV_MEM_DEVICE);
+    if (bytes > FAKE_MEMORY_BYTES)
+        return FAKE_FAIL(driver, SES_DRV_OUT_OF_MEMORY,
+                         "%s alloc: %" PRIu64 " bytes asked, the device has %" PRIu64, FAKE_NAME,
+                         bytes, FAKE_MEMORY_BYTES);
+
+    buffer = calloc(1, sizeof(*buffer));
+    if (!buffer)
+        goto oom;
+    /* C11 aligned_alloc wants a size that is a multiple of the alignment; bytes is bounded
+     * above, so the rounding cannot overflow. */
+    rounded = (bytes + FAKE_ALIGNMENT - 1) / FAKE_ALIGNMENT * FAKE_ALIGNMENT;
+    buffer->data = aligned_alloc(FAKE_ALIGNMENT, (size_t)rounded);
+    if (!buffer->data)
+        goto oom;
+    buffer->size = bytes;
+    *out_buffer = buffer;
+    return SES_DRV_OK;
+
+oom:
+    free(buffer);
+    return FAKE_FAIL(driver, SES_DRV_OUT_OF_MEMORY,
+                     "%s alloc: out of host memory for %" PRIu64 " bytes", FAKE_NAME, bytes);
+}
+
+static void fake_free(ses_drv_device_t *device, ses_drv_buffer_t *buffer) {
+    (void)device;
+    if (!buffer)
+        return;
+    free(buffer->data);
+    free(buffer);
+}
+
+/* Checks that [offset, offset + bytes) lies inside @p buffer; @p what names it in the message. */
+static int32_t fake_check_range(ses_drv_device_t *device, const char *entry, const char *what,
+                                const ses_drv_buffer_t *buffer, uint64_t offset, uint64_t bytes) {
+    if (!buffer)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT, "%s %s: %s buffer is NULL",
+                         FAKE_NAME, entry, what);
+    if (offset > buffer->size || bytes > buffer->size - offset)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s %s: %s range [%" PRIu64 ", %" PRIu64 " + %" PRIu64
+                         ") overruns a %" PRIu64 "-byte buffer",
+                         FAKE_NAME, entry, what, offset, offset, bytes, buffer->size);
+    return SES_DRV_OK;
+}
+
+/* The fake has no streams (no SES_DRV_CAP_STREAMS), so a host that passes one is wrong. */
+static int32_t fake_check_no_stream(ses_drv_device_t *device, const char *entry,
+                                    const ses_drv_stream_t *stream) {
+    if (stream)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s %s: got a stream, but the device has no SES_DRV_CAP_STREAMS",
+                         FAKE_NAME, entry);
+    return SES_DRV_OK;
+}
+
+/* -- copies --------------------------------------------------------------------------------- */
+
+static int32_t fake_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream, const void *src,
+                             ses_drv_buffer_t *dst, uint64_t dst_offset, uint64_t bytes) {
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = fake_check_no_stream(device, "copy_h2d", stream)) != SES_DRV_OK)
+        return st;
+    if ((st = fake_check_range(device, "copy_h2d", "destination", dst, dst_offset, bytes)) !=
+        SES_DRV_OK)
+        return st;
+    if (bytes == 0)
+        return SES_DRV_OK;
+    if (!src)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT, "%s copy_h2d: source is NULL",
+                         FAKE_NAME);
+    memcpy(dst->data + dst_offset, src, (size_t)bytes);
+    return SES_DRV_OK;
+}
+
+static int32_t fake_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                             ses_drv_buffer_t *src, uint64_t src_offset, void *dst,
+                             uint64_t bytes) {
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = fake_check_no_stream(device, "copy_d2h", stream)) != SES_DRV_OK)
+        return st;
+    if ((st = fake_check_range(device, "copy_d2h", "source", src, src_offset, bytes)) != SES_DRV_OK)
+        return st;
+    if (bytes == 0)
+        return SES_DRV_OK;
+    if (!dst)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s copy_d2h: destination is NULL", FAKE_NAME);
+    memcpy(dst, src->data + src_offset, (size_t)bytes);
+    return SES_DRV_OK;
+}
+
+static int32_t fake_copy_d2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                             ses_drv_buffer_t *src, uint64_t src_offset, ses_drv_buffer_t *dst,
+                             uint64_t dst_offset, uint64_t bytes) {
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = fake_check_no_stream(device, "copy_d2d", stream)) != SES_DRV_OK)
+        return st;
+    if ((st = fake_check_range(device, "copy_d2d", "source", src, src_offset, bytes)) != SES_DRV_OK)
+        return st;
+    if ((st = fake_check_range(device, "copy_d2d", "destination", dst, dst_offset, bytes)) !=
+        SES_DRV_OK)
+        return st;
+    /* Source and destination may be ranges of one buffer, so they may overlap. */
+    if (bytes != 0)
+        memmove(dst->data + dst_offset, src->data + src_offset, (size_t)bytes);
+    return SES_DRV_OK;
+}
+
+/* -- kernels -------------------------------------------------------------------------------- */
+
+/* Stores the element count of @p t in *out_count; fails on a negative or overflowing shape. */
+static int32_t fake_element_count(ses_drv_device_t *device, const char *node_name, const char *what,
+                                  const ses_drv_tensor_desc_t *t, uint64_t *out_count) {
+    uint64_t count = 1;
+
+    if (t->rank > 0 && !t->dims)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s Identity \"%s\": %s has rank %" PRIu32 " but no dims", FAKE_NAME,
+                         node_name, what, t->rank);
+    for (uint32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0)
+            return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                             "%s Identity \"%s\": %s dimension %" PRIu32 " is %" PRId64, FAKE_NAME,
+                             node_name, what, i, t->dims[i]);
+        if (t->dims[i] != 0 && count > UINT64_MAX / 4 / (uint64_t)t->dims[i])
+            return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                             "%s Identity \"%s\": %s is too large", FAKE_NAME, node_name, what);
+        count *= (uint64_t)t->dims[i];
+    }
+    *out_count = count;
+    return SES_DRV_OK;
+}
+
+static int32_t fake_identity_compute(ses_drv_device_t *device, void *state,
+                                     const ses_drv_launch_t *launch) {
+    const ses_drv_node_t *node;
+    const char *name;
+    uint64_t n_in, n_out, bytes;
+    int32_t st;
+
+    (void)state;
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!launch || launch->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets) ||
+        !launch->node || launch->node->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_node_t, attr_ctx))
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s Identity: launch or node is NULL or older than ABI 1.0", FAKE_NAME);
+    node = launch->node;
+    name = node->name ? node->name : "?";
+    if ((st = fake_check_no_stream(device, "Identity", launch->stream)) != SES_DRV_OK)
+        return st;
+    if (node->n_inputs != 1 || node->n_outputs != 1 || !node->inputs || !node->outputs)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s Identity \"%s\": wants 1 input and 1 output, got %" PRIu32
+                         " and %" PRIu32,
+                         FAKE_NAME, name, node->n_inputs, node->n_outputs);
+    if (node->inputs[0].dtype != SES_DRV_DTYPE_F32 || node->outputs[0].dtype != SES_DRV_DTYPE_F32)
+        return FAKE_FAIL(
+            device->driver, SES_DRV_UNIMPLEMENTED,
+            "%s Identity \"%s\": only f32 (dtype %d); input is %" PRIu32 ", output is %" PRIu32,
+            FAKE_NAME, name, SES_DRV_DTYPE_F32, node->inputs[0].dtype, node->outputs[0].dtype);
+    if ((st = fake_element_count(device, name, "input", &node->inputs[0], &n_in)) != SES_DRV_OK)
+        return st;
+    if ((st = fake_element_count(device, name, "output", &node->outputs[0], &n_out)) != SES_DRV_OK)
+        return st;
+    if (n_in != n_out)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s Identity \"%s\": input has %" PRIu64 " elements, output has %" PRIu64,
+                         FAKE_NAME, name, n_in, n_out);
+    if (!launch->inputs || !launch->outputs || !launch->input_offsets || !launch->output_offsets)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s Identity \"%s\": launch lacks buffers or offsets", FAKE_NAME, name);
+    bytes = n_in * sizeof(float);
+    if ((st = fake_check_range(device, "Identity", "input", launch->inputs[0],
+                               launch->input_offsets[0], bytes)) != SES_DRV_OK)
+        return st;
+    if ((st = fake_check_range(device, "Identity", "output", launch->outputs[0],
+                               launch->output_offsets[0], bytes)) != SES_DRV_OK)
+        return st;
+    /* Input and output may be ranges of one arena buffer. */
+    if (bytes != 0)
+        memmove(launch->outputs[0]->data + launch->output_offsets[0],
+                launch->inputs[0]->data + launch->input_offsets[0], (size_t)bytes);
+    return SES_DRV_OK;
+}
+
+static const ses_drv_kernel_t fake_kernels[] = {
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "Identity",
+        .signature = "f32->f32",
+        .priority = 0,
+        .flags = 0,
+        .compute = fake_identity_compute,
+    },
+};
+
+static int32_t fake_get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
+                                uint32_t *out_count, uint32_t *out_stride) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_kernels || !out_count || !out_stride)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s get_kernels: an out parameter is NULL", FAKE_NAME);
+    *out_kernels = fake_kernels;
+    *out_count = (uint32_t)(sizeof(fake_kernels) / sizeof(fake_kernels[0]));
+    *out_stride = (uint32_t)sizeof(ses_drv_kernel_t);
+    return SES_DRV_OK;
+}
+
+/* -- the table ------------------------------------------------------------------------------ */
+
+static const ses_drv_api_t fake_api = {
+    .struct_size = sizeof(ses_drv_api_t),
+    .info = &fake_info,
+    .open = fake_open,
+    .close = fake_close,
+#if defined(FAKE_MODE_NULL_REQUIRED)
+    .enumerate_devices = NULL, /* the misbehaviour: a required entry is missing */
+#else
+    .enumerate_devices = fake_enumerate_devices,
+#endif
+    .open_device = fake_open_device,
+    .close_device = fake_close_device,
+    .get_kernels = fake_get_kernels,
+    .alloc = fake_alloc,
+    .free = fake_free,
+    .copy_h2d = fake_copy_h2d,
+    .copy_d2h = fake_copy_d2h,
+    .copy_d2d = fake_copy_d2d,
+    /* memory_info, map, unmap, import_host_ptr, streams and events: optional, not offered. */
+};
+
+#endif /* FAKE_HAS_TABLE */
+
+#if defined(FAKE_MODE_SMALL_TABLE)
+/*
+ * The misbehaviour: a table that is only the common header. It really is 16 bytes, not a full
+ * table with a small struct_size, so a host that reads past struct_size reads past the object
+ * (and AddressSanitizer says so in a sanitized build).
+ */
+static const struct {
+    uint32_t struct_size;
+    uint32_t reserved;
+    const void *next;
+} fake_small_api = {.struct_size = 16};
+#endif
+
+/* -- negotiation ---------------------------------------------------------------------------- */
+
+static int32_t fake_negotiate(ses_drv_negotiate_t *args) {
+    if (!args || args->struct_size < FAKE_NEGOTIATE_MIN_SIZE)
+        return SES_DRV_INVALID_ARGUMENT;
+
+#if defined(FAKE_MODE_ABI2)
+    /* The misbehaviour: the manifest says ABI 1, the library speaks only ABI 2.0. */
+    args->driver_abi_major = 2;
+    args->driver_minor_max = 0;
+    return SES_DRV_INCOMPATIBLE;
+#else
+    args->driver_abi_major = SES_DRV_ABI_MAJOR;
+    args->driver_minor_max = SES_DRV_ABI_MINOR;
+#if defined(FAKE_MODE_NEGOTIATE_FAILS)
+    if (!fake_host_usable(args->host))
+        return SES_DRV_INTERNAL;
+    return args->host->error(args->host_ctx, SES_DRV_INTERNAL, "license server unreachable");
+#else
+    /* Another major means another host table layout, so no message: the host names both
+     * versions from driver_abi_major and driver_minor_max. */
+    if (args->abi_major != SES_DRV_ABI_MAJOR)
+        return SES_DRV_INCOMPATIBLE;
+    if (args->host_minor_min > SES_DRV_ABI_MINOR) {
+        if (fake_host_usable(args->host))
+            return args->host->error(args->host_ctx, SES_DRV_INCOMPATIBLE,
+                                     "%s speaks ABI 1.0 to 1.%d; the host wants 1.%" PRIu32
+                                     " or newer",
+                                     FAKE_NAME, SES_DRV_ABI_MINOR, args->host_minor_min);
+        return SES_DRV_INCOMPATIBLE;
+    }
+    args->chosen_minor = SES_DRV_ABI_MINOR; /* min(host_minor_max, 0) */
+#if defined(FAKE_MODE_SMALL_TABLE)
+    args->api = (const ses_drv_api_t *)(const void *)&fake_small_api;
+#else
+    args->api = &fake_api;
+#endif
+    return SES_DRV_OK;
+#endif /* FAKE_MODE_NEGOTIATE_FAILS */
+#endif /* FAKE_MODE_ABI2 */
+}
+
+/* driver.h names the entry point but does not declare it, so each driver declares it. */
+#if defined(FAKE_MODE_NO_ENTRY)
+/* The misbehaviour: a near-miss name, so the library loads but has no ses_drv_negotiate. */
+SES_DRV_EXPORT int32_t ses_driver_negotiate(ses_drv_negotiate_t *args);
+
+SES_DRV_EXPORT int32_t ses_driver_negotiate(ses_drv_negotiate_t *args) {
+    return fake_negotiate(args);
+}
+#else
+SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args);
+
+SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
+    return fake_negotiate(args);
+}
+#endif
