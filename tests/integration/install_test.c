@@ -1,0 +1,161 @@
+/*
+ * Installing: `meson install` into a fresh prefix, then the installed session-info must find the
+ * installed CPU driver through the installed manifest with no SESSION_* variable set; the
+ * installed session-driver.pc must be all a driver needs to build; and `--tags driver-cpu`
+ * must install the CPU driver alone.
+ *
+ * It configures and builds a second copy of the project (without tests), so it is the slowest
+ * test of the suite.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run_util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+typedef struct fixture {
+    char dir[64];
+    char prefix[128];
+    char build[128];
+} fixture_t;
+
+/* Runs a shell command; on failure prints it and its output and fails the test. */
+static void must_run(const char *command) {
+    run_result_t r = run_command(command);
+
+    if (r.exit_code != 0)
+        fail_msg("command failed (exit %d): %s\n%s", r.exit_code, command, r.output);
+    free(r.output);
+}
+
+static int setup(void **state) {
+    static fixture_t f;
+    char command[4 * PATH_MAX];
+
+    snprintf(f.dir, sizeof f.dir, "/tmp/ses-install-XXXXXX");
+    if (!mkdtemp(f.dir))
+        return -1;
+    snprintf(f.prefix, sizeof f.prefix, "%s/prefix", f.dir);
+    snprintf(f.build, sizeof f.build, "%s/build", f.dir);
+    snprintf(command, sizeof command,
+             "'%s' setup '%s' '%s' --prefix='%s' --libdir=lib -Dtests=false "
+             "-Dbuildtype=debugoptimized && '%s' install -C '%s' --quiet",
+             MESON, f.build, SOURCE_ROOT, f.prefix, MESON, f.build);
+    must_run(command);
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture_t *f = *state;
+    char command[PATH_MAX + 16];
+
+    snprintf(command, sizeof command, "rm -rf '%s'", f->dir);
+    if (system(command) != 0)
+        fprintf(stderr, "could not remove %s\n", f->dir);
+    return 0;
+}
+
+/* The installed tool, its library and its manifest find each other with a bare environment. */
+static void the_installed_session_info_finds_the_installed_cpu_driver(void **state) {
+    fixture_t *f = *state;
+    char command[2 * PATH_MAX], expected[PATH_MAX + 64];
+    run_result_t r;
+
+    snprintf(command, sizeof command, "env -i PATH=/usr/bin:/bin HOME='%s' '%s/bin/session-info'",
+             f->dir, f->prefix);
+    r = run_command(command);
+    if (r.exit_code != 0 || !strstr(r.output, "cpu:0"))
+        fail_msg("exit %d:\n%s", r.exit_code, r.output);
+    snprintf(expected, sizeof expected, "manifest: %s/share/session/drivers.d/cpu.json", f->prefix);
+    assert_non_null(strstr(r.output, expected));
+    snprintf(expected, sizeof expected, "library:  %s/lib/session/drivers/ses_cpu.so", f->prefix);
+    assert_non_null(strstr(r.output, expected));
+    assert_non_null(strstr(r.output, "(default)"));
+    free(r.output);
+}
+
+static void session_driver_pc_gives_the_include_path_and_no_library(void **state) {
+    fixture_t *f = *state;
+    char command[2 * PATH_MAX], expected[PATH_MAX + 8];
+    run_result_t r;
+
+    snprintf(command, sizeof command,
+             "PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags session-driver", f->prefix);
+    r = run_command(command);
+    assert_int_equal(r.exit_code, 0);
+    snprintf(expected, sizeof expected, "-I%s/include", f->prefix);
+    assert_non_null(strstr(r.output, expected));
+    free(r.output);
+
+    snprintf(command, sizeof command,
+             "PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --libs session-driver", f->prefix);
+    r = run_command(command);
+    assert_int_equal(r.exit_code, 0);
+    assert_null(strstr(r.output, "-l"));
+    free(r.output);
+}
+
+/* A driver built from the installed header alone, outside the tree, loads in the installed
+ * libsession. */
+static void a_driver_builds_from_the_installed_header_alone_and_loads(void **state) {
+    fixture_t *f = *state;
+    char command[4 * PATH_MAX];
+    run_result_t r;
+
+    snprintf(command, sizeof command,
+             "cd '%s' && cc -std=c11 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden "
+             "$(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags session-driver) "
+             "-DFAKE_MODE_GOOD -DFAKE_NAME='\"outside\"' -DFAKE_FEATURES='\"\"' "
+             "'%s/tests/fakes/fake_driver.c' -o ses_outside.so && "
+             "printf '{\"file_format_version\": \"1.0.0\", \"name\": \"outside\", "
+             "\"library_path\": \"ses_outside.so\", \"abi_major\": 1}' > outside.json",
+             f->dir, f->prefix, SOURCE_ROOT);
+    /* The include path must not reach into the source tree: only the installed header. */
+    assert_null(strstr(SOURCE_ROOT "/", f->prefix));
+    must_run(command);
+    snprintf(command, sizeof command,
+             "env -i PATH=/usr/bin:/bin HOME='%s' SESSION_ADD_DRIVER_FILES='%s/outside.json' "
+             "'%s/bin/session-info'",
+             f->dir, f->dir, f->prefix);
+    r = run_command(command);
+    if (r.exit_code != 0 || !strstr(r.output, "outside:0") || !strstr(r.output, "cpu:0"))
+        fail_msg("exit %d:\n%s", r.exit_code, r.output);
+    free(r.output);
+}
+
+static void the_driver_cpu_tag_installs_the_cpu_driver_alone(void **state) {
+    fixture_t *f = *state;
+    char command[4 * PATH_MAX], expected[PATH_MAX * 2];
+    run_result_t r;
+
+    snprintf(command, sizeof command, "'%s' install -C '%s' --quiet --tags driver-cpu --destdir '%s/dest'",
+             MESON, f->build, f->dir);
+    must_run(command);
+    snprintf(command, sizeof command, "cd '%s/dest' && find . -type f | sort", f->dir);
+    r = run_command(command);
+    assert_int_equal(r.exit_code, 0);
+    snprintf(expected, sizeof expected,
+             ".%s/lib/session/drivers/ses_cpu.so\n.%s/share/session/drivers.d/cpu.json\n",
+             f->prefix, f->prefix);
+    assert_string_equal(r.output, expected);
+    free(r.output);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_installed_session_info_finds_the_installed_cpu_driver),
+        cmocka_unit_test(session_driver_pc_gives_the_include_path_and_no_library),
+        cmocka_unit_test(a_driver_builds_from_the_installed_header_alone_and_loads),
+        cmocka_unit_test(the_driver_cpu_tag_installs_the_cpu_driver_alone),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
