@@ -78,8 +78,10 @@ static void print_text(ses_registry_t *reg) {
         if (ses_driver_version(d)[0])
             printf(" v%s  ABI %u.%u  %s", ses_driver_version(d), ses_driver_abi_major(d),
                    ses_driver_abi_minor(d), ses_driver_vendor(d));
-        else
+        else if (ses_driver_abi_major(d))
             printf(" ABI %u (manifest)", ses_driver_abi_major(d));
+        else
+            printf(" ABI ?");
         printf("  priority %d\n", ses_driver_priority(d));
         if (state == SES_DRIVER_FAILED || state == SES_DRIVER_NO_DEVICES ||
             state == SES_DRIVER_DISABLED)
@@ -120,7 +122,7 @@ static void print_text(ses_registry_t *reg) {
 /* cJSON returns NULL when memory runs out; every Add below tolerates a NULL parent. */
 static cJSON *device_json(const ses_device_t *dev) {
     cJSON *o = cJSON_CreateObject();
-    cJSON *caps = cJSON_AddArrayToObject(o, "caps");
+    cJSON *caps;
 
     cJSON_AddStringToObject(o, "name", ses_device_name(dev));
     cJSON_AddStringToObject(o, "kind", ses_device_kind_name(ses_device_kind(dev)));
@@ -129,6 +131,7 @@ static cJSON *device_json(const ses_device_t *dev) {
     cJSON_AddStringToObject(o, "description", ses_device_description(dev));
     cJSON_AddStringToObject(o, "stable_id", ses_device_stable_id(dev));
     cJSON_AddNumberToObject(o, "memory_bytes", (double)ses_device_memory(dev));
+    caps = cJSON_AddArrayToObject(o, "caps");
     for (int bit = 0; bit < 64; bit++) {
         uint64_t flag = UINT64_C(1) << bit;
         if ((ses_device_caps(dev) & flag) && ses_device_cap_name(flag))

@@ -24,63 +24,7 @@
 #error "compile with -DFAKE_DIR=\"<the fakes' build folder>\""
 #endif
 
-/* -- a minimal host ------------------------------------------------------------------------- */
-
-/* What the host side remembers of the driver's last error report. */
-struct ses_drv_host_ctx {
-    int32_t code;
-    int calls;
-    char message[512];
-};
-
-static void host_log(ses_drv_host_ctx_t *ctx, uint32_t level, const char *message) {
-    (void)ctx;
-    (void)level;
-    (void)message;
-}
-
-static int32_t host_log_enabled(ses_drv_host_ctx_t *ctx, uint32_t level) {
-    (void)ctx;
-    (void)level;
-    return 0;
-}
-
-__attribute__((format(printf, 3, 4))) static int32_t host_error(ses_drv_host_ctx_t *ctx,
-                                                                int32_t code, const char *format,
-                                                                ...) {
-    va_list ap;
-
-    va_start(ap, format);
-    vsnprintf(ctx->message, sizeof(ctx->message), format, ap);
-    va_end(ap);
-    ctx->code = code;
-    ctx->calls++;
-    return code;
-}
-
-static int32_t host_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
-                               uint64_t buffer_size, uint64_t *out_size) {
-    (void)ctx;
-    (void)key;
-    (void)buffer;
-    (void)buffer_size;
-    (void)out_size;
-    return SES_DRV_NOT_FOUND;
-}
-
-static int32_t host_should_abort(ses_drv_host_ctx_t *ctx) {
-    (void)ctx;
-    return 0;
-}
-
-static const ses_drv_host_t host = {
-    .struct_size = sizeof(ses_drv_host_t),
-    .log = host_log,
-    .log_enabled = host_log_enabled,
-    .error = host_error,
-    .get_option = host_get_option,
-    .should_abort = host_should_abort,
-};
+#include "../support/test_host.h"
 
 /* -- helpers -------------------------------------------------------------------------------- */
 
@@ -114,7 +58,7 @@ static void init_args(ses_drv_negotiate_t *args, ses_drv_host_ctx_t *ctx) {
     args->abi_major = SES_DRV_ABI_MAJOR;
     args->host_minor_min = 0;
     args->host_minor_max = SES_DRV_ABI_MINOR;
-    args->host = &host;
+    args->host = &test_host;
     args->host_ctx = ctx;
 }
 
@@ -194,7 +138,7 @@ static void good_driver_runs_identity_on_its_one_accel_device(void **state) {
     uint32_t count = 0, stride = 0;
 
     (void)state;
-    assert_int_equal(api->open(&host, &ctx, &driver), SES_DRV_OK);
+    assert_int_equal(api->open(&test_host, &ctx, &driver), SES_DRV_OK);
     assert_int_equal(api->enumerate_devices(driver, &count, NULL), SES_DRV_OK);
     assert_int_equal(count, 1);
     assert_int_equal(api->enumerate_devices(driver, &count, &desc), SES_DRV_OK);
@@ -267,7 +211,7 @@ static void good_driver_refuses_copies_past_the_end_of_a_buffer(void **state) {
     ses_drv_buffer_t *refused = (ses_drv_buffer_t *)&ctx;
 
     (void)state;
-    assert_int_equal(api->open(&host, &ctx, &driver), SES_DRV_OK);
+    assert_int_equal(api->open(&test_host, &ctx, &driver), SES_DRV_OK);
     assert_int_equal(api->open_device(driver, 0, &device), SES_DRV_OK);
     assert_int_equal(api->alloc(device, 16, SES_DRV_MEM_DEVICE, &buf), SES_DRV_OK);
 
@@ -321,13 +265,13 @@ static void no_devices_driver_open_reports_unavailable_with_its_reason(void **st
     (void)state;
     assert_true(is_healthy_table(api));
     unsetenv("FAKE_HW");
-    assert_int_equal(api->open(&host, &ctx, &driver), SES_DRV_UNAVAILABLE);
+    assert_int_equal(api->open(&test_host, &ctx, &driver), SES_DRV_UNAVAILABLE);
     assert_null(driver);
     assert_string_equal(ctx.message, "no fake hardware present (set FAKE_HW=1 to pretend)");
 
     /* The message tells the truth: FAKE_HW=1 makes the device appear. */
     setenv("FAKE_HW", "1", 1);
-    assert_int_equal(api->open(&host, &ctx, &driver), SES_DRV_OK);
+    assert_int_equal(api->open(&test_host, &ctx, &driver), SES_DRV_OK);
     unsetenv("FAKE_HW");
     api->close(driver);
     dlclose(lib);

@@ -23,66 +23,7 @@
 #error "compile with -DSES_CPU_DRIVER_PATH=\"/path/to/ses_cpu.so\""
 #endif
 
-/* ---------------------------------------------------------------------------------------------
- * A small test host
- * ------------------------------------------------------------------------------------------- */
-
-/* The host context is opaque to the driver; here it records the last error. */
-struct ses_drv_host_ctx {
-    char message[1024];
-    int32_t last_code;
-    int n_errors;
-};
-
-static void test_log(ses_drv_host_ctx_t *ctx, uint32_t level, const char *message) {
-    (void)ctx;
-    (void)level;
-    (void)message;
-}
-
-static int32_t test_log_enabled(ses_drv_host_ctx_t *ctx, uint32_t level) {
-    (void)ctx;
-    (void)level;
-    return 0;
-}
-
-static int32_t test_error(ses_drv_host_ctx_t *ctx, int32_t code, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int32_t test_error(ses_drv_host_ctx_t *ctx, int32_t code, const char *format, ...) {
-    va_list ap;
-
-    va_start(ap, format);
-    vsnprintf(ctx->message, sizeof ctx->message, format, ap);
-    va_end(ap);
-    ctx->last_code = code;
-    ctx->n_errors++;
-    return code;
-}
-
-static int32_t test_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
-                               uint64_t buffer_size, uint64_t *out_size) {
-    (void)ctx;
-    (void)key;
-    (void)buffer;
-    (void)buffer_size;
-    (void)out_size;
-    return SES_DRV_NOT_FOUND;
-}
-
-static int32_t test_should_abort(ses_drv_host_ctx_t *ctx) {
-    (void)ctx;
-    return 0;
-}
-
-static const ses_drv_host_t test_host = {
-    .struct_size = sizeof(ses_drv_host_t),
-    .log = test_log,
-    .log_enabled = test_log_enabled,
-    .error = test_error,
-    .get_option = test_get_option,
-    .should_abort = test_should_abort,
-};
+#include "../support/test_host.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Fixture: the module loaded and negotiated, one driver instance and its device open.
@@ -232,7 +173,7 @@ static void negotiate_accepts_abi_1_0_and_returns_a_complete_table(void **state)
     assert_null(api->event_record);
     assert_null(api->stream_wait_event);
     assert_null(api->event_synchronize);
-    assert_int_equal(f->ctx.n_errors, 0);
+    assert_int_equal(f->ctx.calls, 0);
 }
 
 /* A newer host offering minors up to 7 gets the driver's newest, which is all it speaks. */
@@ -258,7 +199,7 @@ static void negotiate_rejects_another_abi_major_and_names_both_majors(void **sta
     assert_int_equal(args.driver_abi_major, 1);
     assert_int_equal(args.driver_minor_max, SES_DRV_ABI_MINOR);
     assert_null(args.api);
-    assert_int_equal(f->ctx.last_code, SES_DRV_INCOMPATIBLE);
+    assert_int_equal(f->ctx.code, SES_DRV_INCOMPATIBLE);
     assert_message_contains(f, "ABI 2");
     assert_message_contains(f, "ABI 1");
 }
@@ -290,7 +231,7 @@ static void negotiate_without_a_host_table_still_reports_the_mismatch(void **sta
     assert_int_equal(f->negotiate(&args), SES_DRV_INCOMPATIBLE);
 
     assert_int_equal(args.driver_abi_major, 1);
-    assert_int_equal(f->ctx.n_errors, 0);
+    assert_int_equal(f->ctx.calls, 0);
 }
 
 static void negotiate_rejects_null_and_undersized_arguments(void **state) {
@@ -377,8 +318,8 @@ static void two_instances_of_the_driver_coexist_in_one_process(void **state) {
     assert_int_equal(f->api->enumerate_devices(other, &count, NULL), SES_DRV_OK);
     assert_int_equal(count, 1);
     assert_int_equal(f->api->open_device(other, 5, &other_dev), SES_DRV_NOT_FOUND);
-    assert_int_equal(other_ctx.n_errors, 1);
-    assert_int_equal(f->ctx.n_errors, 0);
+    assert_int_equal(other_ctx.calls, 1);
+    assert_int_equal(f->ctx.calls, 0);
 
     f->api->close(other);
     /* The first instance is unaffected by the second's close. */

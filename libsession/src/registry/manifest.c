@@ -292,9 +292,10 @@ static ses_status_t parse_options(const cJSON *root, const char *path, ses__mani
                              entry->string, json_type_name(entry));
         m->option_keys[m->n_options] = ses__strdup(entry->string);
         m->option_values[m->n_options] = ses__strdup(entry->valuestring);
-        if (!m->option_keys[m->n_options] || !m->option_values[m->n_options])
-            return ses__fail(SES_OUT_OF_MEMORY, "manifest %s: out of memory", path);
+        /* Counted before the check, so that clearing the manifest frees a half-made pair. */
         m->n_options++;
+        if (!m->option_keys[m->n_options - 1] || !m->option_values[m->n_options - 1])
+            return ses__fail(SES_OUT_OF_MEMORY, "manifest %s: out of memory", path);
     }
     return SES_OK;
 }
