@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* posix_memalign, sysconf(_SC_PHYS_PAGES) under -std=c11 */
 #endif
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -302,9 +303,60 @@ static int32_t cpu_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_c
  * Devices
  * ------------------------------------------------------------------------------------------- */
 
+/*
+ * The size of a device's thread pool: option driver.cpu.threads when set (a whole number from 1
+ * to CPU__MAX_THREADS, or 0 for the default), else the number of online CPUs.
+ */
+static int32_t cpu__pool_size(ses_drv_driver_t *driver, uint32_t *out_threads) {
+    char value[32];
+    uint64_t size = 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t fallback =
+        online > 0 ? (online > CPU__MAX_THREADS ? CPU__MAX_THREADS : (uint32_t)online) : 1;
+
+    *out_threads = fallback;
+    if (!CPU__HOST_HAS(driver->host, get_option))
+        return SES_DRV_OK;
+    int32_t st =
+        driver->host->get_option(driver->ctx, CPU__THREADS_OPTION, value, sizeof value, &size);
+    if (st == SES_DRV_NOT_FOUND)
+        return SES_DRV_OK;
+    if (st == SES_DRV_INVALID_ARGUMENT)
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                         "open_device: option %s is %" PRIu64
+                         " bytes long; expected a thread count from 0 to %d",
+                         CPU__THREADS_OPTION, size, CPU__MAX_THREADS);
+    if (st != SES_DRV_OK)
+        return st;
+
+    value[sizeof value - 1] = '\0';
+    const char *p = value;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    unsigned long n = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        n = n * 10 + (unsigned long)(*p - '0');
+        if (n > CPU__MAX_THREADS)
+            break;
+    }
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (digits == 0 || *p != '\0' || n > CPU__MAX_THREADS)
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                         "open_device: option %s is \"%s\"; expected a thread count from 0 to %d "
+                         "(0: one per online CPU, here %" PRIu32 ")",
+                         CPU__THREADS_OPTION, value, CPU__MAX_THREADS, fallback);
+    if (n > 0)
+        *out_threads = (uint32_t)n;
+    return SES_DRV_OK;
+}
+
 static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                                ses_drv_device_t **out_device) {
-    ses_drv_device_t *device;
+    ses_drv_device_t *device = NULL;
+    uint32_t threads;
+    int32_t st;
 
     if (!driver)
         return SES_DRV_INVALID_ARGUMENT;
@@ -317,17 +369,38 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                          "open_device: no cpu device %" PRIu32
                          "; the cpu driver has 1 device, ordinal 0 (cpu:0)",
                          ordinal);
+    if ((st = cpu__pool_size(driver, &threads)) != SES_DRV_OK)
+        return st;
 
     device = calloc(1, sizeof *device);
     if (!device)
         return cpu__fail(driver->host, driver->ctx, SES_DRV_OUT_OF_MEMORY,
                          "open_device: cannot allocate the device (%zu bytes)", sizeof *device);
     device->driver = driver;
+    int err = cpu__pool_create(threads, &device->pool);
+    if (err != 0) {
+        st = cpu__fail(
+            driver->host, driver->ctx, err == ENOMEM ? SES_DRV_OUT_OF_MEMORY : SES_DRV_UNAVAILABLE,
+            "open_device: cannot start a pool of %" PRIu32 " threads: %s (errno %d); set %s lower",
+            threads,
+            err == EAGAIN   ? "the process's thread limit was reached"
+            : err == ENOMEM ? "out of memory"
+                            : "pthread_create failed",
+            err, CPU__THREADS_OPTION);
+        goto fail;
+    }
     *out_device = device;
     return SES_DRV_OK;
+
+fail:
+    free(device);
+    return st;
 }
 
 static void cpu_close_device(ses_drv_device_t *device) {
+    if (!device)
+        return;
+    cpu__pool_destroy(device->pool);
     free(device);
 }
 
@@ -485,8 +558,8 @@ static int32_t cpu_import_host_ptr(ses_drv_device_t *device, void *host_ptr, uin
     if (bytes == 0)
         return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
                                 "import_host_ptr: bytes is 0; a buffer needs at least 1 byte");
-    /* No alignment is required: the kernels of this driver make no alignment assumptions about
-     * their arguments. */
+    /* No alignment is required here; a kernel refuses a tensor that is not aligned to its
+     * element size, since it reads elements as their C types. */
     return cpu__wrap(device, "import_host_ptr", host_ptr, bytes, 1, out_buffer);
 }
 

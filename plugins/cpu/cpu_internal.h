@@ -3,6 +3,15 @@
  * module is built with hidden visibility and exports only ses_drv_negotiate.
  *
  * Internal non-static names use the `cpu__` prefix.
+ *
+ * How a kernel runs: every entry of the kernel table (cpu_kernels.c) has a static description,
+ * a cpu__spec_t (op, signature, dtypes, the family's body function). Its compute entry hands the
+ * launch and that spec to cpu__run (cpu_launch.c), which checks everything the host passed
+ * against the spec once (struct sizes, counts, dtypes, dims, byte ranges, alignment) and builds
+ * a cpu__call_t: the node, and a typed view of each argument. The body (cpu_elementwise.c,
+ * cpu_matmul.c, cpu_reduce.c, cpu_shape.c) then checks the shapes its op needs, reads its
+ * normalized attributes and computes, splitting large work over the device's thread pool
+ * (cpu_threadpool.c).
  */
 #ifndef SES_CPU_INTERNAL_H
 #define SES_CPU_INTERNAL_H
@@ -24,6 +33,58 @@
 /** Longest device name we keep: the model name from /proc/cpuinfo plus " (N threads)". */
 #define CPU__NAME_MAX 256
 
+/** The option that sizes each device's thread pool; unset or "0" means the online CPUs. */
+#define CPU__THREADS_OPTION "driver.cpu.threads"
+
+/** The largest pool the option may ask for. */
+#define CPU__MAX_THREADS 1024
+
+/**
+ * The largest rank a kernel that keeps per-dimension arrays accepts (broadcasting, Transpose,
+ * Slice, reductions). Pure copies (Identity, Reshape, ...) take any rank.
+ */
+#define CPU__MAX_RANK 16
+
+/** Work below this many element operations runs on the calling thread, without the pool. */
+#define CPU__PARALLEL_MIN 32768u
+
+/* ---------------------------------------------------------------------------------------------
+ * Thread pool (cpu_threadpool.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/** A fixed set of worker threads owned by one device. */
+typedef struct cpu__pool cpu__pool_t;
+
+/** A piece of parallel work: handles items [begin, end). Must not fail; errors are found first. */
+typedef void (*cpu__task_fn)(void *ctx, uint64_t begin, uint64_t end);
+
+/**
+ * Starts a pool that runs work on @p n_threads threads in all: the caller of cpu__parallel_for
+ * is one of them, so n_threads - 1 workers are started (none for 1). Returns 0, or the errno
+ * of the thread creation that failed, with nothing left running; *out_pool is NULL then.
+ */
+int cpu__pool_create(uint32_t n_threads, cpu__pool_t **out_pool);
+
+/** Stops and joins the workers and frees the pool. No work may be in flight. Accepts NULL. */
+void cpu__pool_destroy(cpu__pool_t *pool);
+
+/** The threads the pool runs work on, the caller included: 1 for NULL. */
+uint32_t cpu__pool_threads(const cpu__pool_t *pool);
+
+/**
+ * Runs @p fn over items [0, @p n_items), each costing about @p item_cost element operations,
+ * and returns when all are done. Below CPU__PARALLEL_MIN operations in all, with a pool of one
+ * thread, or when another thread's work holds the pool, it is one call fn(ctx, 0, n_items) on
+ * the calling thread, with no synchronisation. Otherwise the items are cut into chunks that the
+ * caller and the workers take in turn. Thread-safe: callers on several threads share the pool.
+ */
+void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, cpu__task_fn fn,
+                       void *ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Driver objects (cpu_driver.c)
+ * ------------------------------------------------------------------------------------------- */
+
 /**
  * One opened driver instance. The library may be opened several times in one process (one per
  * registry), so everything mutable lives here and not in globals. Read-only after open, hence
@@ -35,9 +96,13 @@ struct ses_drv_driver {
     char device_name[CPU__NAME_MAX]; /* ses_drv_device_desc_t.name; lives until close */
 };
 
-/** One opened device. The CPU has a single device, but each open_device gives a new handle. */
+/**
+ * One opened device. The CPU has a single device, but each open_device gives a new handle with
+ * its own thread pool, created there and destroyed by close_device.
+ */
 struct ses_drv_device {
     struct ses_drv_driver *driver;
+    cpu__pool_t *pool; /* never NULL once open; thread-safe */
 };
 
 /** What a ses_drv_buffer_t handle points at. */
@@ -65,12 +130,6 @@ int32_t cpu__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t c
 int32_t cpu__device_fail(const ses_drv_device_t *device, int32_t code, const char *format, ...)
     CPU__PRINTF(3, 4);
 
-/** The short name of a dtype as used in kernel signatures ("f32"), or NULL when unknown. */
-const char *cpu__dtype_name(uint32_t dtype);
-
-/** The size in bytes of one element of @p dtype, or 0 when the dtype is unknown. */
-size_t cpu__dtype_size(uint32_t dtype);
-
 /**
  * Checks that [offset, offset + bytes) lies inside @p buffer. @p what names the call and the
  * argument for the message ("copy_h2d: dst"). Returns SES_DRV_OK or SES_DRV_INVALID_ARGUMENT
@@ -79,8 +138,231 @@ size_t cpu__dtype_size(uint32_t dtype);
 int32_t cpu__check_range(const ses_drv_device_t *device, const char *what,
                          const cpu__buffer_t *buffer, uint64_t offset, uint64_t bytes);
 
+/* ---------------------------------------------------------------------------------------------
+ * Dtypes (cpu_kernels.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/** The short name of a dtype as used in kernel signatures ("f32"), or NULL when unknown. */
+const char *cpu__dtype_name(uint32_t dtype);
+
+/** A dtype's name for messages, never NULL. */
+const char *cpu__dtype_label(uint32_t dtype);
+
+/** The size in bytes of one element of @p dtype, or 0 when the dtype is unknown. */
+size_t cpu__dtype_size(uint32_t dtype);
+
 /** The api entry get_kernels: the same static table for every device. */
 int32_t cpu__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
                          uint32_t *out_count, uint32_t *out_stride);
+
+/* ---------------------------------------------------------------------------------------------
+ * Launches (cpu_launch.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Which op of a family a spec stands for; the family's body switches on it. */
+enum cpu__op {
+    CPU__OP_COPY, /* Identity, Reshape, Flatten, Squeeze, Unsqueeze */
+    CPU__OP_ADD,
+    CPU__OP_SUB,
+    CPU__OP_MUL,
+    CPU__OP_DIV,
+    CPU__OP_POW,
+    CPU__OP_EQUAL,
+    CPU__OP_GREATER,
+    CPU__OP_LESS,
+    CPU__OP_WHERE,
+    CPU__OP_NEG,
+    CPU__OP_ABS,
+    CPU__OP_EXP,
+    CPU__OP_LOG,
+    CPU__OP_SQRT,
+    CPU__OP_RECIPROCAL,
+    CPU__OP_RELU,
+    CPU__OP_SIGMOID,
+    CPU__OP_TANH,
+    CPU__OP_SOFTPLUS,
+    CPU__OP_ERF,
+    CPU__OP_LEAKYRELU,
+    CPU__OP_CAST,
+    CPU__OP_MATMUL,
+    CPU__OP_GEMM,
+    CPU__OP_REDUCESUM,
+    CPU__OP_REDUCEMAX,
+    CPU__OP_REDUCEMEAN,
+    CPU__OP_SOFTMAX,
+    CPU__OP_LOGSOFTMAX,
+    CPU__OP_ARGMAX,
+    CPU__OP_TRANSPOSE,
+    CPU__OP_CONCAT,
+    CPU__OP_SLICE,
+    CPU__OP_GATHER,
+};
+
+/** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
+#define CPU__MAX_INPUTS 3
+
+/** A checked argument of a launch: where its elements are and what shape they have. */
+typedef struct cpu__tensor {
+    unsigned char *data; /* first element; aligned to the element size */
+    const int64_t *dims; /* rank entries, each >= 0 (the host's array) */
+    uint64_t count;      /* elements */
+    size_t esize;        /* bytes per element */
+    uint32_t dtype;      /* SES_DRV_DTYPE_* */
+    uint32_t rank;
+} cpu__tensor_t;
+
+typedef struct cpu__call cpu__call_t;
+
+/** What one kernel table entry is: its op, signature and the body that computes it. */
+typedef struct cpu__spec {
+    const char *op;        /* ONNX op type, as in the table */
+    const char *signature; /* as in the table */
+    int32_t (*body)(const cpu__call_t *call);
+    uint32_t code;                /* enum cpu__op */
+    uint32_t n_inputs;            /* exact count; 1 for variadic entries, which take 1 or more */
+    uint32_t variadic;            /* non-zero: every input has dtype in[0] */
+    uint32_t in[CPU__MAX_INPUTS]; /* input dtypes; unused slots 0 */
+    uint32_t out;                 /* the output's dtype */
+} cpu__spec_t;
+
+/** One checked launch, as a body sees it. Valid during the compute call only. */
+struct cpu__call {
+    ses_drv_device_t *device;
+    const ses_drv_launch_t *launch;
+    const ses_drv_node_t *node;
+    const cpu__spec_t *spec;
+    const char *name;                  /* the node's name, never NULL */
+    uint32_t n_in;                     /* node->n_inputs */
+    cpu__tensor_t in[CPU__MAX_INPUTS]; /* the first inputs; see cpu__input for the others */
+    cpu__tensor_t out;
+};
+
+/**
+ * Checks @p launch against @p spec, builds the call and runs spec->body. Every compute entry of
+ * the table is this function with its own spec.
+ */
+int32_t cpu__run(ses_drv_device_t *device, const ses_drv_launch_t *launch, const cpu__spec_t *spec);
+
+/** Input @p i of a checked call (any i < n_in, also past CPU__MAX_INPUTS). */
+cpu__tensor_t cpu__input(const cpu__call_t *call, uint32_t i);
+
+/** Fails with @p code and a message prefixed `<op> "<node name>": `. Returns @p code. */
+int32_t cpu__call_fail(const cpu__call_t *call, int32_t code, const char *format, ...)
+    CPU__PRINTF(3, 4);
+
+/**
+ * Writes "[2,3]" (or "[]" for a scalar) into @p buf, cut with "..." when it does not fit, and
+ * returns @p buf. Also used for int lists such as attributes.
+ */
+const char *cpu__format_dims(const int64_t *dims, uint32_t rank, char *buf, size_t size);
+
+/** Non-zero when both tensors have the same rank and dims. */
+int cpu__same_shape(const cpu__tensor_t *a, const cpu__tensor_t *b);
+
+/**
+ * Fails unless @p t has rank <= CPU__MAX_RANK, naming @p role ("input 0"). Kernels that keep
+ * per-dimension arrays call it first.
+ */
+int32_t cpu__check_rank(const cpu__call_t *call, const char *role, const cpu__tensor_t *t);
+
+/**
+ * Reads INT attribute @p key into @p out. When absent: *out = @p def if @p has_default, else
+ * SES_DRV_INVALID_ARGUMENT naming the attribute. Another type is SES_DRV_INVALID_ARGUMENT.
+ */
+int32_t cpu__attr_int(const cpu__call_t *call, const char *key, int has_default, int64_t def,
+                      int64_t *out);
+
+/** FLOAT attribute @p key, @p def when absent. */
+int32_t cpu__attr_float(const cpu__call_t *call, const char *key, double def, double *out);
+
+/**
+ * Required INTS attribute @p key: stores at most @p max values in @p out and the count in
+ * @p out_count. More than @p max values is SES_DRV_INVALID_ARGUMENT.
+ */
+int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, uint32_t max,
+                       uint32_t *out_count);
+
+/**
+ * Non-zero when the host's should_abort says the calling thread's eval should stop. Only for
+ * the thread that called compute (the host answers per thread), between long steps.
+ */
+int cpu__cancelled(const cpu__call_t *call);
+
+/** Runs @p fn over @p n_items on the call's device pool (see cpu__parallel_for). */
+void cpu__parallel(const cpu__call_t *call, uint64_t n_items, uint64_t item_cost, cpu__task_fn fn,
+                   void *ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Strided iteration (cpu_strided.c): a dense output walked in row-major order while up to three
+ * inputs are read through per-dimension strides. Broadcasting (stride 0), Transpose (permuted
+ * strides) and Slice (scaled, possibly negative strides) are all this.
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * Computes @p n output elements into @p out. Input k's first element is @p in[k]; it moves
+ * @p step[k] elements per output element (0 for a broadcast input).
+ */
+typedef void (*cpu__row_fn)(void *out, const void *const *in, const int64_t *step, size_t n,
+                            const void *params);
+
+typedef struct cpu__strided {
+    uint32_t rank; /* >= 1 */
+    uint32_t n_in; /* <= CPU__MAX_INPUTS */
+    int64_t dims[CPU__MAX_RANK];
+    int64_t stride[CPU__MAX_INPUTS][CPU__MAX_RANK]; /* elements, per output dim */
+    const unsigned char *base[CPU__MAX_INPUTS];     /* input k's element at output index 0 */
+    size_t esize[CPU__MAX_INPUTS];
+    unsigned char *out;
+    size_t out_esize;
+    uint64_t count; /* output elements */
+} cpu__strided_t;
+
+/**
+ * Drops output dims of size 1 and merges neighbours whose strides chain for every input, so
+ * the innermost loop is as long as possible. Call after filling dims and strides.
+ */
+void cpu__strided_merge(cpu__strided_t *s);
+
+/** Computes output elements [begin, end) row by row with @p row. */
+void cpu__strided_run(const cpu__strided_t *s, uint64_t begin, uint64_t end, cpu__row_fn row,
+                      const void *params);
+
+/** cpu__strided_run over the whole output, split over the pool; @p cost per element. */
+void cpu__strided_parallel(const cpu__call_t *call, const cpu__strided_t *s, cpu__row_fn row,
+                           const void *params, uint64_t cost);
+
+/**
+ * Sets up @p s for numpy broadcasting of call->in[0 .. n_in) to call->out: checks that the
+ * output rank is the largest input rank and each output dim is the broadcast of the inputs'
+ * (naming all shapes otherwise), and merges. Requires ranks <= CPU__MAX_RANK.
+ */
+int32_t cpu__broadcast_setup(const cpu__call_t *call, uint32_t n_in, cpu__strided_t *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Bodies, one per op family.
+ * ------------------------------------------------------------------------------------------- */
+
+/* cpu_elementwise.c */
+int32_t cpu__binary(const cpu__call_t *call);  /* Add Sub Mul Div Pow */
+int32_t cpu__compare(const cpu__call_t *call); /* Equal Greater Less */
+int32_t cpu__where(const cpu__call_t *call);
+int32_t cpu__unary(const cpu__call_t *call); /* Neg Abs Exp ... LeakyRelu */
+int32_t cpu__cast(const cpu__call_t *call);
+
+/* cpu_matmul.c */
+int32_t cpu__matmul(const cpu__call_t *call);
+int32_t cpu__gemm(const cpu__call_t *call);
+
+/* cpu_reduce.c */
+int32_t cpu__reduce(const cpu__call_t *call);  /* ReduceSum ReduceMax ReduceMean */
+int32_t cpu__softmax(const cpu__call_t *call); /* Softmax LogSoftmax */
+int32_t cpu__argmax(const cpu__call_t *call);
+
+/* cpu_shape.c */
+int32_t cpu__copy(const cpu__call_t *call); /* Identity Reshape Flatten Squeeze Unsqueeze */
+int32_t cpu__transpose(const cpu__call_t *call);
+int32_t cpu__concat(const cpu__call_t *call);
+int32_t cpu__slice(const cpu__call_t *call);
+int32_t cpu__gather(const cpu__call_t *call);
 
 #endif /* SES_CPU_INTERNAL_H */

@@ -1,15 +1,14 @@
 /*
- * The CPU driver's kernel table. For now it holds Identity at every dtype; later ops are added
- * as further entries of the same table.
+ * The CPU driver's kernel table: one entry per (op, signature), each with a static spec that
+ * says what its launches must look like and which body computes it.
  *
- * Kernels validate what the host hands them (struct sizes, argument counts, dtypes, shapes and
- * byte ranges) and report a mismatch with both sides named, because a wrong launch from a host
- * bug would otherwise read or write outside a buffer.
+ * The compute entry of the ABI receives no pointer to its own table entry, so each entry gets
+ * its own small compute function, generated below, that passes its spec to cpu__run. The list
+ * of entries is written once, as an X-macro, and expanded twice: into the specs and compute
+ * functions, and into the table. Signatures are spelled from the same dtype tokens the specs
+ * use, so a signature string cannot disagree with the dtypes its launches are checked against.
  */
-#include <inttypes.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 
 #include <session/driver.h>
 
@@ -45,207 +44,157 @@ size_t cpu__dtype_size(uint32_t dtype) {
     return cpu_dtypes[dtype].size;
 }
 
-/* A dtype's name for messages, never NULL. */
-static const char *cpu__dtype_label(uint32_t dtype) {
+const char *cpu__dtype_label(uint32_t dtype) {
     const char *name = cpu__dtype_name(dtype);
     return name ? name : "unknown dtype";
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Launch validation helpers
+ * The entries
  * ------------------------------------------------------------------------------------------- */
 
-/*
- * Tensor descriptor @p i of an array written by the host. The array's stride is the host's
- * sizeof, which its struct_size states; it may exceed ours when the host is newer.
- */
-static const ses_drv_tensor_desc_t *cpu__tensor_at(const ses_drv_tensor_desc_t *base, uint32_t i) {
-    return (const ses_drv_tensor_desc_t *)(const void *)((const unsigned char *)base +
-                                                         (size_t)i * base->struct_size);
-}
+/* Dtype tokens as spelled in signatures, to their codes. */
+#define CPU__DT_f32 SES_DRV_DTYPE_F32
+#define CPU__DT_f64 SES_DRV_DTYPE_F64
+#define CPU__DT_f16 SES_DRV_DTYPE_F16
+#define CPU__DT_bf16 SES_DRV_DTYPE_BF16
+#define CPU__DT_i8 SES_DRV_DTYPE_I8
+#define CPU__DT_i16 SES_DRV_DTYPE_I16
+#define CPU__DT_i32 SES_DRV_DTYPE_I32
+#define CPU__DT_i64 SES_DRV_DTYPE_I64
+#define CPU__DT_u8 SES_DRV_DTYPE_U8
+#define CPU__DT_u16 SES_DRV_DTYPE_U16
+#define CPU__DT_u32 SES_DRV_DTYPE_U32
+#define CPU__DT_u64 SES_DRV_DTYPE_U64
+#define CPU__DT_bool SES_DRV_DTYPE_BOOL
 
 /*
- * Counts the elements of @p t into @p out_count after checking its struct size, dims pointer,
- * that every dim is >= 0 and that the product fits in 64 bits. @p role is "input 0" or
- * "output 0" for messages; @p node_name names the node.
+ * Every entry is X(id, op, signature, body, code, n_inputs, variadic, in0, in1, in2, out).
+ * The family macros below build one entry from an op and its dtype tokens.
  */
-static int32_t cpu__element_count(const ses_drv_device_t *device, const char *node_name,
-                                  const char *role, const ses_drv_tensor_desc_t *t,
-                                  uint64_t *out_count) {
-    const size_t min_size = SES_DRV_SIZEOF_1_0(ses_drv_tensor_desc_t, dims);
-    uint64_t count = 1;
+#define CPU__E_UNARY(X, Op, CODE, BODY, T) \
+    X(Op##_##T, #Op, #T "->" #T, BODY, CODE, 1, 0, CPU__DT_##T, 0, 0, CPU__DT_##T)
+#define CPU__E_BINARY(X, Op, CODE, BODY, T) \
+    X(Op##_##T, #Op, #T "," #T "->" #T, BODY, CODE, 2, 0, CPU__DT_##T, CPU__DT_##T, 0, CPU__DT_##T)
+#define CPU__E_TERNARY(X, Op, CODE, BODY, T)                                                \
+    X(Op##3_##T, #Op, #T "," #T "," #T "->" #T, BODY, CODE, 3, 0, CPU__DT_##T, CPU__DT_##T, \
+      CPU__DT_##T, CPU__DT_##T)
+#define CPU__E_COMPARE(X, Op, CODE, BODY, T)                                            \
+    X(Op##_##T, #Op, #T "," #T "->bool", BODY, CODE, 2, 0, CPU__DT_##T, CPU__DT_##T, 0, \
+      SES_DRV_DTYPE_BOOL)
+#define CPU__E_WHERE(X, Op, CODE, BODY, T)                                                         \
+    X(Op##_##T, #Op, "bool," #T "," #T "->" #T, BODY, CODE, 3, 0, SES_DRV_DTYPE_BOOL, CPU__DT_##T, \
+      CPU__DT_##T, CPU__DT_##T)
+#define CPU__E_TO_I64(X, Op, CODE, BODY, T) \
+    X(Op##_##T, #Op, #T "->i64", BODY, CODE, 1, 0, CPU__DT_##T, 0, 0, SES_DRV_DTYPE_I64)
+#define CPU__E_VARIADIC(X, Op, CODE, BODY, T) \
+    X(Op##_##T, #Op, #T "...->" #T, BODY, CODE, 1, 1, CPU__DT_##T, 0, 0, CPU__DT_##T)
+#define CPU__E_GATHER(X, Op, CODE, BODY, T)                                                     \
+    X(Op##_##T##_i32, #Op, #T ",i32->" #T, BODY, CODE, 2, 0, CPU__DT_##T, SES_DRV_DTYPE_I32, 0, \
+      CPU__DT_##T)                                                                              \
+    X(Op##_##T##_i64, #Op, #T ",i64->" #T, BODY, CODE, 2, 0, CPU__DT_##T, SES_DRV_DTYPE_I64, 0, \
+      CPU__DT_##T)
+#define CPU__E_CAST(X, Op, CODE, BODY, A, B) \
+    X(Op##_##A##_##B, #Op, #A "->" #B, BODY, CODE, 1, 0, CPU__DT_##A, 0, 0, CPU__DT_##B)
 
-    if (t->struct_size < min_size)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": %s descriptor has struct_size %" PRIu32
-                                ", ABI 1.0 needs at least %zu",
-                                node_name, role, t->struct_size, min_size);
-    if (t->rank > 0 && !t->dims)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": %s has rank %" PRIu32 " but dims is NULL",
-                                node_name, role, t->rank);
-    for (uint32_t d = 0; d < t->rank; d++) {
-        int64_t dim = t->dims[d];
-        if (dim < 0)
-            return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                    "Identity \"%s\": %s dim %" PRIu32 " is %" PRId64
-                                    ", dims must be >= 0",
-                                    node_name, role, d, dim);
-        if (dim != 0 && count > UINT64_MAX / (uint64_t)dim)
-            return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                    "Identity \"%s\": %s element count overflows 64 bits",
-                                    node_name, role);
-        count *= (uint64_t)dim;
-    }
-    *out_count = count;
-    return SES_DRV_OK;
-}
+/* Dtype lists: M(args..., T) for each T. (clang-format would stagger these lines.) */
+/* clang-format off */
+#define CPU__ALL(M, ...)                                                                    \
+    M(__VA_ARGS__, f32) M(__VA_ARGS__, f64) M(__VA_ARGS__, f16) M(__VA_ARGS__, bf16)        \
+    M(__VA_ARGS__, i8) M(__VA_ARGS__, i16) M(__VA_ARGS__, i32) M(__VA_ARGS__, i64)          \
+    M(__VA_ARGS__, u8) M(__VA_ARGS__, u16) M(__VA_ARGS__, u32) M(__VA_ARGS__, u64)          \
+    M(__VA_ARGS__, bool)
+#define CPU__FLOATS(M, ...) M(__VA_ARGS__, f32) M(__VA_ARGS__, f64)
+#define CPU__NUMBERS(M, ...) \
+    M(__VA_ARGS__, f32) M(__VA_ARGS__, f64) M(__VA_ARGS__, i32) M(__VA_ARGS__, i64)
+#define CPU__ORDERED(M, ...) CPU__NUMBERS(M, __VA_ARGS__) M(__VA_ARGS__, u8)
+#define CPU__BASIC(M, ...) CPU__ORDERED(M, __VA_ARGS__) M(__VA_ARGS__, bool)
+/* A second spelling of CPU__BASIC for the inner loop of Cast's pairs: a macro is not expanded
+ * again inside its own expansion. */
+#define CPU__BASIC_TO(M, ...)                                                               \
+    M(__VA_ARGS__, f32) M(__VA_ARGS__, f64) M(__VA_ARGS__, i32) M(__VA_ARGS__, i64)         \
+    M(__VA_ARGS__, u8) M(__VA_ARGS__, bool)
+/* clang-format on */
+#define CPU__E_CAST_FROM(X, Op, CODE, BODY, A) CPU__BASIC_TO(CPU__E_CAST, X, Op, CODE, BODY, A)
 
-/* ---------------------------------------------------------------------------------------------
- * Identity: output = input, at one dtype.
- * ------------------------------------------------------------------------------------------- */
+/* The whole table, in the order get_kernels returns it. */
+#define CPU__KERNELS(X)                                                        \
+    CPU__ALL(CPU__E_UNARY, X, Identity, CPU__OP_COPY, cpu__copy)               \
+    CPU__ALL(CPU__E_UNARY, X, Reshape, CPU__OP_COPY, cpu__copy)                \
+    CPU__ALL(CPU__E_UNARY, X, Flatten, CPU__OP_COPY, cpu__copy)                \
+    CPU__ALL(CPU__E_UNARY, X, Squeeze, CPU__OP_COPY, cpu__copy)                \
+    CPU__ALL(CPU__E_UNARY, X, Unsqueeze, CPU__OP_COPY, cpu__copy)              \
+    CPU__NUMBERS(CPU__E_BINARY, X, Add, CPU__OP_ADD, cpu__binary)              \
+    CPU__NUMBERS(CPU__E_BINARY, X, Sub, CPU__OP_SUB, cpu__binary)              \
+    CPU__NUMBERS(CPU__E_BINARY, X, Mul, CPU__OP_MUL, cpu__binary)              \
+    CPU__NUMBERS(CPU__E_BINARY, X, Div, CPU__OP_DIV, cpu__binary)              \
+    CPU__FLOATS(CPU__E_BINARY, X, Pow, CPU__OP_POW, cpu__binary)               \
+    CPU__BASIC(CPU__E_COMPARE, X, Equal, CPU__OP_EQUAL, cpu__compare)          \
+    CPU__ORDERED(CPU__E_COMPARE, X, Greater, CPU__OP_GREATER, cpu__compare)    \
+    CPU__ORDERED(CPU__E_COMPARE, X, Less, CPU__OP_LESS, cpu__compare)          \
+    CPU__BASIC(CPU__E_WHERE, X, Where, CPU__OP_WHERE, cpu__where)              \
+    CPU__NUMBERS(CPU__E_UNARY, X, Neg, CPU__OP_NEG, cpu__unary)                \
+    CPU__NUMBERS(CPU__E_UNARY, X, Abs, CPU__OP_ABS, cpu__unary)                \
+    CPU__NUMBERS(CPU__E_UNARY, X, Relu, CPU__OP_RELU, cpu__unary)              \
+    CPU__FLOATS(CPU__E_UNARY, X, Exp, CPU__OP_EXP, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Log, CPU__OP_LOG, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Sqrt, CPU__OP_SQRT, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Reciprocal, CPU__OP_RECIPROCAL, cpu__unary)   \
+    CPU__FLOATS(CPU__E_UNARY, X, Sigmoid, CPU__OP_SIGMOID, cpu__unary)         \
+    CPU__FLOATS(CPU__E_UNARY, X, Tanh, CPU__OP_TANH, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Softplus, CPU__OP_SOFTPLUS, cpu__unary)       \
+    CPU__FLOATS(CPU__E_UNARY, X, Erf, CPU__OP_ERF, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, LeakyRelu, CPU__OP_LEAKYRELU, cpu__unary)     \
+    CPU__BASIC(CPU__E_CAST_FROM, X, Cast, CPU__OP_CAST, cpu__cast)             \
+    CPU__FLOATS(CPU__E_BINARY, X, MatMul, CPU__OP_MATMUL, cpu__matmul)         \
+    CPU__FLOATS(CPU__E_BINARY, X, Gemm, CPU__OP_GEMM, cpu__gemm)               \
+    CPU__FLOATS(CPU__E_TERNARY, X, Gemm, CPU__OP_GEMM, cpu__gemm)              \
+    CPU__NUMBERS(CPU__E_UNARY, X, ReduceSum, CPU__OP_REDUCESUM, cpu__reduce)   \
+    CPU__NUMBERS(CPU__E_UNARY, X, ReduceMax, CPU__OP_REDUCEMAX, cpu__reduce)   \
+    CPU__FLOATS(CPU__E_UNARY, X, ReduceMean, CPU__OP_REDUCEMEAN, cpu__reduce)  \
+    CPU__FLOATS(CPU__E_UNARY, X, Softmax, CPU__OP_SOFTMAX, cpu__softmax)       \
+    CPU__FLOATS(CPU__E_UNARY, X, LogSoftmax, CPU__OP_LOGSOFTMAX, cpu__softmax) \
+    CPU__NUMBERS(CPU__E_TO_I64, X, ArgMax, CPU__OP_ARGMAX, cpu__argmax)        \
+    CPU__ALL(CPU__E_UNARY, X, Transpose, CPU__OP_TRANSPOSE, cpu__transpose)    \
+    CPU__ALL(CPU__E_VARIADIC, X, Concat, CPU__OP_CONCAT, cpu__concat)          \
+    CPU__ALL(CPU__E_UNARY, X, Slice, CPU__OP_SLICE, cpu__slice)                \
+    CPU__ALL(CPU__E_GATHER, X, Gather, CPU__OP_GATHER, cpu__gather)
 
-/*
- * The body shared by every Identity entry. @p dtype is the dtype of the entry the host bound,
- * so a node whose dtypes disagree with the bound signature is refused instead of copied at the
- * wrong width.
- */
-static int32_t cpu__identity(ses_drv_device_t *device, const ses_drv_launch_t *launch,
-                             uint32_t dtype) {
-    const size_t launch_min = SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets);
-    const size_t node_min = SES_DRV_SIZEOF_1_0(ses_drv_node_t, attr_ctx);
-    uint64_t n_in, n_out, bytes;
-    int32_t st;
-
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if (!launch)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "Identity: launch is NULL");
-    if (launch->struct_size < launch_min)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity: launch has struct_size %" PRIu32
-                                ", ABI 1.0 needs at least %zu",
-                                launch->struct_size, launch_min);
-    const ses_drv_node_t *node = launch->node;
-    if (!node)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "Identity: launch->node is NULL");
-    if (node->struct_size < node_min)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity: node has struct_size %" PRIu32
-                                ", ABI 1.0 needs at least %zu",
-                                node->struct_size, node_min);
-    const char *name = node->name ? node->name : "(unnamed)";
-    if (launch->stream)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": got a stream, but the cpu driver has no streams",
-                                name);
-    if (node->n_inputs != 1 || node->n_outputs != 1)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": has %" PRIu32 " inputs and %" PRIu32
-                                " outputs, Identity takes 1 input and 1 output",
-                                name, node->n_inputs, node->n_outputs);
-    if (!node->inputs || !node->outputs)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": node inputs or outputs is NULL", name);
-
-    const ses_drv_tensor_desc_t *in = cpu__tensor_at(node->inputs, 0);
-    const ses_drv_tensor_desc_t *out = cpu__tensor_at(node->outputs, 0);
-    if ((st = cpu__element_count(device, name, "input 0", in, &n_in)) != SES_DRV_OK)
-        return st;
-    if ((st = cpu__element_count(device, name, "output 0", out, &n_out)) != SES_DRV_OK)
-        return st;
-    if (in->dtype != out->dtype)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": dtypes differ: input is %s, output is %s", name,
-                                cpu__dtype_label(in->dtype), cpu__dtype_label(out->dtype));
-    if (in->dtype != dtype)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": input is %s, but this kernel is %s->%s", name,
-                                cpu__dtype_label(in->dtype), cpu__dtype_label(dtype),
-                                cpu__dtype_label(dtype));
-    if (n_in != n_out)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": element counts differ: input has %" PRIu64
-                                ", output has %" PRIu64,
-                                name, n_in, n_out);
-    size_t elem = cpu__dtype_size(dtype);
-    if (n_in > UINT64_MAX / elem)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": %" PRIu64 " elements of %s overflow 64 bits",
-                                name, n_in, cpu__dtype_label(dtype));
-    bytes = n_in * elem;
-
-    if (!launch->inputs || !launch->outputs || !launch->input_offsets || !launch->output_offsets)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": launch buffers or offsets are NULL", name);
-    const cpu__buffer_t *src = cpu__buffer(launch->inputs[0]);
-    const cpu__buffer_t *dst = cpu__buffer(launch->outputs[0]);
-    if (!src || !dst)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "Identity \"%s\": %s buffer is NULL", name,
-                                !src ? "input 0" : "output 0");
-    char what[160];
-    snprintf(what, sizeof what, "Identity \"%s\": input 0", name);
-    if ((st = cpu__check_range(device, what, src, launch->input_offsets[0], bytes)) != SES_DRV_OK)
-        return st;
-    snprintf(what, sizeof what, "Identity \"%s\": output 0", name);
-    if ((st = cpu__check_range(device, what, dst, launch->output_offsets[0], bytes)) != SES_DRV_OK)
-        return st;
-
-    /* memmove: the planner may place the output over its input in one arena. */
-    memmove((unsigned char *)dst->data + launch->output_offsets[0],
-            (const unsigned char *)src->data + launch->input_offsets[0], (size_t)bytes);
-    return SES_DRV_OK;
-}
-
-/* One compute entry per dtype, so each knows the signature it was bound under. */
-#define CPU__IDENTITY(suffix, DTYPE)                                             \
-    static int32_t cpu__identity_##suffix(ses_drv_device_t *device, void *state, \
-                                          const ses_drv_launch_t *launch) {      \
+/* First expansion: each entry's spec and compute function. */
+#define CPU__DEFINE(id, OP, SIG, BODY, CODE, N_IN, VARIADIC, IN0, IN1, IN2, OUT) \
+    static const cpu__spec_t cpu__spec_##id = {                                  \
+        .op = OP,                                                                \
+        .signature = SIG,                                                        \
+        .body = BODY,                                                            \
+        .code = CODE,                                                            \
+        .n_inputs = N_IN,                                                        \
+        .variadic = VARIADIC,                                                    \
+        .in = {IN0, IN1, IN2},                                                   \
+        .out = OUT,                                                              \
+    };                                                                           \
+    static int32_t cpu__compute_##id(ses_drv_device_t *device, void *state,      \
+                                     const ses_drv_launch_t *launch) {           \
         (void)state;                                                             \
-        return cpu__identity(device, launch, DTYPE);                             \
+        return cpu__run(device, launch, &cpu__spec_##id);                        \
     }
 
-CPU__IDENTITY(f32, SES_DRV_DTYPE_F32)
-CPU__IDENTITY(f64, SES_DRV_DTYPE_F64)
-CPU__IDENTITY(f16, SES_DRV_DTYPE_F16)
-CPU__IDENTITY(bf16, SES_DRV_DTYPE_BF16)
-CPU__IDENTITY(i8, SES_DRV_DTYPE_I8)
-CPU__IDENTITY(i16, SES_DRV_DTYPE_I16)
-CPU__IDENTITY(i32, SES_DRV_DTYPE_I32)
-CPU__IDENTITY(i64, SES_DRV_DTYPE_I64)
-CPU__IDENTITY(u8, SES_DRV_DTYPE_U8)
-CPU__IDENTITY(u16, SES_DRV_DTYPE_U16)
-CPU__IDENTITY(u32, SES_DRV_DTYPE_U32)
-CPU__IDENTITY(u64, SES_DRV_DTYPE_U64)
-CPU__IDENTITY(bool, SES_DRV_DTYPE_BOOL)
+CPU__KERNELS(CPU__DEFINE)
 
-/* ---------------------------------------------------------------------------------------------
- * The table
- * ------------------------------------------------------------------------------------------- */
+/* Second expansion: the table. */
+#define CPU__ENTRY(id, OP, SIG, ...)             \
+    {                                            \
+        .struct_size = sizeof(ses_drv_kernel_t), \
+        .op = OP,                                \
+        .signature = SIG,                        \
+        .priority = 0,                           \
+        .flags = 0,                              \
+        .supports_node = NULL,                   \
+        .create = NULL,                          \
+        .destroy = NULL,                         \
+        .compute = cpu__compute_##id,            \
+    },
 
-#define CPU__KERNEL(op_name, sig, fn)                                                      \
-    {                                                                                      \
-        .struct_size = sizeof(ses_drv_kernel_t), .op = (op_name), .signature = (sig),      \
-        .priority = 0, .flags = 0, .supports_node = NULL, .create = NULL, .destroy = NULL, \
-        .compute = (fn),                                                                   \
-    }
-
-static const ses_drv_kernel_t cpu_kernels[] = {
-    CPU__KERNEL("Identity", "f32->f32", cpu__identity_f32),
-    CPU__KERNEL("Identity", "f64->f64", cpu__identity_f64),
-    CPU__KERNEL("Identity", "f16->f16", cpu__identity_f16),
-    CPU__KERNEL("Identity", "bf16->bf16", cpu__identity_bf16),
-    CPU__KERNEL("Identity", "i8->i8", cpu__identity_i8),
-    CPU__KERNEL("Identity", "i16->i16", cpu__identity_i16),
-    CPU__KERNEL("Identity", "i32->i32", cpu__identity_i32),
-    CPU__KERNEL("Identity", "i64->i64", cpu__identity_i64),
-    CPU__KERNEL("Identity", "u8->u8", cpu__identity_u8),
-    CPU__KERNEL("Identity", "u16->u16", cpu__identity_u16),
-    CPU__KERNEL("Identity", "u32->u32", cpu__identity_u32),
-    CPU__KERNEL("Identity", "u64->u64", cpu__identity_u64),
-    CPU__KERNEL("Identity", "bool->bool", cpu__identity_bool),
-};
+static const ses_drv_kernel_t cpu_kernels[] = {CPU__KERNELS(CPU__ENTRY)};
 
 int32_t cpu__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
                          uint32_t *out_count, uint32_t *out_stride) {

@@ -749,7 +749,7 @@ static void the_kernel_table_has_identity_for_all_13_dtypes(void **state) {
     uint32_t count = 0, stride = 0;
 
     assert_int_equal(f->api->get_kernels(f->device, &table, &count, &stride), SES_DRV_OK);
-    assert_int_equal(count, 13);
+    assert_true(count >= 13); /* Identity at every dtype, and the other kernels */
     assert_int_equal(stride, sizeof(ses_drv_kernel_t));
 
     for (size_t i = 0; i < sizeof signatures / sizeof signatures[0]; i++) {

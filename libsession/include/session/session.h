@@ -1,11 +1,143 @@
 /*
  * libsession: evaluate computation graphs inside sessions, on devices supplied by driver plugins.
  * Include this header; it includes the rest. Link with `pkg-config --libs session`.
+ *
+ * A session is opened on a graph and a device list. It owns a root scope (variables live there),
+ * the devices' memory and its compiled plans. eval computes what fetches and targets need:
+ * a feed overrides any edge, and nothing upstream of a fed edge runs.
  */
 #ifndef SESSION_SESSION_H
 #define SESSION_SESSION_H
 
 #include <session/status.h>
 #include <session/registry.h>
+#include <session/tensor.h>
+#include <session/graph.h>
+#include <session/scope.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ses_session ses_session_t;
+typedef struct ses_plan ses_plan_t;
+
+/** What happens when a node cannot run on the device the caller preferred. */
+typedef enum ses_fallback {
+    SES_FALLBACK_ALLOW = 0, /* run it on the next device that can, silently */
+    SES_FALLBACK_WARN = 1,  /* the same, with a warning naming the node and why */
+    SES_FALLBACK_DENY = 2,  /* fail the compile, naming the node, op, dtypes and devices tried */
+} ses_fallback_t;
+
+typedef struct ses_session_options {
+    uint32_t struct_size;      /* sizeof(ses_session_options_t); set by ses_session_options_init */
+    ses_fallback_t fallback;   /* default SES_FALLBACK_WARN */
+    uint32_t threads;          /* reserved, must be 0: the CPU driver's pool size comes from the
+                                  driver option driver.cpu.threads (SESSION_DRIVER_CPU_THREADS) */
+    uint32_t log_level;        /* reserved: messages follow SESSION_LOADER_DEBUG for now */
+    ses_registry_t *registry;  /* NULL: ses_registry_default() */
+} ses_session_options_t;
+
+/** Fills @p options with the defaults. */
+SES_API void ses_session_options_init(ses_session_options_t *options);
+
+/**
+ * Opens a session on @p graph (retained) with the devices @p devices[@p n_devices] in priority
+ * order ("gpu:0", "cpu"; see ses_registry_find_device); the CPU device is always added last.
+ * @p options may be NULL for the defaults. Fails with SES_NOT_FOUND for an unknown device name
+ * (the message lists the devices that exist).
+ */
+SES_API ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices,
+                                      size_t n_devices, const ses_session_options_t *options,
+                                      ses_session_t **out_session);
+
+/** A value to use for an edge instead of computing it. */
+typedef struct ses_feed {
+    ses_edge_t edge;
+    ses_tensor_t *value; /* borrowed for the call */
+} ses_feed_t;
+
+/**
+ * Evaluates @p fetches and runs @p targets for their effect, computing only what they need.
+ * A feed replaces its edge wherever it is consumed; nothing upstream of a fed edge runs, and
+ * fetching a fed edge gives the fed value. @p out_values receives one new tensor per fetch,
+ * owned by the caller; on failure every entry is NULL and ses_last_error() names the node, edge
+ * or device at fault. Thread-safety: may be called concurrently on one session.
+ */
+SES_API ses_status_t ses_session_eval(ses_session_t *s, const ses_edge_t *fetches,
+                                      size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
+                                      ses_node_t *const *targets, size_t n_targets,
+                                      ses_tensor_t **out_values);
+
+/** Extra arguments of ses_session_eval_ex. */
+typedef struct ses_eval_options {
+    uint32_t struct_size;
+    /** Run in a new child of the session's scope, dropped afterwards: variables first set by
+     *  this eval do not outlive it. */
+    int private_scope;
+} ses_eval_options_t;
+
+SES_API ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches,
+                                         size_t n_fetches, const ses_feed_t *feeds,
+                                         size_t n_feeds, ses_node_t *const *targets,
+                                         size_t n_targets, const ses_eval_options_t *options,
+                                         ses_tensor_t **out_values);
+
+/**
+ * Compiles what eval would run for these fetches, fed edges and targets into a plan for hot
+ * loops. The plan belongs to the session (freed by close) and may be destroyed earlier.
+ */
+SES_API ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches,
+                                         size_t n_fetches, const ses_edge_t *fed_edges,
+                                         size_t n_fed, ses_node_t *const *targets,
+                                         size_t n_targets, ses_plan_t **out_plan);
+
+/**
+ * Runs a plan with new values for its fed edges (in the order given to compile). A value of
+ * another shape than the last run recompiles the plan's shapes. Thread-safety: runs of one plan
+ * are serialized; different plans run concurrently.
+ */
+SES_API ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
+                                  size_t n_feed_values, ses_tensor_t **out_values);
+
+/** Frees a plan before its session closes. Accepts NULL. */
+SES_API void ses_plan_destroy(ses_plan_t *plan);
+
+/** Steps (kernel launches and copies) one run of the plan makes. */
+SES_API size_t ses_plan_step_count(const ses_plan_t *plan);
+
+/**
+ * The plan's placement summary: nodes per device, then each node that fell back and why.
+ * Owned by the plan; valid until it is destroyed or recompiled.
+ */
+SES_API const char *ses_plan_placement(const ses_plan_t *plan);
+
+/** The device the plan placed @p node on ("cpu:0"), or NULL when the node does not run. */
+SES_API const char *ses_plan_node_device(const ses_plan_t *plan, const ses_node_t *node);
+
+/** The session's root scope: its variables. Owned by the session. */
+SES_API ses_scope_t *ses_session_scope(ses_session_t *s);
+
+/** Kernel launches this session has made so far (for tests and profiling). */
+SES_API uint64_t ses_session_kernel_calls(const ses_session_t *s);
+
+/**
+ * Copies the variables of @p from's graph from @p from's scope into @p to's (new tensors, not
+ * shared). Both sessions must be open.
+ */
+SES_API ses_status_t ses_session_copy_variables(ses_session_t *to, ses_session_t *from);
+
+/**
+ * Closes the session: new evals fail with SES_FAILED_PRECONDITION, evals in flight are waited
+ * for, plans and all device memory are freed, the scope is emptied. Closing twice is allowed.
+ */
+SES_API ses_status_t ses_session_close(ses_session_t *s);
+
+/** Closes (if open) and frees the session. Accepts NULL. */
+SES_API void ses_session_destroy(ses_session_t *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* SESSION_SESSION_H */

@@ -1,0 +1,88 @@
+/*
+ * Tensors: dtype, shape, device and refcounted storage.
+ */
+#ifndef SESSION_TENSOR_H
+#define SESSION_TENSOR_H
+
+#include <session/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Element types; the values equal the driver ABI's SES_DRV_DTYPE_*. */
+typedef enum ses_dtype {
+    SES_DTYPE_INVALID = 0,
+    SES_F32 = 1,
+    SES_F64 = 2,
+    SES_F16 = 3,
+    SES_BF16 = 4,
+    SES_I8 = 5,
+    SES_I16 = 6,
+    SES_I32 = 7,
+    SES_I64 = 8,
+    SES_U8 = 9,
+    SES_U16 = 10,
+    SES_U32 = 11,
+    SES_U64 = 12,
+    SES_BOOL = 13,
+} ses_dtype_t;
+
+/** The most dimensions a tensor may have. */
+#define SES_MAX_RANK 8
+
+typedef struct ses_tensor ses_tensor_t;
+
+/** Bytes per element of @p dtype; 0 for SES_DTYPE_INVALID or an unknown value. */
+SES_API size_t ses_dtype_size(ses_dtype_t dtype);
+/** "f32", "i64", "bool", ...; "invalid" outside the set. */
+SES_API const char *ses_dtype_name(ses_dtype_t dtype);
+
+/**
+ * Creates a host tensor of @p dtype and shape @p dims[@p rank], zero-filled, with refcount 1.
+ * @p dims may be NULL when @p rank is 0 (a scalar). Dimensions may be 0 (an empty tensor).
+ * Fails with SES_INVALID_ARGUMENT for a bad dtype, rank > SES_MAX_RANK, a negative dimension,
+ * or a size that overflows; SES_OUT_OF_MEMORY when memory runs out.
+ * Thread-safety: any thread.
+ */
+SES_API ses_status_t ses_tensor_create(ses_dtype_t dtype, size_t rank, const int64_t *dims,
+                                       ses_tensor_t **out_tensor);
+
+/** Creates a host tensor and copies @p bytes from @p data into it (bytes must equal its size). */
+SES_API ses_status_t ses_tensor_create_from(ses_dtype_t dtype, size_t rank, const int64_t *dims,
+                                            const void *data, size_t bytes,
+                                            ses_tensor_t **out_tensor);
+
+/**
+ * Wraps caller memory without copying. @p data must hold the whole tensor, row-major, aligned to
+ * its element size (NULL only for an empty tensor), and stay
+ * valid until @p deleter(data, user) is called — when the last reference is released, or right
+ * away when this call fails. @p deleter may be NULL when the caller keeps the memory alive
+ * longer than the tensor.
+ */
+SES_API ses_status_t ses_tensor_wrap(ses_dtype_t dtype, size_t rank, const int64_t *dims,
+                                     void *data, void (*deleter)(void *data, void *user),
+                                     void *user, ses_tensor_t **out_tensor);
+
+/** Adds a reference; returns @p t. Thread-safe. Accepts NULL. */
+SES_API ses_tensor_t *ses_tensor_retain(ses_tensor_t *t);
+/** Drops a reference; frees the tensor with the last one. Thread-safe. Accepts NULL. */
+SES_API void ses_tensor_release(ses_tensor_t *t);
+
+SES_API ses_dtype_t ses_tensor_dtype(const ses_tensor_t *t);
+SES_API size_t ses_tensor_rank(const ses_tensor_t *t);
+/** The dimensions (rank entries); valid as long as the tensor. */
+SES_API const int64_t *ses_tensor_dims(const ses_tensor_t *t);
+/** The number of elements (1 for a scalar, 0 when a dimension is 0). */
+SES_API size_t ses_tensor_count(const ses_tensor_t *t);
+SES_API size_t ses_tensor_bytes(const ses_tensor_t *t);
+/** The device the data lives on: "cpu:0" for host tensors. */
+SES_API const char *ses_tensor_device(const ses_tensor_t *t);
+/** The host-visible data, or NULL when the data is not host-visible. */
+SES_API void *ses_tensor_data(ses_tensor_t *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SESSION_TENSOR_H */

@@ -1,0 +1,719 @@
+/*
+ * Compiling a plan: prune → infer → place → insert copies → plan memory → bind kernels.
+ *
+ * External values (feeds, constants, variables) are host tensors; their home is the CPU device,
+ * which imports host memory without copying. A consumer on another device gets a copy step.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../log.h"
+#include "../tensor/tensor_internal.h"
+#include "plan.h"
+
+typedef struct builder {
+    ses_session_t *s;
+    ses_plan_t *plan;
+    ses__compiled_t *c;
+    ses_tensor_t *const *feeds;
+    ses_scope_t *scope;
+    size_t slot_capacity;
+    size_t step_capacity;
+    size_t *slot_of; /* (node id * SES__MAX_OUTPUTS + output) → home slot + 1; 0 = none */
+    char *summary;
+    size_t summary_used;
+    size_t summary_capacity;
+    size_t *per_device;
+} builder_t;
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static const char *device_name(const ses_session_t *s, size_t d) {
+    return ses_device_name(s->devices[d].device);
+}
+
+static void type_of_tensor(const ses_tensor_t *t, ses__type_t *out) {
+    memset(out, 0, sizeof *out);
+    out->dtype = t->dtype;
+    out->rank = t->rank;
+    for (uint32_t i = 0; i < t->rank; i++)
+        out->dims[i] = t->dims[i];
+}
+
+static int types_equal(const ses__type_t *a, const ses__type_t *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return 0;
+    for (uint32_t i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return 0;
+    return 1;
+}
+
+static size_t type_bytes(const ses__type_t *t) {
+    return (size_t)ses__type_count(t) * ses_dtype_size(t->dtype);
+}
+
+static void summary_add(builder_t *b, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+static void summary_add(builder_t *b, const char *format, ...) {
+    va_list ap;
+    int n;
+
+    if (b->summary_used + 512 > b->summary_capacity) {
+        size_t capacity = b->summary_capacity ? b->summary_capacity * 2 : 1024;
+        char *text = realloc(b->summary, capacity);
+        if (!text)
+            return;
+        b->summary = text;
+        b->summary_capacity = capacity;
+    }
+    va_start(ap, format);
+    n = vsnprintf(b->summary + b->summary_used, b->summary_capacity - b->summary_used, format, ap);
+    va_end(ap);
+    if (n > 0)
+        b->summary_used += (size_t)n < b->summary_capacity - b->summary_used
+                               ? (size_t)n
+                               : b->summary_capacity - b->summary_used - 1;
+}
+
+/* ---- slots and steps -------------------------------------------------------------------- */
+
+static ses_status_t new_slot(builder_t *b, ses__slot_kind_t kind, const ses__type_t *type,
+                             size_t device, ses_edge_t edge, size_t *out_index) {
+    ses__compiled_t *c = b->c;
+    ses__slot_t *slot;
+
+    if (c->n_slots == b->slot_capacity) {
+        size_t capacity = b->slot_capacity ? b->slot_capacity * 2 : 32;
+        ses__slot_t *slots = realloc(c->slots, capacity * sizeof *slots);
+        if (!slots)
+            return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+        c->slots = slots;
+        b->slot_capacity = capacity;
+    }
+    slot = &c->slots[c->n_slots];
+    memset(slot, 0, sizeof *slot);
+    slot->kind = kind;
+    slot->type = *type;
+    slot->bytes = type_bytes(type);
+    slot->device = device;
+    slot->edge = edge;
+    slot->source = SIZE_MAX;
+    slot->feed_index = SIZE_MAX;
+    slot->first_step = c->n_steps;
+    slot->last_step = c->n_steps;
+    *out_index = c->n_slots++;
+    return SES_OK;
+}
+
+static ses_status_t new_step(builder_t *b, ses__step_kind_t kind, size_t device,
+                             const ses_node_t *node, size_t n_args, ses__step_t **out_step) {
+    ses__compiled_t *c = b->c;
+    ses__step_t *step;
+
+    if (c->n_steps == b->step_capacity) {
+        size_t capacity = b->step_capacity ? b->step_capacity * 2 : 32;
+        ses__step_t *steps = realloc(c->steps, capacity * sizeof *steps);
+        if (!steps)
+            return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+        c->steps = steps;
+        b->step_capacity = capacity;
+    }
+    step = &c->steps[c->n_steps++];
+    memset(step, 0, sizeof *step);
+    step->kind = kind;
+    step->device = device;
+    step->node = node;
+    step->n_args = n_args;
+    step->args = calloc(n_args + 1, sizeof *step->args);
+    step->buffers = calloc(n_args + 1, sizeof *step->buffers);
+    step->offsets = calloc(n_args + 1, sizeof *step->offsets);
+    if (!step->args || !step->buffers || !step->offsets)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+    *out_step = step;
+    return SES_OK;
+}
+
+/* The slot holding @p slot_index's value on @p device, adding a copy step when needed. */
+static ses_status_t slot_on_device(builder_t *b, size_t slot_index, size_t device,
+                                   size_t *out_index) {
+    ses__compiled_t *c = b->c;
+    ses__type_t type;
+    ses_edge_t edge;
+    ses__step_t *step;
+    size_t copy;
+    ses_status_t st;
+
+    if (c->slots[slot_index].device == device) {
+        *out_index = slot_index;
+        return SES_OK;
+    }
+    for (size_t i = 0; i < c->n_slots; i++)
+        if (c->slots[i].source == slot_index && c->slots[i].device == device) {
+            *out_index = i;
+            return SES_OK;
+        }
+    type = c->slots[slot_index].type;
+    edge = c->slots[slot_index].edge;
+    st = new_slot(b, SES__SLOT_ARENA, &type, device, edge, &copy);
+    if (st != SES_OK)
+        return st;
+    c->slots[copy].source = slot_index;
+    st = new_step(b, SES__STEP_COPY, device, edge.node, 2, &step);
+    if (st != SES_OK)
+        return st;
+    step->args[0] = slot_index;
+    step->args[1] = copy;
+    c->slots[copy].first_step = c->n_steps - 1;
+    c->slots[slot_index].last_step = c->n_steps - 1;
+    *out_index = copy;
+    return SES_OK;
+}
+
+/* The home slot of an edge, creating it for externals (constants, variables, feeds). */
+static ses_status_t home_slot(builder_t *b, ses_edge_t edge, size_t *out_index) {
+    ses_plan_t *plan = b->plan;
+    size_t key = edge.node->id * SES__MAX_OUTPUTS + edge.index;
+    size_t fed = ses__fed_index(plan->fed, plan->n_fed, edge);
+    size_t cpu = b->s->n_devices - 1;
+    ses__type_t type;
+    ses_status_t st;
+
+    if (b->slot_of[key]) {
+        *out_index = b->slot_of[key] - 1;
+        return SES_OK;
+    }
+    if (fed != SIZE_MAX) {
+        type_of_tensor(b->feeds[fed], &type);
+        st = new_slot(b, SES__SLOT_FEED, &type, cpu, edge, out_index);
+        if (st == SES_OK)
+            b->c->slots[*out_index].feed_index = fed;
+    } else if (edge.node->kind == SES__NODE_CONSTANT) {
+        type_of_tensor(edge.node->value, &type);
+        st = new_slot(b, SES__SLOT_CONSTANT, &type, cpu, edge, out_index);
+    } else if (edge.node->kind == SES__NODE_VARIABLE) {
+        ses_tensor_t *value = NULL;
+        if (ses_scope_find(b->scope, edge.node->name, &value) != SES_OK)
+            return ses__fail(SES_FAILED_PRECONDITION, "variable \"%s\" is not initialized",
+                             edge.node->name);
+        type_of_tensor(value, &type);
+        ses_tensor_release(value);
+        st = new_slot(b, SES__SLOT_VARIABLE, &type, cpu, edge, out_index);
+    } else {
+        char text[300];
+        return ses__fail(SES_INTERNAL, "compile: edge %s is used before it is computed",
+                         ses__edge_format(edge, text, sizeof text));
+    }
+    if (st == SES_OK)
+        b->slot_of[key] = *out_index + 1;
+    return st;
+}
+
+/* ---- op nodes --------------------------------------------------------------------------- */
+
+static int32_t node_attr(const ses_drv_node_t *node, const char *name, uint32_t type,
+                         uint64_t *inout_count, void *values) {
+    const ses__attr_t *a;
+
+    if (!node || !name || !inout_count)
+        return SES_DRV_INVALID_ARGUMENT;
+    a = ses__attrs_find((const ses__attrs_t *)node->attr_ctx, name);
+    if (!a)
+        return SES_DRV_NOT_FOUND;
+    if ((uint32_t)a->type != type)
+        return SES_DRV_INVALID_ARGUMENT;
+    switch (a->type) {
+    case SES_ATTR_INT:
+    case SES_ATTR_FLOAT:
+        if (values && *inout_count >= 1) {
+            if (a->type == SES_ATTR_INT)
+                *(int64_t *)values = a->i;
+            else
+                *(double *)values = a->f;
+        }
+        *inout_count = 1;
+        return SES_DRV_OK;
+    case SES_ATTR_STRING:
+        if (values)
+            memcpy(values, a->s, *inout_count < a->count ? *inout_count : a->count);
+        *inout_count = a->count;
+        return SES_DRV_OK;
+    case SES_ATTR_INTS:
+        if (values)
+            memcpy(values, a->ints,
+                   (*inout_count < a->count ? *inout_count : a->count) * sizeof(int64_t));
+        *inout_count = a->count;
+        return SES_DRV_OK;
+    case SES_ATTR_FLOATS:
+        if (values)
+            memcpy(values, a->floats,
+                   (*inout_count < a->count ? *inout_count : a->count) * sizeof(double));
+        *inout_count = a->count;
+        return SES_DRV_OK;
+    }
+    return SES_DRV_INVALID_ARGUMENT;
+}
+
+/* "f32,i64->f32" */
+static void make_signature(const ses__type_t *const *ins, size_t n_ins, const ses__type_t *outs,
+                           size_t n_outs, char *buffer, size_t size) {
+    size_t used = 0;
+
+    buffer[0] = '\0';
+    for (size_t i = 0; i < n_ins && used < size; i++)
+        used += (size_t)snprintf(buffer + used, size - used, "%s%s", i ? "," : "",
+                                 ses_dtype_name(ins[i]->dtype));
+    if (used < size)
+        used += (size_t)snprintf(buffer + used, size - used, "->");
+    for (size_t i = 0; i < n_outs && used < size; i++)
+        used += (size_t)snprintf(buffer + used, size - used, "%s%s", i ? "," : "",
+                                 ses_dtype_name(outs[i].dtype));
+}
+
+static void fill_desc(ses_drv_tensor_desc_t *d, const ses__type_t *t, int64_t *dims_storage) {
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    d->dtype = (uint32_t)t->dtype;
+    d->rank = t->rank;
+    for (uint32_t i = 0; i < t->rank; i++)
+        dims_storage[i] = t->dims[i];
+    d->dims = dims_storage;
+}
+
+/* Chooses the device of a node: the first in priority order with a kernel that accepts it. */
+static ses_status_t place(builder_t *b, const ses_node_t *node, const char *kernel_op,
+                          const char *signature, const ses_drv_node_t *drv_node,
+                          size_t *out_device, const ses_drv_kernel_t **out_kernel) {
+    ses_session_t *s = b->s;
+    char tried[1024] = "";
+    size_t used = 0;
+
+    for (size_t d = 0; d < s->n_devices; d++) {
+        const ses_drv_kernel_t *k = ses__find_kernel(&s->devices[d], kernel_op, signature);
+        char why[1024];
+
+        if (k && k->supports_node) {
+            char message[512];
+            int32_t rc = k->supports_node(s->devices[d].handle, drv_node);
+            ses__host_take_message(message, sizeof message);
+            if (rc != SES_DRV_OK) {
+                snprintf(why, sizeof why, "%s refused it: %s", device_name(s, d),
+                         message[0] ? message : "no reason given");
+                k = NULL;
+            }
+        } else if (!k) {
+            snprintf(why, sizeof why, "%s has no %s %s kernel", device_name(s, d), kernel_op,
+                     signature);
+        }
+        if (k) {
+            if (d > 0) {
+                if (s->options.fallback == SES_FALLBACK_DENY)
+                    return ses__fail(SES_UNIMPLEMENTED,
+                                     "%s \"%s\": cannot run on %s and fallback is denied: %s",
+                                     node->op, node->name, device_name(s, 0), tried);
+                summary_add(b, "  fallback: %s \"%s\" (%s) on %s: %s\n", node->op, node->name,
+                            signature, device_name(s, d), tried);
+                if (s->options.fallback == SES_FALLBACK_WARN)
+                    ses__log(SES__LOG_WARN, "%s \"%s\" (%s) falls back to %s: %s", node->op,
+                             node->name, signature, device_name(s, d), tried);
+            }
+            *out_device = d;
+            *out_kernel = k;
+            return SES_OK;
+        }
+        if (used < sizeof tried)
+            used += (size_t)snprintf(tried + used, sizeof tried - used, "%s%s", used ? "; " : "",
+                                     why);
+    }
+    return ses__fail(SES_UNIMPLEMENTED, "%s \"%s\": no device has a kernel for it (%s): %s",
+                     node->op, node->name, signature, tried);
+}
+
+static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
+    ses__compiled_t *c = b->c;
+    ses__infer_ctx_t ctx;
+    ses__type_t in_types[SES__MAX_INPUTS];
+    const void *values[SES__MAX_INPUTS];
+    size_t in_slots[SES__MAX_INPUTS];
+    const ses__type_t *kernel_in_types[SES__MAX_INPUTS];
+    size_t kernel_in[SES__MAX_INPUTS];
+    size_t n_kernel_in = 0, device = 0, step_index;
+    const ses_drv_kernel_t *kernel = NULL;
+    ses_drv_tensor_desc_t descs[SES__MAX_INPUTS + SES__MAX_OUTPUTS];
+    int64_t dims[(SES__MAX_INPUTS + SES__MAX_OUTPUTS) * SES_MAX_RANK];
+    ses_drv_node_t drv_node;
+    char signature[512];
+    ses__step_t *step;
+    ses_status_t st;
+
+    if (node->n_inputs > SES__MAX_INPUTS)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s \"%s\": %zu inputs; the most is %d", node->op,
+                         node->name, node->n_inputs, SES__MAX_INPUTS);
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        const ses__slot_t *slot;
+        st = home_slot(b, node->inputs[i], &in_slots[i]);
+        if (st != SES_OK)
+            return st;
+        slot = &c->slots[in_slots[i]];
+        in_types[i] = slot->type;
+        values[i] = NULL;
+        if (slot->kind == SES__SLOT_FEED)
+            values[i] = b->feeds[slot->feed_index]->data;
+        else if (slot->kind == SES__SLOT_CONSTANT)
+            values[i] = node->inputs[i].node->value->data;
+    }
+    memset(&ctx, 0, sizeof ctx);
+    ctx.node = node->name;
+    ctx.op = node->op;
+    ctx.n_inputs = node->n_inputs;
+    ctx.inputs = in_types;
+    ctx.values = values;
+    ctx.attrs = &node->attrs;
+    ctx.n_outputs = node->n_outputs;
+    st = ses__op_infer(node->schema, &ctx);
+    if (st != SES_OK) {
+        ses__attrs_clear(&ctx.kernel_attrs);
+        return st;
+    }
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        if (ctx.kernel_inputs && !(ctx.kernel_inputs & (UINT64_C(1) << i)))
+            continue;
+        kernel_in[n_kernel_in] = i;
+        kernel_in_types[n_kernel_in++] = &in_types[i];
+    }
+    make_signature(kernel_in_types, n_kernel_in, ctx.outputs, node->n_outputs, signature,
+                   sizeof signature);
+    for (size_t i = 0; i < n_kernel_in; i++)
+        fill_desc(&descs[i], kernel_in_types[i], &dims[i * SES_MAX_RANK]);
+    for (size_t i = 0; i < node->n_outputs; i++)
+        fill_desc(&descs[n_kernel_in + i], &ctx.outputs[i],
+                  &dims[(n_kernel_in + i) * SES_MAX_RANK]);
+    memset(&drv_node, 0, sizeof drv_node);
+    drv_node.struct_size = sizeof drv_node;
+    drv_node.op = ctx.kernel_op ? ctx.kernel_op : node->op;
+    drv_node.name = node->name;
+    drv_node.n_inputs = (uint32_t)n_kernel_in;
+    drv_node.n_outputs = (uint32_t)node->n_outputs;
+    drv_node.inputs = descs;
+    drv_node.outputs = descs + n_kernel_in;
+    drv_node.attr = node_attr;
+    drv_node.attr_ctx = &ctx.kernel_attrs;
+    st = place(b, node, drv_node.op, signature, &drv_node, &device, &kernel);
+    if (st != SES_OK) {
+        ses__attrs_clear(&ctx.kernel_attrs);
+        return st;
+    }
+    b->per_device[device]++;
+
+    /* Inputs on the chosen device (copies are steps before this one). */
+    for (size_t i = 0; i < n_kernel_in; i++) {
+        size_t local;
+        st = slot_on_device(b, in_slots[kernel_in[i]], device, &local);
+        if (st != SES_OK) {
+            ses__attrs_clear(&ctx.kernel_attrs);
+            return st;
+        }
+        kernel_in[i] = local;
+    }
+    st = new_step(b, SES__STEP_KERNEL, device, node, n_kernel_in + node->n_outputs, &step);
+    if (st != SES_OK) {
+        ses__attrs_clear(&ctx.kernel_attrs);
+        return st;
+    }
+    step_index = c->n_steps - 1;
+    step->kernel = kernel;
+    step->kernel_attrs = ctx.kernel_attrs;
+    step->descs = calloc(step->n_args, sizeof *step->descs);
+    if (!step->descs)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+    step->drv_node = drv_node;
+    for (size_t i = 0; i < n_kernel_in; i++) {
+        step->args[i] = kernel_in[i];
+        if (c->slots[kernel_in[i]].last_step < step_index)
+            c->slots[kernel_in[i]].last_step = step_index;
+    }
+    for (size_t o = 0; o < node->n_outputs; o++) {
+        size_t out;
+        st = new_slot(b, SES__SLOT_ARENA, &ctx.outputs[o], device, (ses_edge_t){(ses_node_t *)node, (uint32_t)o}, &out);
+        if (st != SES_OK)
+            return st;
+        c->slots[out].first_step = step_index;
+        c->slots[out].last_step = step_index;
+        c->steps[step_index].args[n_kernel_in + o] = out;
+        b->slot_of[node->id * SES__MAX_OUTPUTS + o] = out + 1;
+    }
+    return SES_OK;
+}
+
+/* Points each step's descriptors and launch at its own storage, once steps stop moving. */
+static ses_status_t finalize_steps(builder_t *b) {
+    ses__compiled_t *c = b->c;
+
+    for (size_t i = 0; i < c->n_steps; i++) {
+        ses__step_t *step = &c->steps[i];
+        size_t n_in;
+        int64_t *dims;
+
+        if (step->kind != SES__STEP_KERNEL)
+            continue;
+        n_in = step->drv_node.n_inputs;
+        dims = calloc(step->n_args * SES_MAX_RANK + 1, sizeof *dims);
+        if (!dims)
+            return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+        for (size_t a = 0; a < step->n_args; a++)
+            fill_desc(&step->descs[a], &c->slots[step->args[a]].type, &dims[a * SES_MAX_RANK]);
+        /* The first descriptor's dims pointer owns the block (freed with the plan). */
+        step->drv_node.inputs = step->descs;
+        step->drv_node.outputs = step->descs + n_in;
+        step->drv_node.attr_ctx = &step->kernel_attrs;
+        memset(&step->launch, 0, sizeof step->launch);
+        step->launch.struct_size = sizeof step->launch;
+        step->launch.node = &step->drv_node;
+        step->launch.inputs = step->buffers;
+        step->launch.input_offsets = step->offsets;
+        step->launch.outputs = step->buffers + n_in;
+        step->launch.output_offsets = step->offsets + n_in;
+    }
+    return SES_OK;
+}
+
+static ses_status_t allocate_arenas(builder_t *b) {
+    ses_session_t *s = b->s;
+    ses__compiled_t *c = b->c;
+
+    /* Empty external values are bound to the CPU arena (never read): kernels refuse NULL
+     * buffers, and drivers refuse zero-byte imports. */
+    for (size_t i = 0; i < c->n_slots; i++)
+        if (c->slots[i].kind != SES__SLOT_ARENA && !c->slots[i].bytes &&
+            !c->arena_bytes[c->slots[i].device])
+            c->arena_bytes[c->slots[i].device] = 64;
+    for (size_t d = 0; d < s->n_devices; d++) {
+        const ses__device_ctx_t *dev = &s->devices[d];
+        int32_t rc;
+        char message[512];
+
+        if (!c->arena_bytes[d])
+            continue;
+        rc = dev->api->alloc(dev->handle, c->arena_bytes[d], SES_DRV_MEM_DEVICE, &c->arenas[d]);
+        if (rc != SES_DRV_OK) {
+            ses__host_take_message(message, sizeof message);
+            c->arenas[d] = NULL;
+            return ses__fail(rc == SES_DRV_OUT_OF_MEMORY ? SES_OUT_OF_MEMORY : (ses_status_t)rc,
+                             "compile: %s cannot allocate the plan's %llu bytes: %s",
+                             device_name(s, d), (unsigned long long)c->arena_bytes[d], message);
+        }
+    }
+    for (size_t i = 0; i < c->n_slots; i++)
+        if (c->slots[i].kind == SES__SLOT_ARENA)
+            c->slots[i].buffer = c->arenas[c->slots[i].device];
+    return SES_OK;
+}
+
+static ses_status_t bind_kernels(builder_t *b) {
+    ses_session_t *s = b->s;
+    ses__compiled_t *c = b->c;
+
+    for (size_t i = 0; i < c->n_steps; i++) {
+        ses__step_t *step = &c->steps[i];
+        char message[512];
+        int32_t rc;
+
+        if (step->kind != SES__STEP_KERNEL || !step->kernel->create)
+            continue;
+        rc = step->kernel->create(s->devices[step->device].handle, &step->drv_node, &step->state);
+        if (rc != SES_DRV_OK) {
+            ses__host_take_message(message, sizeof message);
+            step->state = NULL;
+            return ses__fail((ses_status_t)rc, "%s \"%s\": %s could not prepare its kernel: %s",
+                             step->node->op, step->node->name, device_name(s, step->device),
+                             message);
+        }
+    }
+    return SES_OK;
+}
+
+static ses_status_t make_summary(builder_t *b) {
+    ses_session_t *s = b->s;
+    ses__compiled_t *c = b->c;
+    char *fallbacks = b->summary;
+    size_t fallbacks_used = b->summary_used;
+
+    b->summary = NULL;
+    b->summary_used = b->summary_capacity = 0;
+    summary_add(b, "placement:");
+    for (size_t d = 0; d < s->n_devices; d++)
+        summary_add(b, " %s %zu node%s%s", device_name(s, d), b->per_device[d],
+                    b->per_device[d] == 1 ? "" : "s", d + 1 < s->n_devices ? "," : "");
+    summary_add(b, "\n");
+    if (fallbacks)
+        summary_add(b, "%.*s", (int)fallbacks_used, fallbacks);
+    free(fallbacks);
+    c->placement = b->summary ? b->summary : ses__strdup("");
+    b->summary = NULL;
+    return c->placement ? SES_OK : ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+}
+
+static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
+    ses_plan_t *plan = b->plan;
+    ses__compiled_t *c = b->c;
+    ses_status_t st;
+
+    for (size_t i = 0; i < pruned->n_nodes; i++) {
+        const ses_node_t *n = pruned->nodes[i];
+        if (n->kind != SES__NODE_OP)
+            continue;
+        st = compile_op(b, n);
+        if (st != SES_OK)
+            return st;
+        c->placed_nodes[c->n_placed] = n;
+        c->placed_devices[c->n_placed++] = c->steps[c->n_steps - 1].device;
+    }
+    for (size_t i = 0; i < plan->n_fetches; i++) {
+        st = home_slot(b, plan->fetches[i], &c->fetch_slots[i]);
+        if (st != SES_OK)
+            return st;
+        /* Fetched values live to the end of the run. */
+        c->slots[c->fetch_slots[i]].last_step = c->n_steps;
+    }
+    if ((st = finalize_steps(b)) != SES_OK || (st = ses__plan_memory(b->s, c)) != SES_OK ||
+        (st = allocate_arenas(b)) != SES_OK || (st = bind_kernels(b)) != SES_OK)
+        return st;
+    return make_summary(b);
+}
+
+ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope) {
+    ses_session_t *s = plan->session;
+    const ses_graph_t *g = s->graph;
+    builder_t b;
+    ses__pruned_t pruned;
+    ses__compiled_t *c;
+    ses_status_t st;
+
+    memset(&b, 0, sizeof b);
+    st = ses__prune(g, plan->fetches, plan->n_fetches, plan->fed, plan->n_fed, plan->targets,
+                    plan->n_targets, &pruned);
+    if (st != SES_OK)
+        return st;
+    /* Fed values must match what their placeholders declare. */
+    for (size_t i = 0; i < plan->n_fed; i++) {
+        const ses_node_t *p = plan->fed[i].node;
+        const ses_tensor_t *t = feeds[i];
+        int ok = 1;
+        if (p->kind != SES__NODE_PLACEHOLDER)
+            continue;
+        ok = t->dtype == p->dtype && t->rank == p->rank;
+        for (uint32_t d = 0; ok && d < p->rank; d++)
+            ok = p->dims[d] == -1 || p->dims[d] == t->dims[d];
+        if (!ok) {
+            ses__type_t want, got;
+            char a[128], bb[128];
+            memset(&want, 0, sizeof want);
+            want.dtype = p->dtype;
+            want.rank = p->rank;
+            memcpy(want.dims, p->dims, sizeof want.dims);
+            type_of_tensor(t, &got);
+            ses__pruned_clear(&pruned);
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "feed for placeholder \"%s\": expected %s (-1: any size), got %s",
+                             p->name, ses__type_format(&want, a, sizeof a),
+                             ses__type_format(&got, bb, sizeof bb));
+        }
+    }
+    c = calloc(1, sizeof *c);
+    b.s = s;
+    b.plan = plan;
+    b.c = c;
+    b.feeds = feeds;
+    b.scope = scope;
+    b.slot_of = calloc(g->n_nodes * SES__MAX_OUTPUTS + 1, sizeof *b.slot_of);
+    b.per_device = calloc(s->n_devices, sizeof *b.per_device);
+    if (c) {
+        c->fetch_slots = calloc(plan->n_fetches + 1, sizeof *c->fetch_slots);
+        c->arena_bytes = calloc(s->n_devices, sizeof *c->arena_bytes);
+        c->arenas = calloc(s->n_devices, sizeof *c->arenas);
+        c->placed_nodes = calloc(pruned.n_nodes + 1, sizeof *c->placed_nodes);
+        c->placed_devices = calloc(pruned.n_nodes + 1, sizeof *c->placed_devices);
+    }
+    if (!c || !b.slot_of || !b.per_device || !c->fetch_slots || !c->arena_bytes || !c->arenas ||
+        !c->placed_nodes || !c->placed_devices)
+        st = ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+    else
+        st = build(&b, &pruned);
+    free(b.slot_of);
+    free(b.per_device);
+    free(b.summary);
+    if (st == SES_OK) {
+        /* Keep the variables read, so runs check the scope without pruning again. */
+        free(plan->variables);
+        plan->variables = pruned.variables;
+        plan->n_variables = pruned.n_variables;
+        pruned.variables = NULL;
+    }
+    ses__pruned_clear(&pruned);
+    if (st != SES_OK) {
+        char message[2048];
+        snprintf(message, sizeof message, "%s", ses_last_error());
+        ses__compiled_free(s, c);
+        return ses__fail(st, "%s", message);
+    }
+    ses__compiled_free(s, plan->compiled);
+    plan->compiled = c;
+    return SES_OK;
+}
+
+void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_steps; i++) {
+        ses__step_t *step = &c->steps[i];
+        if (step->kind == SES__STEP_KERNEL && step->state && step->kernel->destroy)
+            step->kernel->destroy(s->devices[step->device].handle, step->state);
+        if (step->descs)
+            free((void *)step->descs[0].dims);
+        free(step->descs);
+        ses__attrs_clear(&step->kernel_attrs);
+        free(step->args);
+        free(step->buffers);
+        free(step->offsets);
+    }
+    for (size_t d = 0; c->arenas && d < s->n_devices; d++)
+        if (c->arenas[d])
+            s->devices[d].api->free(s->devices[d].handle, c->arenas[d]);
+    free(c->steps);
+    free(c->slots);
+    free(c->fetch_slots);
+    free(c->arena_bytes);
+    free(c->arenas);
+    free(c->placement);
+    free(c->placed_nodes);
+    free(c->placed_devices);
+    free(c);
+}
+
+int ses__compiled_matches(const ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope) {
+    const ses__compiled_t *c = plan->compiled;
+
+    if (!c || plan->graph_version != ses_graph_version(plan->session->graph))
+        return 0;
+    for (size_t i = 0; i < c->n_slots; i++) {
+        const ses__slot_t *slot = &c->slots[i];
+        ses__type_t t;
+        if (slot->kind == SES__SLOT_FEED) {
+            type_of_tensor(feeds[slot->feed_index], &t);
+        } else if (slot->kind == SES__SLOT_VARIABLE) {
+            ses_tensor_t *value = NULL;
+            if (ses_scope_find(scope, slot->edge.node->name, &value) != SES_OK)
+                return 0;
+            type_of_tensor(value, &t);
+            ses_tensor_release(value);
+        } else {
+            continue;
+        }
+        if (!types_equal(&t, &slot->type))
+            return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,181 @@
+/*
+ * Sessions and compiled plans: the structures shared by session/, compile/ and exec/.
+ *
+ * Compiling (compile.c) turns (fetches, fed edges, targets) into a plan:
+ *   prune.c   what the fetches and targets need, stopping at fed edges; placeholder and cycle
+ *             checks
+ *   infer     each needed op node's output types and kernel lowering (ops/)
+ *   place.c   the first device, in the session's priority order, with a kernel for the node
+ *   memory.c  one arena per device, offsets by liveness so buffers are reused
+ *   bind      per-node kernel state (kernel create)
+ * Running (exec/run.c) binds this run's external tensors (feeds, constants, variables), calls
+ * the steps in order and copies the fetched values out.
+ */
+#ifndef SES_PLAN_H
+#define SES_PLAN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <session/session.h>
+
+#include "../graph/graph_internal.h"
+#include "../ops/op_schema.h"
+#include "../registry/registry_internal.h"
+
+/* One device a session runs on. */
+typedef struct ses__device_ctx {
+    const ses_device_t *device;
+    struct ses_driver *driver;
+    const ses_drv_api_t *api;
+    ses_drv_device_t *handle;
+    const ses_drv_kernel_t *kernels;
+    uint32_t n_kernels;
+    uint32_t kernel_stride;
+    int host_visible; /* buffers are host memory reachable through map */
+    int can_import;   /* import_host_ptr works: external host tensors need no copy */
+} ses__device_ctx_t;
+
+struct ses_session {
+    ses_graph_t *graph;
+    ses_registry_t *registry;
+    ses_session_options_t options;
+    ses__device_ctx_t *devices; /* priority order; the CPU device last */
+    size_t n_devices;
+    ses_scope_t *scope;
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    int closed;
+    size_t in_flight;
+    struct ses_plan **plans;
+    size_t n_plans;
+    atomic_uint_fast64_t kernel_calls;
+};
+
+/* Where a value lives during a run. */
+typedef enum ses__slot_kind {
+    SES__SLOT_ARENA = 0, /* computed: at an offset in its device's arena */
+    SES__SLOT_FEED,      /* a fed host tensor */
+    SES__SLOT_CONSTANT,  /* a constant node's tensor */
+    SES__SLOT_VARIABLE,  /* the scope's tensor for a variable */
+} ses__slot_kind_t;
+
+typedef struct ses__slot {
+    ses__slot_kind_t kind;
+    ses__type_t type;
+    size_t bytes;
+    size_t device;        /* index in session->devices */
+    ses_edge_t edge;      /* the graph edge it holds */
+    size_t source;        /* for a copy: the slot it copies; SIZE_MAX otherwise */
+    size_t feed_index;    /* SES__SLOT_FEED: index in the plan's fed edges */
+    uint64_t offset;      /* SES__SLOT_ARENA: offset in the arena; externals: 0 */
+    size_t first_step;    /* liveness: the step that writes it (0 for externals) */
+    size_t last_step;     /* liveness: the last step that reads it */
+    /* Per run: */
+    ses_drv_buffer_t *buffer;
+    ses_tensor_t *tensor;   /* externals: the host tensor of this run (borrowed) */
+    int imported;           /* buffer came from import_host_ptr and is freed after the run */
+} ses__slot_t;
+
+typedef enum ses__step_kind {
+    SES__STEP_KERNEL = 0,
+    SES__STEP_COPY,
+} ses__step_kind_t;
+
+typedef struct ses__step {
+    ses__step_kind_t kind;
+    size_t device;
+    const ses_node_t *node;
+    /* Kernel steps. */
+    const ses_drv_kernel_t *kernel;
+    void *state;
+    ses__attrs_t kernel_attrs;
+    ses_drv_tensor_desc_t *descs; /* inputs then outputs */
+    ses_drv_node_t drv_node;
+    ses_drv_launch_t launch;
+    size_t n_args;                /* inputs then outputs */
+    size_t *args;                 /* slot index of each argument */
+    ses_drv_buffer_t **buffers;   /* filled per run from the slots */
+    uint64_t *offsets;
+    /* Copy steps: args[0] is the source slot, args[1] the destination. */
+} ses__step_t;
+
+/* What one compile produced for one set of external types. */
+typedef struct ses__compiled {
+    ses__slot_t *slots;
+    size_t n_slots;
+    ses__step_t *steps;
+    size_t n_steps;
+    size_t *fetch_slots;          /* per fetch (plan order) */
+    uint64_t *arena_bytes;        /* per device */
+    ses_drv_buffer_t **arenas;    /* per device, allocated at compile */
+    char *placement;              /* the summary text */
+    const ses_node_t **placed_nodes;
+    size_t *placed_devices;
+    size_t n_placed;
+} ses__compiled_t;
+
+struct ses_plan {
+    ses_session_t *session;
+    uint64_t graph_version;
+    ses_edge_t *fetches;
+    size_t n_fetches;
+    ses_edge_t *fed;
+    size_t n_fed;
+    ses_node_t **targets;
+    size_t n_targets;
+    int cached; /* made by eval (kept in the cache) rather than by ses_session_compile */
+    pthread_mutex_t lock;
+    /* Variables the plan reads; they must be in the scope before a run. */
+    const ses_node_t **variables;
+    size_t n_variables;
+    ses__compiled_t *compiled;
+};
+
+/* ---- compile ---------------------------------------------------------------------------- */
+
+/** What prune found: the needed nodes in topological order and the variables they read. */
+typedef struct ses__pruned {
+    const ses_node_t **nodes; /* op and NoOp nodes to run, and every external node needed */
+    size_t n_nodes;
+    const ses_node_t **variables;
+    size_t n_variables;
+} ses__pruned_t;
+
+/** Validates the request and finds what it needs. Messages name the node and edge at fault. */
+ses_status_t ses__prune(const ses_graph_t *g, const ses_edge_t *fetches, size_t n_fetches,
+                        const ses_edge_t *fed, size_t n_fed, ses_node_t *const *targets,
+                        size_t n_targets, ses__pruned_t *out);
+void ses__pruned_clear(ses__pruned_t *p);
+
+/** Index of @p edge in @p fed, or SIZE_MAX. */
+size_t ses__fed_index(const ses_edge_t *fed, size_t n_fed, ses_edge_t edge);
+
+/**
+ * Compiles @p plan for this run's external tensors: @p feeds (plan order) and the variables in
+ * @p scope. Replaces plan->compiled.
+ */
+ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope);
+void ses__compiled_free(ses_session_t *s, ses__compiled_t *c);
+
+/** Whether this run's external tensors still have the types the plan was compiled for, and the
+ *  graph has not changed since. */
+int ses__compiled_matches(const ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope);
+
+/** Finds the kernel of @p dev for @p op at @p signature; NULL when there is none. */
+const ses_drv_kernel_t *ses__find_kernel(const ses__device_ctx_t *dev, const char *op,
+                                         const char *signature);
+
+/** Offsets for every arena slot of @p c, reusing memory once a value's last reader ran. */
+ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);
+
+/* ---- run -------------------------------------------------------------------------------- */
+
+/** Runs a compiled plan: binds externals, runs the steps, copies fetches out. */
+ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
+                      ses_tensor_t **out_values);
+
+/** Copies @p bytes between two slots' buffers on possibly different devices. */
+ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst);
+
+#endif /* SES_PLAN_H */

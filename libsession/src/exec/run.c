@@ -1,0 +1,253 @@
+/*
+ * Running a compiled plan: bind this run's external host tensors (imported on the CPU device,
+ * no copy), call every step in order, copy the fetched values into new host tensors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compile/plan.h"
+#include "../error.h"
+#include "../tensor/tensor_internal.h"
+
+static const char *device_name(const ses_session_t *s, size_t d) {
+    return ses_device_name(s->devices[d].device);
+}
+
+/* A driver failure as a libsession error naming the node and device. */
+static ses_status_t driver_failed(ses_session_t *s, const ses__step_t *step, int32_t rc,
+                                  const char *what) {
+    char message[1024];
+
+    ses__host_take_message(message, sizeof message);
+    return ses__fail((ses_status_t)rc, "%s \"%s\" on %s: %s failed: %s", step->node->op,
+                     step->node->name, device_name(s, step->device), what,
+                     message[0] ? message : ses_status_name((ses_status_t)rc));
+}
+
+/* A host pointer for [offset, offset + bytes) of a slot when its device maps memory. */
+static void *map_slot(ses_session_t *s, const ses__slot_t *slot, uint32_t flags) {
+    const ses__device_ctx_t *dev = &s->devices[slot->device];
+    void *p = NULL;
+
+    if (slot->tensor)
+        return slot->tensor->data;
+    if (!dev->host_visible || !dev->api->map || !slot->bytes)
+        return NULL;
+    if (dev->api->map(dev->handle, slot->buffer, slot->offset, slot->bytes, flags, &p) !=
+        SES_DRV_OK) {
+        ses__host_take_message(NULL, 0);
+        return NULL;
+    }
+    return p;
+}
+
+static void unmap_slot(ses_session_t *s, const ses__slot_t *slot, void *p) {
+    const ses__device_ctx_t *dev = &s->devices[slot->device];
+
+    if (p && !slot->tensor && dev->api->unmap)
+        dev->api->unmap(dev->handle, slot->buffer, p);
+}
+
+/* Device to host: into @p host from a slot. */
+static ses_status_t read_slot(ses_session_t *s, const ses__slot_t *slot, void *host) {
+    const ses__device_ctx_t *dev = &s->devices[slot->device];
+    void *p;
+    int32_t rc;
+
+    if (!slot->bytes)
+        return SES_OK;
+    p = map_slot(s, slot, SES_DRV_MAP_READ);
+    if (p) {
+        memcpy(host, p, slot->bytes);
+        unmap_slot(s, slot, p);
+        return SES_OK;
+    }
+    rc = dev->api->copy_d2h(dev->handle, NULL, slot->buffer, slot->offset, host, slot->bytes);
+    if (rc != SES_DRV_OK) {
+        char message[1024];
+        ses__host_take_message(message, sizeof message);
+        return ses__fail((ses_status_t)rc, "copy from %s: %s", device_name(s, slot->device),
+                         message);
+    }
+    return SES_OK;
+}
+
+ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst) {
+    const ses__device_ctx_t *to = &s->devices[dst->device];
+    void *staging, *p;
+    ses_status_t st;
+    int32_t rc;
+
+    if (!src->bytes)
+        return SES_OK;
+    /* Same device: one device-to-device copy. */
+    if (src->device == dst->device && !src->tensor) {
+        rc = to->api->copy_d2d(to->handle, NULL, src->buffer, src->offset, dst->buffer,
+                               dst->offset, src->bytes);
+        return rc == SES_DRV_OK ? SES_OK : ses__fail((ses_status_t)rc, "device copy failed");
+    }
+    /* Otherwise through host memory: the source mapped or read into staging, then written. */
+    p = map_slot(s, src, SES_DRV_MAP_READ);
+    staging = p;
+    if (!p) {
+        staging = malloc(src->bytes);
+        if (!staging)
+            return ses__fail(SES_OUT_OF_MEMORY, "copy: out of memory");
+        st = read_slot(s, src, staging);
+        if (st != SES_OK) {
+            free(staging);
+            return st;
+        }
+    }
+    rc = to->api->copy_h2d(to->handle, NULL, staging, dst->buffer, dst->offset, src->bytes);
+    if (p)
+        unmap_slot(s, src, p);
+    else
+        free(staging);
+    if (rc != SES_DRV_OK) {
+        char message[1024];
+        ses__host_take_message(message, sizeof message);
+        return ses__fail((ses_status_t)rc, "copy to %s: %s", device_name(s, dst->device), message);
+    }
+    return SES_OK;
+}
+
+/* Binds an external slot to this run's tensor on the CPU device, by import (no copy). */
+static ses_status_t bind_external(ses_session_t *s, ses__compiled_t *c, ses__slot_t *slot,
+                                  ses_tensor_t *t) {
+    const ses__device_ctx_t *dev = &s->devices[slot->device];
+    int32_t rc;
+
+    slot->tensor = t;
+    slot->imported = 0;
+    slot->buffer = NULL;
+    if (!dev->can_import)
+        return ses__fail(SES_INTERNAL, "%s cannot import host memory", device_name(s, slot->device));
+    /* A zero-byte import would be refused; an empty value is never read, so any buffer does. */
+    if (!slot->bytes) {
+        slot->buffer = c->arenas[slot->device];
+        return SES_OK;
+    }
+    rc = dev->api->import_host_ptr(dev->handle, t->data, slot->bytes, &slot->buffer);
+    if (rc != SES_DRV_OK) {
+        char message[1024];
+        ses__host_take_message(message, sizeof message);
+        slot->buffer = NULL;
+        return ses__fail((ses_status_t)rc, "binding \"%s\": %s", slot->edge.node->name, message);
+    }
+    slot->imported = 1;
+    return SES_OK;
+}
+
+static void unbind_externals(ses_session_t *s, ses__compiled_t *c) {
+    for (size_t i = 0; i < c->n_slots; i++) {
+        ses__slot_t *slot = &c->slots[i];
+        if (slot->kind == SES__SLOT_ARENA)
+            continue;
+        if (slot->imported)
+            s->devices[slot->device].api->free(s->devices[slot->device].handle, slot->buffer);
+        if (slot->kind == SES__SLOT_VARIABLE)
+            ses_tensor_release(slot->tensor);
+        slot->buffer = NULL;
+        slot->tensor = NULL;
+        slot->imported = 0;
+    }
+}
+
+static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
+                                   ses_scope_t *scope) {
+    ses_session_t *s = plan->session;
+    ses__compiled_t *c = plan->compiled;
+    ses_status_t st = SES_OK;
+
+    for (size_t i = 0; i < c->n_slots && st == SES_OK; i++) {
+        ses__slot_t *slot = &c->slots[i];
+        ses_tensor_t *t = NULL;
+
+        switch (slot->kind) {
+        case SES__SLOT_ARENA:
+            continue;
+        case SES__SLOT_FEED:
+            t = feeds[slot->feed_index];
+            break;
+        case SES__SLOT_CONSTANT:
+            t = slot->edge.node->value;
+            break;
+        case SES__SLOT_VARIABLE:
+            /* A new reference, so the scope may change meanwhile without freeing it. */
+            if (ses_scope_find(scope, slot->edge.node->name, &t) != SES_OK)
+                return ses__fail(SES_FAILED_PRECONDITION, "variable \"%s\" is not initialized",
+                                 slot->edge.node->name);
+            break;
+        }
+        st = bind_external(s, c, slot, t);
+        if (st != SES_OK && slot->kind == SES__SLOT_VARIABLE && !slot->tensor)
+            ses_tensor_release(t);
+    }
+    return st;
+}
+
+static ses_status_t run_steps(ses_plan_t *plan) {
+    ses_session_t *s = plan->session;
+    ses__compiled_t *c = plan->compiled;
+    uint64_t launches = 0;
+
+    for (size_t i = 0; i < c->n_steps; i++) {
+        ses__step_t *step = &c->steps[i];
+        const ses__slot_t *slots = c->slots;
+        int32_t rc;
+
+        if (step->kind == SES__STEP_COPY) {
+            ses_status_t st = ses__copy_slot(s, &slots[step->args[0]], &slots[step->args[1]]);
+            if (st != SES_OK)
+                return st;
+            continue;
+        }
+        for (size_t a = 0; a < step->n_args; a++) {
+            step->buffers[a] = slots[step->args[a]].buffer;
+            step->offsets[a] = slots[step->args[a]].offset;
+        }
+        rc = step->kernel->compute(s->devices[step->device].handle, step->state, &step->launch);
+        launches++;
+        if (rc != SES_DRV_OK) {
+            atomic_fetch_add(&s->kernel_calls, launches);
+            return driver_failed(s, step, rc, "kernel");
+        }
+    }
+    atomic_fetch_add(&s->kernel_calls, launches);
+    return SES_OK;
+}
+
+static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
+    ses_session_t *s = plan->session;
+    ses__compiled_t *c = plan->compiled;
+
+    for (size_t i = 0; i < plan->n_fetches; i++) {
+        const ses__slot_t *slot = &c->slots[c->fetch_slots[i]];
+        ses_status_t st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims,
+                                            &out_values[i]);
+        if (st == SES_OK)
+            st = read_slot(s, slot, out_values[i]->data);
+        if (st != SES_OK) {
+            for (size_t j = 0; j <= i; j++) {
+                ses_tensor_release(out_values[j]);
+                out_values[j] = NULL;
+            }
+            return st;
+        }
+    }
+    return SES_OK;
+}
+
+ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
+                      ses_tensor_t **out_values) {
+    ses_status_t st = bind_externals(plan, feeds, scope);
+
+    if (st == SES_OK)
+        st = run_steps(plan);
+    if (st == SES_OK)
+        st = fetch_values(plan, out_values);
+    unbind_externals(plan->session, plan->compiled);
+    return st;
+}

@@ -1,0 +1,148 @@
+/*
+ * What the op families share: the inference function of every op in the table, and the checks
+ * they are built from (dtypes, broadcasting, axes, attributes, compile-time values of shape-like
+ * inputs). Every check fails with a message that starts with the op and the quoted node name.
+ * Internal to src/ops.
+ */
+#ifndef SES_OPS_INFER_H
+#define SES_OPS_INFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "op_schema.h"
+
+/* Sets of dtypes, as bit masks over ses_dtype_t. */
+#define SES__DT(d) (1u << (unsigned)(d))
+#define SES__DT_FLOAT (SES__DT(SES_F32) | SES__DT(SES_F64))
+#define SES__DT_NUMERIC (SES__DT_FLOAT | SES__DT(SES_I32) | SES__DT(SES_I64))
+/* The dtypes Cast, Where and Equal work on. */
+#define SES__DT_BASIC (SES__DT_NUMERIC | SES__DT(SES_U8) | SES__DT(SES_BOOL))
+#define SES__DT_INDEX (SES__DT(SES_I32) | SES__DT(SES_I64))
+/* Every ses_dtype_t but SES_DTYPE_INVALID. */
+#define SES__DT_ANY (((1u << (SES_BOOL + 1)) - 1) & ~1u)
+
+/*
+ * A formatted type or list, returned by value so that a message can show several at once:
+ * ses__tstr(&a).s is valid until the end of the full expression it appears in (C11 6.2.4p8),
+ * which is all a message argument needs.
+ */
+typedef struct ses__tstr {
+    char s[200]; /* "bool[" + 8 dims of up to 20 digits and commas + "]" fits */
+} ses__tstr_t;
+
+ses__tstr_t ses__tstr(const ses__type_t *t);
+/** "[4,-1,2]" for a list of ints (a Reshape target, a perm). */
+ses__tstr_t ses__ints_str(const int64_t *values, size_t count);
+/** The short name of @p dtype, "f32"; "invalid" outside the set. */
+const char *ses__dtype_str(ses_dtype_t dtype);
+
+/** Sets the message to `<op> "<node>": <format...>` and returns @p status. */
+ses_status_t ses__op_fail(const ses__infer_ctx_t *ctx, ses_status_t status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Input @p index, which the messages call @p name ("A", "data"), is present and its dtype is in
+ * @p allowed; the message lists the allowed dtypes. */
+ses_status_t ses__op_check_dtype(const ses__infer_ctx_t *ctx, size_t index, const char *name,
+                                 uint32_t allowed);
+/* Inputs @p i and @p j have the same dtype. */
+ses_status_t ses__op_check_same_dtype(const ses__infer_ctx_t *ctx, size_t i, const char *name_i,
+                                      size_t j, const char *name_j);
+/* Whether optional input @p index was given (within the count, with a dtype). */
+int ses__op_has_input(const ses__infer_ctx_t *ctx, size_t index);
+
+/*
+ * Numpy broadcasting of @p types[0..n) into @p out's rank and dims (out's dtype is left alone).
+ * A dimension 1 stretches, 0 stays 0; anything else must agree. Returns 0 when they cannot
+ * broadcast, leaving the message to the caller.
+ */
+int ses__broadcast_shapes(const ses__type_t *const *types, size_t n, ses__type_t *out);
+
+/*
+ * ses__broadcast_shapes of inputs @p indices[0..n) (named @p names) into @p out's rank and dims
+ * failing with a message that shows every one of them.
+ */
+ses_status_t ses__op_broadcast(const ses__infer_ctx_t *ctx, const size_t *indices,
+                               const char *const *names, size_t n, ses__type_t *out);
+
+/*
+ * Checks @p axis against [-rank, rank-1] and stores it non-negative in @p out. @p what names it
+ * ("axis", "axes value"); @p t, the input the axis refers to, is shown in the message. @p rank
+ * may differ from t's (Unsqueeze's axes index the output).
+ */
+ses_status_t ses__op_axis(const ses__infer_ctx_t *ctx, const char *what, int64_t axis,
+                          uint32_t rank, const ses__type_t *t, int64_t *out);
+
+/* What ses__op_axes does with an axis given twice. */
+enum { SES__AXES_MERGE_DUPLICATES, SES__AXES_REJECT_DUPLICATES };
+
+/*
+ * Normalizes @p axes[0..n) with ses__op_axis, then sorts them into @p out (rank entries) and
+ * either merges or rejects duplicates; @p out_n receives the count.
+ */
+ses_status_t ses__op_axes(const ses__infer_ctx_t *ctx, const char *what, const int64_t *axes,
+                          size_t n, uint32_t rank, const ses__type_t *t, int duplicates,
+                          int64_t *out, size_t *out_n);
+
+/* Attributes. Each fails naming the attribute when it has another type; an absent one takes
+ * @p fallback. */
+ses_status_t ses__op_attr_int(const ses__infer_ctx_t *ctx, const char *name, int64_t fallback,
+                              int64_t *out);
+/* An int that must be 0 or 1 (keepdims, transA, ...). */
+ses_status_t ses__op_attr_flag(const ses__infer_ctx_t *ctx, const char *name, int64_t fallback,
+                               int64_t *out);
+ses_status_t ses__op_attr_float(const ses__infer_ctx_t *ctx, const char *name, double fallback,
+                                double *out);
+/* An int attribute without a default: absent is an error. */
+ses_status_t ses__op_attr_required_int(const ses__infer_ctx_t *ctx, const char *name, int64_t *out);
+/* An ints attribute; @p out_present says whether it was given (the list may be empty). */
+ses_status_t ses__op_attr_ints(const ses__infer_ctx_t *ctx, const char *name,
+                               const int64_t **out_values, size_t *out_count, int *out_present);
+
+/*
+ * Reads the compile-time value of input @p index (named @p name), a 0-D or 1-D tensor of a
+ * dtype in @p allowed (i32 and/or i64), widened to int64 into @p out (capacity @p cap entries).
+ * Fails when the value is unknown ("must be a constant or fed") or has more than @p cap entries;
+ * an empty input needs no value.
+ */
+ses_status_t ses__op_read_ints(const ses__infer_ctx_t *ctx, size_t index, const char *name,
+                               uint32_t allowed, int64_t *out, size_t cap, size_t *out_n);
+
+/* Fails with SES_UNIMPLEMENTED when an output would have more than SES_MAX_RANK dimensions. */
+ses_status_t ses__op_check_out_rank(const ses__infer_ctx_t *ctx, size_t rank);
+
+/* elementwise.c */
+ses_status_t ses__infer_identity(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_arithmetic(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_pow(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_equal(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_compare(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_where(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_unary_numeric(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_unary_float(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_leaky_relu(ses__infer_ctx_t *ctx);
+/* matmul.c */
+ses_status_t ses__infer_matmul(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_gemm(ses__infer_ctx_t *ctx);
+/* reduce.c */
+ses_status_t ses__infer_reduce_sum(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_reduce_mean(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_reduce_max(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_argmax(ses__infer_ctx_t *ctx);
+/* softmax.c */
+ses_status_t ses__infer_softmax(ses__infer_ctx_t *ctx);
+/* shape_ops.c */
+ses_status_t ses__infer_reshape(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_flatten(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_squeeze(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_unsqueeze(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_transpose(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_concat(ses__infer_ctx_t *ctx);
+/* slice.c */
+ses_status_t ses__infer_slice(ses__infer_ctx_t *ctx);
+/* gather.c */
+ses_status_t ses__infer_gather(ses__infer_ctx_t *ctx);
+/* cast.c */
+ses_status_t ses__infer_cast(ses__infer_ctx_t *ctx);
+
+#endif /* SES_OPS_INFER_H */

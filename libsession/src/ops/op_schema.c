@@ -1,0 +1,183 @@
+/* The table of op schemas, lookup, and the checks run before every op's inference. */
+#include "op_schema.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../error.h"
+#include "infer.h"
+
+#define BIT(i) ((uint64_t)1 << (i))
+
+/* One line per op: name, min and max inputs, default and max outputs, inputs whose value
+ * inference reads, inference. Grouped by family, in the order of the files that infer them. */
+static const ses__op_schema_t schemas[] = {
+    /* elementwise.c */
+    {"Identity", 1, 1, 1, 1, 0, ses__infer_identity},
+    {"Add", 2, 2, 1, 1, 0, ses__infer_arithmetic},
+    {"Sub", 2, 2, 1, 1, 0, ses__infer_arithmetic},
+    {"Mul", 2, 2, 1, 1, 0, ses__infer_arithmetic},
+    {"Div", 2, 2, 1, 1, 0, ses__infer_arithmetic},
+    {"Pow", 2, 2, 1, 1, 0, ses__infer_pow},
+    {"Equal", 2, 2, 1, 1, 0, ses__infer_equal},
+    {"Greater", 2, 2, 1, 1, 0, ses__infer_compare},
+    {"Less", 2, 2, 1, 1, 0, ses__infer_compare},
+    {"Where", 3, 3, 1, 1, 0, ses__infer_where},
+    {"Neg", 1, 1, 1, 1, 0, ses__infer_unary_numeric},
+    {"Abs", 1, 1, 1, 1, 0, ses__infer_unary_numeric},
+    {"Relu", 1, 1, 1, 1, 0, ses__infer_unary_numeric},
+    {"Exp", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Log", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Sqrt", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Reciprocal", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Sigmoid", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Tanh", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Softplus", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Erf", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"LeakyRelu", 1, 1, 1, 1, 0, ses__infer_leaky_relu},
+    /* matmul.c */
+    {"MatMul", 2, 2, 1, 1, 0, ses__infer_matmul},
+    {"Gemm", 2, 3, 1, 1, 0, ses__infer_gemm},
+    /* reduce.c. ReduceMean and ReduceMax accept a second input only to refuse the opset-18
+     * form (axes as an input) with a clear message rather than a bare count error. */
+    {"ReduceSum", 1, 2, 1, 1, BIT(1), ses__infer_reduce_sum},
+    {"ReduceMean", 1, 2, 1, 1, 0, ses__infer_reduce_mean},
+    {"ReduceMax", 1, 2, 1, 1, 0, ses__infer_reduce_max},
+    {"ArgMax", 1, 1, 1, 1, 0, ses__infer_argmax},
+    /* softmax.c */
+    {"Softmax", 1, 1, 1, 1, 0, ses__infer_softmax},
+    {"LogSoftmax", 1, 1, 1, 1, 0, ses__infer_softmax},
+    /* shape_ops.c */
+    {"Reshape", 2, 2, 1, 1, BIT(1), ses__infer_reshape},
+    {"Flatten", 1, 1, 1, 1, 0, ses__infer_flatten},
+    {"Squeeze", 1, 2, 1, 1, BIT(1), ses__infer_squeeze},
+    {"Unsqueeze", 2, 2, 1, 1, BIT(1), ses__infer_unsqueeze},
+    {"Transpose", 1, 1, 1, 1, 0, ses__infer_transpose},
+    {"Concat", 1, SES__MAX_INPUTS, 1, 1, 0, ses__infer_concat},
+    /* slice.c */
+    {"Slice", 3, 5, 1, 1, BIT(1) | BIT(2) | BIT(3) | BIT(4), ses__infer_slice},
+    /* gather.c: the indices are data, read by the kernel. */
+    {"Gather", 2, 2, 1, 1, 0, ses__infer_gather},
+    /* cast.c */
+    {"Cast", 1, 1, 1, 1, 0, ses__infer_cast},
+};
+
+#define N_SCHEMAS (sizeof schemas / sizeof schemas[0])
+
+const ses__op_schema_t *ses__op_schema_find(const char *op) {
+    for (size_t i = 0; op && i < N_SCHEMAS; i++)
+        if (strcmp(schemas[i].name, op) == 0)
+            return &schemas[i];
+    return NULL;
+}
+
+size_t ses__op_schema_count(void) {
+    return N_SCHEMAS;
+}
+
+const ses__op_schema_t *ses__op_schema_at(size_t index) {
+    return index < N_SCHEMAS ? &schemas[index] : NULL;
+}
+
+const char *ses__type_format(const ses__type_t *t, char *buffer, size_t size) {
+    size_t used;
+    int n;
+
+    if (!buffer || size == 0)
+        return buffer;
+    if (!t) {
+        snprintf(buffer, size, "(none)");
+        return buffer;
+    }
+    n = snprintf(buffer, size, "%s[", ses__dtype_str(t->dtype));
+    used = n < 0 ? size : (size_t)n;
+    for (uint32_t d = 0; d < t->rank && d < SES_MAX_RANK && used < size; d++) {
+        n = snprintf(buffer + used, size - used, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+        used = n < 0 ? size : used + (size_t)n;
+    }
+    if (used < size)
+        snprintf(buffer + used, size - used, "]");
+    return buffer;
+}
+
+int64_t ses__type_count(const ses__type_t *t) {
+    int64_t count = 1;
+
+    /* A zero dimension makes the tensor empty whatever the others are, so look for one before
+     * multiplying: the product of the others may not fit. -1 means it does not fit. */
+    for (uint32_t d = 0; d < t->rank; d++)
+        if (t->dims[d] == 0)
+            return 0;
+    for (uint32_t d = 0; d < t->rank; d++)
+        if (__builtin_mul_overflow(count, t->dims[d], &count))
+            return -1;
+    return count;
+}
+
+/* "2 inputs", "2 to 3 inputs", "at least 1 input". */
+static ses_status_t count_error(const ses__infer_ctx_t *ctx, const char *noun, size_t min,
+                                size_t max, size_t variadic_max, size_t got) {
+    if (min == max)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "takes %zu %s%s, got %zu", min, noun,
+                            min == 1 ? "" : "s", got);
+    if (max == variadic_max && got < min)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "takes at least %zu %s%s, got %zu", min,
+                            noun, min == 1 ? "" : "s", got);
+    return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "takes %zu to %zu %ss, got %zu", min, max, noun,
+                        got);
+}
+
+/* Counts, then the types themselves: inference trusts ranks and dims from here on. */
+static ses_status_t check_inputs(const ses__op_schema_t *schema, const ses__infer_ctx_t *ctx) {
+    if (ctx->n_inputs < schema->min_inputs || ctx->n_inputs > schema->max_inputs)
+        return count_error(ctx, "input", schema->min_inputs, schema->max_inputs, SES__MAX_INPUTS,
+                           ctx->n_inputs);
+    if (ctx->n_outputs < 1 || ctx->n_outputs > schema->max_outputs)
+        return count_error(ctx, "output", 1, schema->max_outputs, SES__MAX_OUTPUTS, ctx->n_outputs);
+    if (ctx->n_inputs && !ctx->inputs)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "NULL input types");
+    for (size_t i = 0; i < ctx->n_inputs; i++) {
+        const ses__type_t *t = &ctx->inputs[i];
+        if (t->dtype == SES_DTYPE_INVALID) {
+            /* Only optional inputs may be absent; each op says which of its are. */
+            if (i < schema->min_inputs)
+                return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu is missing", i);
+            continue;
+        }
+        if ((unsigned)t->dtype > SES_BOOL || t->rank > SES_MAX_RANK)
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "input %zu has dtype %d and rank %u; dtype must be a ses_dtype_t "
+                                "and rank at most %d",
+                                i, (int)t->dtype, t->rank, SES_MAX_RANK);
+        for (uint32_t d = 0; d < t->rank; d++)
+            if (t->dims[d] < 0)
+                return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                    "input %zu is %s: a dimension is negative", i, ses__tstr(t).s);
+    }
+    return SES_OK;
+}
+
+static void reset_outputs(ses__infer_ctx_t *ctx) {
+    memset(ctx->outputs, 0, sizeof ctx->outputs);
+    ctx->kernel_op = NULL;
+    ctx->kernel_inputs = 0;
+}
+
+ses_status_t ses__op_infer(const ses__op_schema_t *schema, ses__infer_ctx_t *ctx) {
+    ses_status_t st;
+
+    if (!schema || !ctx || !schema->infer)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: NULL argument", __func__);
+    if (!ctx->op)
+        ctx->op = schema->name;
+    reset_outputs(ctx);
+    st = check_inputs(schema, ctx);
+    if (st == SES_OK)
+        st = schema->infer(ctx);
+    if (st != SES_OK) {
+        /* Nothing half-inferred survives a failure. */
+        reset_outputs(ctx);
+        ses__attrs_clear(&ctx->kernel_attrs);
+    }
+    return st;
+}

@@ -1,0 +1,143 @@
+/*
+ * Reductions: ReduceSum (axes as an input, opset 13), ReduceMean and ReduceMax (axes as an
+ * attribute, their opset-13 form), and ArgMax.
+ *
+ * Kernels get the data alone and the attributes "axes" (explicit, non-negative, sorted, unique)
+ * and "keepdims". An empty axes list reduces every axis, unless noop_with_empty_axes asks for
+ * the data unchanged, which lowers to Identity.
+ */
+#include "infer.h"
+
+/* The shape of @p x with the dimensions in sorted @p axes set to 1 or removed. */
+static void reduced_shape(const ses__type_t *x, const int64_t *axes, size_t n, int64_t keepdims,
+                          ses__type_t *out) {
+    size_t next = 0;
+
+    out->dtype = x->dtype;
+    out->rank = 0;
+    for (uint32_t d = 0; d < x->rank; d++) {
+        int reduced = next < n && axes[next] == (int64_t)d;
+        if (reduced)
+            next++;
+        if (!reduced)
+            out->dims[out->rank++] = x->dims[d];
+        else if (keepdims)
+            out->dims[out->rank++] = 1;
+    }
+}
+
+/* Shared by the three Reduce ops once their axes are read, whichever way they came. */
+static ses_status_t reduce(ses__infer_ctx_t *ctx, const int64_t *axes, size_t n,
+                           int64_t noop_with_empty_axes) {
+    const ses__type_t *x = &ctx->inputs[0];
+    int64_t keepdims, normal[SES_MAX_RANK];
+    size_t count = 0;
+    ses_status_t st;
+
+    st = ses__op_attr_flag(ctx, "keepdims", 1, &keepdims);
+    if (st != SES_OK)
+        return st;
+    ctx->kernel_inputs = 0x1;
+    if (n == 0 && noop_with_empty_axes) {
+        ctx->kernel_op = "Identity";
+        ctx->outputs[0] = *x;
+        return SES_OK;
+    }
+    if (n == 0) {
+        for (uint32_t d = 0; d < x->rank; d++)
+            normal[count++] = d;
+    } else {
+        st = ses__op_axes(ctx, "axes value", axes, n, x->rank, x, SES__AXES_MERGE_DUPLICATES,
+                          normal, &count);
+        if (st != SES_OK)
+            return st;
+    }
+    reduced_shape(x, normal, count, keepdims, &ctx->outputs[0]);
+    st = ses__attrs_set_ints(&ctx->kernel_attrs, "axes", normal, count);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "keepdims", keepdims);
+    return st;
+}
+
+ses_status_t ses__infer_reduce_sum(ses__infer_ctx_t *ctx) {
+    /* Room for every axis twice over: repeats are merged, anything longer is surely wrong. */
+    int64_t axes[SES_MAX_RANK * 2];
+    size_t n = 0;
+    int64_t noop;
+    ses_status_t st;
+
+    st = ses__op_check_dtype(ctx, 0, "data", SES__DT_NUMERIC);
+    if (st != SES_OK)
+        return st;
+    if (ses__attrs_find(ctx->attrs, "axes"))
+        return ses__op_fail(ctx, SES_UNIMPLEMENTED,
+                            "axes as an attribute (the opset-11 form) is not supported; pass "
+                            "them as input 1");
+    st = ses__op_attr_flag(ctx, "noop_with_empty_axes", 0, &noop);
+    if (st == SES_OK && ses__op_has_input(ctx, 1))
+        st = ses__op_read_ints(ctx, 1, "axes", SES__DT(SES_I64), axes, sizeof axes / sizeof axes[0],
+                               &n);
+    if (st != SES_OK)
+        return st;
+    return reduce(ctx, axes, n, noop);
+}
+
+/* ReduceMean and ReduceMax at opset 13: axes is an optional ints attribute. */
+static ses_status_t reduce_with_axes_attribute(ses__infer_ctx_t *ctx, uint32_t allowed) {
+    const int64_t *axes;
+    size_t n;
+    int present;
+    ses_status_t st;
+
+    st = ses__op_check_dtype(ctx, 0, "data", allowed);
+    if (st != SES_OK)
+        return st;
+    if (ses__op_has_input(ctx, 1))
+        return ses__op_fail(ctx, SES_UNIMPLEMENTED,
+                            "axes as an input (the opset-18 form) is not supported; give them as "
+                            "the axes attribute");
+    st = ses__op_attr_ints(ctx, "axes", &axes, &n, &present);
+    if (st != SES_OK)
+        return st;
+    return reduce(ctx, axes, n, 0);
+}
+
+ses_status_t ses__infer_reduce_mean(ses__infer_ctx_t *ctx) {
+    return reduce_with_axes_attribute(ctx, SES__DT_FLOAT);
+}
+
+ses_status_t ses__infer_reduce_max(ses__infer_ctx_t *ctx) {
+    return reduce_with_axes_attribute(ctx, SES__DT_NUMERIC);
+}
+
+ses_status_t ses__infer_argmax(ses__infer_ctx_t *ctx) {
+    const ses__type_t *x = &ctx->inputs[0];
+    ses__attrs_t *ka = &ctx->kernel_attrs;
+    int64_t axis, keepdims, last;
+    ses_status_t st;
+
+    st = ses__op_check_dtype(ctx, 0, "data", SES__DT_NUMERIC);
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "axis", 0, &axis);
+    if (st == SES_OK)
+        st = ses__op_axis(ctx, "axis", axis, x->rank, x, &axis);
+    if (st == SES_OK)
+        st = ses__op_attr_flag(ctx, "keepdims", 1, &keepdims);
+    if (st == SES_OK)
+        st = ses__op_attr_flag(ctx, "select_last_index", 0, &last);
+    if (st != SES_OK)
+        return st;
+    /* An empty axis has no largest element, so there is no index to return. */
+    if (x->dims[axis] == 0)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "axis %lld has no elements to choose from: data is %s", (long long)axis,
+                            ses__tstr(x).s);
+    reduced_shape(x, &axis, 1, keepdims, &ctx->outputs[0]);
+    ctx->outputs[0].dtype = SES_I64;
+    st = ses__attrs_set_int(ka, "axis", axis);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(ka, "keepdims", keepdims);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(ka, "select_last_index", last);
+    return st;
+}

@@ -1,0 +1,641 @@
+/*
+ * Sessions: open on a graph and a device list, eval with feeds, compiled plans, close.
+ *
+ * eval = canonical key (fetches, fed edges and targets sorted) → cached plan → initialize the
+ * variables the plan reads that the scope lacks (by evaluating their initializers) → recompile
+ * when the graph or an external type changed → run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compile/plan.h"
+#include "../error.h"
+#include "../log.h"
+#include "../tensor/tensor_internal.h"
+
+/* Variables whose initializers read other variables recurse; this bounds the depth. */
+#define MAX_INIT_DEPTH 64
+
+void ses_session_options_init(ses_session_options_t *o) {
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->fallback = SES_FALLBACK_WARN;
+    o->log_level = SES__LOG_WARN;
+}
+
+/* ---- devices ---------------------------------------------------------------------------- */
+
+static ses_status_t open_device(ses_session_t *s, const ses_device_t *device) {
+    ses__device_ctx_t *d = &s->devices[s->n_devices];
+    struct ses_driver *driver = (struct ses_driver *)ses_device_driver(device);
+    const ses_drv_api_t *api = driver->api;
+    char message[1024];
+    int32_t rc;
+
+    for (size_t i = 0; i < s->n_devices; i++)
+        if (s->devices[i].device == device)
+            return SES_OK; /* named twice: the first place counts */
+    memset(d, 0, sizeof *d);
+    d->device = device;
+    d->driver = driver;
+    d->api = api;
+    rc = api->open_device(driver->instance, ses_device_ordinal(device), &d->handle);
+    if (rc == SES_DRV_OK)
+        rc = api->get_kernels(d->handle, &d->kernels, &d->n_kernels, &d->kernel_stride);
+    if (rc != SES_DRV_OK) {
+        ses__host_take_message(message, sizeof message);
+        if (d->handle)
+            api->close_device(d->handle);
+        return ses__fail((ses_status_t)rc, "session: cannot open device %s: %s",
+                         ses_device_name(device), message);
+    }
+    if (d->kernel_stride < SES_DRV_SIZEOF_1_0(ses_drv_kernel_t, compute)) {
+        api->close_device(d->handle);
+        return ses__fail(SES_INCOMPATIBLE, "session: device %s: kernel entries of %u bytes; ABI 1.0 needs %zu",
+                         ses_device_name(device), d->kernel_stride,
+                         SES_DRV_SIZEOF_1_0(ses_drv_kernel_t, compute));
+    }
+    d->host_visible = (ses_device_caps(device) & SES_DEVICE_CAP_HOST_VISIBLE) && api->map;
+    d->can_import = (ses_device_caps(device) & SES_DEVICE_CAP_HOST_IMPORT) && api->import_host_ptr;
+    s->n_devices++;
+    return SES_OK;
+}
+
+static void close_devices(ses_session_t *s) {
+    for (size_t i = 0; i < s->n_devices; i++)
+        s->devices[i].api->close_device(s->devices[i].handle);
+    s->n_devices = 0;
+}
+
+ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, size_t n_devices,
+                              const ses_session_options_t *options, ses_session_t **out_session) {
+    ses_session_t *s = NULL;
+    const ses_device_t *device;
+    ses_status_t st;
+
+    if (!out_session)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: out_session is NULL");
+    *out_session = NULL;
+    if (!graph)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: graph is NULL");
+    if (n_devices && !devices)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: devices is NULL with %zu names",
+                         n_devices);
+    if (options && options->struct_size < sizeof(uint32_t) * 2)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_session_open: options.struct_size is %u; call "
+                         "ses_session_options_init first",
+                         options->struct_size);
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
+    ses_session_options_init(&s->options);
+    if (options)
+        memcpy(&s->options, options,
+               options->struct_size < sizeof s->options ? options->struct_size : sizeof s->options);
+    s->options.struct_size = sizeof s->options;
+    if ((unsigned)s->options.fallback > SES_FALLBACK_DENY || s->options.threads) {
+        st = s->options.threads
+                 ? ses__fail(SES_UNIMPLEMENTED,
+                             "ses_session_open: options.threads is reserved and must be 0; set "
+                             "SESSION_DRIVER_CPU_THREADS for the CPU driver's pool")
+                 : ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: unknown fallback policy %d",
+                             (int)s->options.fallback);
+        free(s);
+        return st;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    atomic_init(&s->kernel_calls, 0);
+    s->registry = s->options.registry;
+    if (!s->registry && (st = ses_registry_default(&s->registry)) != SES_OK)
+        goto fail;
+    s->devices = calloc(n_devices + 1, sizeof *s->devices);
+    if (!s->devices || (st = ses_scope_create(&s->scope)) != SES_OK) {
+        st = s->devices ? st : ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < n_devices; i++) {
+        if (!devices[i]) {
+            st = ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: device name %zu is NULL", i);
+            goto fail;
+        }
+        if ((st = ses_registry_find_device(s->registry, devices[i], &device)) != SES_OK ||
+            (st = open_device(s, device)) != SES_OK)
+            goto fail;
+    }
+    /* The CPU device is always there, last, so every node has somewhere to run. */
+    if ((st = ses_registry_find_device(s->registry, "cpu", &device)) != SES_OK) {
+        char message[2048];
+        snprintf(message, sizeof message, "%s", ses_last_error());
+        st = ses__fail(st, "ses_session_open: the CPU driver is needed: %s", message);
+        goto fail;
+    }
+    for (size_t i = 0; i < s->n_devices; i++)
+        if (s->devices[i].device == device) {
+            /* Named explicitly: move it last, since external tensors live there. */
+            ses__device_ctx_t cpu = s->devices[i];
+            memmove(&s->devices[i], &s->devices[i + 1], (s->n_devices - i - 1) * sizeof cpu);
+            s->devices[s->n_devices - 1] = cpu;
+            device = NULL;
+            break;
+        }
+    if (device && (st = open_device(s, device)) != SES_OK)
+        goto fail;
+    s->graph = ses_graph_retain(graph);
+    *out_session = s;
+    return SES_OK;
+
+fail:
+    close_devices(s);
+    free(s->devices);
+    ses_scope_destroy(s->scope);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->idle);
+    free(s);
+    return st;
+}
+
+/* ---- evals in flight --------------------------------------------------------------------- */
+
+static ses_status_t enter(ses_session_t *s, const char *what) {
+    pthread_mutex_lock(&s->lock);
+    if (s->closed) {
+        pthread_mutex_unlock(&s->lock);
+        return ses__fail(SES_FAILED_PRECONDITION, "%s: the session is closed", what);
+    }
+    s->in_flight++;
+    pthread_mutex_unlock(&s->lock);
+    return SES_OK;
+}
+
+static void leave(ses_session_t *s) {
+    pthread_mutex_lock(&s->lock);
+    if (--s->in_flight == 0)
+        pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- plans ------------------------------------------------------------------------------ */
+
+static int compare_edges(const void *a, const void *b) {
+    const ses_edge_t *x = a, *y = b;
+    if (x->node->id != y->node->id)
+        return x->node->id < y->node->id ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int compare_nodes(const void *a, const void *b) {
+    const ses_node_t *x = *(ses_node_t *const *)a, *y = *(ses_node_t *const *)b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void plan_free(ses_plan_t *p) {
+    if (!p)
+        return;
+    ses__compiled_free(p->session, p->compiled);
+    free(p->variables);
+    free(p->fetches);
+    free(p->fed);
+    free(p->targets);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* A plan for this request, its arrays sorted so that the caller's order does not matter. */
+static ses_status_t plan_create(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
+                                const ses_edge_t *fed, size_t n_fed, ses_node_t *const *targets,
+                                size_t n_targets, ses_plan_t **out_plan) {
+    ses_plan_t *p = calloc(1, sizeof *p);
+
+    *out_plan = NULL;
+    if (!p)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+    p->session = s;
+    p->fetches = malloc((n_fetches + 1) * sizeof *p->fetches);
+    p->fed = malloc((n_fed + 1) * sizeof *p->fed);
+    p->targets = malloc((n_targets + 1) * sizeof *p->targets);
+    pthread_mutex_init(&p->lock, NULL);
+    if (!p->fetches || !p->fed || !p->targets) {
+        plan_free(p);
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+    }
+    if (n_fetches)
+        memcpy(p->fetches, fetches, n_fetches * sizeof *fetches);
+    if (n_fed)
+        memcpy(p->fed, fed, n_fed * sizeof *fed);
+    if (n_targets)
+        memcpy(p->targets, targets, n_targets * sizeof *targets);
+    p->n_fetches = n_fetches;
+    p->n_fed = n_fed;
+    p->n_targets = n_targets;
+    qsort(p->fetches, n_fetches, sizeof *p->fetches, compare_edges);
+    qsort(p->fed, n_fed, sizeof *p->fed, compare_edges);
+    qsort(p->targets, n_targets, sizeof *p->targets, compare_nodes);
+    *out_plan = p;
+    return SES_OK;
+}
+
+static int same_request(const ses_plan_t *a, const ses_plan_t *b) {
+    return a->n_fetches == b->n_fetches && a->n_fed == b->n_fed && a->n_targets == b->n_targets &&
+           (!a->n_fetches || !memcmp(a->fetches, b->fetches, a->n_fetches * sizeof *a->fetches)) &&
+           (!a->n_fed || !memcmp(a->fed, b->fed, a->n_fed * sizeof *a->fed)) &&
+           (!a->n_targets || !memcmp(a->targets, b->targets, a->n_targets * sizeof *a->targets));
+}
+
+static ses_status_t add_plan(ses_session_t *s, ses_plan_t *p) {
+    ses_plan_t **plans;
+
+    pthread_mutex_lock(&s->lock);
+    plans = realloc(s->plans, (s->n_plans + 1) * sizeof *plans);
+    if (plans) {
+        s->plans = plans;
+        s->plans[s->n_plans++] = p;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return plans ? SES_OK : ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+}
+
+/* The cached plan for this request, made when missing. */
+static ses_status_t cached_plan(ses_session_t *s, ses_plan_t *key, ses_plan_t **out_plan) {
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->n_plans; i++) {
+        if (s->plans[i]->cached && same_request(s->plans[i], key)) {
+            *out_plan = s->plans[i];
+            pthread_mutex_unlock(&s->lock);
+            plan_free(key);
+            return SES_OK;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    key->cached = 1;
+    *out_plan = key;
+    return add_plan(s, key);
+}
+
+static ses_status_t eval_in(ses_session_t *s, ses_scope_t *scope, const ses_edge_t *fetches,
+                            size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
+                            ses_node_t *const *targets, size_t n_targets,
+                            ses_tensor_t **out_values, int depth);
+
+/* Sets every variable the plan reads that @p scope lacks, from its initializer. */
+static ses_status_t init_variables(ses_plan_t *plan, ses_scope_t *scope, int depth) {
+    ses_session_t *s = plan->session;
+    ses__pruned_t pruned;
+    ses_status_t st;
+
+    st = ses__prune(s->graph, plan->fetches, plan->n_fetches, plan->fed, plan->n_fed,
+                    plan->targets, plan->n_targets, &pruned);
+    if (st != SES_OK)
+        return st;
+    for (size_t i = 0; i < pruned.n_variables && st == SES_OK; i++) {
+        const ses_node_t *var = pruned.variables[i];
+        ses_tensor_t *value = NULL;
+
+        if (ses_scope_find(scope, var->name, &value) == SES_OK) {
+            ses_tensor_release(value);
+            continue;
+        }
+        if (depth >= MAX_INIT_DEPTH) {
+            st = ses__fail(SES_INVALID_ARGUMENT,
+                           "variable \"%s\": initializers nest deeper than %d variables",
+                           var->name, MAX_INIT_DEPTH);
+            break;
+        }
+        st = eval_in(s, scope, &var->inputs[0], 1, NULL, 0, NULL, 0, &value, depth + 1);
+        if (st == SES_OK) {
+            st = ses_scope_set(scope, var->name, value);
+            ses_tensor_release(value);
+        } else {
+            char message[2048];
+            snprintf(message, sizeof message, "%s", ses_last_error());
+            st = ses__fail(st, "initializing variable \"%s\": %s", var->name, message);
+        }
+    }
+    ses__pruned_clear(&pruned);
+    return st;
+}
+
+/* Whether every variable the compiled plan reads is in @p scope (the fast path of a run). */
+static int variables_present(const ses_plan_t *plan, ses_scope_t *scope) {
+    if (!plan->compiled || plan->graph_version != ses_graph_version(plan->session->graph))
+        return 0;
+    for (size_t i = 0; i < plan->n_variables; i++) {
+        ses_tensor_t *value = NULL;
+        if (ses_scope_find(scope, plan->variables[i]->name, &value) != SES_OK)
+            return 0;
+        ses_tensor_release(value);
+    }
+    return 1;
+}
+
+/* Runs @p plan with @p feeds in plan order: initialize, recompile when needed, run. */
+static ses_status_t run_plan(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
+                             ses_tensor_t **out_values, int depth) {
+    ses_status_t st = SES_OK;
+
+    if (!variables_present(plan, scope))
+        st = init_variables(plan, scope, depth);
+    if (st != SES_OK)
+        return st;
+    pthread_mutex_lock(&plan->lock);
+    if (!ses__compiled_matches(plan, feeds, scope)) {
+        plan->graph_version = ses_graph_version(plan->session->graph);
+        st = ses__compile(plan, feeds, scope);
+    }
+    if (st == SES_OK)
+        st = ses__run(plan, feeds, scope, out_values);
+    pthread_mutex_unlock(&plan->lock);
+    return st;
+}
+
+static ses_status_t check_feeds(const ses_feed_t *feeds, size_t n_feeds) {
+    for (size_t i = 0; i < n_feeds; i++)
+        if (!feeds[i].value)
+            return ses__fail(SES_INVALID_ARGUMENT, "feed %zu has a NULL value", i);
+    return SES_OK;
+}
+
+static ses_status_t eval_in(ses_session_t *s, ses_scope_t *scope, const ses_edge_t *fetches,
+                            size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
+                            ses_node_t *const *targets, size_t n_targets,
+                            ses_tensor_t **out_values, int depth) {
+    ses_edge_t fed_small[16], *fed = fed_small;
+    ses_tensor_t *values_small[16], **values = values_small;
+    ses_tensor_t *outs_small[16] = {NULL}, **outs = outs_small;
+    ses_plan_t *key = NULL, *plan = NULL;
+    ses_status_t st;
+
+    if (n_feeds > 16 || n_fetches > 16) {
+        fed = malloc((n_feeds + 1) * sizeof *fed);
+        values = malloc((n_feeds + 1) * sizeof *values);
+        outs = calloc(n_fetches + 1, sizeof *outs);
+        if (!fed || !values || !outs) {
+            st = ses__fail(SES_OUT_OF_MEMORY, "eval: out of memory");
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < n_feeds; i++)
+        fed[i] = feeds[i].edge;
+    st = plan_create(s, fetches, n_fetches, fed, n_feeds, targets, n_targets, &key);
+    if (st != SES_OK)
+        goto done;
+    /* Validate before caching, so a bad request leaves no plan behind. */
+    {
+        ses__pruned_t pruned;
+        st = ses__prune(s->graph, key->fetches, n_fetches, key->fed, n_feeds, key->targets,
+                        n_targets, &pruned);
+        ses__pruned_clear(&pruned);
+        if (st != SES_OK) {
+            plan_free(key);
+            goto done;
+        }
+    }
+    st = cached_plan(s, key, &plan);
+    if (st != SES_OK) {
+        plan_free(key);
+        goto done;
+    }
+    /* The caller's feeds and fetches in the plan's sorted order. */
+    for (size_t i = 0; i < n_feeds; i++)
+        values[ses__fed_index(plan->fed, n_feeds, feeds[i].edge)] = feeds[i].value;
+    st = run_plan(plan, values, scope, outs, depth);
+    if (st == SES_OK) {
+        for (size_t i = 0; i < n_fetches; i++) {
+            /* Equal edges fetched twice each get their own tensor. */
+            size_t j = 0;
+            while (compare_edges(&plan->fetches[j], &fetches[i]) != 0 || !outs[j])
+                j++;
+            out_values[i] = outs[j];
+            outs[j] = NULL;
+        }
+    }
+    for (size_t i = 0; i < n_fetches; i++)
+        ses_tensor_release(outs[i]);
+
+done:
+    if (fed != fed_small) {
+        free(fed);
+        free(values);
+        free(outs);
+    }
+    return st;
+}
+
+ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
+                                 const ses_feed_t *feeds, size_t n_feeds,
+                                 ses_node_t *const *targets, size_t n_targets,
+                                 const ses_eval_options_t *options, ses_tensor_t **out_values) {
+    ses_scope_t *scope = NULL;
+    ses_status_t st;
+
+    if (out_values)
+        for (size_t i = 0; i < n_fetches; i++)
+            out_values[i] = NULL;
+    if (!s)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_eval: session is NULL");
+    if ((n_fetches && (!fetches || !out_values)) || (n_feeds && !feeds) ||
+        (n_targets && !targets))
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_eval: NULL %s with a non-zero count",
+                         n_fetches && !fetches     ? "fetches"
+                         : n_fetches && !out_values ? "out_values"
+                         : n_feeds && !feeds        ? "feeds"
+                                                    : "targets");
+    if (!n_fetches && !n_targets)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_eval: nothing to fetch or run");
+    if ((st = check_feeds(feeds, n_feeds)) != SES_OK)
+        return st;
+    if ((st = enter(s, "ses_session_eval")) != SES_OK)
+        return st;
+    scope = s->scope;
+    if (options && options->struct_size >= sizeof(uint32_t) * 2 && options->private_scope)
+        st = ses_scope_create_child(s->scope, &scope);
+    if (st == SES_OK)
+        st = eval_in(s, scope, fetches, n_fetches, feeds, n_feeds, targets, n_targets, out_values,
+                     0);
+    if (scope != s->scope)
+        ses_scope_destroy(scope);
+    leave(s);
+    return st;
+}
+
+ses_status_t ses_session_eval(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
+                              const ses_feed_t *feeds, size_t n_feeds, ses_node_t *const *targets,
+                              size_t n_targets, ses_tensor_t **out_values) {
+    return ses_session_eval_ex(s, fetches, n_fetches, feeds, n_feeds, targets, n_targets, NULL,
+                               out_values);
+}
+
+ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
+                                 const ses_edge_t *fed, size_t n_fed, ses_node_t *const *targets,
+                                 size_t n_targets, ses_plan_t **out_plan) {
+    ses__pruned_t pruned;
+    ses_plan_t *p = NULL;
+    ses_status_t st;
+
+    if (!out_plan)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_compile: out_plan is NULL");
+    *out_plan = NULL;
+    if (!s || (n_fetches && !fetches) || (n_fed && !fed) || (n_targets && !targets))
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_compile: NULL %s",
+                         !s ? "session" : "array with a non-zero count");
+    if (!n_fetches && !n_targets)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_compile: nothing to fetch or run");
+    if ((st = enter(s, "ses_session_compile")) != SES_OK)
+        return st;
+    st = ses__prune(s->graph, fetches, n_fetches, fed, n_fed, targets, n_targets, &pruned);
+    ses__pruned_clear(&pruned);
+    if (st == SES_OK)
+        st = plan_create(s, fetches, n_fetches, fed, n_fed, targets, n_targets, &p);
+    if (st == SES_OK) {
+        /* An explicit plan keeps the caller's order: feed values come in that order. */
+        memcpy(p->fetches, fetches, n_fetches * sizeof *fetches);
+        if (n_fed)
+            memcpy(p->fed, fed, n_fed * sizeof *fed);
+        st = add_plan(s, p);
+        if (st != SES_OK)
+            plan_free(p);
+        else
+            *out_plan = p;
+    }
+    leave(s);
+    return st;
+}
+
+ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
+                          size_t n_feed_values, ses_tensor_t **out_values) {
+    ses_status_t st;
+
+    if (!plan)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: plan is NULL");
+    if (out_values)
+        for (size_t i = 0; i < plan->n_fetches; i++)
+            out_values[i] = NULL;
+    if (plan->n_fetches && !out_values)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: out_values is NULL");
+    if (n_feed_values != plan->n_fed)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: the plan has %zu fed edges, got %zu values",
+                         plan->n_fed, n_feed_values);
+    for (size_t i = 0; i < n_feed_values; i++)
+        if (!feed_values[i])
+            return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: feed value %zu is NULL", i);
+    if ((st = enter(plan->session, "ses_plan_run")) != SES_OK)
+        return st;
+    st = run_plan(plan, feed_values, plan->session->scope, out_values, 0);
+    leave(plan->session);
+    return st;
+}
+
+void ses_plan_destroy(ses_plan_t *plan) {
+    ses_session_t *s;
+
+    if (!plan)
+        return;
+    s = plan->session;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->n_plans; i++)
+        if (s->plans[i] == plan) {
+            s->plans[i] = s->plans[--s->n_plans];
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+    plan_free(plan);
+}
+
+size_t ses_plan_step_count(const ses_plan_t *plan) {
+    return plan && plan->compiled ? plan->compiled->n_steps : 0;
+}
+
+const char *ses_plan_placement(const ses_plan_t *plan) {
+    return plan && plan->compiled ? plan->compiled->placement : "";
+}
+
+const char *ses_plan_node_device(const ses_plan_t *plan, const ses_node_t *node) {
+    if (!plan || !plan->compiled || !node)
+        return NULL;
+    for (size_t i = 0; i < plan->compiled->n_placed; i++)
+        if (plan->compiled->placed_nodes[i] == node)
+            return ses_device_name(plan->session->devices[plan->compiled->placed_devices[i]].device);
+    return NULL;
+}
+
+ses_scope_t *ses_session_scope(ses_session_t *s) {
+    return s ? s->scope : NULL;
+}
+
+uint64_t ses_session_kernel_calls(const ses_session_t *s) {
+    return s ? atomic_load(&((ses_session_t *)s)->kernel_calls) : 0;
+}
+
+ses_status_t ses_session_copy_variables(ses_session_t *to, ses_session_t *from) {
+    ses_status_t st = SES_OK;
+
+    if (!to || !from)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_copy_variables: NULL session");
+    if ((st = enter(from, "ses_session_copy_variables")) != SES_OK)
+        return st;
+    if ((st = enter(to, "ses_session_copy_variables")) != SES_OK) {
+        leave(from);
+        return st;
+    }
+    for (size_t i = 0; i < from->graph->n_nodes && st == SES_OK; i++) {
+        const ses_node_t *n = from->graph->nodes[i];
+        ses_tensor_t *value = NULL, *copy = NULL;
+
+        if (n->kind != SES__NODE_VARIABLE || ses_scope_find(from->scope, n->name, &value) != SES_OK)
+            continue;
+        st = ses_tensor_create_from(value->dtype, value->rank, value->dims, value->data,
+                                    value->bytes, &copy);
+        if (st == SES_OK)
+            st = ses_scope_set(to->scope, n->name, copy);
+        ses_tensor_release(copy);
+        ses_tensor_release(value);
+    }
+    leave(to);
+    leave(from);
+    return st;
+}
+
+ses_status_t ses_session_close(ses_session_t *s) {
+    ses_status_t st;
+
+    if (!s)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_close: session is NULL");
+    pthread_mutex_lock(&s->lock);
+    if (s->closed) {
+        pthread_mutex_unlock(&s->lock);
+        return SES_OK;
+    }
+    s->closed = 1;
+    while (s->in_flight)
+        pthread_cond_wait(&s->idle, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+
+    for (size_t i = 0; i < s->n_plans; i++)
+        plan_free(s->plans[i]);
+    free(s->plans);
+    s->plans = NULL;
+    s->n_plans = 0;
+    close_devices(s);
+    /* An empty scope stays, so ses_session_scope never dangles. */
+    st = ses_scope_destroy(s->scope);
+    s->scope = NULL;
+    if (st == SES_OK)
+        st = ses_scope_create(&s->scope);
+    return st;
+}
+
+void ses_session_destroy(ses_session_t *s) {
+    if (!s)
+        return;
+    ses_session_close(s);
+    ses_scope_destroy(s->scope);
+    free(s->devices);
+    ses_graph_release(s->graph);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->idle);
+    free(s);
+}

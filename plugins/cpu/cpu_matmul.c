@@ -1,0 +1,269 @@
+/*
+ * MatMul and Gemm through OpenBLAS's cblas_sgemm / cblas_dgemm.
+ *
+ * OpenBLAS runs its own threads (sized by OPENBLAS_NUM_THREADS, default all CPUs), so these
+ * kernels call it from the calling thread and do not use the device's pool: running GEMMs on
+ * the pool's workers would oversubscribe the machine.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "cpu_internal.h"
+
+/* One GEMM, row-major, at the call's dtype (f32 or f64). */
+static void cpu__gemm_call(uint32_t dtype, int trans_a, int trans_b, int64_t m, int64_t n,
+                           int64_t k, double alpha, const void *a, int64_t lda, const void *b,
+                           int64_t ldb, double beta, void *c, int64_t ldc) {
+    const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+    const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+
+    if (dtype == SES_DRV_DTYPE_F32)
+        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, (float)alpha, a,
+                    (blasint)lda, b, (blasint)ldb, (float)beta, c, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, alpha, a,
+                    (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+}
+
+/* BLAS takes int dimensions (blasint); anything larger is refused rather than truncated. */
+static int32_t cpu__check_blas_dims(const cpu__call_t *call, int64_t m, int64_t n, int64_t k) {
+    const int64_t max = INT_MAX;
+
+    if (m > max || n > max || k > max)
+        return cpu__call_fail(call, SES_DRV_UNIMPLEMENTED,
+                              "M=%" PRId64 ", N=%" PRId64 ", K=%" PRId64
+                              ": OpenBLAS takes dimensions up to %d",
+                              m, n, k, INT_MAX);
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MatMul: numpy matmul semantics.
+ * ------------------------------------------------------------------------------------------- */
+
+int32_t cpu__matmul(const cpu__call_t *call) {
+    const cpu__tensor_t *a = &call->in[0];
+    const cpu__tensor_t *b = &call->in[1];
+    const cpu__tensor_t *out = &call->out;
+    int64_t batch[CPU__MAX_RANK], a_stride[CPU__MAX_RANK], b_stride[CPU__MAX_RANK];
+    int64_t want[CPU__MAX_RANK + 2];
+    int32_t st;
+    char x[96], y[96], o[96], w[96];
+
+    if (a->rank == 0 || b->rank == 0)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "operands must have rank >= 1: input 0 is %s, input 1 is %s",
+                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                              cpu__format_dims(b->dims, b->rank, y, sizeof y));
+    if ((st = cpu__check_rank(call, "input 0", a)) != SES_DRV_OK ||
+        (st = cpu__check_rank(call, "input 1", b)) != SES_DRV_OK)
+        return st;
+
+    /* A 1-D operand is a row (a) or a column (b), and that dim is dropped from the output. */
+    const int64_t m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+    const int64_t k = a->dims[a->rank - 1];
+    const int64_t kb = b->rank >= 2 ? b->dims[b->rank - 2] : b->dims[0];
+    const int64_t n = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+    if (k != kb)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "inner dimensions differ: input 0 is %s, input 1 is %s",
+                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                              cpu__format_dims(b->dims, b->rank, y, sizeof y));
+
+    /* The batch dims broadcast; a_stride/b_stride step whole matrices, 0 where broadcast. */
+    const uint32_t a_batch = a->rank > 2 ? a->rank - 2 : 0;
+    const uint32_t b_batch = b->rank > 2 ? b->rank - 2 : 0;
+    const uint32_t n_batch = a_batch > b_batch ? a_batch : b_batch;
+    int64_t a_step = 1, b_step = 1, n_matrices = 1;
+    int a_broadcast = 0, b_batched = 0;
+    for (uint32_t d = n_batch; d-- > 0;) {
+        int64_t da = d >= n_batch - a_batch ? a->dims[d - (n_batch - a_batch)] : 1;
+        int64_t db = d >= n_batch - b_batch ? b->dims[d - (n_batch - b_batch)] : 1;
+        if (da != db && da != 1 && db != 1)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "batch dimensions do not broadcast: input 0 is %s, input 1 is %s",
+                                  cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                                  cpu__format_dims(b->dims, b->rank, y, sizeof y));
+        batch[d] = da == 1 ? db : da;
+        a_stride[d] = da == 1 ? 0 : a_step;
+        b_stride[d] = db == 1 ? 0 : b_step;
+        a_step *= da;
+        b_step *= db;
+        if (da != batch[d])
+            a_broadcast = 1;
+        if (db != 1)
+            b_batched = 1;
+        n_matrices *= batch[d];
+    }
+    uint32_t want_rank = 0;
+    for (uint32_t d = 0; d < n_batch; d++)
+        want[want_rank++] = batch[d];
+    if (a->rank >= 2)
+        want[want_rank++] = m;
+    if (b->rank >= 2)
+        want[want_rank++] = n;
+    int ok = out->rank == want_rank;
+    for (uint32_t d = 0; ok && d < want_rank; d++)
+        if (out->dims[d] != want[d])
+            ok = 0;
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "output is %s, but input 0 %s times input 1 %s is %s",
+                              cpu__format_dims(out->dims, out->rank, o, sizeof o),
+                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                              cpu__format_dims(b->dims, b->rank, y, sizeof y),
+                              cpu__format_dims(want, want_rank, w, sizeof w));
+    if (out->count == 0)
+        return SES_DRV_OK;
+    if (k == 0) {
+        /* A sum of nothing; BLAS would want a leading dimension of at least 1 here. */
+        memset(out->data, 0, (size_t)(out->count * out->esize));
+        return SES_DRV_OK;
+    }
+    if ((st = cpu__check_blas_dims(call, m * (b_batched ? 1 : n_matrices), n, k)) != SES_DRV_OK)
+        return st;
+
+    const uint32_t dtype = out->dtype;
+    const size_t es = out->esize;
+    if (!b_batched && !a_broadcast) {
+        /* Every matrix of a against the same b, and a's matrices lie one after the other:
+         * one GEMM with the batches stacked as rows. */
+        cpu__gemm_call(dtype, 0, 0, m * n_matrices, n, k, 1.0, a->data, k, b->data, n, 0.0,
+                       out->data, n);
+        return SES_DRV_OK;
+    }
+    int64_t idx[CPU__MAX_RANK] = {0};
+    int64_t a_off = 0, b_off = 0;
+    for (int64_t i = 0; i < n_matrices; i++) {
+        /* A long batch stops between GEMMs when the host cancels the eval. */
+        if (cpu__cancelled(call))
+            return cpu__call_fail(call, SES_DRV_CANCELLED,
+                                  "cancelled by the host after %" PRId64 " of %" PRId64
+                                  " matrix products",
+                                  i, n_matrices);
+        cpu__gemm_call(dtype, 0, 0, m, n, k, 1.0, a->data + (size_t)(a_off * m * k) * es, k,
+                       b->data + (size_t)(b_off * k * n) * es, n, 0.0,
+                       out->data + (size_t)(i * m * n) * es, n);
+        for (uint32_t d = n_batch; d-- > 0;) {
+            a_off += a_stride[d];
+            b_off += b_stride[d];
+            if (++idx[d] < batch[d])
+                break;
+            a_off -= a_stride[d] * batch[d];
+            b_off -= b_stride[d] * batch[d];
+            idx[d] = 0;
+        }
+    }
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Gemm: Y = alpha * op(A) * op(B) + beta * C, C broadcast to (M, N).
+ * ------------------------------------------------------------------------------------------- */
+
+/* Y[i, j] = scale * C[i or 0, j or 0] for C of rank <= 2 broadcast to (m, n). */
+#define CPU__FILL_FROM_C(T)                                                                       \
+    static void cpu__fill_from_c_##T(T *y, const T *c, int64_t c_rows, int64_t c_cols, int64_t m, \
+                                     int64_t n, T scale) {                                        \
+        for (int64_t i = 0; i < m; i++) {                                                         \
+            const T *row = c + (c_rows == 1 ? 0 : i) * c_cols;                                    \
+            T *dst = y + i * n;                                                                   \
+            if (c_cols == 1) {                                                                    \
+                const T v = scale * row[0];                                                       \
+                for (int64_t j = 0; j < n; j++)                                                   \
+                    dst[j] = v;                                                                   \
+            } else {                                                                              \
+                for (int64_t j = 0; j < n; j++)                                                   \
+                    dst[j] = scale * row[j];                                                      \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+CPU__FILL_FROM_C(float)
+CPU__FILL_FROM_C(double)
+
+int32_t cpu__gemm(const cpu__call_t *call) {
+    const cpu__tensor_t *a = &call->in[0];
+    const cpu__tensor_t *b = &call->in[1];
+    const cpu__tensor_t *c = call->n_in > 2 ? &call->in[2] : NULL;
+    const cpu__tensor_t *out = &call->out;
+    int64_t trans_a = 0, trans_b = 0;
+    double alpha = 1.0, beta = 1.0;
+    int32_t st;
+    char x[96], y[96], z[96], o[96];
+
+    if ((st = cpu__attr_float(call, "alpha", 1.0, &alpha)) != SES_DRV_OK ||
+        (st = cpu__attr_float(call, "beta", 1.0, &beta)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "transA", 1, 0, &trans_a)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "transB", 1, 0, &trans_b)) != SES_DRV_OK)
+        return st;
+    if ((trans_a != 0 && trans_a != 1) || (trans_b != 0 && trans_b != 1))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "attributes transA %" PRId64 " and transB %" PRId64
+                              " must each be 0 or 1",
+                              trans_a, trans_b);
+    if (a->rank != 2 || b->rank != 2)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "A and B must be matrices: input 0 is %s, input 1 is %s",
+                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                              cpu__format_dims(b->dims, b->rank, y, sizeof y));
+    const int64_t m = trans_a ? a->dims[1] : a->dims[0];
+    const int64_t k = trans_a ? a->dims[0] : a->dims[1];
+    const int64_t kb = trans_b ? b->dims[1] : b->dims[0];
+    const int64_t n = trans_b ? b->dims[0] : b->dims[1];
+    if (k != kb)
+        return cpu__call_fail(
+            call, SES_DRV_INVALID_ARGUMENT,
+            "inner dimensions differ: input 0 is %s%s, input 1 is %s%s",
+            cpu__format_dims(a->dims, a->rank, x, sizeof x), trans_a ? " (transposed)" : "",
+            cpu__format_dims(b->dims, b->rank, y, sizeof y), trans_b ? " (transposed)" : "");
+    if (out->rank != 2 || out->dims[0] != m || out->dims[1] != n)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "output is %s, expected [%" PRId64 ",%" PRId64 "]",
+                              cpu__format_dims(out->dims, out->rank, o, sizeof o), m, n);
+    /* C broadcasts one way only, to (M, N): each of its dims, aligned right, is that dim or 1. */
+    int64_t c_rows = 1, c_cols = 1;
+    if (c) {
+        int ok = c->rank <= 2;
+        if (ok && c->rank >= 1)
+            c_cols = c->dims[c->rank - 1];
+        if (ok && c->rank == 2)
+            c_rows = c->dims[0];
+        if (!ok || (c_cols != 1 && c_cols != n) || (c_rows != 1 && c_rows != m))
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "input 2 (C) is %s, which does not broadcast to [%" PRId64
+                                  ",%" PRId64 "] (A is %s, B is %s)",
+                                  cpu__format_dims(c->dims, c->rank, z, sizeof z), m, n,
+                                  cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                                  cpu__format_dims(b->dims, b->rank, y, sizeof y));
+    }
+    if (out->count == 0)
+        return SES_DRV_OK;
+    if ((st = cpu__check_blas_dims(call, m, n, k)) != SES_DRV_OK)
+        return st;
+
+    const int f32 = out->dtype == SES_DRV_DTYPE_F32;
+    const int use_c = c && beta != 0.0;
+    /* With K = 0 the product is empty and Y is beta * C alone; BLAS is not called, since it
+     * wants leading dimensions of at least 1. */
+    const double c_scale = k == 0 ? beta : 1.0;
+    if (use_c) {
+        if (f32)
+            cpu__fill_from_c_float((float *)(void *)out->data, (const float *)(void *)c->data,
+                                   c_rows, c_cols, m, n, (float)c_scale);
+        else
+            cpu__fill_from_c_double((double *)(void *)out->data, (const double *)(void *)c->data,
+                                    c_rows, c_cols, m, n, c_scale);
+    } else if (k == 0) {
+        memset(out->data, 0, (size_t)(out->count * out->esize));
+    }
+    if (k == 0)
+        return SES_DRV_OK;
+    cpu__gemm_call(out->dtype, (int)trans_a, (int)trans_b, m, n, k, alpha, a->data, a->dims[1],
+                   b->data, b->dims[1], use_c ? beta : 0.0, out->data, n);
+    return SES_DRV_OK;
+}

@@ -1,0 +1,219 @@
+/*
+ * The thread pool of one CPU device: a fixed set of workers, started by open_device and joined
+ * by close_device, that every kernel of the device reuses.
+ *
+ * One job at a time: the thread that posts a job holds `dispatch` until the job is done, and
+ * takes chunks of it itself. Another host thread that finds `dispatch` held does not wait for
+ * it but runs its own work inline: kernels of one device may be called concurrently, and two
+ * jobs sharing the workers would gain nothing over one job using them all while the other runs
+ * on its caller's thread.
+ *
+ * A job is posted by bumping `generation` with `open` set. A worker joins the job (active++)
+ * under the lock only while it is open, then takes chunk numbers from the atomic `next` until
+ * they run out, and leaves (active--). The poster, after taking chunks itself, waits under the
+ * lock until no worker is active, then closes the job. Every chunk was taken by the poster or
+ * by a worker that had joined, so the job is done; and no worker can join later and touch
+ * `next` or the job's context after the poster has returned.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cpu_internal.h"
+
+/* A chunk is at least this many element operations, so that taking one costs little. */
+#define CPU__CHUNK_MIN (CPU__PARALLEL_MIN / 2)
+/* Chunks per thread: enough to even out threads that start late or run slower. */
+#define CPU__CHUNKS_PER_THREAD 4
+
+struct cpu__pool {
+    uint32_t n_workers;
+    pthread_t *threads;
+
+    pthread_mutex_t dispatch; /* held by the thread whose job the pool runs */
+
+    pthread_mutex_t lock; /* guards everything below except `next` */
+    pthread_cond_t work;  /* a job was posted, or stop was set */
+    pthread_cond_t idle;  /* a worker left the job */
+    uint64_t generation;  /* bumped for every job */
+    int open;             /* workers may join the current job */
+    int stop;             /* workers exit */
+    uint32_t active;      /* workers inside the current job */
+
+    /* The current job; written under the lock before `generation` is bumped. */
+    cpu__task_fn fn;
+    void *ctx;
+    uint64_t n_items;
+    uint64_t chunk; /* items per chunk */
+    uint64_t n_chunks;
+    atomic_uint_fast64_t next; /* the next chunk to take */
+};
+
+static void cpu__pool_take_chunks(cpu__task_fn fn, void *ctx, uint64_t n_items, uint64_t chunk,
+                                  uint64_t n_chunks, atomic_uint_fast64_t *next) {
+    for (;;) {
+        uint64_t c = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
+        if (c >= n_chunks)
+            return;
+        uint64_t begin = c * chunk;
+        uint64_t end = begin + chunk < n_items ? begin + chunk : n_items;
+        fn(ctx, begin, end);
+    }
+}
+
+static void *cpu__pool_worker(void *arg) {
+    cpu__pool_t *pool = arg;
+    uint64_t seen;
+
+    pthread_mutex_lock(&pool->lock);
+    seen = pool->generation;
+    for (;;) {
+        while (!pool->stop && !(pool->open && pool->generation != seen))
+            pthread_cond_wait(&pool->work, &pool->lock);
+        if (pool->stop)
+            break;
+        seen = pool->generation;
+        pool->active++;
+        cpu__task_fn fn = pool->fn;
+        void *ctx = pool->ctx;
+        uint64_t n_items = pool->n_items, chunk = pool->chunk, n_chunks = pool->n_chunks;
+        pthread_mutex_unlock(&pool->lock);
+
+        cpu__pool_take_chunks(fn, ctx, n_items, chunk, n_chunks, &pool->next);
+
+        pthread_mutex_lock(&pool->lock);
+        if (--pool->active == 0)
+            pthread_cond_signal(&pool->idle);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+/* Joins the first @p n_started workers after telling them to stop, and frees the pool. */
+static void cpu__pool_teardown(cpu__pool_t *pool, uint32_t n_started) {
+    pthread_mutex_lock(&pool->lock);
+    pool->stop = 1;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+    for (uint32_t i = 0; i < n_started; i++)
+        pthread_join(pool->threads[i], NULL);
+    pthread_cond_destroy(&pool->idle);
+    pthread_cond_destroy(&pool->work);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_mutex_destroy(&pool->dispatch);
+    free(pool->threads);
+    free(pool);
+}
+
+int cpu__pool_create(uint32_t n_threads, cpu__pool_t **out_pool) {
+    cpu__pool_t *pool;
+    sigset_t all, old;
+    uint32_t started = 0;
+    int err = 0;
+
+    *out_pool = NULL;
+    pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return ENOMEM;
+    pool->n_workers = n_threads > 1 ? n_threads - 1 : 0;
+    if (pool->n_workers > 0) {
+        pool->threads = calloc(pool->n_workers, sizeof *pool->threads);
+        if (!pool->threads) {
+            free(pool);
+            return ENOMEM;
+        }
+    }
+    pthread_mutex_init(&pool->dispatch, NULL);
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->work, NULL);
+    pthread_cond_init(&pool->idle, NULL);
+    atomic_init(&pool->next, 0);
+
+    /* Workers inherit the creating thread's signal mask: block everything in them, so that
+     * process signals keep going to the host's own threads. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    for (; started < pool->n_workers; started++) {
+        err = pthread_create(&pool->threads[started], NULL, cpu__pool_worker, pool);
+        if (err != 0)
+            break;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) {
+        cpu__pool_teardown(pool, started);
+        return err;
+    }
+    *out_pool = pool;
+    return 0;
+}
+
+void cpu__pool_destroy(cpu__pool_t *pool) {
+    if (pool)
+        cpu__pool_teardown(pool, pool->n_workers);
+}
+
+uint32_t cpu__pool_threads(const cpu__pool_t *pool) {
+    return pool ? pool->n_workers + 1 : 1;
+}
+
+void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, cpu__task_fn fn,
+                       void *ctx) {
+    if (n_items == 0)
+        return;
+    if (item_cost == 0)
+        item_cost = 1;
+    uint64_t threads = cpu__pool_threads(pool);
+    /* The cost saturates rather than wraps: only its comparison with the threshold matters. */
+    uint64_t total = n_items > UINT64_MAX / item_cost ? UINT64_MAX : n_items * item_cost;
+    if (threads < 2 || n_items < 2 || total < CPU__PARALLEL_MIN) {
+        fn(ctx, 0, n_items);
+        return;
+    }
+
+    uint64_t min_items = (CPU__CHUNK_MIN + item_cost - 1) / item_cost;
+    uint64_t n_chunks = n_items / (min_items ? min_items : 1);
+    if (n_chunks > threads * CPU__CHUNKS_PER_THREAD)
+        n_chunks = threads * CPU__CHUNKS_PER_THREAD;
+    if (n_chunks < 2) {
+        fn(ctx, 0, n_items);
+        return;
+    }
+    uint64_t chunk = (n_items + n_chunks - 1) / n_chunks;
+    /* Whole cache lines of output per chunk where the chunks are large enough for it, so that
+     * no two threads write one line and the vector loops start aligned. */
+    if (chunk >= 64)
+        chunk = (chunk + 15) & ~(uint64_t)15;
+    n_chunks = (n_items + chunk - 1) / chunk;
+    if (n_chunks < 2) {
+        fn(ctx, 0, n_items);
+        return;
+    }
+
+    if (pthread_mutex_trylock(&pool->dispatch) != 0) {
+        fn(ctx, 0, n_items);
+        return;
+    }
+    pthread_mutex_lock(&pool->lock);
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->n_items = n_items;
+    pool->chunk = chunk;
+    pool->n_chunks = n_chunks;
+    atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+    pool->open = 1;
+    pool->generation++;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+
+    cpu__pool_take_chunks(fn, ctx, n_items, chunk, n_chunks, &pool->next);
+
+    pthread_mutex_lock(&pool->lock);
+    while (pool->active > 0)
+        pthread_cond_wait(&pool->idle, &pool->lock);
+    pool->open = 0;
+    pthread_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->dispatch);
+}

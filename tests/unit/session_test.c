@@ -1,0 +1,638 @@
+/*
+ * Sessions: eval semantics (pruning, feeds on any edge, variables, scopes), compiled plans,
+ * placement across devices with copies, errors and close. Each semantic has a test that fails
+ * if it breaks; kernel launches are counted with ses_session_kernel_calls.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include <session/session.h>
+
+#include "compile/plan.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#define FAKE(name) FAKE_DIR "/" name
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static ses_tensor_t *scalar(float v) {
+    ses_tensor_t *t = NULL;
+    assert_int_equal(ses_tensor_create_from(SES_F32, 0, NULL, &v, sizeof v, &t), SES_OK);
+    return t;
+}
+
+static ses_tensor_t *vector(const float *v, int64_t n) {
+    ses_tensor_t *t = NULL;
+    assert_int_equal(ses_tensor_create_from(SES_F32, 1, &n, v, (size_t)n * sizeof *v, &t), SES_OK);
+    return t;
+}
+
+static float value_of(ses_tensor_t *t) {
+    float v;
+    assert_non_null(t);
+    assert_int_equal(ses_tensor_dtype(t), SES_F32);
+    memcpy(&v, ses_tensor_data(t), sizeof v);
+    return v;
+}
+
+static ses_edge_t constant(ses_graph_t *g, const char *name, float v) {
+    ses_tensor_t *t = scalar(v);
+    ses_edge_t e;
+    assert_int_equal(ses_graph_constant(g, name, t, &e), SES_OK);
+    ses_tensor_release(t);
+    return e;
+}
+
+static ses_edge_t placeholder(ses_graph_t *g, const char *name) {
+    ses_edge_t e;
+    assert_int_equal(ses_graph_placeholder(g, name, SES_F32, 0, NULL, &e), SES_OK);
+    return e;
+}
+
+static ses_edge_t binary(ses_graph_t *g, const char *op, const char *name, ses_edge_t a,
+                         ses_edge_t b) {
+    ses_edge_t in[2] = {a, b}, out;
+    if (ses_graph_op(g, op, name, in, 2, NULL, 0, &out) != SES_OK)
+        fail_msg("%s: %s", name, ses_last_error());
+    return out;
+}
+
+static ses_session_t *open_cpu(ses_graph_t *g) {
+    ses_session_t *s = NULL;
+    const char *devices[] = {"cpu"};
+    if (ses_session_open(g, devices, 1, NULL, &s) != SES_OK)
+        fail_msg("open: %s", ses_last_error());
+    return s;
+}
+
+/* Evaluates one fetch with up to two feeds and returns its float value. */
+static float eval1(ses_session_t *s, ses_edge_t fetch, const ses_feed_t *feeds, size_t n_feeds) {
+    ses_tensor_t *out = NULL;
+    float v;
+    if (ses_session_eval(s, &fetch, 1, feeds, n_feeds, NULL, 0, &out) != SES_OK)
+        fail_msg("eval: %s", ses_last_error());
+    v = value_of(out);
+    ses_tensor_release(out);
+    return v;
+}
+
+/* ---- eval semantics --------------------------------------------------------------------- */
+
+static void only_what_the_fetches_need_runs(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t a, b, c, d;
+    uint64_t before;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    a = constant(g, "a", 2);
+    b = constant(g, "b", 5);
+    c = binary(g, "Add", "c", a, b);
+    d = binary(g, "Mul", "d", c, c);
+    binary(g, "Sub", "unused", a, b);
+    s = open_cpu(g);
+    before = ses_session_kernel_calls(s);
+    assert_true(eval1(s, c, NULL, 0) == 7.0f);
+    assert_int_equal(ses_session_kernel_calls(s) - before, 1);
+    before = ses_session_kernel_calls(s);
+    assert_true(eval1(s, d, NULL, 0) == 49.0f);
+    assert_int_equal(ses_session_kernel_calls(s) - before, 2);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* The seeds' example: c = a * b, and a feed of a overrides the constant. */
+static void a_feed_overrides_a_constant_a_placeholder_and_an_intermediate(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t a, b, p, c, d, e;
+    ses_tensor_t *three = scalar(3), *hundred = scalar(100), *four = scalar(4);
+    uint64_t before;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    a = constant(g, "a", 2);
+    b = constant(g, "b", 5);
+    p = placeholder(g, "p");
+    c = binary(g, "Mul", "c", a, b);
+    d = binary(g, "Add", "d", c, constant(g, "one", 1));
+    e = binary(g, "Mul", "e", p, b);
+    s = open_cpu(g);
+    assert_true(eval1(s, c, NULL, 0) == 10.0f);
+    assert_true(eval1(s, c, &(ses_feed_t){a, three}, 1) == 15.0f);
+    assert_true(eval1(s, e, &(ses_feed_t){p, four}, 1) == 20.0f);
+    /* Feeding the intermediate c: only d runs. */
+    before = ses_session_kernel_calls(s);
+    assert_true(eval1(s, d, &(ses_feed_t){c, hundred}, 1) == 101.0f);
+    assert_int_equal(ses_session_kernel_calls(s) - before, 1);
+    ses_tensor_release(three);
+    ses_tensor_release(hundred);
+    ses_tensor_release(four);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void fetching_a_fed_edge_returns_the_fed_value(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t c;
+    ses_tensor_t *seven = scalar(7);
+    uint64_t before;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    c = binary(g, "Add", "c", constant(g, "a", 1), constant(g, "b", 2));
+    s = open_cpu(g);
+    before = ses_session_kernel_calls(s);
+    assert_true(eval1(s, c, &(ses_feed_t){c, seven}, 1) == 7.0f);
+    assert_int_equal(ses_session_kernel_calls(s) - before, 0);
+    ses_tensor_release(seven);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void an_unfed_placeholder_and_an_edge_fed_twice_are_errors(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t x, y;
+    ses_tensor_t *one = scalar(1), *out = (ses_tensor_t *)0x1;
+    ses_feed_t twice[2];
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    x = placeholder(g, "x");
+    y = binary(g, "Add", "y", x, constant(g, "k", 1));
+    s = open_cpu(g);
+    assert_int_equal(ses_session_eval(s, &y, 1, NULL, 0, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_null(out);
+    assert_non_null(strstr(ses_last_error(), "placeholder \"x\" is not fed"));
+    assert_non_null(strstr(ses_last_error(), "\"y\""));
+    twice[0] = (ses_feed_t){x, one};
+    twice[1] = (ses_feed_t){x, one};
+    assert_int_equal(ses_session_eval(s, &y, 1, twice, 2, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "edge x is fed twice"));
+    ses_tensor_release(one);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void variables_are_initialized_once_and_keep_their_values(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t init, v, twice;
+    ses_tensor_t *value = NULL, *fortytwo = scalar(42);
+    uint64_t before;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    init = binary(g, "Add", "init", constant(g, "one", 1), constant(g, "two", 2));
+    assert_int_equal(ses_graph_variable(g, "v", init, &v), SES_OK);
+    twice = binary(g, "Add", "twice", v, v);
+    s = open_cpu(g);
+    before = ses_session_kernel_calls(s);
+    assert_true(eval1(s, twice, NULL, 0) == 6.0f);
+    assert_int_equal(ses_session_kernel_calls(s) - before, 2); /* init once, then twice */
+    before = ses_session_kernel_calls(s);
+    assert_true(eval1(s, twice, NULL, 0) == 6.0f);
+    assert_int_equal(ses_session_kernel_calls(s) - before, 1);
+    /* The value lives in the session's scope, and a new value there is what evals read. */
+    assert_int_equal(ses_scope_find(ses_session_scope(s), "v", &value), SES_OK);
+    assert_true(value_of(value) == 3.0f);
+    ses_tensor_release(value);
+    assert_int_equal(ses_scope_set(ses_session_scope(s), "v", fortytwo), SES_OK);
+    assert_true(eval1(s, twice, NULL, 0) == 84.0f);
+    ses_tensor_release(fortytwo);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* The seeds' example: a stale model for inference beside a fresh one for training. */
+static void two_sessions_on_one_graph_have_their_own_variables(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *stale, *fresh;
+    ses_edge_t w, y;
+    ses_tensor_t *ten = scalar(10);
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_variable(g, "w", constant(g, "w0", 3), &w), SES_OK);
+    y = binary(g, "Mul", "y", w, constant(g, "x", 2));
+    stale = open_cpu(g);
+    fresh = open_cpu(g);
+    assert_true(eval1(stale, y, NULL, 0) == 6.0f);
+    assert_int_equal(ses_scope_set(ses_session_scope(fresh), "w", ten), SES_OK);
+    assert_true(eval1(fresh, y, NULL, 0) == 20.0f);
+    assert_true(eval1(stale, y, NULL, 0) == 6.0f);
+    /* Copying refreshes the stale model, and the copy is not shared. */
+    assert_int_equal(ses_session_copy_variables(stale, fresh), SES_OK);
+    assert_true(eval1(stale, y, NULL, 0) == 20.0f);
+    *(float *)ses_tensor_data(ten) = 1;
+    assert_true(eval1(stale, y, NULL, 0) == 20.0f);
+    ses_tensor_release(ten);
+    ses_session_destroy(stale);
+    ses_session_destroy(fresh);
+    ses_graph_release(g);
+}
+
+static void an_eval_in_a_private_scope_leaves_the_session_scope_alone(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t v;
+    ses_tensor_t *out = NULL;
+    ses_eval_options_t options = {sizeof options, 1};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_variable(g, "v", constant(g, "v0", 5), &v), SES_OK);
+    s = open_cpu(g);
+    assert_int_equal(ses_session_eval_ex(s, &v, 1, NULL, 0, NULL, 0, &options, &out), SES_OK);
+    assert_true(value_of(out) == 5.0f);
+    ses_tensor_release(out);
+    assert_int_equal(ses_scope_count(ses_session_scope(s)), 0);
+    assert_false(ses_scope_has_local(ses_session_scope(s), "v"));
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void fetching_a_node_without_outputs_says_to_pass_it_as_a_target(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_node_t *group = NULL;
+    ses_edge_t c, bad;
+    ses_tensor_t *out = NULL;
+    uint64_t before;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    c = binary(g, "Add", "c", constant(g, "a", 1), constant(g, "b", 2));
+    assert_int_equal(ses_graph_add_node(g, "NoOp", "group", &c, 1, NULL, 0, 0, &group), SES_OK);
+    s = open_cpu(g);
+    bad = (ses_edge_t){group, 0};
+    assert_int_equal(ses_session_eval(s, &bad, 1, NULL, 0, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "\"group\" (NoOp) has no outputs; pass it as a target"));
+    before = ses_session_kernel_calls(s);
+    assert_int_equal(ses_session_eval(s, NULL, 0, NULL, 0, &group, 1, NULL), SES_OK);
+    assert_int_equal(ses_session_kernel_calls(s) - before, 1);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* ---- compiled plans --------------------------------------------------------------------- */
+
+static void a_compiled_plan_runs_with_new_feed_values_and_new_shapes(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_plan_t *plan = NULL;
+    ses_edge_t x, y;
+    int64_t any = -1;
+    float a[3] = {1, 2, 3}, b[5] = {1, 1, 1, 1, 10};
+    ses_tensor_t *ta = vector(a, 3), *tb = vector(b, 5), *out = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 1, &any, &x), SES_OK);
+    y = binary(g, "Mul", "y", x, x);
+    s = open_cpu(g);
+    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, &ta, 1, &out), SES_OK);
+    assert_int_equal(ses_tensor_count(out), 3);
+    assert_true(((float *)ses_tensor_data(out))[2] == 9.0f);
+    ses_tensor_release(out);
+    assert_int_equal(ses_plan_step_count(plan), 1);
+    assert_non_null(strstr(ses_plan_placement(plan), "cpu:0 1 node"));
+    assert_string_equal(ses_plan_node_device(plan, y.node), "cpu:0");
+    assert_int_equal(ses_plan_run(plan, &tb, 1, &out), SES_OK);
+    assert_int_equal(ses_tensor_count(out), 5);
+    assert_true(((float *)ses_tensor_data(out))[4] == 100.0f);
+    ses_tensor_release(out);
+    /* Wrong arity is refused. */
+    assert_int_equal(ses_plan_run(plan, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "1 fed edges, got 0"));
+    ses_plan_destroy(plan);
+    ses_tensor_release(ta);
+    ses_tensor_release(tb);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* A chain's intermediates share arena memory once their reader ran. */
+static void the_memory_plan_reuses_buffers_along_a_chain(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_plan_t *plan = NULL;
+    ses_edge_t x, y;
+    int64_t n = 1024;
+    ses_tensor_t *in = NULL, *out = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 1, &n, &x), SES_OK);
+    y = x;
+    for (int i = 0; i < 10; i++)
+        y = binary(g, "Add", NULL, y, x);
+    s = open_cpu(g);
+    assert_int_equal(ses_tensor_create(SES_F32, 1, &n, &in), SES_OK);
+    ((float *)ses_tensor_data(in))[7] = 1;
+    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_OK);
+    assert_true(((float *)ses_tensor_data(out))[7] == 11.0f);
+    /* Ten 4 KiB values; at most two are live at once. */
+    assert_true(plan->compiled->arena_bytes[s->n_devices - 1] <= 2 * 4096);
+    ses_tensor_release(out);
+    ses_tensor_release(in);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* Empty tensors flow through a plan: inference, placement, binding and fetch all cope. */
+static void zero_size_values_flow_through_a_plan(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t x, b, y, r;
+    int64_t dims[2] = {0, 3}, three = 3, axes[1] = {1};
+    float bias[3] = {1, 2, 3};
+    ses_tensor_t *in = NULL, *tb = vector(bias, 3), *out[2] = {NULL, NULL};
+    ses_attr_t keep = ses_attr_int("keepdims", 0);
+    ses_edge_t fetches[2];
+
+    (void)state;
+    (void)three;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 2, dims, &x), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "b", tb, &b), SES_OK);
+    y = binary(g, "Add", "y", x, b);
+    {
+        ses_tensor_t *axes_t = NULL;
+        int64_t one = 1;
+        ses_edge_t in2[2];
+        assert_int_equal(ses_tensor_create_from(SES_I64, 1, &one, axes, sizeof axes, &axes_t), SES_OK);
+        assert_int_equal(ses_graph_constant(g, "axes", axes_t, &in2[1]), SES_OK);
+        in2[0] = y;
+        assert_int_equal(ses_graph_op(g, "ReduceSum", "r", in2, 2, &keep, 1, &r), SES_OK);
+        ses_tensor_release(axes_t);
+    }
+    assert_int_equal(ses_tensor_create(SES_F32, 2, dims, &in), SES_OK);
+    s = open_cpu(g);
+    fetches[0] = y;
+    fetches[1] = r;
+    if (ses_session_eval(s, fetches, 2, &(ses_feed_t){x, in}, 1, NULL, 0, out) != SES_OK)
+        fail_msg("eval: %s", ses_last_error());
+    assert_int_equal(ses_tensor_rank(out[0]), 2);
+    assert_int_equal(ses_tensor_dims(out[0])[0], 0);
+    assert_int_equal(ses_tensor_dims(out[0])[1], 3);
+    assert_int_equal(ses_tensor_count(out[0]), 0);
+    assert_int_equal(ses_tensor_rank(out[1]), 1);
+    assert_int_equal(ses_tensor_count(out[1]), 0);
+    ses_tensor_release(out[0]);
+    ses_tensor_release(out[1]);
+    ses_tensor_release(in);
+    ses_tensor_release(tb);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* ---- devices and placement -------------------------------------------------------------- */
+
+static ses_registry_t *registry_with_fake(void) {
+    ses_registry_t *reg = NULL;
+    setenv("SESSION_ADD_DRIVER_FILES", FAKE("fake_good.json"), 1);
+    assert_int_equal(ses_registry_create(&reg), SES_OK);
+    unsetenv("SESSION_ADD_DRIVER_FILES");
+    return reg;
+}
+
+/* The fake accelerator has only Identity f32: Identity runs there, Add falls back to the CPU,
+ * and the values cross between the devices through copies. */
+static void nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices(void **state) {
+    ses_registry_t *reg = registry_with_fake();
+    ses_session_options_t options;
+    ses_graph_t *g = NULL;
+    ses_session_t *s = NULL;
+    ses_plan_t *plan = NULL;
+    ses_edge_t x, id, y, id2;
+    const char *devices[] = {"accel:0"};
+    float values[2] = {1.5f, -2};
+    ses_tensor_t *in = vector(values, 2), *out = NULL;
+    int64_t two = 2;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 1, &two, &x), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Identity", "id", &x, 1, NULL, 0, &id), SES_OK);
+    y = binary(g, "Add", "y", id, id);
+    assert_int_equal(ses_graph_op(g, "Identity", "id2", &y, 1, NULL, 0, &id2), SES_OK);
+    ses_session_options_init(&options);
+    options.registry = reg;
+    options.fallback = SES_FALLBACK_ALLOW;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_OK);
+    assert_int_equal(ses_session_compile(s, &id2, 1, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_OK);
+    assert_true(((float *)ses_tensor_data(out))[0] == 3.0f);
+    assert_true(((float *)ses_tensor_data(out))[1] == -4.0f);
+    assert_string_equal(ses_plan_node_device(plan, id.node), "fake_good:0");
+    assert_string_equal(ses_plan_node_device(plan, y.node), "cpu:0");
+    assert_string_equal(ses_plan_node_device(plan, id2.node), "fake_good:0");
+    /* x → accel, id → cpu, y → accel: three copies and three kernels. */
+    assert_int_equal(ses_plan_step_count(plan), 6);
+    assert_non_null(strstr(ses_plan_placement(plan), "fallback: Add \"y\""));
+    assert_non_null(strstr(ses_plan_placement(plan), "fake_good:0 has no Add f32,f32->f32 kernel"));
+    ses_tensor_release(out);
+    ses_session_destroy(s);
+
+    /* Denied, the same graph fails naming the node, the op and the device tried. */
+    options.fallback = SES_FALLBACK_DENY;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_OK);
+    assert_int_equal(ses_session_compile(s, &id2, 1, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_UNIMPLEMENTED);
+    assert_null(out);
+    assert_non_null(strstr(ses_last_error(), "Add \"y\": cannot run on fake_good:0"));
+    ses_session_destroy(s);
+    ses_tensor_release(in);
+    ses_graph_release(g);
+    ses_registry_destroy(reg);
+}
+
+static void an_unknown_device_name_fails_listing_the_devices(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s = (ses_session_t *)0x1;
+    const char *devices[] = {"tpu:0"};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_session_open(g, devices, 1, NULL, &s), SES_NOT_FOUND);
+    assert_null(s);
+    assert_non_null(strstr(ses_last_error(), "\"tpu:0\""));
+    assert_non_null(strstr(ses_last_error(), "cpu:0 (cpu)"));
+    ses_graph_release(g);
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static void a_shape_mismatch_names_the_node_and_both_sides(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t a, b, c;
+    float x[3] = {0}, y[4] = {0};
+    ses_tensor_t *ta = vector(x, 3), *tb = vector(y, 4), *out = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "a", ta, &a), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "b", tb, &b), SES_OK);
+    c = binary(g, "Add", "sum", a, b);
+    s = open_cpu(g);
+    assert_int_equal(ses_session_eval(s, &c, 1, NULL, 0, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_null(out);
+    assert_non_null(strstr(ses_last_error(), "\"sum\""));
+    assert_non_null(strstr(ses_last_error(), "f32[3]"));
+    assert_non_null(strstr(ses_last_error(), "f32[4]"));
+    ses_tensor_release(ta);
+    ses_tensor_release(tb);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void an_unknown_op_type_is_not_found(void **state) {
+    ses_graph_t *g = NULL;
+    ses_node_t *n = (ses_node_t *)0x1;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_add_node(g, "Frobnicate", "f", NULL, 0, NULL, 0, 0, &n),
+                     SES_NOT_FOUND);
+    assert_null(n);
+    assert_non_null(strstr(ses_last_error(), "unknown op type \"Frobnicate\""));
+    ses_graph_release(g);
+}
+
+/* The public API cannot build a cycle; an importer could, and the compiler refuses it. */
+static void a_cycle_is_refused_naming_a_node_on_it(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t a, b, c;
+    ses_tensor_t *out = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    a = constant(g, "a", 1);
+    b = binary(g, "Add", "b", a, a);
+    c = binary(g, "Add", "c", b, a);
+    b.node->inputs[1] = c; /* b reads c, which reads b */
+    s = open_cpu(g);
+    assert_int_equal(ses_session_eval(s, &c, 1, NULL, 0, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "cycle"));
+    assert_non_null(strstr(ses_last_error(), "\"c\""));
+    b.node->inputs[1] = a;
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void null_arguments_and_eval_after_close_are_refused(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t c;
+    ses_tensor_t *out = NULL;
+    ses_plan_t *plan = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    c = binary(g, "Add", "c", constant(g, "a", 1), constant(g, "b", 2));
+    assert_int_equal(ses_session_open(NULL, NULL, 0, NULL, &s), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, NULL), SES_INVALID_ARGUMENT);
+    s = open_cpu(g);
+    assert_int_equal(ses_session_eval(NULL, &c, 1, NULL, 0, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_session_eval(s, &c, 1, NULL, 0, NULL, 0, NULL), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_session_eval(s, NULL, 0, NULL, 0, NULL, 0, NULL), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "nothing to fetch or run"));
+    assert_int_equal(ses_session_eval(s, &c, 1, &(ses_feed_t){c, NULL}, 1, NULL, 0, &out),
+                     SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_session_compile(s, &c, 1, NULL, 0, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_session_close(s), SES_OK);
+    assert_int_equal(ses_session_close(s), SES_OK);
+    assert_int_equal(ses_session_eval(s, &c, 1, NULL, 0, NULL, 0, &out), SES_FAILED_PRECONDITION);
+    assert_non_null(strstr(ses_last_error(), "the session is closed"));
+    assert_null(out);
+    ses_session_destroy(s);
+    ses_session_destroy(NULL);
+    ses_graph_release(g);
+}
+
+/* ---- threads ---------------------------------------------------------------------------- */
+
+typedef struct worker {
+    ses_session_t *s;
+    ses_edge_t x, y;
+    float input;
+    int ok;
+} worker_t;
+
+static void *evaluate_many(void *arg) {
+    worker_t *w = arg;
+    ses_tensor_t *in = NULL;
+    float v = w->input;
+
+    w->ok = ses_tensor_create_from(SES_F32, 0, NULL, &v, sizeof v, &in) == SES_OK;
+    for (int i = 0; i < 200 && w->ok; i++) {
+        ses_tensor_t *out = NULL;
+        ses_feed_t feed = {w->x, in};
+        w->ok = ses_session_eval(w->s, &w->y, 1, &feed, 1, NULL, 0, &out) == SES_OK &&
+                *(float *)ses_tensor_data(out) == 2 * v;
+        ses_tensor_release(out);
+    }
+    ses_tensor_release(in);
+    return NULL;
+}
+
+static void evals_run_concurrently_on_one_session(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t x, y;
+    pthread_t threads[4];
+    worker_t workers[4];
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    x = placeholder(g, "x");
+    y = binary(g, "Add", "y", x, x);
+    s = open_cpu(g);
+    for (int i = 0; i < 4; i++) {
+        workers[i] = (worker_t){s, x, y, (float)i + 1, 0};
+        assert_int_equal(pthread_create(&threads[i], NULL, evaluate_many, &workers[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(threads[i], NULL);
+        assert_true(workers[i].ok);
+    }
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(only_what_the_fetches_need_runs),
+        cmocka_unit_test(a_feed_overrides_a_constant_a_placeholder_and_an_intermediate),
+        cmocka_unit_test(fetching_a_fed_edge_returns_the_fed_value),
+        cmocka_unit_test(an_unfed_placeholder_and_an_edge_fed_twice_are_errors),
+        cmocka_unit_test(variables_are_initialized_once_and_keep_their_values),
+        cmocka_unit_test(two_sessions_on_one_graph_have_their_own_variables),
+        cmocka_unit_test(an_eval_in_a_private_scope_leaves_the_session_scope_alone),
+        cmocka_unit_test(fetching_a_node_without_outputs_says_to_pass_it_as_a_target),
+        cmocka_unit_test(a_compiled_plan_runs_with_new_feed_values_and_new_shapes),
+        cmocka_unit_test(the_memory_plan_reuses_buffers_along_a_chain),
+        cmocka_unit_test(zero_size_values_flow_through_a_plan),
+        cmocka_unit_test(nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices),
+        cmocka_unit_test(an_unknown_device_name_fails_listing_the_devices),
+        cmocka_unit_test(a_shape_mismatch_names_the_node_and_both_sides),
+        cmocka_unit_test(an_unknown_op_type_is_not_found),
+        cmocka_unit_test(a_cycle_is_refused_naming_a_node_on_it),
+        cmocka_unit_test(null_arguments_and_eval_after_close_are_refused),
+        cmocka_unit_test(evals_run_concurrently_on_one_session),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
