@@ -321,6 +321,35 @@ static void a_compiled_plan_runs_with_new_feed_values_and_new_shapes(void **stat
     ses_graph_release(g);
 }
 
+/* A fetched value is written into the caller's tensor; fetched twice, or read by another
+ * node too, every consumer still sees it. */
+static void a_value_fetched_twice_and_read_downstream_is_right_everywhere(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t y, z, fetches[3];
+    ses_tensor_t *out[3] = {NULL, NULL, NULL};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    y = binary(g, "Add", "y", constant(g, "a", 1), constant(g, "b", 2));
+    z = binary(g, "Mul", "z", y, y);
+    s = open_cpu(g);
+    fetches[0] = y;
+    fetches[1] = z;
+    fetches[2] = y;
+    for (int run = 0; run < 2; run++) {
+        assert_int_equal(ses_session_eval(s, fetches, 3, NULL, 0, NULL, 0, out), SES_OK);
+        assert_true(value_of(out[0]) == 3.0f);
+        assert_true(value_of(out[1]) == 9.0f);
+        assert_true(value_of(out[2]) == 3.0f);
+        assert_ptr_not_equal(out[0], out[2]);
+        for (int i = 0; i < 3; i++)
+            ses_tensor_release(out[i]);
+    }
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
 /* A chain's intermediates share arena memory once their reader ran. */
 static void the_memory_plan_reuses_buffers_along_a_chain(void **state) {
     ses_graph_t *g = NULL;
@@ -624,6 +653,7 @@ int main(void) {
         cmocka_unit_test(an_eval_in_a_private_scope_leaves_the_session_scope_alone),
         cmocka_unit_test(fetching_a_node_without_outputs_says_to_pass_it_as_a_target),
         cmocka_unit_test(a_compiled_plan_runs_with_new_feed_values_and_new_shapes),
+        cmocka_unit_test(a_value_fetched_twice_and_read_downstream_is_right_everywhere),
         cmocka_unit_test(the_memory_plan_reuses_buffers_along_a_chain),
         cmocka_unit_test(zero_size_values_flow_through_a_plan),
         cmocka_unit_test(nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices),

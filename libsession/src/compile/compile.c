@@ -572,11 +572,17 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
         c->placed_devices[c->n_placed++] = c->steps[c->n_steps - 1].device;
     }
     for (size_t i = 0; i < plan->n_fetches; i++) {
+        ses__slot_t *slot;
         st = home_slot(b, plan->fetches[i], &c->fetch_slots[i]);
         if (st != SES_OK)
             return st;
-        /* Fetched values live to the end of the run. */
-        c->slots[c->fetch_slots[i]].last_step = c->n_steps;
+        slot = &c->slots[c->fetch_slots[i]];
+        /* Fetched values live to the end of the run. A computed one on a device that imports
+         * host memory is written into the caller's tensor directly. */
+        slot->last_step = c->n_steps;
+        if (slot->kind == SES__SLOT_ARENA && slot->source == SIZE_MAX &&
+            b->s->devices[slot->device].can_import)
+            slot->kind = SES__SLOT_OUTPUT;
     }
     if ((st = finalize_steps(b)) != SES_OK || (st = ses__plan_memory(b->s, c)) != SES_OK ||
         (st = allocate_arenas(b)) != SES_OK || (st = bind_kernels(b)) != SES_OK)

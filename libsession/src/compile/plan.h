@@ -58,6 +58,8 @@ typedef enum ses__slot_kind {
     SES__SLOT_FEED,      /* a fed host tensor */
     SES__SLOT_CONSTANT,  /* a constant node's tensor */
     SES__SLOT_VARIABLE,  /* the scope's tensor for a variable */
+    SES__SLOT_OUTPUT,    /* computed and fetched: written straight into the tensor handed to
+                            the caller (a device that imports host memory), no copy */
 } ses__slot_kind_t;
 
 typedef struct ses__slot {
@@ -75,6 +77,7 @@ typedef struct ses__slot {
     ses_drv_buffer_t *buffer;
     ses_tensor_t *tensor;   /* externals: the host tensor of this run (borrowed) */
     int imported;           /* buffer came from import_host_ptr and is freed after the run */
+    int handed_out;         /* SES__SLOT_OUTPUT: the tensor went to the caller this run */
 } ses__slot_t;
 
 typedef enum ses__step_kind {

@@ -147,11 +147,13 @@ static void unbind_externals(ses_session_t *s, ses__compiled_t *c) {
             continue;
         if (slot->imported)
             s->devices[slot->device].api->free(s->devices[slot->device].handle, slot->buffer);
-        if (slot->kind == SES__SLOT_VARIABLE)
+        /* Variables hold a reference; an output not handed out (a failed run) is dropped. */
+        if (slot->kind == SES__SLOT_VARIABLE || slot->kind == SES__SLOT_OUTPUT)
             ses_tensor_release(slot->tensor);
         slot->buffer = NULL;
         slot->tensor = NULL;
         slot->imported = 0;
+        slot->handed_out = 0;
     }
 }
 
@@ -180,10 +182,14 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
                 return ses__fail(SES_FAILED_PRECONDITION, "variable \"%s\" is not initialized",
                                  slot->edge.node->name);
             break;
+        case SES__SLOT_OUTPUT:
+            /* The result tensor itself, owned by the slot until it is handed out. */
+            st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims, &t);
+            if (st != SES_OK)
+                return st;
+            break;
         }
         st = bind_external(s, c, slot, t);
-        if (st != SES_OK && slot->kind == SES__SLOT_VARIABLE && !slot->tensor)
-            ses_tensor_release(t);
     }
     return st;
 }
@@ -224,9 +230,18 @@ static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
     ses__compiled_t *c = plan->compiled;
 
     for (size_t i = 0; i < plan->n_fetches; i++) {
-        const ses__slot_t *slot = &c->slots[c->fetch_slots[i]];
-        ses_status_t st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims,
-                                            &out_values[i]);
+        ses__slot_t *slot = &c->slots[c->fetch_slots[i]];
+        ses_status_t st;
+
+        if (slot->kind == SES__SLOT_OUTPUT && slot->tensor && !slot->handed_out) {
+            /* The kernel wrote into this tensor: hand it over (a reference stays with the slot
+             * until unbind, which drops it). */
+            out_values[i] = ses_tensor_retain(slot->tensor);
+            slot->handed_out = 1;
+            continue;
+        }
+        st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims,
+                               &out_values[i]);
         if (st == SES_OK)
             st = read_slot(s, slot, out_values[i]->data);
         if (st != SES_OK) {
