@@ -527,6 +527,30 @@ static void a_shape_mismatch_names_the_node_and_both_sides(void **state) {
     ses_graph_release(g);
 }
 
+static void a_dtype_mismatch_names_the_node_and_both_dtypes(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t a, b, c;
+    int64_t seven = 7;
+    ses_tensor_t *ti = NULL, *out = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    a = constant(g, "a", 1);
+    assert_int_equal(ses_tensor_create_from(SES_I64, 0, NULL, &seven, sizeof seven, &ti), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "b", ti, &b), SES_OK);
+    c = binary(g, "Add", "mixed", a, b);
+    s = open_cpu(g);
+    assert_int_equal(ses_session_eval(s, &c, 1, NULL, 0, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_null(out);
+    assert_non_null(strstr(ses_last_error(), "\"mixed\""));
+    assert_non_null(strstr(ses_last_error(), "f32"));
+    assert_non_null(strstr(ses_last_error(), "i64"));
+    ses_tensor_release(ti);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
 static void an_unknown_op_type_is_not_found(void **state) {
     ses_graph_t *g = NULL;
     ses_node_t *n = (ses_node_t *)0x1;
@@ -659,6 +683,7 @@ int main(void) {
         cmocka_unit_test(nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices),
         cmocka_unit_test(an_unknown_device_name_fails_listing_the_devices),
         cmocka_unit_test(a_shape_mismatch_names_the_node_and_both_sides),
+        cmocka_unit_test(a_dtype_mismatch_names_the_node_and_both_dtypes),
         cmocka_unit_test(an_unknown_op_type_is_not_found),
         cmocka_unit_test(a_cycle_is_refused_naming_a_node_on_it),
         cmocka_unit_test(null_arguments_and_eval_after_close_are_refused),
