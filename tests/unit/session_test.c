@@ -4,7 +4,10 @@
  * if it breaks; kernel launches are counted with ses_session_kernel_calls.
  */
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <session/session.h>
 
@@ -501,6 +504,84 @@ static void an_unknown_device_name_fails_listing_the_devices(void **state) {
     ses_graph_release(g);
 }
 
+/* Session options reach drivers through the host's option lookup: a bad thread count is the
+ * CPU driver's to refuse, which shows it got there. */
+static void session_options_reach_the_drivers_and_bad_ones_are_refused(void **state) {
+    ses_session_options_t options;
+    ses_graph_t *g = NULL;
+    ses_session_t *s = NULL;
+    const char *bad_threads[] = {"driver.cpu.threads=lots"};
+    const char *malformed[] = {"cpu.threads=2"};
+    const char *devices[] = {"cpu"};
+    ses_edge_t c;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    c = binary(g, "Add", "c", constant(g, "a", 1), constant(g, "b", 2));
+
+    ses_session_options_init(&options);
+    options.driver_options = bad_threads;
+    options.n_driver_options = 1;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(ses_last_error(), "driver.cpu.threads is \"lots\""));
+
+    options.driver_options = malformed;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "(\"cpu.threads=2\") must look like"));
+
+    ses_session_options_init(&options);
+    options.log_level = 9;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "log_level 9"));
+    options.log_level = 1;
+    options.fallback = (ses_fallback_t)7;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "unknown fallback policy 7"));
+
+    /* A good thread count opens, and the session computes. */
+    ses_session_options_init(&options);
+    options.threads = 2;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_OK);
+    assert_true(eval1(s, c, NULL, 0) == 3.0f);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* log_level 3 prints each plan's placement; the default prints nothing for a plain plan. */
+static void a_debug_log_level_prints_the_placement_of_each_plan(void **state) {
+    ses_session_options_t options;
+    ses_graph_t *g = NULL;
+    ses_session_t *s = NULL;
+    const char *devices[] = {"cpu"};
+    char path[] = "/tmp/ses-test-log-XXXXXX", text[4096] = "";
+    int fd = mkstemp(path), saved = dup(2);
+    FILE *f;
+    ses_edge_t c;
+
+    (void)state;
+    assert_true(fd >= 0 && saved >= 0);
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    c = binary(g, "Add", "c", constant(g, "a", 1), constant(g, "b", 2));
+    ses_session_options_init(&options);
+    options.log_level = 3;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_OK);
+    fflush(stderr);
+    dup2(fd, 2);
+    assert_true(eval1(s, c, NULL, 0) == 3.0f);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    f = fdopen(fd, "r");
+    rewind(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    unlink(path);
+    assert_non_null(strstr(text, "libsession: debug: compiled a plan of 1 steps; placement: cpu:0 1 node"));
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static void a_shape_mismatch_names_the_node_and_both_sides(void **state) {
@@ -682,6 +763,8 @@ int main(void) {
         cmocka_unit_test(zero_size_values_flow_through_a_plan),
         cmocka_unit_test(nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices),
         cmocka_unit_test(an_unknown_device_name_fails_listing_the_devices),
+        cmocka_unit_test(session_options_reach_the_drivers_and_bad_ones_are_refused),
+        cmocka_unit_test(a_debug_log_level_prints_the_placement_of_each_plan),
         cmocka_unit_test(a_shape_mismatch_names_the_node_and_both_sides),
         cmocka_unit_test(a_dtype_mismatch_names_the_node_and_both_dtypes),
         cmocka_unit_test(an_unknown_op_type_is_not_found),

@@ -32,10 +32,15 @@ typedef enum ses_fallback {
 typedef struct ses_session_options {
     uint32_t struct_size;      /* sizeof(ses_session_options_t); set by ses_session_options_init */
     ses_fallback_t fallback;   /* default SES_FALLBACK_WARN */
-    uint32_t threads;          /* reserved, must be 0: the CPU driver's pool size comes from the
-                                  driver option driver.cpu.threads (SESSION_DRIVER_CPU_THREADS) */
-    uint32_t log_level;        /* reserved: messages follow SESSION_LOADER_DEBUG for now */
+    uint32_t threads;          /* CPU kernel threads (the driver option driver.cpu.threads);
+                                  0: the environment's or manifest's value, else one per CPU */
+    uint32_t log_level;        /* what this session prints on stderr: 0 error, 1 warn (default:
+                                  each fallback), 2 info, 3 debug (each plan's placement) */
     ses_registry_t *registry;  /* NULL: ses_registry_default() */
+    /* Driver options as "driver.<name>.<option>=value" strings, e.g. "driver.xrt.xclbin=/a.bin";
+     * they win over the environment and the manifest. Copied at open. */
+    const char *const *driver_options;
+    size_t n_driver_options;
 } ses_session_options_t;
 
 /** Fills @p options with the defaults. */

@@ -317,8 +317,8 @@ static ses_status_t place(builder_t *b, const ses_node_t *node, const char *kern
                 summary_add(b, "  fallback: %s \"%s\" (%s) on %s: %s\n", node->op, node->name,
                             signature, device_name(s, d), tried);
                 if (s->options.fallback == SES_FALLBACK_WARN)
-                    ses__log(SES__LOG_WARN, "%s \"%s\" (%s) falls back to %s: %s", node->op,
-                             node->name, signature, device_name(s, d), tried);
+                    ses__session_log(s, SES__LOG_WARN, "%s \"%s\" (%s) falls back to %s: %s",
+                                     node->op, node->name, signature, device_name(s, d), tried);
             }
             *out_device = d;
             *out_kernel = k;
@@ -667,6 +667,8 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
     }
     ses__compiled_free(s, plan->compiled);
     plan->compiled = c;
+    ses__session_log(s, SES__LOG_DEBUG, "compiled a plan of %zu steps; %s", c->n_steps,
+                     c->placement);
     return SES_OK;
 }
 

@@ -39,7 +39,9 @@ typedef struct ses__device_ctx {
 struct ses_session {
     ses_graph_t *graph;
     ses_registry_t *registry;
-    ses_session_options_t options;
+    ses_session_options_t options; /* driver_options points at the copies below */
+    char **driver_options;         /* "key=value", owned; threads becomes driver.cpu.threads */
+    size_t n_driver_options;
     ses__device_ctx_t *devices; /* priority order; the CPU device last */
     size_t n_devices;
     ses_scope_t *scope;
@@ -134,6 +136,10 @@ struct ses_plan {
     size_t n_variables;
     ses__compiled_t *compiled;
 };
+
+/** Prints "libsession: <level>: ..." when @p level is within the session's log_level. */
+void ses__session_log(const ses_session_t *s, uint32_t level, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- compile ---------------------------------------------------------------------------- */
 

@@ -16,6 +16,9 @@ static _Thread_local char tls_driver_message[2048];
 static _Thread_local int tls_driver_message_set;
 /* The abort flag of the eval running on this thread, if any. */
 static _Thread_local const volatile int *tls_abort_flag;
+/* The options of the session whose devices this thread is opening, if any. */
+static _Thread_local const char *const *tls_session_options;
+static _Thread_local size_t tls_n_session_options;
 
 static const char *driver_name(ses_drv_host_ctx_t *ctx) {
     return ctx && ctx->driver && ctx->driver->manifest.name ? ctx->driver->manifest.name : "?";
@@ -68,9 +71,15 @@ static int32_t host_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *b
         return host_error(ctx, SES_DRV_INVALID_ARGUMENT, "get_option: NULL %s",
                           key ? "out_size" : "key");
     *out_size = 0;
-    /* Session options come first once sessions pass them; then the environment, then the
-     * manifest. Values may be paths, so the environment is read securely. */
-    if (option_variable(key, variable, sizeof variable))
+    /* Session options come first, then the environment, then the manifest. Values may be
+     * paths, so the environment is read securely. */
+    for (size_t i = 0; i < tls_n_session_options; i++) {
+        const char *entry = tls_session_options[i];
+        size_t n = strlen(key);
+        if (entry && strncmp(entry, key, n) == 0 && entry[n] == '=')
+            value = entry + n + 1;
+    }
+    if (!value && option_variable(key, variable, sizeof variable))
         value = secure_getenv(variable);
     if (!value && ctx && ctx->driver) {
         const ses__manifest_t *m = &ctx->driver->manifest;
@@ -116,4 +125,9 @@ int ses__host_take_message(char *buffer, size_t size) {
 
 void ses__host_set_abort_flag(const volatile int *flag) {
     tls_abort_flag = flag;
+}
+
+void ses__host_set_session_options(const char *const *options, size_t n_options) {
+    tls_session_options = options;
+    tls_n_session_options = options ? n_options : 0;
 }

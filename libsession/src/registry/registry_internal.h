@@ -117,6 +117,12 @@ extern const ses_drv_host_t ses__host_services;
 int ses__host_take_message(char *buffer, size_t size);
 
 /**
+ * Makes host->get_option on the calling thread look first in @p options ("key=value" strings;
+ * NULL: none). Sessions set it while their devices open.
+ */
+void ses__host_set_session_options(const char *const *options, size_t n_options);
+
+/**
  * Makes host->should_abort on the calling thread read @p flag (NULL: never abort). Sessions set
  * it around the kernels of a cancellable eval.
  */

@@ -5,6 +5,7 @@
  * variables the plan reads that the scope lacks (by evaluating their initializers) → recompile
  * when the graph or an external type changed → run.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,86 @@ void ses_session_options_init(ses_session_options_t *o) {
     o->struct_size = sizeof *o;
     o->fallback = SES_FALLBACK_WARN;
     o->log_level = SES__LOG_WARN;
+}
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+static ses_status_t check_options(const ses_session_t *s) {
+    const ses_session_options_t *o = &s->options;
+
+    if ((unsigned)o->fallback > SES_FALLBACK_DENY)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_session_open: unknown fallback policy %d (use SES_FALLBACK_ALLOW, "
+                         "_WARN or _DENY)",
+                         (int)o->fallback);
+    if (o->log_level > SES__LOG_DEBUG)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_session_open: log_level %u is not 0 (error) to 3 (debug)",
+                         o->log_level);
+    if (o->threads > 4096)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: %u threads; the most is 4096",
+                         o->threads);
+    if (o->n_driver_options && !o->driver_options)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_session_open: driver_options is NULL with %zu entries",
+                         o->n_driver_options);
+    for (size_t i = 0; i < o->n_driver_options; i++) {
+        const char *e = o->driver_options[i];
+        const char *eq = e ? strchr(e, '=') : NULL;
+        if (!e || strncmp(e, "driver.", 7) != 0 || !eq || eq == e + 7)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "ses_session_open: driver option %zu (\"%s\") must look like "
+                             "\"driver.<name>.<option>=value\"",
+                             i, e ? e : "(null)");
+    }
+    return SES_OK;
+}
+
+static void free_driver_options(ses_session_t *s) {
+    for (size_t i = 0; i < s->n_driver_options; i++)
+        free(s->driver_options[i]);
+    free(s->driver_options);
+    s->driver_options = NULL;
+    s->n_driver_options = 0;
+    s->options.driver_options = NULL;
+    s->options.n_driver_options = 0;
+}
+
+/* Copies the caller's driver options; options.threads comes first as driver.cpu.threads, so an
+ * explicit "driver.cpu.threads=..." entry (later) wins. */
+static ses_status_t copy_driver_options(ses_session_t *s) {
+    size_t n = s->options.n_driver_options;
+
+    s->driver_options = calloc(n + 2, sizeof *s->driver_options);
+    if (!s->driver_options)
+        return ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
+    if (s->options.threads) {
+        s->driver_options[s->n_driver_options] =
+            ses__strdup_printf("driver.cpu.threads=%u", s->options.threads);
+        if (!s->driver_options[s->n_driver_options++])
+            return ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        s->driver_options[s->n_driver_options] = ses__strdup(s->options.driver_options[i]);
+        if (!s->driver_options[s->n_driver_options++])
+            return ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
+    }
+    s->options.driver_options = (const char *const *)s->driver_options;
+    s->options.n_driver_options = s->n_driver_options;
+    return SES_OK;
+}
+
+void ses__session_log(const ses_session_t *s, uint32_t level, const char *format, ...) {
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    char line[4096];
+    va_list ap;
+
+    if (level > s->options.log_level)
+        return;
+    va_start(ap, format);
+    vsnprintf(line, sizeof line, format, ap);
+    va_end(ap);
+    fprintf(stderr, "libsession: %s: %s\n", names[level > 3 ? 3 : level], line);
 }
 
 /* ---- devices ---------------------------------------------------------------------------- */
@@ -97,13 +178,8 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
         memcpy(&s->options, options,
                options->struct_size < sizeof s->options ? options->struct_size : sizeof s->options);
     s->options.struct_size = sizeof s->options;
-    if ((unsigned)s->options.fallback > SES_FALLBACK_DENY || s->options.threads) {
-        st = s->options.threads
-                 ? ses__fail(SES_UNIMPLEMENTED,
-                             "ses_session_open: options.threads is reserved and must be 0; set "
-                             "SESSION_DRIVER_CPU_THREADS for the CPU driver's pool")
-                 : ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: unknown fallback policy %d",
-                             (int)s->options.fallback);
+    if ((st = check_options(s)) != SES_OK || (st = copy_driver_options(s)) != SES_OK) {
+        free_driver_options(s);
         free(s);
         return st;
     }
@@ -118,6 +194,8 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
         st = s->devices ? st : ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
         goto fail;
     }
+    /* Drivers read their options while a device opens: the session's come first. */
+    ses__host_set_session_options((const char *const *)s->driver_options, s->n_driver_options);
     for (size_t i = 0; i < n_devices; i++) {
         if (!devices[i]) {
             st = ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: device name %zu is NULL", i);
@@ -145,12 +223,15 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
         }
     if (device && (st = open_device(s, device)) != SES_OK)
         goto fail;
+    ses__host_set_session_options(NULL, 0);
     s->graph = ses_graph_retain(graph);
     *out_session = s;
     return SES_OK;
 
 fail:
+    ses__host_set_session_options(NULL, 0);
     close_devices(s);
+    free_driver_options(s);
     free(s->devices);
     ses_scope_destroy(s->scope);
     pthread_mutex_destroy(&s->lock);
@@ -634,6 +715,7 @@ void ses_session_destroy(ses_session_t *s) {
     ses_session_close(s);
     ses_scope_destroy(s->scope);
     free(s->devices);
+    free_driver_options(s);
     ses_graph_release(s->graph);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->idle);
