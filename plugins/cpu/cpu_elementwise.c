@@ -172,6 +172,11 @@ static uint64_t cpu__find_zero(const void *data, uint32_t dtype, uint64_t n) {
     return n;
 }
 
+/* Element operations per element of a binary op, for the parallel threshold. */
+static uint64_t cpu__binary_cost(uint32_t code) {
+    return code == CPU__OP_POW ? CPU__COST_MATH : 1;
+}
+
 int32_t cpu__binary(const cpu__call_t *call) {
     const uint32_t code = call->spec->code;
     const uint32_t dtype = call->out.dtype;
@@ -195,7 +200,7 @@ int32_t cpu__binary(const cpu__call_t *call) {
                                   "element %" PRIu64,
                                   at);
     }
-    cpu__strided_parallel(call, &s, row, NULL, code == CPU__OP_POW ? CPU__COST_MATH : 1);
+    cpu__strided_parallel(call, &s, row, NULL, cpu__binary_cost(code));
     return SES_DRV_OK;
 }
 
@@ -267,25 +272,50 @@ CPU__WHERE_ROW(cpu__where_1, uint8_t)
 CPU__WHERE_ROW(cpu__where_4, uint32_t)
 CPU__WHERE_ROW(cpu__where_8, uint64_t)
 
+/* Where's loop for elements of @p esize bytes, or NULL. */
+static cpu__row_fn cpu__where_row(size_t esize) {
+    switch (esize) {
+    case 1: return cpu__where_1;
+    case 4: return cpu__where_4;
+    case 8: return cpu__where_8;
+    default: return NULL;
+    }
+}
+
 int32_t cpu__where(const cpu__call_t *call) {
     cpu__strided_t s;
-    cpu__row_fn row;
     int32_t st;
 
     if ((st = cpu__broadcast_setup(call, 3, &s)) != SES_DRV_OK)
         return st;
     if (call->out.count == 0)
         return SES_DRV_OK;
-    switch (call->out.esize) {
-    case 1: row = cpu__where_1; break;
-    case 4: row = cpu__where_4; break;
-    case 8: row = cpu__where_8; break;
-    default:
+    cpu__row_fn row = cpu__where_row(call->out.esize);
+    if (!row)
         return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %zu-byte elements",
                               call->out.esize);
-    }
     cpu__strided_parallel(call, &s, row, NULL, 1);
     return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The loops create prepares (see cpu__run_prepared)
+ * ------------------------------------------------------------------------------------------- */
+
+cpu__row_fn cpu__elementwise_row(const cpu__spec_t *spec, uint64_t *out_cost) {
+    const int int_div = spec->code == CPU__OP_DIV &&
+                        (spec->out == SES_DRV_DTYPE_I32 || spec->out == SES_DRV_DTYPE_I64);
+
+    *out_cost = 1;
+    if (spec->body == cpu__binary && !int_div) {
+        *out_cost = cpu__binary_cost(spec->code);
+        return cpu__binary_row(spec->code, spec->out);
+    }
+    if (spec->body == cpu__compare)
+        return cpu__compare_row(spec->code, spec->in[0]);
+    if (spec->body == cpu__where)
+        return cpu__where_row(cpu__dtype_size(spec->out));
+    return NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -12,6 +12,17 @@
  * cpu_matmul.c, cpu_reduce.c, cpu_shape.c) then checks the shapes its op needs, reads its
  * normalized attributes and computes, splitting large work over the device's thread pool
  * (cpu_threadpool.c).
+ *
+ * cpu__run checks a good launch in one pass of predicates that format nothing, and only when one
+ * fails checks again step by step (cpu__run_checked) to say what is wrong, so that snprintf is
+ * never on the path of a good launch.
+ *
+ * The elementwise entries also have a create: once per plan node, cpu__create checks the node
+ * (counts, dtypes, dims) as a launch would and keeps what it found in a cpu__prep_t, with the
+ * broadcasting walk and, for a small output, the loop to run. A launch of that node through
+ * cpu__run_prepared compares its descriptors with the state and checks only its buffers (ranges,
+ * alignment, overlap); one that differs in anything goes through cpu__run as if there were no
+ * state.
  */
 #ifndef SES_CPU_INTERNAL_H
 #define SES_CPU_INTERNAL_H
@@ -23,8 +34,14 @@
 
 #if defined(__GNUC__)
 #define CPU__PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+/* A function only failing launches reach: kept out of line, so the hot path stays small. */
+#define CPU__COLD __attribute__((cold, noinline))
+/* A function kept out of its callers, whose hot path would otherwise carry its stack frame. */
+#define CPU__NOINLINE __attribute__((noinline))
 #else
 #define CPU__PRINTF(fmt_index, first_arg)
+#define CPU__COLD
+#define CPU__NOINLINE
 #endif
 
 /** Every allocation is aligned to a cache line, which also suits every SIMD width up to AVX-512. */
@@ -148,8 +165,20 @@ const char *cpu__dtype_name(uint32_t dtype);
 /** A dtype's name for messages, never NULL. */
 const char *cpu__dtype_label(uint32_t dtype);
 
-/** The size in bytes of one element of @p dtype, or 0 when the dtype is unknown. */
-size_t cpu__dtype_size(uint32_t dtype);
+/**
+ * The size in bytes of one element of @p dtype, or 0 when the dtype is unknown. Inline because
+ * every launch asks it once per argument. Every size is a power of two.
+ */
+static inline size_t cpu__dtype_size(uint32_t dtype) {
+    static const unsigned char sizes[] = {
+        [SES_DRV_DTYPE_F32] = 4,  [SES_DRV_DTYPE_F64] = 8, [SES_DRV_DTYPE_F16] = 2,
+        [SES_DRV_DTYPE_BF16] = 2, [SES_DRV_DTYPE_I8] = 1,  [SES_DRV_DTYPE_I16] = 2,
+        [SES_DRV_DTYPE_I32] = 4,  [SES_DRV_DTYPE_I64] = 8, [SES_DRV_DTYPE_U8] = 1,
+        [SES_DRV_DTYPE_U16] = 2,  [SES_DRV_DTYPE_U32] = 4, [SES_DRV_DTYPE_U64] = 8,
+        [SES_DRV_DTYPE_BOOL] = 1,
+    };
+    return dtype < sizeof sizes ? sizes[dtype] : 0;
+}
 
 /** The api entry get_kernels: the same static table for every device. */
 int32_t cpu__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
@@ -235,11 +264,14 @@ struct cpu__call {
     uint32_t n_in;                     /* node->n_inputs */
     cpu__tensor_t in[CPU__MAX_INPUTS]; /* the first inputs; see cpu__input for the others */
     cpu__tensor_t out;
+    /* What create prepared for this node, when the launch has exactly the shapes and dtypes
+     * create saw; NULL otherwise, and the body works everything out itself. */
+    const struct cpu__prep *prep;
 };
 
 /**
  * Checks @p launch against @p spec, builds the call and runs spec->body. Every compute entry of
- * the table is this function with its own spec.
+ * the table without a state is this function with its own spec.
  */
 int32_t cpu__run(ses_drv_device_t *device, const ses_drv_launch_t *launch, const cpu__spec_t *spec);
 
@@ -288,6 +320,15 @@ int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, u
  */
 int cpu__cancelled(const cpu__call_t *call);
 
+/**
+ * Non-zero when @p n_items of @p item_cost each are below CPU__PARALLEL_MIN element operations
+ * in all, so that cpu__parallel_for would run them inline: a caller may then call its task
+ * directly and skip building the job.
+ */
+static inline int cpu__parallel_small(uint64_t n_items, uint64_t item_cost) {
+    return n_items <= (CPU__PARALLEL_MIN - 1) / (item_cost ? item_cost : 1);
+}
+
 /** Runs @p fn over @p n_items on the call's device pool (see cpu__parallel_for). */
 void cpu__parallel(const cpu__call_t *call, uint64_t n_items, uint64_t item_cost, cpu__task_fn fn,
                    void *ctx);
@@ -334,15 +375,106 @@ void cpu__strided_parallel(const cpu__call_t *call, const cpu__strided_t *s, cpu
 /**
  * Sets up @p s for numpy broadcasting of call->in[0 .. n_in) to call->out: checks that the
  * output rank is the largest input rank and each output dim is the broadcast of the inputs'
- * (naming all shapes otherwise), and merges. Requires ranks <= CPU__MAX_RANK.
+ * (naming all shapes otherwise), and merges. Ranks over CPU__MAX_RANK are refused. Takes the
+ * walk from call->prep when create prepared one, and a single row without strides when no input
+ * broadcasts but single elements (cpu__broadcast_flat).
  */
 int32_t cpu__broadcast_setup(const cpu__call_t *call, uint32_t n_in, cpu__strided_t *s);
+
+/**
+ * Non-zero when broadcasting @p in[0 .. n_in) to @p out needs no strides: some input has the
+ * output's shape and every other is a single element of no larger rank. Then @p step[k] is 1
+ * (same shape) or 0 (one element) and the output is one row. Requires out->rank <=
+ * CPU__MAX_RANK.
+ */
+int cpu__broadcast_flat(const cpu__tensor_t *in, uint32_t n_in, const cpu__tensor_t *out,
+                        int64_t *step);
+
+/**
+ * The strided walk of numpy broadcasting @p in[0 .. n_in) to @p out, merged, into @p s; zero
+ * when the shapes do not broadcast to @p out (no message: cpu__broadcast_setup names them).
+ * Requires ranks <= CPU__MAX_RANK. Data pointers are copied from the tensors as they are.
+ */
+int cpu__broadcast_plan(const cpu__tensor_t *in, uint32_t n_in, const cpu__tensor_t *out,
+                        cpu__strided_t *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Per-node state (cpu_launch.c): what the kernel entry's create works out once per plan node, so
+ * that a launch of that node only has to check its buffers. Used by the elementwise entries.
+ * ------------------------------------------------------------------------------------------- */
+
+/** One argument of a node as create checked it. */
+typedef struct cpu__arg {
+    const int64_t *dims; /* rank entries, a copy in the state */
+    uint64_t count;      /* elements */
+    uint64_t bytes;      /* count * esize, known not to overflow */
+    size_t esize;
+    uint32_t dtype;
+    uint32_t rank; /* <= CPU__MAX_RANK */
+} cpu__arg_t;
+
+/** How an elementwise body walks its arguments, worked out by create. */
+enum cpu__walk {
+    CPU__WALK_NONE,    /* not prepared: the body sets up its walk at each launch */
+    CPU__WALK_FLAT,    /* one row: each input has the output's shape (step 1) or one element (0) */
+    CPU__WALK_STRIDED, /* numpy broadcasting through prep->strided */
+};
+
+/**
+ * A kernel entry's state for one plan node: the node's shapes and dtypes, already checked
+ * against the entry, and for broadcasting ops the walk. Built by cpu__create, freed by
+ * cpu__destroy, and read-only in between, so launches on several threads may share it.
+ */
+typedef struct cpu__prep {
+    const cpu__spec_t *spec; /* the entry it was made for; another entry's state is ignored */
+    uint32_t n_in;           /* node->n_inputs, <= CPU__MAX_INPUTS */
+    uint32_t overlap;        /* the op's overlap rule (cpu_launch.c) */
+    cpu__arg_t in[CPU__MAX_INPUTS];
+    cpu__arg_t out;
+    uint32_t walk;                      /* enum cpu__walk */
+    int64_t flat_step[CPU__MAX_INPUTS]; /* CPU__WALK_FLAT: 1 or 0 per input */
+    struct cpu__strided *strided;       /* CPU__WALK_STRIDED, its own allocation; bases unset */
+    /* CPU__WALK_FLAT, for an op that checks nothing in its data (cpu__elementwise_row): its row
+     * function, and non-zero direct when the output is not empty and small enough to run
+     * inline (cpu__parallel_small), so that cpu__run_prepared calls the row itself. */
+    cpu__row_fn row;
+    uint32_t direct;
+    int64_t dims[]; /* the args' dims: as many as their ranks add up to */
+} cpu__prep_t;
+
+/**
+ * The create entry of the kernels that prepare: checks @p node against @p spec as a launch
+ * would be checked, and when all is well builds the node's cpu__prep_t. A node that would fail
+ * (or that has no use for a state: more than CPU__MAX_INPUTS inputs, ranks over CPU__MAX_RANK)
+ * gets a NULL state and SES_DRV_OK, so that its launches take the unprepared path and fail
+ * there with the usual message. SES_DRV_OUT_OF_MEMORY when the state cannot be allocated.
+ */
+int32_t cpu__create(ses_drv_device_t *device, const ses_drv_node_t *node, const cpu__spec_t *spec,
+                    void **out_state);
+
+/** The destroy entry: frees a state from cpu__create. Accepts NULL. */
+void cpu__destroy(ses_drv_device_t *device, void *state);
+
+/**
+ * The compute entry of the kernels that prepare. With a state made for @p spec, a launch whose
+ * node has the shapes and dtypes create saw has only its buffers checked (ranges, alignment,
+ * overlap) before spec->body runs with call->prep set. Any other launch, or a NULL state, goes
+ * through cpu__run.
+ */
+int32_t cpu__run_prepared(ses_drv_device_t *device, const void *state,
+                          const ses_drv_launch_t *launch, const cpu__spec_t *spec);
 
 /* ---------------------------------------------------------------------------------------------
  * Bodies, one per op family.
  * ------------------------------------------------------------------------------------------- */
 
 /* cpu_elementwise.c */
+/**
+ * The row function the body of a broadcasting op (Add ... Where) of @p spec walks with, and its
+ * cost per element in *@p out_cost; NULL for ops that must look at their data first (integer
+ * Div, which refuses a zero divisor) and for the other families.
+ */
+cpu__row_fn cpu__elementwise_row(const cpu__spec_t *spec, uint64_t *out_cost);
 int32_t cpu__binary(const cpu__call_t *call);  /* Add Sub Mul Div Pow */
 int32_t cpu__compare(const cpu__call_t *call); /* Equal Greater Less */
 int32_t cpu__where(const cpu__call_t *call);

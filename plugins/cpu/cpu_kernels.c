@@ -3,9 +3,10 @@
  * says what its launches must look like and which body computes it.
  *
  * The compute entry of the ABI receives no pointer to its own table entry, so each entry gets
- * its own small compute function, generated below, that passes its spec to cpu__run. The list
- * of entries is written once, as an X-macro, and expanded twice: into the specs and compute
- * functions, and into the table. Signatures are spelled from the same dtype tokens the specs
+ * its own small compute function, generated below, that passes its spec to cpu__run_prepared
+ * (and, in the families that prepare per-node state, its own create, which passes it to
+ * cpu__create). The list of entries is written once, as an X-macro, and expanded twice: into
+ * the specs and entry functions, and into the table. Signatures are spelled from the same dtype tokens the specs
  * use, so a signature string cannot disagree with the dtypes its launches are checked against.
  */
 #include <stdint.h>
@@ -18,30 +19,19 @@
  * Dtypes
  * ------------------------------------------------------------------------------------------- */
 
-/* Indexed by SES_DRV_DTYPE_*; entry 0 is SES_DRV_DTYPE_INVALID. */
-static const struct {
-    const char *name;
-    size_t size;
-} cpu_dtypes[] = {
-    [SES_DRV_DTYPE_F32] = {"f32", 4},   [SES_DRV_DTYPE_F64] = {"f64", 8},
-    [SES_DRV_DTYPE_F16] = {"f16", 2},   [SES_DRV_DTYPE_BF16] = {"bf16", 2},
-    [SES_DRV_DTYPE_I8] = {"i8", 1},     [SES_DRV_DTYPE_I16] = {"i16", 2},
-    [SES_DRV_DTYPE_I32] = {"i32", 4},   [SES_DRV_DTYPE_I64] = {"i64", 8},
-    [SES_DRV_DTYPE_U8] = {"u8", 1},     [SES_DRV_DTYPE_U16] = {"u16", 2},
-    [SES_DRV_DTYPE_U32] = {"u32", 4},   [SES_DRV_DTYPE_U64] = {"u64", 8},
-    [SES_DRV_DTYPE_BOOL] = {"bool", 1},
+/* Indexed by SES_DRV_DTYPE_*; entry 0 is SES_DRV_DTYPE_INVALID. Sizes are cpu__dtype_size's. */
+static const char *const cpu_dtype_names[] = {
+    [SES_DRV_DTYPE_F32] = "f32",   [SES_DRV_DTYPE_F64] = "f64", [SES_DRV_DTYPE_F16] = "f16",
+    [SES_DRV_DTYPE_BF16] = "bf16", [SES_DRV_DTYPE_I8] = "i8",   [SES_DRV_DTYPE_I16] = "i16",
+    [SES_DRV_DTYPE_I32] = "i32",   [SES_DRV_DTYPE_I64] = "i64", [SES_DRV_DTYPE_U8] = "u8",
+    [SES_DRV_DTYPE_U16] = "u16",   [SES_DRV_DTYPE_U32] = "u32", [SES_DRV_DTYPE_U64] = "u64",
+    [SES_DRV_DTYPE_BOOL] = "bool",
 };
 
 const char *cpu__dtype_name(uint32_t dtype) {
-    if (dtype >= sizeof cpu_dtypes / sizeof cpu_dtypes[0])
+    if (dtype >= sizeof cpu_dtype_names / sizeof cpu_dtype_names[0])
         return NULL;
-    return cpu_dtypes[dtype].name;
-}
-
-size_t cpu__dtype_size(uint32_t dtype) {
-    if (dtype >= sizeof cpu_dtypes / sizeof cpu_dtypes[0])
-        return 0;
-    return cpu_dtypes[dtype].size;
+    return cpu_dtype_names[dtype];
 }
 
 const char *cpu__dtype_label(uint32_t dtype) {
@@ -160,7 +150,39 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__ALL(CPU__E_UNARY, X, Slice, CPU__OP_SLICE, cpu__slice)                \
     CPU__ALL(CPU__E_GATHER, X, Gather, CPU__OP_GATHER, cpu__gather)
 
-/* First expansion: each entry's spec and compute function. */
+/*
+ * Which families prepare per-node state in create: the elementwise ones, whose work on small
+ * tensors is so cheap that checking a launch from scratch would be most of its cost. For each
+ * body, CPU__PREP(BODY, P, N, id) is P(id) when its entries prepare and N(id) when they do not.
+ */
+#define CPU__PREP(BODY, P, N, id) CPU__PREP_##BODY(P, N, id)
+#define CPU__PREP_cpu__binary(P, N, id) P(id)
+#define CPU__PREP_cpu__compare(P, N, id) P(id)
+#define CPU__PREP_cpu__where(P, N, id) P(id)
+#define CPU__PREP_cpu__unary(P, N, id) P(id)
+#define CPU__PREP_cpu__cast(P, N, id) P(id)
+#define CPU__PREP_cpu__copy(P, N, id) N(id)
+#define CPU__PREP_cpu__matmul(P, N, id) N(id)
+#define CPU__PREP_cpu__gemm(P, N, id) N(id)
+#define CPU__PREP_cpu__reduce(P, N, id) N(id)
+#define CPU__PREP_cpu__softmax(P, N, id) N(id)
+#define CPU__PREP_cpu__argmax(P, N, id) N(id)
+#define CPU__PREP_cpu__transpose(P, N, id) N(id)
+#define CPU__PREP_cpu__concat(P, N, id) N(id)
+#define CPU__PREP_cpu__slice(P, N, id) N(id)
+#define CPU__PREP_cpu__gather(P, N, id) N(id)
+
+#define CPU__NOTHING(id)
+#define CPU__NULL(id) NULL
+#define CPU__DEFINE_CREATE(id)                                                            \
+    static int32_t cpu__create_##id(ses_drv_device_t *device, const ses_drv_node_t *node, \
+                                    void **out_state) {                                   \
+        return cpu__create(device, node, &cpu__spec_##id, out_state);                     \
+    }
+#define CPU__CREATE_OF(id) cpu__create_##id
+#define CPU__DESTROY_OF(id) cpu__destroy
+
+/* First expansion: each entry's spec, compute function and, where it prepares, create. */
 #define CPU__DEFINE(id, OP, SIG, BODY, CODE, N_IN, VARIADIC, IN0, IN1, IN2, OUT) \
     static const cpu__spec_t cpu__spec_##id = {                                  \
         .op = OP,                                                                \
@@ -174,24 +196,24 @@ const char *cpu__dtype_label(uint32_t dtype) {
     };                                                                           \
     static int32_t cpu__compute_##id(ses_drv_device_t *device, void *state,      \
                                      const ses_drv_launch_t *launch) {           \
-        (void)state;                                                             \
-        return cpu__run(device, launch, &cpu__spec_##id);                        \
-    }
+        return cpu__run_prepared(device, state, launch, &cpu__spec_##id);        \
+    }                                                                            \
+    CPU__PREP(BODY, CPU__DEFINE_CREATE, CPU__NOTHING, id)
 
 CPU__KERNELS(CPU__DEFINE)
 
 /* Second expansion: the table. */
-#define CPU__ENTRY(id, OP, SIG, ...)             \
-    {                                            \
-        .struct_size = sizeof(ses_drv_kernel_t), \
-        .op = OP,                                \
-        .signature = SIG,                        \
-        .priority = 0,                           \
-        .flags = 0,                              \
-        .supports_node = NULL,                   \
-        .create = NULL,                          \
-        .destroy = NULL,                         \
-        .compute = cpu__compute_##id,            \
+#define CPU__ENTRY(id, OP, SIG, BODY, ...)                          \
+    {                                                               \
+        .struct_size = sizeof(ses_drv_kernel_t),                    \
+        .op = OP,                                                   \
+        .signature = SIG,                                           \
+        .priority = 0,                                              \
+        .flags = 0,                                                 \
+        .supports_node = NULL,                                      \
+        .create = CPU__PREP(BODY, CPU__CREATE_OF, CPU__NULL, id),   \
+        .destroy = CPU__PREP(BODY, CPU__DESTROY_OF, CPU__NULL, id), \
+        .compute = cpu__compute_##id,                               \
     },
 
 static const ses_drv_kernel_t cpu_kernels[] = {CPU__KERNELS(CPU__ENTRY)};

@@ -5,7 +5,6 @@
  * divides only once per chunk, to find where the chunk starts, and then carries an odometer.
  */
 #include <stdint.h>
-#include <string.h>
 
 #include "cpu_internal.h"
 
@@ -61,6 +60,15 @@ void cpu__strided_run(const cpu__strided_t *s, uint64_t begin, uint64_t end, cpu
 
     if (begin >= end || inner == 0)
         return;
+    if (last == 0) {
+        /* One row (elementwise ops without broadcasting get here): no odometer. */
+        for (uint32_t k = 0; k < s->n_in; k++) {
+            step[k] = s->stride[k][0];
+            in[k] = s->base[k] + (int64_t)begin * step[k] * (int64_t)s->esize[k];
+        }
+        row(s->out + begin * s->out_esize, in, step, (size_t)(end - begin), params);
+        return;
+    }
     /* Where the chunk starts: the one division of the walk. */
     uint64_t r = begin / inner;
     uint64_t col = begin % inner;
@@ -112,16 +120,143 @@ static void cpu__strided_task(void *ctx, uint64_t begin, uint64_t end) {
 
 void cpu__strided_parallel(const cpu__call_t *call, const cpu__strided_t *s, cpu__row_fn row,
                            const void *params, uint64_t cost) {
+    /* Small work runs here directly, as cpu__parallel would, without the job. */
+    if (cpu__parallel_small(s->count, cost)) {
+        cpu__strided_run(s, 0, s->count, row, params);
+        return;
+    }
     cpu__strided_job_t job = {s, row, params};
     cpu__parallel(call, s->count, cost, cpu__strided_task, &job);
 }
 
-int32_t cpu__broadcast_setup(const cpu__call_t *call, uint32_t n_in, cpu__strided_t *s) {
-    const cpu__tensor_t *out = &call->out;
+/*
+ * The common case of broadcasting: some input has the output's shape and every other input is
+ * a single element of no larger rank. The output is then one row that each input walks with
+ * step 1 or 0, stored in @p step. Zero when that is not so.
+ */
+int cpu__broadcast_flat(const cpu__tensor_t *in, uint32_t n_in, const cpu__tensor_t *out,
+                        int64_t *step) {
+    int same = 0;
+
+    for (uint32_t k = 0; k < n_in; k++) {
+        if (cpu__same_shape(&in[k], out)) {
+            step[k] = 1;
+            same = 1;
+        } else if (in[k].count == 1 && in[k].rank <= out->rank) {
+            step[k] = 0; /* all its dims are 1 */
+        } else {
+            return 0;
+        }
+    }
+    return same;
+}
+
+int cpu__broadcast_plan(const cpu__tensor_t *in, uint32_t n_in, const cpu__tensor_t *out,
+                        cpu__strided_t *s) {
     uint32_t max_rank = 0;
-    int ok = 1;
+
+    for (uint32_t k = 0; k < n_in; k++)
+        if (in[k].rank > max_rank)
+            max_rank = in[k].rank;
+    if (out->rank != max_rank)
+        return 0;
+    /* No memset of the whole struct: every field the walk reads is written below. */
+    s->rank = out->rank;
+    s->n_in = n_in;
+    for (uint32_t d = 0; d < out->rank; d++) {
+        /* The broadcast of this dim: the one size other than 1 among the inputs, else 1. */
+        int64_t want = 1;
+        for (uint32_t k = 0; k < n_in; k++) {
+            uint32_t lead = out->rank - in[k].rank;
+            if (d < lead)
+                continue;
+            int64_t dim = in[k].dims[d - lead];
+            if (dim == 1)
+                continue;
+            if (want != 1 && want != dim)
+                return 0;
+            want = dim;
+        }
+        if (out->dims[d] != want)
+            return 0;
+        s->dims[d] = out->dims[d];
+    }
+    for (uint32_t k = 0; k < n_in; k++) {
+        uint32_t lead = out->rank - in[k].rank;
+        int64_t stride = 1;
+        for (uint32_t d = out->rank; d-- > 0;) {
+            if (d < lead) {
+                s->stride[k][d] = 0;
+                continue;
+            }
+            int64_t dim = in[k].dims[d - lead];
+            s->stride[k][d] = dim == 1 ? 0 : stride;
+            stride *= dim;
+        }
+        s->base[k] = in[k].data;
+        s->esize[k] = in[k].esize;
+    }
+    s->out = out->data;
+    s->out_esize = out->esize;
+    s->count = out->count;
+    cpu__strided_merge(s);
+    return 1;
+}
+
+/* Sets up @p s as one row over the call's arguments, input k moving @p step[k] per element. */
+static void cpu__walk_flat(const cpu__call_t *call, uint32_t n_in, const int64_t *step,
+                           cpu__strided_t *s) {
+    for (uint32_t k = 0; k < n_in; k++) {
+        s->stride[k][0] = step[k];
+        s->base[k] = call->in[k].data;
+        s->esize[k] = call->in[k].esize;
+    }
+    s->rank = 1;
+    s->n_in = n_in;
+    s->dims[0] = (int64_t)call->out.count;
+    s->out = call->out.data;
+    s->out_esize = call->out.esize;
+    s->count = call->out.count;
+}
+
+/* Sets up @p s as the prepared walk @p w over the call's arguments. */
+static void cpu__walk_prepared(const cpu__call_t *call, uint32_t n_in, const cpu__strided_t *w,
+                               cpu__strided_t *s) {
+    s->rank = w->rank;
+    s->n_in = n_in;
+    for (uint32_t d = 0; d < w->rank; d++)
+        s->dims[d] = w->dims[d];
+    for (uint32_t k = 0; k < n_in; k++) {
+        for (uint32_t d = 0; d < w->rank; d++)
+            s->stride[k][d] = w->stride[k][d];
+        s->base[k] = call->in[k].data;
+        s->esize[k] = call->in[k].esize;
+    }
+    s->out = call->out.data;
+    s->out_esize = call->out.esize;
+    s->count = call->out.count;
+}
+
+int32_t cpu__broadcast_setup(const cpu__call_t *call, uint32_t n_in, cpu__strided_t *s) {
+    const cpu__prep_t *prep = call->prep;
+    const cpu__tensor_t *out = &call->out;
+    int64_t step[CPU__MAX_INPUTS];
     int32_t st;
 
+    /* What create worked out for these very shapes. */
+    if (prep && prep->walk == CPU__WALK_FLAT) {
+        cpu__walk_flat(call, n_in, prep->flat_step, s);
+        return SES_DRV_OK;
+    }
+    if (prep && prep->walk == CPU__WALK_STRIDED) {
+        cpu__walk_prepared(call, n_in, prep->strided, s);
+        return SES_DRV_OK;
+    }
+    /* Ranks over the limit are refused below, with their message. */
+    if (out->rank <= CPU__MAX_RANK && cpu__broadcast_flat(call->in, n_in, out, step)) {
+        cpu__walk_flat(call, n_in, step, s);
+        return SES_DRV_OK;
+    }
     if ((st = cpu__check_rank(call, "output 0", out)) != SES_DRV_OK)
         return st;
     for (uint32_t k = 0; k < n_in; k++) {
@@ -129,34 +264,8 @@ int32_t cpu__broadcast_setup(const cpu__call_t *call, uint32_t n_in, cpu__stride
         role[6] = (char)('0' + k);
         if ((st = cpu__check_rank(call, role, &call->in[k])) != SES_DRV_OK)
             return st;
-        if (call->in[k].rank > max_rank)
-            max_rank = call->in[k].rank;
     }
-    if (out->rank != max_rank)
-        ok = 0;
-    memset(s, 0, sizeof *s);
-    s->rank = out->rank;
-    s->n_in = n_in;
-    for (uint32_t d = 0; ok && d < out->rank; d++) {
-        /* The broadcast of this dim: the one size other than 1 among the inputs, else 1. */
-        int64_t want = 1;
-        for (uint32_t k = 0; k < n_in; k++) {
-            const cpu__tensor_t *t = &call->in[k];
-            uint32_t lead = out->rank - t->rank;
-            if (d < lead)
-                continue;
-            int64_t dim = t->dims[d - lead];
-            if (dim == 1)
-                continue;
-            if (want != 1 && want != dim)
-                ok = 0;
-            want = dim;
-        }
-        if (out->dims[d] != want)
-            ok = 0;
-        s->dims[d] = out->dims[d];
-    }
-    if (!ok) {
+    if (!cpu__broadcast_plan(call->in, n_in, out, s)) {
         char shapes[3][96], o[96];
         for (uint32_t k = 0; k < n_in; k++)
             cpu__format_dims(call->in[k].dims, call->in[k].rank, shapes[k], sizeof shapes[k]);
@@ -171,25 +280,5 @@ int32_t cpu__broadcast_setup(const cpu__call_t *call, uint32_t n_in, cpu__stride
                               "%s, input 2 is %s, output is %s",
                               shapes[0], shapes[1], shapes[2], o);
     }
-    for (uint32_t k = 0; k < n_in; k++) {
-        const cpu__tensor_t *t = &call->in[k];
-        uint32_t lead = out->rank - t->rank;
-        int64_t stride = 1;
-        for (uint32_t d = out->rank; d-- > 0;) {
-            if (d < lead) {
-                s->stride[k][d] = 0;
-                continue;
-            }
-            int64_t dim = t->dims[d - lead];
-            s->stride[k][d] = dim == 1 ? 0 : stride;
-            stride *= dim;
-        }
-        s->base[k] = t->data;
-        s->esize[k] = t->esize;
-    }
-    s->out = out->data;
-    s->out_esize = out->esize;
-    s->count = out->count;
-    cpu__strided_merge(s);
     return SES_DRV_OK;
 }

@@ -86,6 +86,7 @@ typedef struct fixture {
     ses_drv_driver_t *driver;
     ses_drv_device_t *device;
     const char *name; /* the name of the nodes run() builds */
+    int prepare;      /* non-zero: run() calls create first, as a plan does (compute_as_host) */
 } fixture_t;
 
 static int teardown(void **state) {
@@ -155,6 +156,15 @@ fail:
     return -1;
 }
 
+/* The same tests with per-node state: every kernel that has a create is prepared first. */
+static int setup_prepared(void **state) {
+    int rc = setup(state);
+
+    if (rc == 0)
+        ((fixture_t *)*state)->prepare = 1;
+    return rc;
+}
+
 /* Fails with both the message and the expected fragment printed. */
 #define assert_message_contains(f, fragment)                                                \
     do {                                                                                    \
@@ -184,6 +194,24 @@ static const ses_drv_kernel_t *find_kernel_on(const ses_drv_api_t *api, ses_drv_
             return k;
     }
     return NULL;
+}
+
+/*
+ * Computes @p launch as a host does. With @p prepare, a kernel that has a create gets one made
+ * from the launch's own node, as a plan's compile makes it, computes with it and destroys it;
+ * otherwise it computes with no state. Returns create's status when that fails.
+ */
+static int32_t compute_as_host(const ses_drv_kernel_t *k, ses_drv_device_t *dev, int prepare,
+                               const ses_drv_launch_t *launch) {
+    void *state = NULL;
+    int32_t st;
+
+    if (prepare && k->create && (st = k->create(dev, launch->node, &state)) != SES_DRV_OK)
+        return st;
+    st = k->compute(dev, state, launch);
+    if (k->destroy)
+        k->destroy(dev, state);
+    return st;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -294,9 +322,9 @@ static size_t targ_bytes(const targ_t *t) {
  * byte, as alloc wants); the output's is prefilled with 0xab so a write past a zero-size output
  * would show. Returns the kernel's status.
  */
-static int32_t run_on(const ses_drv_api_t *api, ses_drv_device_t *dev, const char *name,
-                      const char *op, const char *sig, const test_attr_t *attrs, uint32_t n_in,
-                      const targ_t *in, targ_t out, void *out_host) {
+static int32_t run_on(const ses_drv_api_t *api, ses_drv_device_t *dev, int prepare,
+                      const char *name, const char *op, const char *sig, const test_attr_t *attrs,
+                      uint32_t n_in, const targ_t *in, targ_t out, void *out_host) {
     const ses_drv_kernel_t *k = find_kernel_on(api, dev, op, sig);
     ses_drv_tensor_desc_t in_desc[MAX_IN], out_desc;
     ses_drv_buffer_t *in_buf[MAX_IN] = {0}, *out_buf = NULL;
@@ -354,7 +382,7 @@ static int32_t run_on(const ses_drv_api_t *api, ses_drv_device_t *dev, const cha
     launch.outputs = &out_buf;
     launch.output_offsets = &out_off;
 
-    int32_t st = k->compute(dev, NULL, &launch);
+    int32_t st = compute_as_host(k, dev, prepare, &launch);
 
     if (st == SES_DRV_OK && out_host && out_bytes)
         assert_int_equal(api->copy_d2h(dev, NULL, out_buf, 0, out_host, out_bytes), SES_DRV_OK);
@@ -374,7 +402,7 @@ static int32_t run_on(const ses_drv_api_t *api, ses_drv_device_t *dev, const cha
 static int32_t run(fixture_t *f, const char *op, const char *sig, const test_attr_t *attrs,
                    uint32_t n_in, const targ_t *in, targ_t out, void *out_host) {
     memset(&f->ctx.base, 0, sizeof f->ctx.base);
-    return run_on(f->api, f->device, f->name, op, sig, attrs, n_in, in, out, out_host);
+    return run_on(f->api, f->device, f->prepare, f->name, op, sig, attrs, n_in, in, out, out_host);
 }
 
 /* run() that must succeed; prints the driver's message otherwise. */
@@ -483,6 +511,19 @@ static void the_kernel_table_has_no_duplicate_op_and_signature_pairs(void **stat
     }
 }
 
+/* The ops whose entries prepare per-node state in create: the elementwise ones. */
+static int op_prepares(const char *op) {
+    static const char *const elementwise[] = {
+        "Add",     "Sub",  "Mul",      "Div",  "Pow",       "Equal", "Greater", "Less",
+        "Where",   "Neg",  "Abs",      "Relu", "Exp",       "Log",   "Sqrt",    "Reciprocal",
+        "Sigmoid", "Tanh", "Softplus", "Erf",  "LeakyRelu", "Cast",
+    };
+    for (size_t i = 0; i < sizeof elementwise / sizeof elementwise[0]; i++)
+        if (strcmp(op, elementwise[i]) == 0)
+            return 1;
+    return 0;
+}
+
 static void every_table_entry_is_well_formed(void **state) {
     fixture_t *f = *state;
     const ses_drv_kernel_t *table = NULL;
@@ -495,8 +536,13 @@ static void every_table_entry_is_well_formed(void **state) {
         assert_non_null(k->op);
         assert_non_null(k->compute);
         assert_int_equal(k->flags, 0);
-        assert_null(k->create);
-        assert_null(k->destroy);
+        /* create and destroy come as a pair, on the elementwise entries only. */
+        if (op_prepares(k->op)) {
+            if (!k->create || !k->destroy)
+                fail_msg("%s %s has no create or no destroy", k->op, k->signature);
+        } else if (k->create || k->destroy) {
+            fail_msg("%s %s has a create or a destroy", k->op, k->signature);
+        }
         if (!signature_is_well_formed(k->signature))
             fail_msg("%s has a malformed signature \"%s\"", k->op, k->signature);
     }
@@ -667,7 +713,7 @@ static int32_t run_in_arena(fixture_t *f, ses_drv_buffer_t *arena, const char *o
     launch.outputs = &bufs[n_in];
     launch.output_offsets = &out_off;
     memset(&f->ctx.base, 0, sizeof f->ctx.base);
-    return k->compute(f->device, NULL, &launch);
+    return compute_as_host(k, f->device, f->prepare, &launch);
 }
 
 /* The planner may give an elementwise op's output exactly an input's bytes, and a copy any
@@ -726,6 +772,364 @@ static void outputs_may_overlap_inputs_only_where_the_op_computes_through_it(voi
                      SES_DRV_INVALID_ARGUMENT);
     assert_message_contains(f, "cannot run in place");
     f->api->free(f->device, arena);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Per-node state: create, then launches that need only their buffers checked
+ * ------------------------------------------------------------------------------------------- */
+
+/* A node and its launch built by hand, each argument in its own 64-byte buffer (output last),
+ * so that a test can change one descriptor, offset or buffer between launches. */
+typedef struct hand {
+    targ_t arg[MAX_IN + 1];
+    ses_drv_tensor_desc_t desc[MAX_IN + 1];
+    ses_drv_buffer_t *buf[MAX_IN + 1];
+    uint64_t off[MAX_IN + 1];
+    ses_drv_node_t node;
+    ses_drv_launch_t launch;
+    uint32_t n_in;
+} hand_t;
+
+static void hand_open(fixture_t *f, hand_t *h, const char *op, uint32_t n_in, const targ_t *args) {
+    memset(h, 0, sizeof *h);
+    h->n_in = n_in;
+    for (uint32_t i = 0; i <= n_in; i++) {
+        h->arg[i] = args[i];
+        h->desc[i].struct_size = sizeof h->desc[i];
+        h->desc[i].dtype = args[i].dtype;
+        h->desc[i].rank = args[i].rank;
+        h->desc[i].dims = h->arg[i].dims;
+        assert_int_equal(f->api->alloc(f->device, 64, SES_DRV_MEM_DEVICE, &h->buf[i]), SES_DRV_OK);
+        if (args[i].data)
+            assert_int_equal(
+                f->api->copy_h2d(f->device, NULL, args[i].data, h->buf[i], 0, targ_bytes(&args[i])),
+                SES_DRV_OK);
+    }
+    h->node.struct_size = sizeof h->node;
+    h->node.op = op;
+    h->node.name = f->name;
+    h->node.n_inputs = n_in;
+    h->node.n_outputs = 1;
+    h->node.inputs = h->desc;
+    h->node.outputs = &h->desc[n_in];
+    h->node.attr = test_attr_read;
+    h->launch.struct_size = sizeof h->launch;
+    h->launch.node = &h->node;
+    h->launch.inputs = h->buf;
+    h->launch.input_offsets = h->off;
+    h->launch.outputs = &h->buf[n_in];
+    h->launch.output_offsets = &h->off[n_in];
+}
+
+static void hand_close(fixture_t *f, hand_t *h) {
+    for (uint32_t i = 0; i <= h->n_in; i++)
+        f->api->free(f->device, h->buf[i]);
+}
+
+/* Computes with @p state and returns the status; the output's first @p n floats go to @p got. */
+static int32_t hand_compute(fixture_t *f, hand_t *h, const ses_drv_kernel_t *k, void *state,
+                            float *got, size_t n) {
+    memset(&f->ctx.base, 0, sizeof f->ctx.base);
+    int32_t st = k->compute(f->device, state, &h->launch);
+    if (st == SES_DRV_OK && n)
+        assert_int_equal(f->api->copy_d2h(f->device, NULL, h->buf[h->n_in], h->off[h->n_in], got,
+                                          n * sizeof(float)),
+                         SES_DRV_OK);
+    return st;
+}
+
+/*
+ * The walk without strides (same shapes, or single elements) and the broadcasting walk must give
+ * the same bits for the same values, prepared or not: [2,3] op [3] and [2,3] op [] against
+ * [2,3] op the same values tiled to [2,3].
+ */
+static void the_flat_and_the_broadcasting_walk_give_the_same_bits(void **state) {
+    fixture_t *f = *state;
+    static const char *const ops[][2] = {
+        {"Add", "f32,f32->f32"},   {"Sub", "f32,f32->f32"},    {"Mul", "f32,f32->f32"},
+        {"Div", "f32,f32->f32"},   {"Pow", "f32,f32->f32"},    {"Add", "f64,f64->f64"},
+        {"Div", "f64,f64->f64"},   {"Equal", "f32,f32->bool"}, {"Greater", "f32,f32->bool"},
+        {"Less", "f64,f64->bool"},
+    };
+    const float a[6] = {1.5f, -2.25f, 3.0f, 0.1f, 7.0f, -0.0f};
+    const float row[3] = {0.3f, 2.0f, -3.0f};
+    const float tiled_row[6] = {0.3f, 2.0f, -3.0f, 0.3f, 2.0f, -3.0f};
+    const float one[1] = {0.7f};
+    const float tiled_one[6] = {0.7f, 0.7f, 0.7f, 0.7f, 0.7f, 0.7f};
+    const double da[6] = {1.5, -2.25, 3.0, 0.1, 7.0, -0.0};
+    const double drow[3] = {0.3, 2.0, -3.0};
+    const double dtiled[6] = {0.3, 2.0, -3.0, 0.3, 2.0, -3.0};
+    const double done[1] = {0.7};
+    const double dtiled_one[6] = {0.7, 0.7, 0.7, 0.7, 0.7, 0.7};
+    unsigned char got[4][48];
+
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        const int dbl = strstr(ops[o][1], "f64") != NULL;
+        const uint32_t t = dbl ? F64 : F32;
+        const uint32_t to = strstr(ops[o][1], "bool") ? BOOL : t;
+        const void *x = dbl ? (const void *)da : (const void *)a;
+        for (int scalar = 0; scalar < 2; scalar++) {
+            const void *small = scalar ? (dbl ? (const void *)done : (const void *)one)
+                                       : (dbl ? (const void *)drow : (const void *)row);
+            const void *tiled = scalar ? (dbl ? (const void *)dtiled_one : (const void *)tiled_one)
+                                       : (dbl ? (const void *)dtiled : (const void *)tiled_row);
+            targ_t bcast[2] = {tensor(t, x, 2, 2, 3),
+                               scalar ? tensor(t, small, 0) : tensor(t, small, 1, 3)};
+            targ_t flat[2] = {tensor(t, x, 2, 2, 3), tensor(t, tiled, 2, 2, 3)};
+            targ_t out = tensor(to, NULL, 2, 2, 3);
+            for (int prepare = 0; prepare < 2; prepare++) {
+                f->prepare = prepare;
+                RUN_OK(f, ops[o][0], ops[o][1], NULL, 2, bcast, out, got[prepare * 2]);
+                RUN_OK(f, ops[o][0], ops[o][1], NULL, 2, flat, out, got[prepare * 2 + 1]);
+            }
+            for (int i = 1; i < 4; i++)
+                if (memcmp(got[0], got[i], targ_bytes(&out)) != 0)
+                    fail_msg("%s %s with a %s: run %d differs from the broadcasting one", ops[o][0],
+                             ops[o][1], scalar ? "scalar" : "row", i);
+        }
+    }
+
+    /* Where, three ways: [2,3] condition with a [3] and a [] value. */
+    const uint8_t c[6] = {1, 0, 1, 0, 0, 1};
+    targ_t wb[3] = {tensor(BOOL, c, 2, 2, 3), tensor(F32, row, 1, 3), tensor(F32, one, 0)};
+    targ_t wf[3] = {tensor(BOOL, c, 2, 2, 3), tensor(F32, tiled_row, 2, 2, 3),
+                    tensor(F32, tiled_one, 2, 2, 3)};
+    for (int prepare = 0; prepare < 2; prepare++) {
+        f->prepare = prepare;
+        RUN_OK(f, "Where", "bool,f32,f32->f32", NULL, 3, wb, tensor(F32, NULL, 2, 2, 3),
+               got[prepare * 2]);
+        RUN_OK(f, "Where", "bool,f32,f32->f32", NULL, 3, wf, tensor(F32, NULL, 2, 2, 3),
+               got[prepare * 2 + 1]);
+    }
+    for (int i = 1; i < 4; i++)
+        assert_memory_equal(got[0], got[i], 6 * sizeof(float));
+    expect_f32((const float[]){0.3f, 0.7f, -3.0f, 0.7f, 0.7f, -3.0f}, (const float *)got[0], 6, 0);
+}
+
+/* The broadcasting walk create works out ([2,1,3] + [4,1] -> [2,4,3]) gives what the walk set
+ * up at each launch gives. */
+static void a_prepared_broadcasting_walk_gives_the_unprepared_result(void **state) {
+    fixture_t *f = *state;
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    const float y[4] = {10, 20, 30, 40};
+    float want[24], got[24];
+    targ_t in[2] = {tensor(F32, x, 3, 2, 1, 3), tensor(F32, y, 2, 4, 1)};
+
+    f->prepare = 0;
+    RUN_OK(f, "Add", "f32,f32->f32", NULL, 2, in, tensor(F32, NULL, 3, 2, 4, 3), want);
+    f->prepare = 1;
+    RUN_OK(f, "Add", "f32,f32->f32", NULL, 2, in, tensor(F32, NULL, 3, 2, 4, 3), got);
+    assert_memory_equal(want, got, sizeof got);
+    for (int b = 0; b < 2; b++)
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 3; c++)
+                assert_true(got[(b * 4 + r) * 3 + c] == x[b * 3 + c] + y[r]);
+}
+
+/* A state describes the shapes create saw. A launch with other shapes or dtypes is checked from
+ * scratch: refused with the usual message when they are wrong, computed when they are right. */
+static void a_prepared_node_launched_with_other_shapes_is_checked_from_scratch(void **state) {
+    fixture_t *f = *state;
+    const ses_drv_kernel_t *k = find_kernel_on(f->api, f->device, "Add", "f32,f32->f32");
+    const float x[4] = {1, 2, 3, 4}, y[4] = {10, 20, 30, 40};
+    const targ_t args[3] = {tensor(F32, x, 1, 4), tensor(F32, y, 1, 4), tensor(F32, NULL, 1, 4)};
+    void *prep = NULL;
+    float got[4];
+    hand_t h;
+
+    assert_non_null(k);
+    f->name = "reshaped";
+    hand_open(f, &h, "Add", 2, args);
+    assert_int_equal(k->create(f->device, &h.node, &prep), SES_DRV_OK);
+    assert_non_null(prep);
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 4), SES_DRV_OK);
+    expect_f32((const float[]){11, 22, 33, 44}, got, 4, 0);
+
+    /* [4] + [3] does not broadcast to [4], whatever create saw. */
+    h.arg[1].dims[0] = 3;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "Add \"reshaped\": shapes do not broadcast");
+    assert_message_contains(f, "input 1 is [3]");
+    /* [3] + [3] -> [3] is a good launch, computed without the state's walk. */
+    h.arg[0].dims[0] = 3;
+    h.arg[2].dims[0] = 3;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 3), SES_DRV_OK);
+    expect_f32((const float[]){11, 22, 33}, got, 3, 0);
+    /* Ranks the state did not see: [1,4] + [4] -> [1,4]. */
+    h.desc[0].rank = 2;
+    h.arg[0].dims[0] = 1;
+    h.arg[0].dims[1] = 4;
+    h.arg[1].dims[0] = 4;
+    h.desc[2].rank = 2;
+    h.arg[2].dims[0] = 1;
+    h.arg[2].dims[1] = 4;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 4), SES_DRV_OK);
+    expect_f32((const float[]){11, 22, 33, 44}, got, 4, 0);
+    /* Another dtype is refused naming it. */
+    h.desc[0].rank = 1;
+    h.arg[0].dims[0] = 4;
+    h.desc[2].rank = 1;
+    h.arg[2].dims[0] = 4;
+    h.desc[1].dtype = I32;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "inputs are f32, i32, output is f32");
+    /* And the shapes it saw work again. */
+    h.desc[1].dtype = F32;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 4), SES_DRV_OK);
+    expect_f32((const float[]){11, 22, 33, 44}, got, 4, 0);
+    k->destroy(f->device, prep);
+    hand_close(f, &h);
+}
+
+/* What protects memory is checked on every launch, prepared or not. */
+static void a_prepared_launch_still_checks_ranges_alignment_and_overlap(void **state) {
+    fixture_t *f = *state;
+    const ses_drv_kernel_t *k = find_kernel_on(f->api, f->device, "Add", "f32,f32->f32");
+    const float x[4] = {1, 2, 3, 4};
+    const targ_t args[3] = {tensor(F32, x, 1, 4), tensor(F32, x, 1, 4), tensor(F32, NULL, 1, 4)};
+    void *prep = NULL;
+    float got[4];
+    hand_t h;
+
+    assert_non_null(k);
+    hand_open(f, &h, "Add", 2, args);
+    assert_int_equal(k->create(f->device, &h.node, &prep), SES_DRV_OK);
+    assert_non_null(prep);
+
+    /* 16 bytes at 56 end past the 64-byte buffer. */
+    h.off[1] = 56;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "input 1");
+    assert_message_contains(f, "64 bytes");
+    h.off[1] = 0;
+    h.off[2] = UINT64_MAX - 4;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "output 0");
+    /* An f32 at byte offset 2. */
+    h.off[2] = 0;
+    h.off[0] = 2;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "input 0");
+    assert_message_contains(f, "not aligned");
+    h.off[0] = 0;
+    /* No buffer. */
+    ses_drv_buffer_t *kept = h.buf[1];
+    h.buf[1] = NULL;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "input 1 buffer is NULL");
+    h.buf[1] = kept;
+    /* The output one element into input 0's bytes; then exactly over them, which is allowed. */
+    ses_drv_buffer_t *out = h.buf[2];
+    h.buf[2] = h.buf[0];
+    h.off[2] = 4;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "overlaps input 0");
+    h.off[2] = 0;
+    assert_int_equal(hand_compute(f, &h, k, prep, got, 4), SES_DRV_OK);
+    expect_f32((const float[]){2, 4, 6, 8}, got, 4, 0);
+    h.buf[2] = out;
+    k->destroy(f->device, prep);
+    hand_close(f, &h);
+}
+
+/* A node its launches would refuse gets no state, so that the launch fails where it did before
+ * and with the same message; the host's compile is not where a kernel reports it. */
+static void create_gives_no_state_to_a_node_its_launches_would_refuse(void **state) {
+    fixture_t *f = *state;
+    const ses_drv_kernel_t *k = find_kernel_on(f->api, f->device, "Add", "f32,f32->f32");
+    const targ_t args[3] = {tensor(F32, NULL, 1, 4), tensor(I32, NULL, 1, 4),
+                            tensor(F32, NULL, 1, 4)};
+    void *prep = (void *)&prep;
+    hand_t h;
+
+    assert_non_null(k);
+    f->name = "mixed";
+    hand_open(f, &h, "Add", 2, args);
+    assert_int_equal(k->create(f->device, &h.node, &prep), SES_DRV_OK);
+    assert_null(prep);
+    assert_int_equal(hand_compute(f, &h, k, prep, NULL, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "Add \"mixed\": inputs are f32, i32, output is f32");
+    k->destroy(f->device, prep); /* accepts NULL */
+
+    /* A negative dim, a rank past the limit, a third input: no state either. */
+    h.desc[1].dtype = F32;
+    h.arg[0].dims[0] = -4;
+    prep = (void *)&prep;
+    assert_int_equal(k->create(f->device, &h.node, &prep), SES_DRV_OK);
+    assert_null(prep);
+    h.arg[0].dims[0] = 4;
+    h.node.n_inputs = 3;
+    prep = (void *)&prep;
+    assert_int_equal(k->create(f->device, &h.node, &prep), SES_DRV_OK);
+    assert_null(prep);
+    h.node.n_inputs = 2;
+    assert_int_equal(k->create(f->device, NULL, &prep), SES_DRV_OK);
+    assert_null(prep);
+    assert_int_equal(k->create(f->device, &h.node, NULL), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "out_state is NULL");
+    hand_close(f, &h);
+
+    int64_t dims17[17];
+    for (int d = 0; d < 17; d++)
+        dims17[d] = 1;
+    ses_drv_tensor_desc_t big[3];
+    memset(big, 0, sizeof big);
+    for (int i = 0; i < 3; i++) {
+        big[i].struct_size = sizeof big[i];
+        big[i].dtype = F32;
+        big[i].rank = 17;
+        big[i].dims = dims17;
+    }
+    h.node.inputs = big;
+    h.node.outputs = &big[2];
+    prep = (void *)&prep;
+    assert_int_equal(k->create(f->device, &h.node, &prep), SES_DRV_OK);
+    assert_null(prep);
+}
+
+/* The compute entry takes a state only from its own entry's create. */
+static void a_state_made_for_another_entry_is_not_used(void **state) {
+    fixture_t *f = *state;
+    const ses_drv_kernel_t *add = find_kernel_on(f->api, f->device, "Add", "f32,f32->f32");
+    const ses_drv_kernel_t *sub = find_kernel_on(f->api, f->device, "Sub", "f32,f32->f32");
+    const float x[4] = {1, 2, 3, 4}, y[4] = {10, 20, 30, 40};
+    const targ_t args[3] = {tensor(F32, x, 1, 4), tensor(F32, y, 1, 4), tensor(F32, NULL, 1, 4)};
+    void *prep = NULL;
+    float got[4];
+    hand_t h;
+
+    assert_non_null(add);
+    assert_non_null(sub);
+    hand_open(f, &h, "Sub", 2, args);
+    assert_int_equal(add->create(f->device, &h.node, &prep), SES_DRV_OK);
+    assert_non_null(prep);
+    assert_int_equal(hand_compute(f, &h, sub, prep, got, 4), SES_DRV_OK);
+    expect_f32((const float[]){-9, -18, -27, -36}, got, 4, 0);
+    add->destroy(f->device, prep);
+    hand_close(f, &h);
+}
+
+/* A prepared integer Div still looks at its divisor, on every launch. */
+static void a_prepared_integer_division_still_refuses_a_zero_divisor(void **state) {
+    fixture_t *f = *state;
+    const ses_drv_kernel_t *k = find_kernel_on(f->api, f->device, "Div", "i32,i32->i32");
+    const int32_t x[4] = {8, -9, 10, 11}, y[4] = {2, 3, 5, 1}, zero[1] = {0};
+    const targ_t args[3] = {tensor(I32, x, 1, 4), tensor(I32, y, 1, 4), tensor(I32, NULL, 1, 4)};
+    void *prep = NULL;
+    int32_t got[4];
+    hand_t h;
+
+    assert_non_null(k);
+    hand_open(f, &h, "Div", 2, args);
+    assert_int_equal(k->create(f->device, &h.node, &prep), SES_DRV_OK);
+    assert_int_equal(hand_compute(f, &h, k, prep, (float *)(void *)got, 4), SES_DRV_OK);
+    expect_i32((const int32_t[]){4, -3, 2, 11}, got, 4);
+    assert_int_equal(f->api->copy_h2d(f->device, NULL, zero, h.buf[1], 8, sizeof zero), SES_DRV_OK);
+    assert_int_equal(hand_compute(f, &h, k, prep, NULL, 0), SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "integer division by zero");
+    assert_message_contains(f, "element 2");
+    k->destroy(f->device, prep);
+    hand_close(f, &h);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -2012,10 +2416,12 @@ static void open_device_refuses_a_thread_count_that_is_not_a_number(void **state
 static void same_on_both(fixture_t *f, pooled_t *wide, pooled_t *narrow, const char *op,
                          const char *sig, const test_attr_t *attrs, uint32_t n_in, const targ_t *in,
                          targ_t out, void *got_wide, void *got_narrow) {
-    int32_t st = run_on(f->api, wide->device, "wide", op, sig, attrs, n_in, in, out, got_wide);
+    int32_t st =
+        run_on(f->api, wide->device, f->prepare, "wide", op, sig, attrs, n_in, in, out, got_wide);
     if (st != SES_DRV_OK)
         fail_msg("%s on 4 threads: %s", op, wide->ctx.base.message);
-    st = run_on(f->api, narrow->device, "narrow", op, sig, attrs, n_in, in, out, got_narrow);
+    st = run_on(f->api, narrow->device, f->prepare, "narrow", op, sig, attrs, n_in, in, out,
+                got_narrow);
     if (st != SES_DRV_OK)
         fail_msg("%s on 1 thread: %s", op, narrow->ctx.base.message);
     if (memcmp(got_wide, got_narrow, targ_bytes(&out)) != 0)
@@ -2114,12 +2520,12 @@ static void a_batched_matmul_stops_when_the_host_cancels(void **state) {
     targ_t in[2] = {tensor(F32, a, 3, 4, 1, 1), tensor(F32, a, 3, 4, 1, 1)};
 
     open_pooled(f, &p, "1");
-    assert_int_equal(run_on(f->api, p.device, "mm", "MatMul", "f32,f32->f32", NULL, 2, in,
+    assert_int_equal(run_on(f->api, p.device, 0, "mm", "MatMul", "f32,f32->f32", NULL, 2, in,
                             tensor(F32, NULL, 3, 4, 1, 1), got),
                      SES_DRV_OK);
     expect_f32((const float[]){1, 4, 9, 16}, got, 4, 0);
     p.ctx.abort = 1;
-    assert_int_equal(run_on(f->api, p.device, "mm", "MatMul", "f32,f32->f32", NULL, 2, in,
+    assert_int_equal(run_on(f->api, p.device, 0, "mm", "MatMul", "f32,f32->f32", NULL, 2, in,
                             tensor(F32, NULL, 3, 4, 1, 1), got),
                      SES_DRV_CANCELLED);
     assert_non_null(strstr(p.ctx.base.message, "MatMul \"mm\": cancelled"));
@@ -2132,6 +2538,7 @@ typedef struct worker_arg {
     ses_drv_device_t *device;
     const float *x;
     int rounds;
+    int prepare; /* each round creates a state for its node, as a plan would */
     int failures;
 } worker_arg_t;
 
@@ -2194,7 +2601,7 @@ static void *concurrent_worker(void *p) {
             if (strcmp(e->op, "Mul") == 0 && strcmp(e->signature, "f32,f32->f32") == 0)
                 k = e;
         }
-        if (!k || k->compute(w->device, NULL, &launch) != SES_DRV_OK)
+        if (!k || compute_as_host(k, w->device, w->prepare, &launch) != SES_DRV_OK)
             w->failures++;
         else {
             w->api->copy_d2h(w->device, NULL, o, 0, out, N * sizeof(float));
@@ -2225,7 +2632,7 @@ static void kernels_called_from_several_threads_at_once_all_compute_correctly(vo
         x[i] = (float)(i % 1000) - 500.0f;
     open_pooled(f, &p, "3");
     for (int t = 0; t < THREADS; t++) {
-        args[t] = (worker_arg_t){f->api, p.device, x, 20, 0};
+        args[t] = (worker_arg_t){f->api, p.device, x, 20, f->prepare, 0};
         assert_int_equal(pthread_create(&threads[t], NULL, concurrent_worker, &args[t]), 0);
     }
     for (int t = 0; t < THREADS; t++) {
@@ -2241,6 +2648,9 @@ static void kernels_called_from_several_threads_at_once_all_compute_correctly(vo
  * ------------------------------------------------------------------------------------------- */
 
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+/* The same test again with every kernel that has a create prepared first, as in a plan. */
+#define TEST_PREPARED(fn) \
+    { #fn " (prepared)", fn, setup_prepared, teardown, NULL }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -2293,6 +2703,31 @@ int main(void) {
         TEST(large_kernels_on_the_pool_give_the_inline_result),
         TEST(a_batched_matmul_stops_when_the_host_cancels),
         TEST(kernels_called_from_several_threads_at_once_all_compute_correctly),
+        TEST(the_flat_and_the_broadcasting_walk_give_the_same_bits),
+        TEST(a_prepared_broadcasting_walk_gives_the_unprepared_result),
+        TEST(a_prepared_node_launched_with_other_shapes_is_checked_from_scratch),
+        TEST(a_prepared_launch_still_checks_ranges_alignment_and_overlap),
+        TEST(create_gives_no_state_to_a_node_its_launches_would_refuse),
+        TEST(a_state_made_for_another_entry_is_not_used),
+        TEST(a_prepared_integer_division_still_refuses_a_zero_divisor),
+        TEST_PREPARED(outputs_may_overlap_inputs_only_where_the_op_computes_through_it),
+        TEST_PREPARED(arithmetic_on_equal_shapes_computes_elementwise_in_f32_and_f64),
+        TEST_PREPARED(float_division_by_zero_gives_infinity_not_an_error),
+        TEST_PREPARED(arithmetic_broadcasts_rows_columns_and_outer_products),
+        TEST_PREPARED(arithmetic_works_on_scalars_and_zero_size_tensors),
+        TEST_PREPARED(integer_arithmetic_wraps_and_division_truncates_toward_zero),
+        TEST_PREPARED(integer_division_by_zero_is_refused_naming_the_node),
+        TEST_PREPARED(arithmetic_refuses_shapes_that_do_not_broadcast_naming_all_of_them),
+        TEST_PREPARED(comparisons_give_bools_with_broadcasting_and_nan_unequal),
+        TEST_PREPARED(where_selects_with_three_way_broadcasting_at_each_width),
+        TEST_PREPARED(unary_float_ops_match_libm_in_f32_and_f64),
+        TEST_PREPARED(sigmoid_and_softplus_stay_finite_for_large_inputs),
+        TEST_PREPARED(leaky_relu_reads_alpha_and_integer_unary_ops_wrap),
+        TEST_PREPARED(unary_ops_handle_scalars_and_empty_tensors_and_refuse_other_shapes),
+        TEST_PREPARED(cast_truncates_toward_zero_and_maps_bools_to_0_and_1),
+        TEST_PREPARED(cast_refuses_a_to_attribute_that_disagrees_with_the_output),
+        TEST_PREPARED(large_kernels_on_the_pool_give_the_inline_result),
+        TEST_PREPARED(kernels_called_from_several_threads_at_once_all_compute_correctly),
     };
     return cmocka_run_group_tests_name("cpu_kernels", tests, NULL, NULL);
 }
