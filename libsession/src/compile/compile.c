@@ -651,13 +651,6 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
     free(b.slot_of);
     free(b.per_device);
     free(b.summary);
-    if (st == SES_OK) {
-        /* Keep the variables read, so runs check the scope without pruning again. */
-        free(plan->variables);
-        plan->variables = pruned.variables;
-        plan->n_variables = pruned.n_variables;
-        pruned.variables = NULL;
-    }
     ses__pruned_clear(&pruned);
     if (st != SES_OK) {
         char message[2048];

@@ -131,9 +131,6 @@ struct ses_plan {
     size_t n_targets;
     int cached; /* made by eval (kept in the cache) rather than by ses_session_compile */
     pthread_mutex_t lock;
-    /* Variables the plan reads; they must be in the scope before a run. */
-    const ses_node_t **variables;
-    size_t n_variables;
     ses__compiled_t *compiled;
 };
 

@@ -278,7 +278,6 @@ static void plan_free(ses_plan_t *p) {
     if (!p)
         return;
     ses__compiled_free(p->session, p->compiled);
-    free(p->variables);
     free(p->fetches);
     free(p->fed);
     free(p->targets);
@@ -400,32 +399,27 @@ static ses_status_t init_variables(ses_plan_t *plan, ses_scope_t *scope, int dep
     return st;
 }
 
-/* Whether every variable the compiled plan reads is in @p scope (the fast path of a run). */
-static int variables_present(const ses_plan_t *plan, ses_scope_t *scope) {
-    if (!plan->compiled || plan->graph_version != ses_graph_version(plan->session->graph))
-        return 0;
-    for (size_t i = 0; i < plan->n_variables; i++) {
-        ses_tensor_t *value = NULL;
-        if (ses_scope_find(scope, plan->variables[i]->name, &value) != SES_OK)
-            return 0;
-        ses_tensor_release(value);
-    }
-    return 1;
-}
-
-/* Runs @p plan with @p feeds in plan order: initialize, recompile when needed, run. */
+/*
+ * Runs @p plan with @p feeds in plan order. The fast path checks, in one pass over the plan's
+ * external values, that the graph, the feed types and the variables are as compiled; otherwise
+ * missing variables are initialized (outside the plan's lock: that evaluates other plans) and
+ * the plan is recompiled.
+ */
 static ses_status_t run_plan(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
                              ses_tensor_t **out_values, int depth) {
     ses_status_t st = SES_OK;
 
-    if (!variables_present(plan, scope))
-        st = init_variables(plan, scope, depth);
-    if (st != SES_OK)
-        return st;
     pthread_mutex_lock(&plan->lock);
     if (!ses__compiled_matches(plan, feeds, scope)) {
-        plan->graph_version = ses_graph_version(plan->session->graph);
-        st = ses__compile(plan, feeds, scope);
+        pthread_mutex_unlock(&plan->lock);
+        st = init_variables(plan, scope, depth);
+        if (st != SES_OK)
+            return st;
+        pthread_mutex_lock(&plan->lock);
+        if (!ses__compiled_matches(plan, feeds, scope)) {
+            plan->graph_version = ses_graph_version(plan->session->graph);
+            st = ses__compile(plan, feeds, scope);
+        }
     }
     if (st == SES_OK)
         st = ses__run(plan, feeds, scope, out_values);
