@@ -5,7 +5,10 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <session/session.h>
 
@@ -385,6 +388,63 @@ static void a_loaded_driver_reports_what_it_says_about_itself(void **state) {
     ses_registry_destroy(reg);
 }
 
+/* An application or a tool adds a manifest by path: once, with its options readable. */
+static void a_manifest_added_by_path_joins_the_registry_once(void **state) {
+    ses_registry_t *reg = registry_with(NULL);
+    const ses_driver_t *d = NULL, *again = NULL, *dup = NULL;
+    const ses_device_t *device = NULL;
+    char path[] = "/tmp/ses-registry-XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    FILE *f;
+
+    (void)state;
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"file_format_version\": \"1.0.0\", \"name\": \"fake_good\", \"abi_major\": 1,\n"
+            " \"library_path\": \"%s/ses_fake_good.so\",\n"
+            " \"options\": {\"driver.fake_good.mode\": \"fast\"}}\n",
+            FAKE_DIR);
+    fclose(f);
+
+    assert_int_equal(ses_registry_add_driver_file(reg, path, &d), SES_OK);
+    assert_non_null(d);
+    assert_int_equal(ses_registry_driver_count(reg), 2);
+    assert_ptr_equal(driver_named(reg, "fake_good"), d);
+    assert_string_equal(ses_driver_manifest_option(d, "driver.fake_good.mode"), "fast");
+    assert_null(ses_driver_manifest_option(d, "driver.fake_good.other"));
+    assert_null(ses_driver_manifest_option(d, NULL));
+    assert_int_equal(ses_registry_find_device(reg, "fake_good:0", &device), SES_OK);
+    assert_ptr_equal(ses_device_driver(device), d);
+
+    /* The same file again (by another spelling of its path) adds nothing. */
+    {
+        char other[PATH_MAX];
+        snprintf(other, sizeof other, "/tmp/.//%s", path + 5);
+        assert_int_equal(ses_registry_add_driver_file(reg, other, &again), SES_OK);
+        assert_ptr_equal(again, d);
+        assert_int_equal(ses_registry_driver_count(reg), 2);
+    }
+    /* Another manifest that claims the same name is kept, failed, with the reason. */
+    assert_int_equal(ses_registry_add_driver_file(reg, FAKE("fake_good.json"), &dup),
+                     SES_ALREADY_EXISTS);
+    assert_non_null(dup);
+    assert_int_equal(ses_driver_state(dup), SES_DRIVER_FAILED);
+    assert_non_null(strstr(ses_last_error(), "duplicate driver name \"fake_good\""));
+    assert_ptr_equal(driver_named(reg, "fake_good"), d);
+
+    assert_int_equal(ses_registry_add_driver_file(reg, "/nonexistent/x.json", &dup), SES_NOT_FOUND);
+    assert_null(dup);
+    assert_non_null(strstr(ses_last_error(), "/nonexistent/x.json"));
+    assert_int_equal(ses_registry_add_driver_file(NULL, path, NULL), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_registry_add_driver_file(reg, "", NULL), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_registry_add_driver_file(reg, NULL, NULL), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_registry_driver_count(reg), 3);
+    ses_registry_destroy(reg);
+    unlink(path);
+}
+
 static void null_arguments_are_refused_with_a_message(void **state) {
     ses_registry_t *reg = registry_with(NULL);
     const ses_device_t *dev = (const ses_device_t *)0x1;
@@ -475,6 +535,7 @@ int main(void) {
         cmocka_unit_test(a_listed_manifest_that_does_not_exist_is_reported),
         cmocka_unit_test(environment_mistakes_become_notes),
         cmocka_unit_test(a_loaded_driver_reports_what_it_says_about_itself),
+        cmocka_unit_test(a_manifest_added_by_path_joins_the_registry_once),
         cmocka_unit_test(null_arguments_are_refused_with_a_message),
         cmocka_unit_test(the_default_registry_is_created_once),
         cmocka_unit_test(concurrent_lookups_load_each_driver_once),

@@ -79,6 +79,20 @@ SES_API ses_status_t ses_registry_find_driver(const ses_registry_t *registry, co
                                               const ses_driver_t **out_driver);
 
 /**
+ * Adds the driver described by the manifest at @p manifest_path, as if it had been listed in
+ * SESSION_ADD_DRIVER_FILES: for applications that bundle a driver, and for tools given a manifest
+ * by path. The driver is not loaded yet. When the same manifest file (by real path) is known
+ * already, *out_driver is that driver and nothing is added. A driver whose manifest cannot be read
+ * or whose name or library another driver has already claimed is still added, in state FAILED,
+ * with the reason in ses_driver_error(); the call then returns that driver's error code.
+ * Returns SES_NOT_FOUND when the file does not exist. @p out_driver may be NULL.
+ * Not thread-safe with other calls on @p registry: add drivers before sharing it.
+ */
+SES_API ses_status_t ses_registry_add_driver_file(ses_registry_t *registry,
+                                                  const char *manifest_path,
+                                                  const ses_driver_t **out_driver);
+
+/**
  * Loads every enabled driver, then gives the number of devices across all of them, in driver
  * priority order.
  */
@@ -129,6 +143,11 @@ SES_API const char *ses_driver_error(const ses_driver_t *driver);
 SES_API const char *ses_driver_manifest_path(const ses_driver_t *driver);
 /** The library as resolved from the manifest (relative paths made absolute); "" if unknown. */
 SES_API const char *ses_driver_library_path(const ses_driver_t *driver);
+/**
+ * The value of option @p key ("driver.<name>.<option>") as the driver's manifest sets it under
+ * "options", or NULL. (Session options and the environment override it; see driver.h.)
+ */
+SES_API const char *ses_driver_manifest_option(const ses_driver_t *driver, const char *key);
 /** What the driver reports about itself; "" until it is loaded. */
 SES_API const char *ses_driver_vendor(const ses_driver_t *driver);
 SES_API const char *ses_driver_version(const ses_driver_t *driver);

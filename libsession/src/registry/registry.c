@@ -2,7 +2,9 @@
  * The registry: reads manifests at creation, applies SESSION_DRIVERS_SELECT/_DISABLE, refuses
  * duplicates, and loads drivers lazily when their devices are asked for.
  */
+#include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,6 +295,55 @@ ses_status_t ses_registry_load_all(ses_registry_t *reg) {
     return SES_OK;
 }
 
+/* Whether @p a and @p b name the same file (both must exist). */
+static int same_file(const char *a, const char *b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+
+    return a && b && realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
+ses_status_t ses_registry_add_driver_file(ses_registry_t *reg, const char *manifest_path,
+                                          const ses_driver_t **out_driver) {
+    struct ses_driver *driver;
+    ses_status_t st = SES_OK;
+    FILE *f;
+
+    if (out_driver)
+        *out_driver = NULL;
+    if (!reg || !manifest_path || !*manifest_path)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: %s", __func__,
+                         !reg ? "registry is NULL" : "manifest_path is NULL or empty");
+    f = fopen(manifest_path, "rb");
+    if (!f)
+        return ses__fail(SES_NOT_FOUND, "%s: cannot open manifest %s: %s", __func__,
+                         manifest_path, strerror(errno));
+    fclose(f);
+
+    pthread_mutex_lock(&reg->lock);
+    for (size_t i = 0; i < reg->n_drivers; i++) {
+        if (same_file(reg->drivers[i]->manifest.path, manifest_path)) {
+            if (out_driver)
+                *out_driver = reg->drivers[i];
+            pthread_mutex_unlock(&reg->lock);
+            return SES_OK;
+        }
+    }
+    driver = add_driver(reg, manifest_path);
+    if (!driver) {
+        pthread_mutex_unlock(&reg->lock);
+        return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory reading %s", __func__,
+                         manifest_path);
+    }
+    sort_by_priority(reg);
+    if (driver->state == SES_DRIVER_FAILED) {
+        st = ses__fail(driver->error_code, "%s", driver->error ? driver->error : "driver failed");
+    }
+    pthread_mutex_unlock(&reg->lock);
+    if (out_driver)
+        *out_driver = driver;
+    return st;
+}
+
 size_t ses_registry_driver_count(const ses_registry_t *reg) {
     return reg ? reg->n_drivers : 0;
 }
@@ -455,6 +506,15 @@ const char *ses_driver_manifest_path(const ses_driver_t *d) {
 
 const char *ses_driver_library_path(const ses_driver_t *d) {
     return d && d->manifest.library_resolved ? d->manifest.library_resolved : "";
+}
+
+const char *ses_driver_manifest_option(const ses_driver_t *d, const char *key) {
+    if (!d || !key)
+        return NULL;
+    for (size_t i = 0; i < d->manifest.n_options; i++)
+        if (strcmp(d->manifest.option_keys[i], key) == 0)
+            return d->manifest.option_values[i];
+    return NULL;
 }
 
 const char *ses_driver_vendor(const ses_driver_t *d) {
