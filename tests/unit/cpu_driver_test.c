@@ -188,10 +188,13 @@ static void negotiate_chooses_the_drivers_newest_minor_when_the_host_is_newer(vo
     assert_non_null(args.api);
 }
 
-/* The message must name both majors so an admin can tell which side is stale. */
-static void negotiate_rejects_another_abi_major_and_names_both_majors(void **state) {
+/* Another major may lay out the host table differently, so the driver must not call it: the
+ * host names both majors from driver_abi_major (session-driver-test checks this of every
+ * driver). */
+static void negotiate_rejects_another_abi_major_without_calling_the_host(void **state) {
     fixture_t *f = *state;
     ses_drv_negotiate_t args = host_args(f);
+    const int errors_before = f->ctx.calls;
     args.abi_major = 2;
 
     assert_int_equal(f->negotiate(&args), SES_DRV_INCOMPATIBLE);
@@ -199,9 +202,7 @@ static void negotiate_rejects_another_abi_major_and_names_both_majors(void **sta
     assert_int_equal(args.driver_abi_major, 1);
     assert_int_equal(args.driver_minor_max, SES_DRV_ABI_MINOR);
     assert_null(args.api);
-    assert_int_equal(f->ctx.code, SES_DRV_INCOMPATIBLE);
-    assert_message_contains(f, "ABI 2");
-    assert_message_contains(f, "ABI 1");
+    assert_int_equal(f->ctx.calls, errors_before); /* host->error was not called */
 }
 
 static void negotiate_rejects_a_host_whose_oldest_minor_is_newer_than_the_driver(void **state) {
@@ -976,7 +977,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         TEST(negotiate_accepts_abi_1_0_and_returns_a_complete_table),
         TEST(negotiate_chooses_the_drivers_newest_minor_when_the_host_is_newer),
-        TEST(negotiate_rejects_another_abi_major_and_names_both_majors),
+        TEST(negotiate_rejects_another_abi_major_without_calling_the_host),
         TEST(negotiate_rejects_a_host_whose_oldest_minor_is_newer_than_the_driver),
         TEST(negotiate_without_a_host_table_still_reports_the_mismatch),
         TEST(negotiate_rejects_null_and_undersized_arguments),
