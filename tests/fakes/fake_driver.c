@@ -16,10 +16,14 @@
  *   FAKE_MODE_NEGOTIATE_FAILS  negotiate reports "license server unreachable", SES_DRV_INTERNAL
  *   FAKE_MODE_NULL_REQUIRED    the table's enumerate_devices (required) is NULL
  *   FAKE_MODE_MISSING_DEP      healthy, but linked against a library that is never there
+ *   FAKE_MODE_ADD_ULP          healthy, plus Add "f32,f32->f32" (same shapes only) whose results
+ *                              are one ulp high: within the conformance tolerance
+ *   FAKE_MODE_ADD_WRONG        the same Add, but 0.01 high: session-driver-test must fail it
  */
 #include <session/driver.h>
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +31,8 @@
 #if (defined(FAKE_MODE_GOOD) + defined(FAKE_MODE_NO_DEVICES) + defined(FAKE_MODE_NO_ENTRY) + \
      defined(FAKE_MODE_ABI2) + defined(FAKE_MODE_SMALL_TABLE) +                              \
      defined(FAKE_MODE_NEGOTIATE_FAILS) + defined(FAKE_MODE_NULL_REQUIRED) +                 \
-     defined(FAKE_MODE_MISSING_DEP)) != 1
+     defined(FAKE_MODE_MISSING_DEP) + defined(FAKE_MODE_ADD_ULP) +                          \
+     defined(FAKE_MODE_ADD_WRONG)) != 1
 #error "compile fake_driver.c with exactly one -DFAKE_MODE_* flag"
 #endif
 
@@ -433,6 +438,60 @@ static int32_t fake_identity_compute(ses_drv_device_t *device, void *state,
     return SES_DRV_OK;
 }
 
+#if defined(FAKE_MODE_ADD_ULP) || defined(FAKE_MODE_ADD_WRONG)
+#define FAKE_HAS_ADD 1
+
+/* Add of two f32 tensors of one shape; other shapes are refused, as a real driver may. */
+static int32_t fake_add_supports(ses_drv_device_t *device, const ses_drv_node_t *node) {
+    const ses_drv_tensor_desc_t *a = &node->inputs[0], *b = &node->inputs[1];
+
+    if (node->n_inputs != 2 || a->rank != b->rank ||
+        (a->rank && memcmp(a->dims, b->dims, a->rank * sizeof(int64_t)) != 0))
+        return FAKE_FAIL(device->driver, SES_DRV_UNIMPLEMENTED,
+                         "%s Add \"%s\": only inputs of one shape", FAKE_NAME,
+                         node->name ? node->name : "?");
+    return SES_DRV_OK;
+}
+
+static int32_t fake_add_compute(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch) {
+    const ses_drv_node_t *node = launch->node;
+    uint64_t n, bytes;
+    int32_t st;
+
+    (void)state;
+    if ((st = fake_check_no_stream(device, "Add", launch->stream)) != SES_DRV_OK)
+        return st;
+    if ((st = fake_add_supports(device, node)) != SES_DRV_OK)
+        return st;
+    if ((st = fake_element_count(device, node->name, "output", &node->outputs[0], &n)) !=
+        SES_DRV_OK)
+        return st;
+    bytes = n * sizeof(float);
+    if ((st = fake_check_range(device, "Add", "input 0", launch->inputs[0],
+                               launch->input_offsets[0], bytes)) != SES_DRV_OK ||
+        (st = fake_check_range(device, "Add", "input 1", launch->inputs[1],
+                               launch->input_offsets[1], bytes)) != SES_DRV_OK ||
+        (st = fake_check_range(device, "Add", "output", launch->outputs[0],
+                               launch->output_offsets[0], bytes)) != SES_DRV_OK)
+        return st;
+    for (uint64_t i = 0; i < n; i++) {
+        float x, y, sum;
+        memcpy(&x, launch->inputs[0]->data + launch->input_offsets[0] + i * 4, 4);
+        memcpy(&y, launch->inputs[1]->data + launch->input_offsets[1] + i * 4, 4);
+#if defined(FAKE_MODE_ADD_ULP)
+        sum = nextafterf(x + y, INFINITY); /* the misbehaviour: one ulp high */
+#else
+        sum = x + y + 0.01f; /* the misbehaviour: 0.01 high */
+#endif
+        memcpy(launch->outputs[0]->data + launch->output_offsets[0] + i * 4, &sum, 4);
+    }
+    return SES_DRV_OK;
+}
+#else
+#define FAKE_HAS_ADD 0
+#endif
+
 static const ses_drv_kernel_t fake_kernels[] = {
     {
         .struct_size = sizeof(ses_drv_kernel_t),
@@ -442,6 +501,15 @@ static const ses_drv_kernel_t fake_kernels[] = {
         .flags = 0,
         .compute = fake_identity_compute,
     },
+#if FAKE_HAS_ADD
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "Add",
+        .signature = "f32,f32->f32",
+        .supports_node = fake_add_supports,
+        .compute = fake_add_compute,
+    },
+#endif
 };
 
 static int32_t fake_get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,

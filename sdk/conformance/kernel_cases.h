@@ -1,0 +1,32 @@
+/*
+ * The inputs every op is checked on, written as short strings so that a case reads like the
+ * node it builds. Tokens, separated by spaces:
+ *
+ *   [2,3]          a data input of that shape (dtype from the kernel's signature, in order);
+ *   [2,3]@pos      ... with values from a domain: any (default), pos (0.1..4), nz (|x| in
+ *                  0.5..4), small (integers -2..2, so that ties and equal values occur),
+ *                  unit (-1..1), exp (-2..2), cast (multiples of 0.25 in 0..100), idxN (indices
+ *                  in [-N, N)), bool (0 or 1);
+ *   shape=i64:[4,-1]   a constant i64 input (a shape-like input, resolved at compile time);
+ *   axis=1  alpha=0.5  perm=[1,0]   an INT, FLOAT (has a '.') or INTS attribute.
+ *
+ * A case applies to a kernel when its number of data inputs equals the signature's (any number
+ * for a variadic signature). Every op has cases of rank 0, zero size, broadcasting where the op
+ * broadcasts, odd sizes, and a large one.
+ */
+#ifndef SES_CONFORMANCE_KERNEL_CASES_H
+#define SES_CONFORMANCE_KERNEL_CASES_H
+
+typedef struct ses_conf_op_cases {
+    const char *op;
+    /* Tolerance for f32 results: |got - want| <= atol + rtol * |want|. Other float dtypes scale
+     * it (kernel_checks.c); integers and bools are always compared exactly. */
+    double rtol;
+    double atol;
+    const char *const *cases; /* NULL-terminated */
+} ses_conf_op_cases_t;
+
+/** The cases of @p op, or NULL when the suite has none (the kernel is then reported). */
+const ses_conf_op_cases_t *ses_conf_find_cases(const char *op);
+
+#endif

@@ -1,0 +1,682 @@
+/*
+ * Kernel checks: every (op, signature) a driver claims runs as a one-node graph in a session on
+ * the driver's device with fallback denied, so the node cannot quietly run elsewhere, and in a
+ * session on the reference driver (the CPU driver, one thread), on the same random inputs.
+ * The outputs must agree within the op's tolerance.
+ *
+ * Going through sessions means a kernel sees exactly what it sees in production: shapes inferred
+ * by libsession, shape-like inputs resolved into normalized attributes, arena offsets, copies
+ * to and from its device.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+#include "kernel_cases.h"
+
+#define MAX_ARGS 8
+#define MAX_RANK 8
+#define MAX_VALUES 16
+#define MAX_ATTRS 6
+
+typedef struct arg {
+    int is_const; /* an i64 constant (shape-like) input rather than random data */
+    size_t rank;
+    int64_t dims[MAX_RANK];
+    char domain[16];
+    int64_t values[MAX_VALUES]; /* is_const: the constant's values (rank 1, dims[0] of them) */
+    char name[32];
+} arg_t;
+
+typedef struct attr_spec {
+    char name[32];
+    ses_attr_type_t type;
+    int64_t i;
+    double f;
+    int64_t ints[MAX_VALUES];
+    size_t count;
+} attr_spec_t;
+
+typedef struct kcase {
+    arg_t args[MAX_ARGS];
+    size_t n_args, n_data;
+    attr_spec_t attrs[MAX_ATTRS];
+    size_t n_attrs;
+} kcase_t;
+
+typedef struct signature {
+    ses_dtype_t in[MAX_ARGS];
+    size_t n_in;
+    int variadic;
+    ses_dtype_t out[MAX_ARGS];
+    size_t n_out;
+} signature_t;
+
+/* ---- parsing -------------------------------------------------------------------------------- */
+
+static ses_dtype_t dtype_of(const char *s, size_t n) {
+    for (int d = SES_F32; d <= SES_BOOL; d++) {
+        const char *name = ses_dtype_name((ses_dtype_t)d);
+        if (strlen(name) == n && !strncmp(name, s, n))
+            return (ses_dtype_t)d;
+    }
+    return SES_DTYPE_INVALID;
+}
+
+static int parse_signature(const char *text, signature_t *sig) {
+    const char *arrow = strstr(text, "->");
+    const char *p = text;
+
+    memset(sig, 0, sizeof *sig);
+    if (!arrow)
+        return 0;
+    while (p < arrow && sig->n_in < MAX_ARGS) {
+        const char *end = p;
+        while (end < arrow && *end != ',' && *end != '.')
+            end++;
+        if ((sig->in[sig->n_in++] = dtype_of(p, (size_t)(end - p))) == SES_DTYPE_INVALID)
+            return 0;
+        if (end < arrow && *end == '.') {
+            sig->variadic = 1;
+            end += 3;
+        }
+        p = end < arrow ? end + 1 : end;
+    }
+    for (p = arrow + 2; *p && sig->n_out < MAX_ARGS;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if ((sig->out[sig->n_out++] = dtype_of(p, n)) == SES_DTYPE_INVALID)
+            return 0;
+        p += n + (end ? 1 : 0);
+    }
+    return sig->n_in > 0 && sig->n_out > 0;
+}
+
+/* "[2,3,-1]" → values; returns the text after ']' or NULL. */
+static const char *parse_list(const char *p, int64_t *values, size_t cap, size_t *n) {
+    *n = 0;
+    if (*p++ != '[')
+        return NULL;
+    while (*p && *p != ']') {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || *n == cap)
+            return NULL;
+        values[(*n)++] = v;
+        p = end;
+        if (*p == ',')
+            p++;
+    }
+    return *p == ']' ? p + 1 : NULL;
+}
+
+static int parse_case(const char *text, kcase_t *c) {
+    const char *p = text;
+
+    memset(c, 0, sizeof *c);
+    while (*p) {
+        const char *eq, *end;
+        char token[160];
+        size_t n;
+
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        end = strchr(p, ' ');
+        n = end ? (size_t)(end - p) : strlen(p);
+        if (n >= sizeof token)
+            return 0;
+        memcpy(token, p, n);
+        token[n] = '\0';
+        p += n;
+        eq = strchr(token, '=');
+        if (token[0] == '[') {
+            arg_t *a;
+            const char *rest;
+            if (c->n_args == MAX_ARGS)
+                return 0;
+            a = &c->args[c->n_args++];
+            rest = parse_list(token, a->dims, MAX_RANK, &a->rank);
+            if (!rest)
+                return 0;
+            snprintf(a->domain, sizeof a->domain, "%s", *rest == '@' ? rest + 1 : "any");
+            snprintf(a->name, sizeof a->name, "in%zu", c->n_data++);
+        } else if (eq && !strncmp(eq + 1, "i64:", 4)) {
+            arg_t *a;
+            size_t count;
+            if (c->n_args == MAX_ARGS)
+                return 0;
+            a = &c->args[c->n_args++];
+            a->is_const = 1;
+            if (!parse_list(eq + 5, a->values, MAX_VALUES, &count))
+                return 0;
+            a->rank = 1;
+            a->dims[0] = (int64_t)count;
+            snprintf(a->name, sizeof a->name, "%.*s", (int)(eq - token), token);
+        } else if (eq) {
+            attr_spec_t *at;
+            if (c->n_attrs == MAX_ATTRS)
+                return 0;
+            at = &c->attrs[c->n_attrs++];
+            snprintf(at->name, sizeof at->name, "%.*s", (int)(eq - token), token);
+            if (eq[1] == '[') {
+                at->type = SES_ATTR_INTS;
+                if (!parse_list(eq + 1, at->ints, MAX_VALUES, &at->count))
+                    return 0;
+            } else if (strchr(eq + 1, '.')) {
+                at->type = SES_ATTR_FLOAT;
+                at->f = strtod(eq + 1, NULL);
+            } else {
+                at->type = SES_ATTR_INT;
+                at->i = strtoll(eq + 1, NULL, 10);
+            }
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- values ------------------------------------------------------------------------------- */
+
+static uint64_t next_random(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+static double uniform(uint64_t *state, double lo, double hi) {
+    return lo + (hi - lo) * ((double)(next_random(state) >> 11) / 9007199254740992.0);
+}
+
+static int64_t integer(uint64_t *state, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(next_random(state) % (uint64_t)(hi - lo + 1));
+}
+
+static uint16_t f32_to_f16(float value) {
+    uint32_t x;
+    uint32_t sign, exponent, mantissa;
+
+    memcpy(&x, &value, sizeof x);
+    sign = (x >> 16) & 0x8000u;
+    exponent = (x >> 23) & 0xFFu;
+    mantissa = x & 0x7FFFFFu;
+    if (exponent == 0xFF)
+        return (uint16_t)(sign | 0x7C00u | (mantissa ? 0x200u : 0));
+    if (exponent > 142)
+        return (uint16_t)(sign | 0x7C00u);
+    if (exponent < 113) {
+        /* Subnormal or zero in f16: shift with round to nearest even. */
+        uint32_t shift, m, half, rest;
+        if (exponent < 102)
+            return (uint16_t)sign;
+        m = mantissa | 0x800000u;
+        shift = 126 - exponent;
+        half = 1u << (shift - 1);
+        rest = m & ((1u << shift) - 1);
+        m >>= shift;
+        if (rest > half || (rest == half && (m & 1)))
+            m++;
+        return (uint16_t)(sign | m);
+    }
+    {
+        uint32_t h = ((exponent - 112) << 10) | (mantissa >> 13);
+        uint32_t rest = mantissa & 0x1FFFu;
+        if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+}
+
+static float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1Fu;
+    uint32_t mantissa = h & 0x3FFu;
+    uint32_t x;
+    float f;
+
+    if (exponent == 0x1F) {
+        x = sign | 0x7F800000u | (mantissa << 13);
+    } else if (exponent == 0) {
+        f = (float)mantissa * 5.9604644775390625e-8f; /* 2^-24 */
+        return sign ? -f : f;
+    } else {
+        x = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    }
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float value) {
+    uint32_t x;
+
+    memcpy(&x, &value, sizeof x);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7FFFu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static float bf16_to_f32(uint16_t b) {
+    uint32_t x = (uint32_t)b << 16;
+    float f;
+
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static int is_float(ses_dtype_t d) {
+    return d == SES_F32 || d == SES_F64 || d == SES_F16 || d == SES_BF16;
+}
+
+static int is_unsigned(ses_dtype_t d) {
+    return d == SES_U8 || d == SES_U16 || d == SES_U32 || d == SES_U64;
+}
+
+static void store(void *data, size_t i, ses_dtype_t d, double v) {
+    switch (d) {
+    case SES_F32: ((float *)data)[i] = (float)v; break;
+    case SES_F64: ((double *)data)[i] = v; break;
+    case SES_F16: ((uint16_t *)data)[i] = f32_to_f16((float)v); break;
+    case SES_BF16: ((uint16_t *)data)[i] = f32_to_bf16((float)v); break;
+    case SES_I8: ((int8_t *)data)[i] = (int8_t)v; break;
+    case SES_I16: ((int16_t *)data)[i] = (int16_t)v; break;
+    case SES_I32: ((int32_t *)data)[i] = (int32_t)v; break;
+    case SES_I64: ((int64_t *)data)[i] = (int64_t)v; break;
+    case SES_U8: ((uint8_t *)data)[i] = (uint8_t)v; break;
+    case SES_U16: ((uint16_t *)data)[i] = (uint16_t)v; break;
+    case SES_U32: ((uint32_t *)data)[i] = (uint32_t)v; break;
+    case SES_U64: ((uint64_t *)data)[i] = (uint64_t)v; break;
+    case SES_BOOL: ((uint8_t *)data)[i] = v != 0.0; break;
+    default: break;
+    }
+}
+
+static double load(const void *data, size_t i, ses_dtype_t d) {
+    switch (d) {
+    case SES_F32: return ((const float *)data)[i];
+    case SES_F64: return ((const double *)data)[i];
+    case SES_F16: return f16_to_f32(((const uint16_t *)data)[i]);
+    case SES_BF16: return bf16_to_f32(((const uint16_t *)data)[i]);
+    case SES_I8: return ((const int8_t *)data)[i];
+    case SES_I16: return ((const int16_t *)data)[i];
+    case SES_I32: return ((const int32_t *)data)[i];
+    case SES_I64: return (double)((const int64_t *)data)[i];
+    case SES_U8: return ((const uint8_t *)data)[i];
+    case SES_U16: return ((const uint16_t *)data)[i];
+    case SES_U32: return ((const uint32_t *)data)[i];
+    case SES_U64: return (double)((const uint64_t *)data)[i];
+    case SES_BOOL: return ((const uint8_t *)data)[i];
+    default: return 0.0;
+    }
+}
+
+/* One random value of @p domain for @p d (see kernel_cases.h). */
+static double draw(uint64_t *rng, const char *domain, ses_dtype_t d) {
+    const int f = is_float(d), u = is_unsigned(d);
+
+    if (d == SES_BOOL)
+        return (double)integer(rng, 0, 1);
+    if (!strncmp(domain, "idx", 3)) {
+        int64_t n = strtoll(domain + 3, NULL, 10);
+        return (double)integer(rng, -n, n - 1);
+    }
+    if (!strcmp(domain, "small"))
+        return (double)integer(rng, u ? 0 : -2, 2);
+    if (!strcmp(domain, "cast"))
+        return f ? 0.25 * (double)integer(rng, 0, 400) : (double)integer(rng, 0, 100);
+    if (!strcmp(domain, "pos"))
+        return f ? uniform(rng, 0.1, 4.0) : (double)integer(rng, 1, 20);
+    if (!strcmp(domain, "nz")) {
+        double sign = u || integer(rng, 0, 1) ? 1.0 : -1.0;
+        return sign * (f ? uniform(rng, 0.5, 4.0) : (double)integer(rng, 1, 20));
+    }
+    if (!strcmp(domain, "unit"))
+        return f ? uniform(rng, -1.0, 1.0) : (double)integer(rng, u ? 0 : -1, 1);
+    if (!strcmp(domain, "exp"))
+        return f ? uniform(rng, -2.0, 2.0) : (double)integer(rng, u ? 0 : -2, 2);
+    return f ? uniform(rng, -3.0, 3.0) : (double)integer(rng, u ? 0 : -20, u ? 40 : 20);
+}
+
+/* ---- comparing ---------------------------------------------------------------------------- */
+
+typedef struct compare {
+    double max_abs, max_rel;
+    char first[512]; /* the first element out of tolerance, or "" */
+} compare_t;
+
+static void tolerance(const ses_conf_op_cases_t *spec, ses_dtype_t d, double *rtol, double *atol) {
+    *rtol = spec->rtol;
+    *atol = spec->atol;
+    if (!is_float(d) || (spec->rtol == 0.0 && spec->atol == 0.0)) {
+        *rtol = *atol = 0.0;
+    } else if (d == SES_F64) {
+        *rtol *= 1e-6;
+        *atol *= 1e-6;
+    } else if (d == SES_F16) {
+        *rtol = fmax(*rtol, 1e-2);
+        *atol = fmax(*atol * 100.0, 1e-2);
+    } else if (d == SES_BF16) {
+        *rtol = fmax(*rtol, 4e-2);
+        *atol = fmax(*atol * 1000.0, 4e-2);
+    }
+}
+
+static void format_index(size_t flat, const int64_t *dims, size_t rank, char *out, size_t size) {
+    int64_t coords[MAX_RANK * 2];
+    size_t used = 0;
+
+    for (size_t k = rank; k-- > 0;) {
+        coords[k] = dims[k] ? (int64_t)(flat % (size_t)dims[k]) : 0;
+        flat = dims[k] ? flat / (size_t)dims[k] : 0;
+    }
+    used += (size_t)snprintf(out, size, "[");
+    for (size_t k = 0; k < rank && used < size; k++)
+        used += (size_t)snprintf(out + used, size - used, "%s%" PRId64, k ? "," : "", coords[k]);
+    if (used < size)
+        snprintf(out + used, size - used, "]");
+}
+
+static void format_shape(const int64_t *dims, size_t rank, char *out, size_t size) {
+    size_t used = (size_t)snprintf(out, size, "[");
+    for (size_t k = 0; k < rank && used < size; k++)
+        used += (size_t)snprintf(out + used, size - used, "%s%" PRId64, k ? "," : "", dims[k]);
+    if (used < size)
+        snprintf(out + used, size - used, "]");
+}
+
+/* Compares output @p index; returns 0 when it is out of tolerance (c->first says where). */
+static int compare_output(const ses_conf_op_cases_t *spec, size_t index, ses_tensor_t *got,
+                          ses_tensor_t *want, compare_t *c) {
+    const ses_dtype_t d = ses_tensor_dtype(want);
+    const size_t rank = ses_tensor_rank(want), n = ses_tensor_count(want);
+    const void *g = ses_tensor_data(got), *w = ses_tensor_data(want);
+    double rtol, atol;
+
+    if (ses_tensor_dtype(got) != d || ses_tensor_rank(got) != rank ||
+        memcmp(ses_tensor_dims(got), ses_tensor_dims(want), rank * sizeof(int64_t)) != 0) {
+        char gs[128], ws[128];
+        format_shape(ses_tensor_dims(got), ses_tensor_rank(got), gs, sizeof gs);
+        format_shape(ses_tensor_dims(want), rank, ws, sizeof ws);
+        snprintf(c->first, sizeof c->first, "output %zu is %s%s, the reference's is %s%s", index,
+                 ses_dtype_name(ses_tensor_dtype(got)), gs, ses_dtype_name(d), ws);
+        c->max_abs = c->max_rel = INFINITY;
+        return 0;
+    }
+    if (!g || !w) {
+        snprintf(c->first, sizeof c->first, "output %zu is not host-visible", index);
+        return 0;
+    }
+    tolerance(spec, d, &rtol, &atol);
+    for (size_t i = 0; i < n; i++) {
+        double a = load(g, i, d), b = load(w, i, d);
+        double diff, rel;
+
+        if (isnan(a) && isnan(b))
+            continue;
+        diff = a == b ? 0.0 : (isnan(a) || isnan(b)) ? INFINITY : fabs(a - b);
+        rel = diff == 0.0 ? 0.0 : b != 0.0 ? diff / fabs(b) : INFINITY;
+        if (diff > c->max_abs)
+            c->max_abs = diff;
+        if (rel > c->max_rel)
+            c->max_rel = rel;
+        if (!(diff <= atol + rtol * fabs(b)) && !c->first[0]) {
+            char where[128];
+            format_index(i, ses_tensor_dims(want), rank, where, sizeof where);
+            snprintf(c->first, sizeof c->first,
+                     "output %zu%s: got %.9g, want %.9g (error %.3g, allowed %.3g)", index, where,
+                     a, b, diff, atol + rtol * fabs(b));
+        }
+    }
+    return c->first[0] == '\0';
+}
+
+/* ---- running one case -------------------------------------------------------------------- */
+
+typedef enum outcome {
+    CASE_PASSED,
+    CASE_FAILED,     /* wrong values, or an error on the device */
+    CASE_REFUSED,    /* the device has no kernel for this node (supports_node said no) */
+    CASE_NO_REFERENCE, /* the reference cannot run it: the case says nothing about the driver */
+    CASE_BAD,        /* the case does not fit the signature (a bug in the suite) */
+} outcome_t;
+
+static const int cast_codes[] = {
+    /* ONNX TensorProto codes of our dtypes, by ses_dtype_t value. */
+    0, 1, 11, 10, 16, 3, 5, 6, 7, 2, 4, 12, 13, 9,
+};
+
+typedef struct built {
+    ses_graph_t *graph;
+    ses_edge_t fetches[MAX_ARGS];
+    size_t n_fetches;
+    ses_feed_t feeds[MAX_ARGS];
+    size_t n_feeds;
+} built_t;
+
+static void built_clear(built_t *b) {
+    for (size_t i = 0; i < b->n_feeds; i++)
+        ses_tensor_release(b->feeds[i].value);
+    ses_graph_release(b->graph);
+    memset(b, 0, sizeof *b);
+}
+
+static ses_status_t build(const char *op, const signature_t *sig, const kcase_t *c, uint64_t *rng,
+                          built_t *b, char *why, size_t why_size) {
+    ses_edge_t inputs[MAX_ARGS];
+    ses_attr_t attrs[MAX_ATTRS + 1];
+    size_t n_attrs = 0, data = 0;
+    ses_node_t *node = NULL;
+    ses_status_t st;
+
+    memset(b, 0, sizeof *b);
+    if ((st = ses_graph_create(&b->graph)) != SES_OK)
+        goto fail;
+    for (size_t k = 0; k < c->n_args; k++) {
+        const arg_t *a = &c->args[k];
+        ses_tensor_t *t = NULL;
+        if (a->is_const) {
+            st = ses_tensor_create_from(SES_I64, 1, a->dims, a->values,
+                                        (size_t)a->dims[0] * sizeof(int64_t), &t);
+            if (st == SES_OK)
+                st = ses_graph_constant(b->graph, a->name, t, &inputs[k]);
+            ses_tensor_release(t);
+        } else {
+            ses_dtype_t d = sig->in[data < sig->n_in ? data : sig->n_in - 1];
+            void *values;
+            data++;
+            st = ses_tensor_create(d, a->rank, a->dims, &t);
+            if (st != SES_OK)
+                goto fail;
+            values = ses_tensor_data(t);
+            for (size_t i = 0; i < ses_tensor_count(t); i++)
+                store(values, i, d, draw(rng, a->domain, d));
+            b->feeds[b->n_feeds].value = t;
+            st = ses_graph_placeholder(b->graph, a->name, d, a->rank, a->dims, &inputs[k]);
+            b->feeds[b->n_feeds++].edge = inputs[k];
+        }
+        if (st != SES_OK)
+            goto fail;
+    }
+    for (size_t k = 0; k < c->n_attrs; k++) {
+        const attr_spec_t *at = &c->attrs[k];
+        attrs[n_attrs++] = at->type == SES_ATTR_INTS    ? ses_attr_ints(at->name, at->ints, at->count)
+                           : at->type == SES_ATTR_FLOAT ? ses_attr_float(at->name, at->f)
+                                                        : ses_attr_int(at->name, at->i);
+    }
+    if (!strcmp(op, "Cast"))
+        attrs[n_attrs++] = ses_attr_int("to", cast_codes[sig->out[0]]);
+    st = ses_graph_add_node(b->graph, op, "node", inputs, c->n_args, attrs, n_attrs, sig->n_out,
+                            &node);
+    if (st != SES_OK)
+        goto fail;
+    for (size_t i = 0; i < sig->n_out; i++)
+        b->fetches[i] = ses_node_output(node, (uint32_t)i);
+    b->n_fetches = sig->n_out;
+    return SES_OK;
+
+fail:
+    snprintf(why, why_size, "%s", ses_last_error());
+    built_clear(b);
+    return st;
+}
+
+static ses_status_t eval_on(const ses_conf_options_t *o, const char *device, int reference,
+                            const built_t *b, ses_tensor_t **out, char *why, size_t why_size) {
+    ses_session_options_t so;
+    ses_session_t *s = NULL;
+    ses_status_t st;
+
+    ses_session_options_init(&so);
+    so.fallback = SES_FALLBACK_DENY;
+    so.registry = o->registry;
+    so.log_level = 0;
+    if (reference) {
+        so.threads = 1;
+    } else {
+        so.driver_options = o->driver_options;
+        so.n_driver_options = o->n_driver_options;
+    }
+    st = ses_session_open(b->graph, &device, 1, &so, &s);
+    if (st == SES_OK)
+        st = ses_session_eval(s, b->fetches, b->n_fetches, b->feeds, b->n_feeds, NULL, 0, out);
+    if (st != SES_OK)
+        snprintf(why, why_size, "%s", ses_last_error());
+    ses_session_destroy(s);
+    return st;
+}
+
+static outcome_t run_case(const ses_conf_options_t *o, const ses_conf_op_cases_t *spec,
+                          const char *op, const signature_t *sig, const kcase_t *c,
+                          const char *device, const char *reference, uint64_t *rng,
+                          compare_t *cmp, char *why, size_t why_size) {
+    ses_tensor_t *got[MAX_ARGS] = {0}, *want[MAX_ARGS] = {0};
+    outcome_t result = CASE_PASSED;
+    built_t b;
+    ses_status_t st;
+
+    if (build(op, sig, c, rng, &b, why, why_size) != SES_OK)
+        return CASE_BAD;
+    st = eval_on(o, reference, 1, &b, want, why, why_size);
+    if (st != SES_OK) {
+        result = CASE_NO_REFERENCE;
+        goto done;
+    }
+    st = eval_on(o, device, 0, &b, got, why, why_size);
+    if (st != SES_OK) {
+        result = st == SES_UNIMPLEMENTED ? CASE_REFUSED : CASE_FAILED;
+        goto done;
+    }
+    for (size_t i = 0; i < b.n_fetches; i++) {
+        if (!compare_output(spec, i, got[i], want[i], cmp)) {
+            snprintf(why, why_size, "%s", cmp->first);
+            result = CASE_FAILED;
+            break;
+        }
+    }
+done:
+    for (size_t i = 0; i < b.n_fetches; i++) {
+        ses_tensor_release(got[i]);
+        ses_tensor_release(want[i]);
+    }
+    built_clear(&b);
+    return result;
+}
+
+/* ---- one kernel --------------------------------------------------------------------------- */
+
+static void check_kernel(const ses_conf_options_t *o, ses_conf_report_t *r, const char *op,
+                         const char *signature, const char *device, const char *reference) {
+    const ses_conf_op_cases_t *spec = ses_conf_find_cases(op);
+    uint32_t ran = 0, refused = 0, no_reference = 0;
+    char name[128], detail[1024] = "", note[768] = "";
+    compare_t cmp = {0.0, 0.0, ""};
+    uint64_t rng = (o->seed ? o->seed : 1) ^ UINT64_C(14695981039346656037);
+    signature_t sig;
+
+    snprintf(name, sizeof name, "%s %s", op, signature);
+    /* Each kernel draws from its own sequence, so one kernel's inputs do not depend on which
+     * others ran before it (--op gives the same inputs as a full run). */
+    for (const char *p = name; *p; p++)
+        rng = (rng ^ (unsigned char)*p) * UINT64_C(1099511628211);
+    if (!rng)
+        rng = 1;
+    if (!parse_signature(signature, &sig)) {
+        ses_conf_add_kernel(r, name, SES_CONF_FAIL, 0, 0, 0, 0, "the signature does not parse");
+        return;
+    }
+    if (!spec) {
+        ses_conf_add_kernel(r, name, SES_CONF_SKIP, 0, 0, 0, 0,
+                            "the suite has no cases for this op (is it in libsession's op set?)");
+        return;
+    }
+    for (const char *const *text = spec->cases; *text; text++) {
+        char why[768] = "";
+        kcase_t c;
+        outcome_t outcome;
+
+        if (!parse_case(*text, &c)) {
+            snprintf(detail, sizeof detail, "case \"%s\" does not parse (a bug in the suite)",
+                     *text);
+            break;
+        }
+        if (sig.variadic ? c.n_data < 1 : c.n_data != sig.n_in)
+            continue;
+        outcome = run_case(o, spec, op, &sig, &c, device, reference, &rng, &cmp, why, sizeof why);
+        if (outcome == CASE_PASSED) {
+            ran++;
+        } else if (outcome == CASE_REFUSED) {
+            refused++;
+            if (!note[0])
+                snprintf(note, sizeof note, "refused case \"%s\": %s", *text, why);
+        } else if (outcome == CASE_NO_REFERENCE) {
+            no_reference++;
+            if (!note[0])
+                snprintf(note, sizeof note, "reference cannot run case \"%s\": %s", *text, why);
+        } else {
+            snprintf(detail, sizeof detail, "case \"%s\": %s%s", *text,
+                     outcome == CASE_BAD ? "cannot build the graph: " : "", why);
+            break;
+        }
+    }
+    if (detail[0])
+        ses_conf_add_kernel(r, name, SES_CONF_FAIL, cmp.max_abs, cmp.max_rel, ran, refused,
+                            detail);
+    else if (ran == 0 && refused > 0 && no_reference == 0) {
+        char message[1024];
+        snprintf(message, sizeof message, "the driver claims this kernel but refused every case; %s",
+                 note);
+        ses_conf_add_kernel(r, name, SES_CONF_FAIL, 0, 0, 0, refused, message);
+    }
+    else if (ran == 0)
+        ses_conf_add_kernel(r, name, SES_CONF_SKIP, 0, 0, 0, refused,
+                            note[0] ? note : "no case fits this signature");
+    else
+        ses_conf_add_kernel(r, name, SES_CONF_PASS, cmp.max_abs, cmp.max_rel, ran, refused, note);
+}
+
+void ses_conf_run_kernels(const ses_conf_options_t *o, ses_conf_report_t *r,
+                          char *const *kernels, size_t n_kernels) {
+    char device[96], reference[96];
+
+    snprintf(device, sizeof device, "%s:%" PRIu32, ses_driver_name(o->driver), o->device);
+    snprintf(reference, sizeof reference, "%s:0", ses_driver_name(o->reference));
+    if (n_kernels == 0) {
+        ses_conf_add(r, "kernel", "kernels", SES_CONF_SKIP, "the device claims no kernels");
+        return;
+    }
+    for (size_t i = 0; i < n_kernels; i++) {
+        char op[64];
+        const char *tab = strchr(kernels[i], '\t');
+        snprintf(op, sizeof op, "%.*s", (int)(tab - kernels[i]), kernels[i]);
+        if (o->only_op && strcmp(o->only_op, op) != 0)
+            continue;
+        check_kernel(o, r, op, tab + 1, device, reference);
+    }
+}
