@@ -1,8 +1,10 @@
 /*
  * Installing: `meson install` into a fresh prefix, then the installed session-info must find the
  * installed CPU driver through the installed manifest with no SESSION_* variable set; the
- * installed session-driver.pc must be all a driver needs to build; and `--tags driver-cpu`
- * must install the CPU driver alone.
+ * installed session-driver.pc must be all a driver needs to build; `--tags driver-cpu` must
+ * install the CPU driver alone; and the installed SDK template must build out of tree against
+ * the installed prefix alone, load in the installed session-info, and run Add in a real session
+ * next to the CPU driver.
  *
  * It configures and builds a second copy of the project (without tests), so it is the slowest
  * test of the suite.
@@ -150,12 +152,110 @@ static void the_driver_cpu_tag_installs_the_cpu_driver_alone(void **state) {
     free(r.output);
 }
 
+/*
+ * What a vendor does with the SDK, as CI: copy the installed template, build it against the
+ * installed session-driver.pc alone (pkg-config sees nothing else), show its device in the
+ * installed session-info from the build folder, run a session that mixes it with the CPU, and
+ * install it where the .pc says. Installing it into the prefix is last, since later steps
+ * would see it; keep this test last in main().
+ */
+static void the_installed_template_builds_out_of_tree_and_runs_add_next_to_the_cpu(void **state) {
+    fixture_t *f = *state;
+    char src[128], build[128], manifest[160], line[1024];
+    char command[4 * PATH_MAX], expected[2 * PATH_MAX];
+    run_result_t r;
+
+    snprintf(src, sizeof src, "%s/acme-src", f->dir);
+    snprintf(build, sizeof build, "%s/acme-build", f->dir);
+    snprintf(manifest, sizeof manifest, "%s/acme.json", build);
+
+    /* 1. The installed copy of sdk/template, built out of tree with -Werror. PKG_CONFIG_LIBDIR
+     *    replaces pkg-config's default folders, so nothing outside the prefix can help. */
+    snprintf(command, sizeof command,
+             "cp -R '%s/share/session/sdk/template' '%s' && cd '%s' && "
+             "PKG_CONFIG_PATH='%s/lib/pkgconfig' PKG_CONFIG_LIBDIR='%s/lib/pkgconfig' "
+             "'%s' setup --werror '%s' '%s' && '%s' -C '%s'",
+             f->prefix, src, f->dir, f->prefix, f->prefix, MESON, build, src, NINJA, build);
+    must_run(command);
+
+    /* Only the entry point is exported (hidden visibility). */
+    snprintf(command, sizeof command, "nm -D --defined-only '%s/ses_acme.so' | awk '{print $3}'",
+             build);
+    r = run_command(command);
+    assert_int_equal(r.exit_code, 0);
+    assert_string_equal(r.output, "ses_drv_negotiate\n");
+    free(r.output);
+
+    /* 2. The installed session-info finds it through the build folder's manifest. */
+    snprintf(command, sizeof command,
+             "env -i PATH=/usr/bin:/bin HOME='%s' SESSION_ADD_DRIVER_FILES='%s' "
+             "'%s/bin/session-info'",
+             f->dir, manifest, f->prefix);
+    r = run_command(command);
+    if (r.exit_code != 0 || !strstr(r.output, "acme:0") || !strstr(r.output, "cpu:0") ||
+        !line_containing(r.output, "  acme ", line, sizeof line) || !strstr(line, "ready"))
+        fail_msg("exit %d:\n%s", r.exit_code, r.output);
+    free(r.output);
+
+    /* 3. A session on acme:0: Add runs there; MatMul, which acme lacks, falls back to cpu:0. */
+    snprintf(command, sizeof command,
+             "SESSION_DRIVER_FILES='%s' SESSION_ADD_DRIVER_FILES='%s' '%s' acme:0", CPU_MANIFEST,
+             manifest, VENDOR_DEVICE);
+    r = run_command(command);
+    if (r.exit_code != 0 || !line_containing(r.output, "placed: Add", line, sizeof line) ||
+        !strstr(line, "acme:0"))
+        fail_msg("Add should run on acme:0; exit %d:\n%s", r.exit_code, r.output);
+    if (!line_containing(r.output, "placed: MatMul", line, sizeof line) || !strstr(line, "cpu:0"))
+        fail_msg("MatMul should fall back to cpu:0:\n%s", r.output);
+    free(r.output);
+
+    /* 4. The installed session-driver-test proves the template and the CPU driver: every ABI
+     *    check passes and every kernel matches the CPU driver's results. */
+    {
+        static const char *const drivers[] = {"acme", "cpu"};
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(command, sizeof command,
+                     "env -i PATH=/usr/bin:/bin HOME='%s' SESSION_ADD_DRIVER_FILES='%s' "
+                     "'%s/bin/session-driver-test' %s 2>&1",
+                     f->dir, manifest, f->prefix, drivers[i]);
+            r = run_command(command);
+            if (r.exit_code != 0 || !strstr(r.output, "PASSED: 0 of ") ||
+                !line_containing(r.output, "kernels: ", line, sizeof line) ||
+                !strstr(line, " 0 failed"))
+                fail_msg("session-driver-test %s: exit %d:\n%s", drivers[i], r.exit_code,
+                         r.output);
+            if (i == 0 && (!strstr(r.output, "PASS  kernel  Add f32,f32->f32") ||
+                           !strstr(r.output, "PASS  kernel  Relu f32->f32")))
+                fail_msg("acme's Add and Relu should be compared and pass:\n%s", r.output);
+            free(r.output);
+        }
+    }
+
+    /* 5. `meson install` puts the module and a manifest with its absolute path where the
+     *    installed .pc says, and the installed session-info then finds it with no variable. */
+    snprintf(command, sizeof command, "'%s' install -C '%s' --quiet", MESON, build);
+    must_run(command);
+    snprintf(command, sizeof command, "env -i PATH=/usr/bin:/bin HOME='%s' '%s/bin/session-info'",
+             f->dir, f->prefix);
+    r = run_command(command);
+    if (r.exit_code != 0 || !strstr(r.output, "acme:0"))
+        fail_msg("exit %d:\n%s", r.exit_code, r.output);
+    snprintf(expected, sizeof expected, "manifest: %s/share/session/drivers.d/acme.json",
+             f->prefix);
+    assert_non_null(strstr(r.output, expected));
+    snprintf(expected, sizeof expected, "library:  %s/lib/session/drivers/ses_acme.so", f->prefix);
+    assert_non_null(strstr(r.output, expected));
+    free(r.output);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_installed_session_info_finds_the_installed_cpu_driver),
         cmocka_unit_test(session_driver_pc_gives_the_include_path_and_no_library),
         cmocka_unit_test(a_driver_builds_from_the_installed_header_alone_and_loads),
         cmocka_unit_test(the_driver_cpu_tag_installs_the_cpu_driver_alone),
+        /* Last: it installs a driver into the shared prefix. */
+        cmocka_unit_test(the_installed_template_builds_out_of_tree_and_runs_add_next_to_the_cpu),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
