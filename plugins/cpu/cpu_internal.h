@@ -17,6 +17,10 @@
  * fails checks again step by step (cpu__run_checked) to say what is wrong, so that snprintf is
  * never on the path of a good launch.
  *
+ * The training ops are general entries, of any number of inputs and outputs (none for the
+ * optimizers, which write inputs in place): their compute is cpu__run_general, which checks the
+ * launch the same way and runs the body (cpu_train.c) without per-node state.
+ *
  * The elementwise entries also have a create: once per plan node, cpu__create checks the node
  * (counts, dtypes, dims) as a launch would and keeps what it found in a cpu__prep_t, with the
  * broadcasting walk and, for a small output, the loop to run. A launch of that node through
@@ -225,10 +229,36 @@ enum cpu__op {
     CPU__OP_CONCAT,
     CPU__OP_SLICE,
     CPU__OP_GATHER,
+    CPU__OP_SCE_LOSS, /* SoftmaxCrossEntropyLoss */
+    CPU__OP_SCE_GRAD, /* SoftmaxCrossEntropyLossGrad */
+    CPU__OP_SGD,
+    CPU__OP_MOMENTUM,
+    CPU__OP_ADAM,
+    /* The gradient ops (cpu_grad.c) */
+    CPU__OP_EXPANDLIKE,
+    CPU__OP_REDUCESUMLIKE,
+    CPU__OP_SCALARLIKE,
+    CPU__OP_RELUGRAD,
+    CPU__OP_LEAKYRELUGRAD,
+    CPU__OP_SIGMOIDGRAD,
+    CPU__OP_TANHGRAD,
+    CPU__OP_SOFTMAXGRAD,
+    CPU__OP_LOGSOFTMAXGRAD,
+    CPU__OP_MATMULGRAD,
+    CPU__OP_REDUCEGRAD,
+    CPU__OP_GATHERGRAD,
+    CPU__OP_SLICEGRAD,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
 #define CPU__MAX_INPUTS 3
+
+/**
+ * The most inputs and outputs of a general entry (cpu__run_general): the training ops, which
+ * take up to 6 inputs (Adam) and give 0 (the in-place optimizers), 1 or 2 outputs.
+ */
+#define CPU__GENERAL_MAX_INPUTS 8
+#define CPU__MAX_OUTPUTS 2
 
 /** A checked argument of a launch: where its elements are and what shape they have. */
 typedef struct cpu__tensor {
@@ -247,11 +277,17 @@ typedef struct cpu__spec {
     const char *op;        /* ONNX op type, as in the table */
     const char *signature; /* as in the table */
     int32_t (*body)(const cpu__call_t *call);
-    uint32_t code;                /* enum cpu__op */
-    uint32_t n_inputs;            /* exact count; 1 for variadic entries, which take 1 or more */
-    uint32_t variadic;            /* non-zero: every input has dtype in[0] */
-    uint32_t in[CPU__MAX_INPUTS]; /* input dtypes; unused slots 0 */
-    uint32_t out;                 /* the output's dtype */
+    uint32_t code;     /* enum cpu__op */
+    uint32_t n_inputs; /* exact count; 1 for variadic entries, which take 1 or more */
+    uint32_t variadic; /* non-zero: every input has dtype in[0] */
+    uint32_t in[CPU__GENERAL_MAX_INPUTS]; /* input dtypes; unused slots 0 */
+    uint32_t out; /* the output's dtype (for a general entry, its first output's or 0) */
+    /* General entries (cpu_kernels.c's CPU__GENERAL_KERNELS), checked by cpu__run_general: any
+     * number of inputs up to CPU__GENERAL_MAX_INPUTS and of outputs up to CPU__MAX_OUTPUTS,
+     * zero included. The other entries leave these fields zero and have one output, `out`. */
+    uint32_t n_outputs;              /* general: exact count, 0 to CPU__MAX_OUTPUTS */
+    uint32_t outs[CPU__MAX_OUTPUTS]; /* general: output dtypes */
+    uint64_t inplace;                /* general: bit i, input i is written in place */
 } cpu__spec_t;
 
 /** One checked launch, as a body sees it. Valid during the compute call only. */
@@ -267,6 +303,10 @@ struct cpu__call {
     /* What create prepared for this node, when the launch has exactly the shapes and dtypes
      * create saw; NULL otherwise, and the body works everything out itself. */
     const struct cpu__prep *prep;
+    /* General entries only (cpu__run_general): every output; out is outs[0] when there is one
+     * and zeroed when there is none. Inputs past CPU__MAX_INPUTS are read with cpu__input. */
+    uint32_t n_out;
+    cpu__tensor_t outs[CPU__MAX_OUTPUTS];
 };
 
 /**
@@ -274,6 +314,17 @@ struct cpu__call {
  * the table without a state is this function with its own spec.
  */
 int32_t cpu__run(ses_drv_device_t *device, const ses_drv_launch_t *launch, const cpu__spec_t *spec);
+
+/**
+ * The compute of a general entry (cpu_kernels.c's CPU__GENERAL_KERNELS): checks @p launch
+ * against @p spec as cpu__run does (struct sizes, counts, every dtype, dims, byte ranges,
+ * alignment), with any number of inputs and of outputs, none included (node->outputs and the
+ * launch's output arrays are not read then), and refuses overlaps: an output may share no byte
+ * with an input or another output, and an input written in place (spec->inplace) none with
+ * any other argument. Then builds the call, with call->outs, and runs spec->body.
+ */
+int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                         const cpu__spec_t *spec);
 
 /** Input @p i of a checked call (any i < n_in, also past CPU__MAX_INPUTS). */
 cpu__tensor_t cpu__input(const cpu__call_t *call, uint32_t i);
@@ -484,9 +535,27 @@ int32_t cpu__cast(const cpu__call_t *call);
 /* cpu_matmul.c */
 int32_t cpu__matmul(const cpu__call_t *call);
 int32_t cpu__gemm(const cpu__call_t *call);
+/**
+ * One row-major GEMM through OpenBLAS at @p dtype (f32 or f64): C = alpha * op(A) * op(B) +
+ * beta * C, op(A) m x k, op(B) k x n. Dimensions and leading dimensions must be at least 1 and
+ * fit an int (cpu__check_blas_dims).
+ */
+void cpu__gemm_call(uint32_t dtype, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                    double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                    double beta, void *c, int64_t ldc);
+/** Refuses, with SES_DRV_UNIMPLEMENTED naming them, GEMM dimensions over OpenBLAS's int. */
+int32_t cpu__check_blas_dims(const cpu__call_t *call, int64_t m, int64_t n, int64_t k);
 
 /* cpu_reduce.c */
 int32_t cpu__reduce(const cpu__call_t *call);  /* ReduceSum ReduceMax ReduceMean */
+/**
+ * The reduction body shared with ReduceSumLike: reduces call->in[0] over its dims flagged in
+ * @p reduced (rank entries) into call->out, whose elements are the kept ones in order (the
+ * caller checked the output's shape), by @p code: CPU__OP_REDUCESUM, CPU__OP_REDUCEMEAN or
+ * CPU__OP_REDUCEMAX. An empty reduction sums to 0 and averages to NaN; the caller refuses the
+ * max of one.
+ */
+int32_t cpu__reduce_dims(const cpu__call_t *call, const int *reduced, uint32_t code);
 int32_t cpu__softmax(const cpu__call_t *call); /* Softmax LogSoftmax */
 int32_t cpu__argmax(const cpu__call_t *call);
 
@@ -496,5 +565,25 @@ int32_t cpu__transpose(const cpu__call_t *call);
 int32_t cpu__concat(const cpu__call_t *call);
 int32_t cpu__slice(const cpu__call_t *call);
 int32_t cpu__gather(const cpu__call_t *call);
+/** The strided copy row for elements of @p esize bytes (1, 2, 4 or 8), or NULL. */
+cpu__row_fn cpu__strided_copy_row(size_t esize);
+/** Whether taking @p n elements from @p start by @p step stays inside [0, @p dim). */
+int cpu__slice_fits(int64_t dim, int64_t start, int64_t step, int64_t n);
+
+/* cpu_grad.c */
+int32_t cpu__expand_like(const cpu__call_t *call);      /* ExpandLike */
+int32_t cpu__reduce_sum_like(const cpu__call_t *call);  /* ReduceSumLike */
+int32_t cpu__scalar_like(const cpu__call_t *call);      /* ScalarLike */
+int32_t cpu__activation_grad(const cpu__call_t *call);  /* ReluGrad ... TanhGrad */
+int32_t cpu__softmax_grad(const cpu__call_t *call);     /* SoftmaxGrad LogSoftmaxGrad */
+int32_t cpu__matmul_grad(const cpu__call_t *call);      /* MatMulGrad */
+int32_t cpu__reduce_grad(const cpu__call_t *call);      /* ReduceGrad */
+int32_t cpu__gather_grad(const cpu__call_t *call);      /* GatherGrad */
+int32_t cpu__slice_grad(const cpu__call_t *call);       /* SliceGrad */
+
+/* cpu_train.c (general entries) */
+int32_t cpu__sce_loss(const cpu__call_t *call);  /* SoftmaxCrossEntropyLoss */
+int32_t cpu__sce_grad(const cpu__call_t *call);  /* SoftmaxCrossEntropyLossGrad */
+int32_t cpu__optimizer(const cpu__call_t *call); /* SGD Momentum Adam, in place */
 
 #endif /* SES_CPU_INTERNAL_H */

@@ -148,7 +148,20 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__ALL(CPU__E_UNARY, X, Transpose, CPU__OP_TRANSPOSE, cpu__transpose)    \
     CPU__ALL(CPU__E_VARIADIC, X, Concat, CPU__OP_CONCAT, cpu__concat)          \
     CPU__ALL(CPU__E_UNARY, X, Slice, CPU__OP_SLICE, cpu__slice)                \
-    CPU__ALL(CPU__E_GATHER, X, Gather, CPU__OP_GATHER, cpu__gather)
+    CPU__ALL(CPU__E_GATHER, X, Gather, CPU__OP_GATHER, cpu__gather)                           \
+    CPU__ALL(CPU__E_UNARY, X, ExpandLike, CPU__OP_EXPANDLIKE, cpu__expand_like)               \
+    CPU__NUMBERS(CPU__E_UNARY, X, ReduceSumLike, CPU__OP_REDUCESUMLIKE, cpu__reduce_sum_like) \
+    CPU__ALL(CPU__E_UNARY, X, ScalarLike, CPU__OP_SCALARLIKE, cpu__scalar_like)               \
+    CPU__FLOATS(CPU__E_BINARY, X, ReluGrad, CPU__OP_RELUGRAD, cpu__activation_grad)           \
+    CPU__FLOATS(CPU__E_BINARY, X, LeakyReluGrad, CPU__OP_LEAKYRELUGRAD, cpu__activation_grad) \
+    CPU__FLOATS(CPU__E_BINARY, X, SigmoidGrad, CPU__OP_SIGMOIDGRAD, cpu__activation_grad)     \
+    CPU__FLOATS(CPU__E_BINARY, X, TanhGrad, CPU__OP_TANHGRAD, cpu__activation_grad)           \
+    CPU__FLOATS(CPU__E_BINARY, X, SoftmaxGrad, CPU__OP_SOFTMAXGRAD, cpu__softmax_grad)        \
+    CPU__FLOATS(CPU__E_BINARY, X, LogSoftmaxGrad, CPU__OP_LOGSOFTMAXGRAD, cpu__softmax_grad)  \
+    CPU__FLOATS(CPU__E_TERNARY, X, MatMulGrad, CPU__OP_MATMULGRAD, cpu__matmul_grad)          \
+    CPU__FLOATS(CPU__E_UNARY, X, ReduceGrad, CPU__OP_REDUCEGRAD, cpu__reduce_grad)            \
+    CPU__FLOATS(CPU__E_GATHER, X, GatherGrad, CPU__OP_GATHERGRAD, cpu__gather_grad)           \
+    CPU__ALL(CPU__E_UNARY, X, SliceGrad, CPU__OP_SLICEGRAD, cpu__slice_grad)
 
 /*
  * Which families prepare per-node state in create: the elementwise ones, whose work on small
@@ -171,6 +184,15 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__PREP_cpu__concat(P, N, id) N(id)
 #define CPU__PREP_cpu__slice(P, N, id) N(id)
 #define CPU__PREP_cpu__gather(P, N, id) N(id)
+#define CPU__PREP_cpu__expand_like(P, N, id) N(id)
+#define CPU__PREP_cpu__reduce_sum_like(P, N, id) N(id)
+#define CPU__PREP_cpu__scalar_like(P, N, id) N(id)
+#define CPU__PREP_cpu__activation_grad(P, N, id) N(id)
+#define CPU__PREP_cpu__softmax_grad(P, N, id) N(id)
+#define CPU__PREP_cpu__matmul_grad(P, N, id) N(id)
+#define CPU__PREP_cpu__reduce_grad(P, N, id) N(id)
+#define CPU__PREP_cpu__gather_grad(P, N, id) N(id)
+#define CPU__PREP_cpu__slice_grad(P, N, id) N(id)
 
 #define CPU__NOTHING(id)
 #define CPU__NULL(id) NULL
@@ -202,6 +224,69 @@ const char *cpu__dtype_label(uint32_t dtype) {
 
 CPU__KERNELS(CPU__DEFINE)
 
+/*
+ * General entries, of any number of inputs (up to CPU__GENERAL_MAX_INPUTS) and outputs (0 to
+ * CPU__MAX_OUTPUTS), checked by cpu__run_general and without per-node state: the training ops.
+ * Every entry is G(id, op, signature, body, code, inplace, n_inputs, (input dtypes),
+ * n_outputs, out0, out1), with the input dtypes in parentheses, unused output slots 0, and
+ * inplace the inputs the kernel writes (bit i: input i). An entry without outputs has a
+ * signature that ends in its arrow, "f32,f32,f32->".
+ */
+/* SoftmaxCrossEntropyLoss at scores T and labels L, without and with weights, each giving the
+ * loss alone or the loss and log_prob; its gradient without and with weights. */
+#define CPU__G_SCE(G, T, L)                                                                       \
+    G(SceLoss_##T##_##L, "SoftmaxCrossEntropyLoss", #T "," #L "->" #T, cpu__sce_loss,             \
+      CPU__OP_SCE_LOSS, 0, 2, (CPU__DT_##T, CPU__DT_##L), 1, CPU__DT_##T, 0)                      \
+    G(SceLoss2_##T##_##L, "SoftmaxCrossEntropyLoss", #T "," #L "->" #T "," #T, cpu__sce_loss,     \
+      CPU__OP_SCE_LOSS, 0, 2, (CPU__DT_##T, CPU__DT_##L), 2, CPU__DT_##T, CPU__DT_##T)            \
+    G(SceLossW_##T##_##L, "SoftmaxCrossEntropyLoss", #T "," #L "," #T "->" #T, cpu__sce_loss,     \
+      CPU__OP_SCE_LOSS, 0, 3, (CPU__DT_##T, CPU__DT_##L, CPU__DT_##T), 1, CPU__DT_##T, 0)         \
+    G(SceLossW2_##T##_##L, "SoftmaxCrossEntropyLoss", #T "," #L "," #T "->" #T "," #T,            \
+      cpu__sce_loss, CPU__OP_SCE_LOSS, 0, 3, (CPU__DT_##T, CPU__DT_##L, CPU__DT_##T), 2,          \
+      CPU__DT_##T, CPU__DT_##T)                                                                   \
+    G(SceGrad_##T##_##L, "SoftmaxCrossEntropyLossGrad", #T "," #T "," #L "->" #T, cpu__sce_grad,  \
+      CPU__OP_SCE_GRAD, 0, 3, (CPU__DT_##T, CPU__DT_##T, CPU__DT_##L), 1, CPU__DT_##T, 0)         \
+    G(SceGradW_##T##_##L, "SoftmaxCrossEntropyLossGrad", #T "," #T "," #L "," #T "->" #T,         \
+      cpu__sce_grad, CPU__OP_SCE_GRAD, 0, 4, (CPU__DT_##T, CPU__DT_##T, CPU__DT_##L, CPU__DT_##T), \
+      1, CPU__DT_##T, 0)
+#define CPU__G_SCE_LABELS(G, T) CPU__G_SCE(G, T, i32) CPU__G_SCE(G, T, i64)
+/* The optimizers: no outputs; var (input 0) and the optimizer's state are written in place. */
+#define CPU__G_OPTIMIZERS(G, T)                                                                   \
+    G(SGD_##T, "SGD", #T "," #T "," #T "->", cpu__optimizer, CPU__OP_SGD, 0x1, 3,                 \
+      (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T), 0, 0, 0)                                           \
+    G(Momentum_##T, "Momentum", #T "," #T "," #T "," #T "->", cpu__optimizer, CPU__OP_MOMENTUM,   \
+      0x9, 4, (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T), 0, 0, 0)                      \
+    G(Adam_##T, "Adam", #T "," #T "," #T "," #T "," #T "," #T "->", cpu__optimizer, CPU__OP_ADAM, \
+      0x39, 6, (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T), 0, \
+      0, 0)
+
+/* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
+#define CPU__GENERAL_KERNELS(G)                \
+    CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
+    CPU__FLOATS(CPU__G_OPTIMIZERS, G)
+
+#define CPU__LIST(...) __VA_ARGS__
+#define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
+    static const cpu__spec_t cpu__spec_##id = {                                            \
+        .op = OP,                                                                          \
+        .signature = SIG,                                                                  \
+        .body = BODY,                                                                      \
+        .code = CODE,                                                                      \
+        .n_inputs = N_IN,                                                                  \
+        .in = {CPU__LIST INS},                                                             \
+        .out = OUT0,                                                                       \
+        .n_outputs = N_OUT,                                                                \
+        .outs = {OUT0, OUT1},                                                              \
+        .inplace = INPLACE,                                                                \
+    };                                                                                     \
+    static int32_t cpu__compute_##id(ses_drv_device_t *device, void *state,                \
+                                     const ses_drv_launch_t *launch) {                     \
+        (void)state;                                                                       \
+        return cpu__run_general(device, launch, &cpu__spec_##id);                          \
+    }
+
+CPU__GENERAL_KERNELS(CPU__DEFINE_GENERAL)
+
 /* Second expansion: the table. */
 #define CPU__ENTRY(id, OP, SIG, BODY, ...)                          \
     {                                                               \
@@ -216,7 +301,21 @@ CPU__KERNELS(CPU__DEFINE)
         .compute = cpu__compute_##id,                               \
     },
 
-static const ses_drv_kernel_t cpu_kernels[] = {CPU__KERNELS(CPU__ENTRY)};
+#define CPU__GENERAL_ENTRY(id, OP, SIG, ...)     \
+    {                                            \
+        .struct_size = sizeof(ses_drv_kernel_t), \
+        .op = OP,                                \
+        .signature = SIG,                        \
+        .priority = 0,                           \
+        .flags = 0,                              \
+        .supports_node = NULL,                   \
+        .create = NULL,                          \
+        .destroy = NULL,                         \
+        .compute = cpu__compute_##id,            \
+    },
+
+static const ses_drv_kernel_t cpu_kernels[] = {
+    CPU__KERNELS(CPU__ENTRY) CPU__GENERAL_KERNELS(CPU__GENERAL_ENTRY)};
 
 int32_t cpu__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
                          uint32_t *out_count, uint32_t *out_stride) {

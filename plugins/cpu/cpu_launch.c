@@ -231,7 +231,14 @@ enum cpu__overlap {
 
 static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     switch (code) {
-    case CPU__OP_COPY: return CPU__OVERLAP_ANY;
+    case CPU__OP_COPY:
+    case CPU__OP_SCALARLIKE: return CPU__OVERLAP_ANY; /* ScalarLike reads nothing */
+    case CPU__OP_EXPANDLIKE:
+    case CPU__OP_REDUCESUMLIKE:
+    case CPU__OP_MATMULGRAD:
+    case CPU__OP_REDUCEGRAD:
+    case CPU__OP_GATHERGRAD:
+    case CPU__OP_SLICEGRAD:
     case CPU__OP_MATMUL:
     case CPU__OP_GEMM:
     case CPU__OP_REDUCESUM:
@@ -242,7 +249,8 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_CONCAT:
     case CPU__OP_SLICE:
     case CPU__OP_GATHER: return CPU__OVERLAP_NONE;
-    default: return CPU__OVERLAP_EXACT; /* elementwise, Cast, Softmax, LogSoftmax */
+    /* elementwise, Cast, Softmax, LogSoftmax, the activation and softmax gradients */
+    default: return CPU__OVERLAP_EXACT;
     }
 }
 
@@ -552,6 +560,167 @@ CPU__NOINLINE int32_t cpu__run(ses_drv_device_t *device, const ses_drv_launch_t 
         return spec->body(&call);
     /* Something is wrong: check again, one step at a time, to say what. */
     return cpu__run_checked(device, launch, spec);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * General entries: any number of inputs and outputs
+ * ------------------------------------------------------------------------------------------- */
+
+/* "inputs are f32, i64, outputs are f32, f32" (or "no outputs") for a general launch's node. */
+static void cpu__describe_general(const ses_drv_node_t *node, char *buf, size_t size) {
+    size_t used = 0;
+    int n = snprintf(buf, size, "%s ", node->n_inputs == 1 ? "input is" : "inputs are");
+
+    used = n > 0 ? (size_t)n : 0;
+    for (uint32_t i = 0; i < node->n_inputs && used < size; i++) {
+        n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                     cpu__dtype_label(cpu__tensor_at(node->inputs, i)->dtype));
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (used < size && node->n_outputs == 0)
+        snprintf(buf + used, size - used, ", no outputs");
+    for (uint32_t i = 0; i < node->n_outputs && used < size; i++) {
+        n = snprintf(buf + used, size - used, "%s%s",
+                     i ? ", " : node->n_outputs == 1 ? ", output is " : ", outputs are ",
+                     cpu__dtype_label(cpu__tensor_at(node->outputs, i)->dtype));
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
+/* Refuses two arguments of a general call that share bytes: @p a is input or output @p ai,
+ * @p b input or output @p bi; @p why ends the message. */
+static int32_t cpu__general_overlap(const cpu__call_t *call, int a_out, uint32_t ai,
+                                    const cpu__tensor_t *a, int b_out, uint32_t bi,
+                                    const cpu__tensor_t *b, const char *why) {
+    char ra[24], rb[24];
+
+    if (cpu__overlap_ok(CPU__OVERLAP_NONE, (uintptr_t)a->data, cpu__bytes(a), (uintptr_t)b->data,
+                        cpu__bytes(b)))
+        return SES_DRV_OK;
+    return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                          "%s (%" PRIu64 " bytes at %p) overlaps %s (%" PRIu64 " bytes at %p); %s",
+                          cpu__role(ra, sizeof ra, a_out, ai), cpu__bytes(a), (void *)a->data,
+                          cpu__role(rb, sizeof rb, b_out, bi), cpu__bytes(b), (void *)b->data,
+                          why);
+}
+
+int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                         const cpu__spec_t *spec) {
+    const size_t launch_min = SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets);
+    const size_t node_min = SES_DRV_SIZEOF_1_0(ses_drv_node_t, attr_ctx);
+    const size_t desc_min = SES_DRV_SIZEOF_1_0(ses_drv_tensor_desc_t, dims);
+    cpu__tensor_t in[CPU__GENERAL_MAX_INPUTS];
+    cpu__call_t call;
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!launch)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "%s: launch is NULL", spec->op);
+    if (launch->struct_size < launch_min)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "%s: launch has struct_size %" PRIu32
+                                ", ABI 1.0 needs at least %zu",
+                                spec->op, launch->struct_size, launch_min);
+    const ses_drv_node_t *node = launch->node;
+    if (!node)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "%s: launch->node is NULL",
+                                spec->op);
+    if (node->struct_size < node_min)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "%s: node has struct_size %" PRIu32 ", ABI 1.0 needs at least %zu",
+                                spec->op, node->struct_size, node_min);
+
+    memset(&call, 0, sizeof call);
+    call.device = device;
+    call.launch = launch;
+    call.node = node;
+    call.spec = spec;
+    call.name = node->name ? node->name : "(unnamed)";
+    call.n_in = node->n_inputs;
+    call.n_out = node->n_outputs;
+
+    if (launch->stream)
+        return cpu__call_fail(&call, SES_DRV_INVALID_ARGUMENT,
+                              "got a stream, but the cpu driver has no streams");
+    if (node->n_inputs != spec->n_inputs || node->n_outputs != spec->n_outputs)
+        return cpu__call_fail(&call, SES_DRV_INVALID_ARGUMENT,
+                              "has %" PRIu32 " inputs and %" PRIu32
+                              " outputs; this kernel (%s) takes %" PRIu32 " input%s and %" PRIu32
+                              " output%s",
+                              node->n_inputs, node->n_outputs, spec->signature, spec->n_inputs,
+                              spec->n_inputs == 1 ? "" : "s", spec->n_outputs,
+                              spec->n_outputs == 1 ? "" : "s");
+    /* Output arrays are read only when there are outputs: an op without any may get NULL. */
+    if ((node->n_inputs && (!node->inputs || !launch->inputs || !launch->input_offsets)) ||
+        (node->n_outputs && (!node->outputs || !launch->outputs || !launch->output_offsets)))
+        return cpu__call_fail(&call, SES_DRV_INVALID_ARGUMENT,
+                              "node descriptors, launch buffers or offsets are NULL");
+    /* The first descriptor's struct_size is the array's stride: check it before striding. */
+    if (node->n_inputs && node->inputs->struct_size < desc_min)
+        return cpu__call_fail(&call, SES_DRV_INVALID_ARGUMENT,
+                              "input 0 descriptor has struct_size %" PRIu32
+                              ", ABI 1.0 needs at least %zu",
+                              node->inputs->struct_size, desc_min);
+    if (node->n_outputs && node->outputs->struct_size < desc_min)
+        return cpu__call_fail(&call, SES_DRV_INVALID_ARGUMENT,
+                              "output 0 descriptor has struct_size %" PRIu32
+                              ", ABI 1.0 needs at least %zu",
+                              node->outputs->struct_size, desc_min);
+
+    /* Dtypes first: a launch bound to the wrong entry is named as such, whatever else is off. */
+    int dtypes_ok = 1;
+    for (uint32_t i = 0; i < node->n_inputs; i++)
+        dtypes_ok &= cpu__tensor_at(node->inputs, i)->dtype == spec->in[i];
+    for (uint32_t i = 0; i < node->n_outputs; i++)
+        dtypes_ok &= cpu__tensor_at(node->outputs, i)->dtype == spec->outs[i];
+    if (!dtypes_ok) {
+        char have[256];
+        cpu__describe_general(node, have, sizeof have);
+        return cpu__call_fail(&call, SES_DRV_INVALID_ARGUMENT, "%s, but this kernel is %s", have,
+                              spec->signature);
+    }
+
+    for (uint32_t i = 0; i < node->n_inputs; i++) {
+        st = cpu__check_tensor(&call, 0, i, cpu__tensor_at(node->inputs, i), launch->inputs[i],
+                               launch->input_offsets[i], &in[i]);
+        if (st != SES_DRV_OK)
+            return st;
+        if (i < CPU__MAX_INPUTS)
+            call.in[i] = in[i];
+    }
+    for (uint32_t o = 0; o < node->n_outputs; o++) {
+        st = cpu__check_tensor(&call, 1, o, cpu__tensor_at(node->outputs, o), launch->outputs[o],
+                               launch->output_offsets[o], &call.outs[o]);
+        if (st != SES_DRV_OK)
+            return st;
+    }
+    if (node->n_outputs)
+        call.out = call.outs[0];
+
+    /* Outputs share no byte with inputs or with each other; an input written in place shares
+     * none with any other argument (two read-only inputs may be the same bytes). */
+    for (uint32_t o = 0; o < node->n_outputs; o++) {
+        for (uint32_t i = 0; i < node->n_inputs; i++)
+            if ((st = cpu__general_overlap(&call, 1, o, &call.outs[o], 0, i, &in[i],
+                                           "this op cannot run in place")) != SES_DRV_OK)
+                return st;
+        for (uint32_t p = o + 1; p < node->n_outputs; p++)
+            if ((st = cpu__general_overlap(&call, 1, o, &call.outs[o], 1, p, &call.outs[p],
+                                           "outputs must not share bytes")) != SES_DRV_OK)
+                return st;
+    }
+    for (uint32_t i = 0; i < node->n_inputs; i++) {
+        if (!(spec->inplace >> i & 1))
+            continue;
+        for (uint32_t k = 0; k < node->n_inputs; k++)
+            if (k != i &&
+                (st = cpu__general_overlap(&call, 0, i, &in[i], 0, k, &in[k],
+                                           "an input updated in place must not share bytes with "
+                                           "another argument")) != SES_DRV_OK)
+                return st;
+    }
+    return spec->body(&call);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -14,10 +14,10 @@
 
 #include "cpu_internal.h"
 
-/* One GEMM, row-major, at the call's dtype (f32 or f64). */
-static void cpu__gemm_call(uint32_t dtype, int trans_a, int trans_b, int64_t m, int64_t n,
-                           int64_t k, double alpha, const void *a, int64_t lda, const void *b,
-                           int64_t ldb, double beta, void *c, int64_t ldc) {
+/* One GEMM, row-major, at the call's dtype (f32 or f64). Also MatMulGrad's (cpu_grad.c). */
+void cpu__gemm_call(uint32_t dtype, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                    double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                    double beta, void *c, int64_t ldc) {
     const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
     const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
 
@@ -30,7 +30,7 @@ static void cpu__gemm_call(uint32_t dtype, int trans_a, int trans_b, int64_t m, 
 }
 
 /* BLAS takes int dimensions (blasint); anything larger is refused rather than truncated. */
-static int32_t cpu__check_blas_dims(const cpu__call_t *call, int64_t m, int64_t n, int64_t k) {
+int32_t cpu__check_blas_dims(const cpu__call_t *call, int64_t m, int64_t n, int64_t k) {
     const int64_t max = INT_MAX;
 
     if (m > max || n > max || k > max)

@@ -205,10 +205,11 @@ static void cpu__reduce_task(void *ctx, uint64_t begin, uint64_t end) {
     }
 }
 
-/* Checks the axes attribute: sorted, unique, each < rank, at least one. */
+/* Checks the axes attribute: sorted, unique, each < rank, at least one (none for a scalar,
+ * whose reduction is the scalar itself). */
 static int32_t cpu__check_axes(const cpu__call_t *call, const int64_t *axes, uint32_t n_axes,
                                uint32_t rank) {
-    int ok = n_axes > 0;
+    int ok = n_axes > 0 || rank == 0;
     for (uint32_t i = 0; ok && i < n_axes; i++)
         if (axes[i] < 0 || axes[i] >= (int64_t)rank || (i > 0 && axes[i] <= axes[i - 1]))
             ok = 0;
@@ -267,18 +268,31 @@ int32_t cpu__reduce(const cpu__call_t *call) {
                               cpu__format_dims(in->dims, in->rank, a, sizeof a),
                               cpu__format_dims(axes, n_axes, w, sizeof w), keepdims,
                               cpu__format_dims(want, want_rank, x, sizeof x));
+    /* Reducing nothing: the sum is 0, the mean 0/0, and the max does not exist. */
+    if (out->count > 0 && r_total == 0 && code == CPU__OP_REDUCEMAX)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "reduces over an empty axis: input is %s, axes %s; the max "
+                              "of no elements is undefined",
+                              cpu__format_dims(in->dims, in->rank, a, sizeof a),
+                              cpu__format_dims(axes, n_axes, w, sizeof w));
+    return cpu__reduce_dims(call, reduced, code);
+}
+
+int32_t cpu__reduce_dims(const cpu__call_t *call, const int *reduced, uint32_t code) {
+    const cpu__tensor_t *in = &call->in[0];
+    const cpu__tensor_t *out = &call->out;
+    uint64_t r_total = 1;
+
+    for (uint32_t d = 0; d < in->rank; d++)
+        if (reduced[d])
+            r_total *= (uint64_t)in->dims[d];
     if (out->count == 0)
         return SES_DRV_OK;
 
     const uint32_t dtype = out->dtype;
     if (r_total == 0) {
-        /* Reducing nothing: the sum is 0, the mean 0/0, and the max does not exist. */
         if (code == CPU__OP_REDUCEMAX)
-            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "reduces over an empty axis: input is %s, axes %s; the max "
-                                  "of no elements is undefined",
-                                  cpu__format_dims(in->dims, in->rank, a, sizeof a),
-                                  cpu__format_dims(axes, n_axes, w, sizeof w));
+            return cpu__call_fail(call, SES_DRV_INTERNAL, "the max of an empty reduction");
         memset(out->data, 0, (size_t)(out->count * out->esize));
         if (code == CPU__OP_REDUCEMEAN)
             for (uint64_t i = 0; i < out->count; i++) {

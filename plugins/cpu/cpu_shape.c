@@ -54,7 +54,7 @@ CPU__GATHER_ROW(cpu__strided_copy_2, uint16_t)
 CPU__GATHER_ROW(cpu__strided_copy_4, uint32_t)
 CPU__GATHER_ROW(cpu__strided_copy_8, uint64_t)
 
-static cpu__row_fn cpu__strided_copy_row(size_t esize) {
+cpu__row_fn cpu__strided_copy_row(size_t esize) {
     switch (esize) {
     case 1: return cpu__strided_copy_1;
     case 2: return cpu__strided_copy_2;
@@ -225,7 +225,7 @@ int32_t cpu__transpose(const cpu__call_t *call) {
  * Whether taking @p n elements from @p start by @p step stays inside [0, @p dim). Written with
  * divisions so that no product can overflow.
  */
-static int cpu__slice_fits(int64_t dim, int64_t start, int64_t step, int64_t n) {
+int cpu__slice_fits(int64_t dim, int64_t start, int64_t step, int64_t n) {
     if (n == 0)
         return 1;
     if (start < 0 || start >= dim)

@@ -396,7 +396,8 @@ static int valid_dtype_token(const char *s, size_t n) {
     return 0;
 }
 
-/* "f32,f32->f32", "f32...->f32": known dtypes, one arrow, "..." only after the last input. */
+/* "f32,f32->f32", "f32...->f32": known dtypes, one arrow, "..." only after the last input. The
+ * output list may be empty ("f32,f32,f32->"): an in-place update op writes its inputs. */
 static int valid_signature(const char *sig) {
     const char *arrow = sig ? strstr(sig, "->") : NULL;
     const char *p = sig;
@@ -427,7 +428,7 @@ static int valid_signature(const char *sig) {
         if (end && !*p)
             return 0;
     }
-    return arrow[2] != '\0';
+    return 1;
 }
 
 static int add_unique(char ***list, size_t *n, const char *op, const char *sig) {

@@ -141,6 +141,149 @@ static const char *const gather[] = {
     "[3,4,5] [2]@idx4 axis=-2", "[1000,64] [512]@idx1000", NULL,
 };
 
+/* The gradient ops. A "@like" input gives the node a shape only; its kernel never sees it. */
+static const char *const expand_like[] = {
+    "[3] [2,3]@like",     "[2,1] [2,3]@like",         "[] [4,5]@like",
+    "[1,3] [0,3]@like",   "[2,3] [2,3]@like",         "[] []@like",
+    "[7,1,5] [3,7,9,5]@like", "[256] [256,256]@like", NULL,
+};
+static const char *const reduce_sum_like[] = {
+    "[2,3] [3]@like",     "[2,3] [2,1]@like",      "[4,5] []@like",
+    "[3,4,5] [4,1]@like", "[0,3] [3]@like",        "[2,0] [2,1]@like",
+    "[2,3] [2,3]@like",   "[] []@like",            "[256,256] [256]@like",
+    "[256,256] [256,1]@like", NULL,
+};
+/* The like input is the kernel's one input, never read. */
+static const char *const scalar_like[] = {
+    "[2,3] value=2.5", "[] value=-1.0", "[0] value=0.0", "[7,9,5] value=1.0e30",
+    "[65536] value=-3.75", NULL,
+};
+/* dy, then the forward input (ReluGrad, LeakyReluGrad) or output (SigmoidGrad, TanhGrad). */
+static const char *const activation_grad[] = {
+    "[2,3] [2,3]", "[] []", "[0] [0]", "[7,9,5] [7,9,5]", "[65536] [65536]", NULL,
+};
+static const char *const leaky_relu_grad[] = {
+    "[2,3] [2,3]", "[] [] alpha=0.2", "[0] [0]", "[7,9,5] [7,9,5] alpha=0.5", "[65536] [65536]",
+    NULL,
+};
+static const char *const output_grad[] = {
+    "[2,3] [2,3]@unit", "[] []@unit", "[0] [0]@unit", "[7,9,5] [7,9,5]@unit",
+    "[65536] [65536]@unit", NULL,
+};
+/* dy and the forward output y; the axis innermost, outer, default, and with more lanes than
+ * a block. */
+static const char *const softmax_grad[] = {
+    "[3,4] [3,4]@unit axis=1",     "[2,3,4] [2,3,4]@unit axis=0", "[2,3,4] [2,3,4]@unit",
+    "[7] [7]@unit axis=0",         "[0,5] [0,5]@unit axis=1",     "[2,5,300] [2,5,300]@unit axis=1",
+    "[64,1000] [64,1000]@unit axis=1", NULL,
+};
+/* dy, A, B: plain, 1-D operands, batched with B shared, both broadcast, empty. */
+#define MATMUL_GRAD(input)                                                                      \
+    "[2,4]@unit [2,3]@unit [3,4]@unit input=" input,                                             \
+        "[4]@unit [3]@unit [3,4]@unit input=" input, "[2]@unit [2,3]@unit [3]@unit input=" input, \
+        "[]@unit [3]@unit [3]@unit input=" input,                                                \
+        "[2,3,5]@unit [2,3,4]@unit [4,5]@unit input=" input,                                     \
+        "[2,3,5]@unit [3,4]@unit [2,4,5]@unit input=" input,                                     \
+        "[2,3,3,2]@unit [2,1,3,4]@unit [3,4,2]@unit input=" input,                               \
+        "[0,4]@unit [0,3]@unit [3,4]@unit input=" input,                                         \
+        "[2,3]@unit [2,0]@unit [0,3]@unit input=" input,                                         \
+        "[64,96]@unit [64,128]@unit [128,96]@unit input=" input
+static const char *const matmul_grad[] = {MATMUL_GRAD("0"), MATMUL_GRAD("1"), NULL};
+/* dy, x@like, and the axes as input 2 or as the attribute. */
+static const char *const reduce_grad[] = {
+    "[3,1,5] [3,4,5]@like axes=i64:[1]",
+    "[3,5] [3,4,5]@like axes=i64:[1] keepdims=0",
+    "[4] [3,4,5]@like axes=i64:[0,2] keepdims=0 mean=1",
+    "[1,1] [3,4]@like",
+    "[] [3,4]@like keepdims=0 mean=1",
+    "[] []@like",
+    "[3,4] [3,4]@like noop_with_empty_axes=1",
+    "[3,1] [3,4]@like axes=[-1] mean=1",
+    "[1,4] [0,4]@like axes=i64:[0] mean=1",
+    "[0,1] [0,4]@like axes=i64:[1]",
+    "[256,1] [256,256]@like axes=i64:[1] mean=1",
+    NULL,
+};
+/* dy, indices, like: the Gather cases backwards, and many repeats of few indices. */
+static const char *const gather_grad[] = {
+    "[3,4] [3]@idx5 [5,4]@like axis=0",
+    "[5,2,2] [2,2]@idx4 [5,4]@like axis=1",
+    "[] []@idx5 [5]@like",
+    "[0,3] [0]@idx5 [5,3]@like",
+    "[3,2,5] [2]@idx4 [3,4,5]@like axis=-2",
+    "[8,3] [8]@idx2 [2,3]@like",
+    "[512,64] [512]@idx1000 [1000,64]@like",
+    NULL,
+};
+/* dy, x@like, then Slice's inputs: the Slice cases backwards. */
+static const char *const slice_grad[] = {
+    "[3,3] [5,6]@like starts=i64:[1,0] ends=i64:[4,6] axes=i64:[0,1] steps=i64:[1,2]",
+    "[5] [10]@like starts=i64:[-1] ends=i64:[-11] axes=i64:[0] steps=i64:[-2]",
+    "[3,5] [4,5]@like starts=i64:[1] ends=i64:[100]",
+    "[2,0] [4,0]@like starts=i64:[0,0] ends=i64:[2,0]",
+    "[3,0,5] [3,4,5]@like starts=i64:[2] ends=i64:[2] axes=i64:[1]",
+    "[] []@like starts=i64:[] ends=i64:[]",
+    "[167,397] [512,512]@like starts=i64:[1,3] ends=i64:[500,400] axes=i64:[0,1] steps=i64:[3,1]",
+    NULL,
+};
+
+/* Scores, class labels (@classN: in [0, N)) and, for the weighted signatures, one weight per
+ * class; ignore_index hits some labels. The loss with two outputs also gives log_prob. */
+static const char *const sce_loss[] = {
+    "[3,5] [3]@class5",
+    "[3,5] [3]@class5 reduction=sum",
+    "[3,5] [3]@class5 reduction=none",
+    "[2,4,3] [2,3]@class4 reduction=none",
+    "[2,4,3,2] [2,3,2]@class4",
+    "[6,4] [6]@class4 ignore_index=1",
+    "[6,4] [6]@class4 reduction=none ignore_index=2",
+    "[0,5] [0]@class5 reduction=sum",
+    "[64,1000] [64]@class1000",
+    "[8,10,16,16] [8,16,16]@class10 reduction=none",
+    "[3,5] [3]@class5 [5]@pos",
+    "[4,3] [4]@class3 [3]@pos reduction=sum",
+    "[6,4] [6]@class4 [4]@pos ignore_index=0",
+    "[2,4,3] [2,3]@class4 [4]@pos reduction=none",
+    NULL,
+};
+/* dloss (a scalar, or the labels' shape for reduction none), log_prob, labels[, weights]. */
+static const char *const sce_grad[] = {
+    "[] [3,5] [3]@class5",
+    "[] [3,5] [3]@class5 reduction=sum",
+    "[3] [3,5] [3]@class5 reduction=none",
+    "[2,3] [2,4,3] [2,3]@class4 reduction=none",
+    "[] [6,4] [6]@class4 ignore_index=1",
+    "[] [0,5] [0]@class5",
+    "[] [64,1000] [64]@class1000",
+    "[] [3,5] [3]@class5 [5]@pos",
+    "[] [6,4] [6]@class4 [4]@pos reduction=sum ignore_index=3",
+    "[4] [4,3] [4]@class3 [3]@pos reduction=none ignore_index=2",
+    NULL,
+};
+
+/* In-place updates: "+var" inputs are variables, compared after one step. */
+static const char *const sgd[] = {
+    "[4,3]@any+var [4,3] []@pos", "[]@any+var [] []@pos", "[0]@any+var [0] []@pos",
+    "[7,9]@any+var [7,9] []@unit", "[65536]@any+var [65536] []@pos", NULL,
+};
+static const char *const momentum[] = {
+    "[4,3]@any+var [4,3] []@pos [4,3]@any+var",
+    "[4,3]@any+var [4,3] []@pos [4,3]@any+var nesterov=1 momentum=0.5",
+    "[]@any+var [] []@pos []@any+var",
+    "[0]@any+var [0] []@pos [0]@any+var",
+    "[65536]@any+var [65536] []@pos [65536]@any+var nesterov=1",
+    NULL,
+};
+static const char *const adam[] = {
+    "[4,3]@any+var [4,3] []@pos [4,3]@any+var [4,3]@pos+var []@pos+var",
+    "[4,3]@any+var [4,3] []@pos [4,3]@any+var [4,3]@pos+var []@pos+var beta1=0.5 beta2=0.75 "
+    "epsilon=0.001",
+    "[]@any+var [] []@pos []@any+var []@pos+var []@pos+var",
+    "[0]@any+var [0] []@pos [0]@any+var [0]@pos+var []@pos+var",
+    "[65536]@any+var [65536] []@pos [65536]@any+var [65536]@pos+var []@pos+var",
+    NULL,
+};
+
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
     {"Reshape", EXACT, reshape},
@@ -181,6 +324,24 @@ static const ses_conf_op_cases_t table[] = {
     {"Concat", EXACT, concat},
     {"Slice", EXACT, slice},
     {"Gather", EXACT, gather},
+    {"ExpandLike", EXACT, expand_like},
+    {"ReduceSumLike", SUMS, reduce_sum_like},
+    {"ScalarLike", EXACT, scalar_like},
+    {"ReluGrad", EXACT, activation_grad},
+    {"LeakyReluGrad", ROUNDED, leaky_relu_grad},
+    {"SigmoidGrad", ROUNDED, output_grad},
+    {"TanhGrad", ROUNDED, output_grad},
+    {"SoftmaxGrad", SUMS, softmax_grad},
+    {"LogSoftmaxGrad", SUMS, softmax_grad},
+    {"MatMulGrad", PRODUCTS, matmul_grad},
+    {"ReduceGrad", ROUNDED, reduce_grad},
+    {"GatherGrad", SUMS, gather_grad},
+    {"SliceGrad", EXACT, slice_grad},
+    {"SoftmaxCrossEntropyLoss", SUMS, sce_loss},
+    {"SoftmaxCrossEntropyLossGrad", LIBM, sce_grad},
+    {"SGD", ROUNDED, sgd},
+    {"Momentum", ROUNDED, momentum},
+    {"Adam", LIBM, adam},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

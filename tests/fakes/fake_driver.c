@@ -19,6 +19,7 @@
  *   FAKE_MODE_ADD_ULP          healthy, plus Add "f32,f32->f32" (same shapes only) whose results
  *                              are one ulp high: within the conformance tolerance
  *   FAKE_MODE_ADD_WRONG        the same Add, but 0.01 high: session-driver-test must fail it
+ *                              (both also have a correct SGD "f32,f32,f32->", an in-place update)
  */
 #include <session/driver.h>
 
@@ -488,6 +489,41 @@ static int32_t fake_add_compute(ses_drv_device_t *device, void *state,
     }
     return SES_DRV_OK;
 }
+/* SGD "f32,f32,f32->": var -= lr * grad in the device's own memory, so that a test sees an
+ * in-place update run on a device that is not the variables' home. */
+static int32_t fake_sgd_compute(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch) {
+    const ses_drv_node_t *node = launch->node;
+    uint64_t n, bytes;
+    float lr;
+    int32_t st;
+
+    (void)state;
+    if ((st = fake_check_no_stream(device, "SGD", launch->stream)) != SES_DRV_OK)
+        return st;
+    if (node->n_inputs != 3 || node->n_outputs != 0 || node->inputs[2].rank != 0)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s SGD: wants var, grad and a scalar lr", FAKE_NAME);
+    if ((st = fake_element_count(device, node->name, "var", &node->inputs[0], &n)) != SES_DRV_OK)
+        return st;
+    bytes = n * sizeof(float);
+    if ((st = fake_check_range(device, "SGD", "var", launch->inputs[0], launch->input_offsets[0],
+                               bytes)) != SES_DRV_OK ||
+        (st = fake_check_range(device, "SGD", "grad", launch->inputs[1],
+                               launch->input_offsets[1], bytes)) != SES_DRV_OK ||
+        (st = fake_check_range(device, "SGD", "lr", launch->inputs[2], launch->input_offsets[2],
+                               sizeof(float))) != SES_DRV_OK)
+        return st;
+    memcpy(&lr, launch->inputs[2]->data + launch->input_offsets[2], sizeof lr);
+    for (uint64_t i = 0; i < n; i++) {
+        float v, g;
+        memcpy(&v, launch->inputs[0]->data + launch->input_offsets[0] + i * 4, 4);
+        memcpy(&g, launch->inputs[1]->data + launch->input_offsets[1] + i * 4, 4);
+        v -= lr * g;
+        memcpy(launch->inputs[0]->data + launch->input_offsets[0] + i * 4, &v, 4);
+    }
+    return SES_DRV_OK;
+}
 #else
 #define FAKE_HAS_ADD 0
 #endif
@@ -508,6 +544,12 @@ static const ses_drv_kernel_t fake_kernels[] = {
         .signature = "f32,f32->f32",
         .supports_node = fake_add_supports,
         .compute = fake_add_compute,
+    },
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "SGD",
+        .signature = "f32,f32,f32->",
+        .compute = fake_sgd_compute,
     },
 #endif
 };

@@ -472,13 +472,19 @@ static int is_dtype_name(const char *s, size_t n) {
     return 0;
 }
 
-/* "a,b->c" or "a...->c": dtype names separated by commas, one arrow, one output. */
+/* "a,b->c" or "a...->c": dtype names separated by commas, one arrow, then the outputs: one, or
+ * for the training ops two ("f32,i64->f32,f32") or none ("f32,f32,f32->", an in-place update). */
 static int signature_is_well_formed(const char *sig) {
     const char *arrow = strstr(sig, "->");
     if (!arrow || strstr(arrow + 2, "->"))
         return 0;
-    if (!is_dtype_name(arrow + 2, strlen(arrow + 2)))
-        return 0;
+    for (const char *q = arrow + 2; *q;) {
+        const char *comma = strchr(q, ',');
+        size_t n = comma ? (size_t)(comma - q) : strlen(q);
+        if (!is_dtype_name(q, n) || (comma && !comma[1]))
+            return 0;
+        q += n + (comma ? 1 : 0);
+    }
     const char *p = sig;
     while (p < arrow) {
         const char *end = p;
@@ -2304,6 +2310,205 @@ static void gather_refuses_an_index_out_of_range_naming_node_index_and_dim(void 
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The gradient ops (cpu_grad.c); their values are checked through sessions in grad_ops_test.c.
+ * ------------------------------------------------------------------------------------------- */
+
+static void gradient_kernels_are_offered_at_their_dtypes(void **state) {
+    fixture_t *f = *state;
+    static const char *const all13[] = {"f32", "f64", "f16", "bf16", "i8",  "i16", "i32",
+                                        "i64", "u8",  "u16", "u32",  "u64", "bool"};
+    static const char *const expected[][2] = {
+        {"ReduceSumLike", "i64->i64"},        {"ReduceSumLike", "f32->f32"},
+        {"ReluGrad", "f64,f64->f64"},         {"LeakyReluGrad", "f32,f32->f32"},
+        {"SigmoidGrad", "f32,f32->f32"},      {"TanhGrad", "f64,f64->f64"},
+        {"SoftmaxGrad", "f32,f32->f32"},      {"LogSoftmaxGrad", "f64,f64->f64"},
+        {"MatMulGrad", "f32,f32,f32->f32"},   {"MatMulGrad", "f64,f64,f64->f64"},
+        {"ReduceGrad", "f64->f64"},           {"GatherGrad", "f32,i64->f32"},
+        {"GatherGrad", "f64,i32->f64"},
+    };
+    static const char *const missing[][2] = {
+        {"ReluGrad", "i32,i32->i32"},      /* the arithmetic gradients are float only */
+        {"ReduceSumLike", "u8->u8"},       /* as ReduceSum */
+        {"GatherGrad", "i32,i32->i32"},    /* a scatter-add of floats */
+        {"ReshapeLike", "f32->f32"},       /* lowered to Reshape by the host */
+        {"CastLike", "f32->i32"},          /* lowered to Cast */
+        {"ConcatGrad", "f32->f32"},        /* lowered to Slice */
+    };
+    char sig[64];
+
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        if (!find_kernel_on(f->api, f->device, expected[i][0], expected[i][1]))
+            fail_msg("no %s %s", expected[i][0], expected[i][1]);
+    for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++)
+        if (find_kernel_on(f->api, f->device, missing[i][0], missing[i][1]))
+            fail_msg("unexpected %s %s", missing[i][0], missing[i][1]);
+    static const char *const movers[] = {"ExpandLike", "ScalarLike", "SliceGrad"};
+    for (size_t m = 0; m < sizeof movers / sizeof movers[0]; m++)
+        for (size_t d = 0; d < 13; d++) {
+            snprintf(sig, sizeof sig, "%s->%s", all13[d], all13[d]);
+            if (!find_kernel_on(f->api, f->device, movers[m], sig))
+                fail_msg("no %s %s", movers[m], sig);
+        }
+}
+
+/* Saturating toward zero for integers, round to nearest even for the half floats. */
+static void scalar_like_converts_its_value_as_cast_does(void **state) {
+    fixture_t *f = *state;
+    unsigned char got[8];
+    static const struct {
+        uint32_t dtype;
+        double value;
+        uint64_t want; /* the output's bytes, little-endian, as an integer */
+        size_t size;
+    } cases[] = {
+        {SES_DRV_DTYPE_I8, 1e30, 0x7f, 1},
+        {SES_DRV_DTYPE_I8, -1e30, 0x80, 1},
+        {SES_DRV_DTYPE_U16, -5.5, 0, 2},
+        {SES_DRV_DTYPE_U8, 300.7, 255, 1},
+        {I32, NAN, 0, 4},
+        {I64, -2.9, UINT64_C(0xfffffffffffffffe), 8},
+        {SES_DRV_DTYPE_U64, 1e30, UINT64_MAX, 8},
+        {SES_DRV_DTYPE_BF16, 1.0, 0x3f80, 2},
+        {SES_DRV_DTYPE_F16, 65520.0, 0x7c00, 2}, /* halfway past the largest: even is inf */
+        {SES_DRV_DTYPE_F16, -0.5, 0xb800, 2},
+        {SES_DRV_DTYPE_F16, 1e-7, 0x0002, 2}, /* subnormal */
+        {BOOL, -0.25, 1, 1},
+    };
+    char sig[32];
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *name = cases[i].dtype == BOOL ? "bool"
+                           : cases[i].dtype == I32 ? "i32"
+                           : cases[i].dtype == I64 ? "i64"
+                           : cases[i].dtype == SES_DRV_DTYPE_I8 ? "i8"
+                           : cases[i].dtype == SES_DRV_DTYPE_U8 ? "u8"
+                           : cases[i].dtype == SES_DRV_DTYPE_U16 ? "u16"
+                           : cases[i].dtype == SES_DRV_DTYPE_U64 ? "u64"
+                           : cases[i].dtype == SES_DRV_DTYPE_BF16 ? "bf16"
+                                                                  : "f16";
+        const test_attr_t value[] = {A_FLOAT("value", cases[i].value), A_END};
+        uint64_t v = 0;
+        snprintf(sig, sizeof sig, "%s->%s", name, name);
+        /* like gives the dtype only; an empty one will do. */
+        targ_t in = tensor(cases[i].dtype, NULL, 1, 0);
+        memset(got, 0, sizeof got);
+        RUN_OK(f, "ScalarLike", sig, value, 1, &in, tensor(cases[i].dtype, NULL, 0), got);
+        memcpy(&v, got, cases[i].size);
+        if (v != cases[i].want)
+            fail_msg("ScalarLike %s of %g: got 0x%llx, want 0x%llx", name, cases[i].value,
+                     (unsigned long long)v, (unsigned long long)cases[i].want);
+    }
+}
+
+/* What the host never passes is still refused, naming the node and both sides. */
+static void gradient_kernels_refuse_shapes_and_attributes_that_do_not_fit(void **state) {
+    fixture_t *f = *state;
+    const float data[12] = {0};
+    f->name = "g";
+
+    /* ExpandLike: the input must broadcast to the output. */
+    targ_t x23 = tensor(F32, data, 2, 2, 3);
+    assert_int_equal(run(f, "ExpandLike", "f32->f32", NULL, 1, &x23, tensor(F32, NULL, 1, 3), NULL),
+                     SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "ExpandLike \"g\"");
+    assert_message_contains(f, "input 0 is [2,3], output is [3]");
+    /* ReduceSumLike: the output must broadcast to the input. */
+    assert_int_equal(
+        run(f, "ReduceSumLike", "f32->f32", NULL, 1, &x23, tensor(F32, NULL, 1, 2), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "input 0 is [2,3], output is [2]");
+    /* ScalarLike gives a scalar. */
+    const test_attr_t one[] = {A_FLOAT("value", 1.0), A_END};
+    assert_int_equal(run(f, "ScalarLike", "f32->f32", one, 1, &x23, tensor(F32, NULL, 1, 1), NULL),
+                     SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "must be a scalar");
+    /* ReluGrad: one shape for all three. */
+    targ_t two[2] = {tensor(F32, data, 2, 2, 3), tensor(F32, data, 1, 6)};
+    assert_int_equal(
+        run(f, "ReluGrad", "f32,f32->f32", NULL, 2, two, tensor(F32, NULL, 2, 2, 3), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "input 0 is [2,3], input 1 is [6], output is [2,3]");
+    /* SoftmaxGrad: a normalized axis. */
+    targ_t same[2] = {tensor(F32, data, 2, 2, 3), tensor(F32, data, 2, 2, 3)};
+    const test_attr_t far[] = {A_INT("axis", -1), A_END};
+    assert_int_equal(
+        run(f, "SoftmaxGrad", "f32,f32->f32", far, 2, same, tensor(F32, NULL, 2, 2, 3), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "attribute axis is -1");
+    /* MatMulGrad: input 0 or 1, dy of the product's shape, the output of the operand's. */
+    targ_t mm[3] = {tensor(F32, data, 2, 2, 2), tensor(F32, data, 2, 2, 3),
+                    tensor(F32, data, 2, 3, 2)};
+    const test_attr_t in2[] = {A_INT("input", 2), A_END}, in0[] = {A_INT("input", 0), A_END};
+    assert_int_equal(
+        run(f, "MatMulGrad", "f32,f32,f32->f32", in2, 3, mm, tensor(F32, NULL, 2, 2, 3), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "attribute input is 2");
+    assert_int_equal(
+        run(f, "MatMulGrad", "f32,f32,f32->f32", in0, 3, mm, tensor(F32, NULL, 2, 3, 2), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "output is [3,2], but the gradient of input 1 is [2,3]");
+    mm[0] = tensor(F32, data, 2, 2, 3);
+    assert_int_equal(
+        run(f, "MatMulGrad", "f32,f32,f32->f32", in0, 3, mm, tensor(F32, NULL, 2, 2, 3), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "input 0 (dy) is [2,3], but input 1 [2,3] times input 2 [3,2] is [2,2]");
+    /* ReduceGrad: sorted axes, and a dy that is the output reduced over them. */
+    targ_t dy21 = tensor(F32, data, 2, 2, 1);
+    const test_attr_t unsorted[] = {A_INTS("axes", 1, 0), A_END};
+    assert_int_equal(
+        run(f, "ReduceGrad", "f32->f32", unsorted, 1, &dy21, tensor(F32, NULL, 2, 2, 3), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "attribute axes is [1,0]");
+    const test_attr_t axis0[] = {A_INTS("axes", 0), A_END};
+    assert_int_equal(
+        run(f, "ReduceGrad", "f32->f32", axis0, 1, &dy21, tensor(F32, NULL, 2, 2, 3), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "input 0 (dy) is [2,1], but the output [2,3] reduced over axes [0]");
+    /* GatherGrad: dy of the gather's shape. */
+    targ_t gg[2] = {tensor(F32, data, 2, 2, 2), tensor(I64, (const int64_t[]){0, 1, 2}, 1, 3)};
+    assert_int_equal(
+        run(f, "GatherGrad", "f32,i64->f32", NULL, 2, gg, tensor(F32, NULL, 2, 4, 2), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "input 0 (dy) is [2,2]");
+    /* SliceGrad: every start and step fits its dim. */
+    targ_t dy = tensor(F32, data, 2, 2, 2);
+    const test_attr_t past[] = {A_INTS("starts", 0, 2), A_INTS("steps", 1, 1), A_END};
+    assert_int_equal(
+        run(f, "SliceGrad", "f32->f32", past, 1, &dy, tensor(F32, NULL, 2, 2, 3), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "SliceGrad \"g\": axis 1: 2 elements from 2 by step 1 do not fit");
+    const test_attr_t short_starts[] = {A_INTS("starts", 0), A_INTS("steps", 1), A_END};
+    assert_int_equal(
+        run(f, "SliceGrad", "f32->f32", short_starts, 1, &dy, tensor(F32, NULL, 2, 2, 3), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "expected one start and step per output axis");
+}
+
+/* A broadcast copy or a scatter cannot write over the input it reads; ScalarLike may. */
+static void gradient_kernels_refuse_an_output_over_their_input_but_scalar_like(void **state) {
+    fixture_t *f = *state;
+    ses_drv_buffer_t *arena = NULL;
+    float init[16] = {0}, got;
+
+    assert_int_equal(f->api->alloc(f->device, sizeof init, SES_DRV_MEM_DEVICE, &arena), SES_DRV_OK);
+    assert_int_equal(f->api->copy_h2d(f->device, NULL, init, arena, 0, sizeof init), SES_DRV_OK);
+    targ_t row[1] = {tensor(F32, NULL, 1, 4)};
+    f->name = "over";
+    assert_int_equal(run_in_arena(f, arena, "ExpandLike", "f32->f32", NULL, 1, row,
+                                  (const uint64_t[]){0}, tensor(F32, NULL, 2, 2, 4), 0),
+                     SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "ExpandLike \"over\"");
+    assert_message_contains(f, "cannot run in place");
+    const test_attr_t value[] = {A_FLOAT("value", 4.5), A_END};
+    assert_int_equal(run_in_arena(f, arena, "ScalarLike", "f32->f32", value, 1, row,
+                                  (const uint64_t[]){0}, tensor(F32, NULL, 0), 4),
+                     SES_DRV_OK);
+    assert_int_equal(f->api->copy_d2h(f->device, NULL, arena, 4, &got, sizeof got), SES_DRV_OK);
+    assert_true(got == 4.5f);
+    f->api->free(f->device, arena);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The thread pool
  * ------------------------------------------------------------------------------------------- */
 
@@ -2698,6 +2903,10 @@ int main(void) {
         TEST(slice_takes_forward_backward_and_strided_ranges),
         TEST(gather_picks_along_the_axis_with_negative_indices),
         TEST(gather_refuses_an_index_out_of_range_naming_node_index_and_dim),
+        TEST(gradient_kernels_are_offered_at_their_dtypes),
+        TEST(scalar_like_converts_its_value_as_cast_does),
+        TEST(gradient_kernels_refuse_shapes_and_attributes_that_do_not_fit),
+        TEST(gradient_kernels_refuse_an_output_over_their_input_but_scalar_like),
         TEST(open_device_starts_its_pool_and_close_device_joins_it),
         TEST(open_device_refuses_a_thread_count_that_is_not_a_number),
         TEST(large_kernels_on_the_pool_give_the_inline_result),

@@ -25,6 +25,18 @@ typedef struct ses_edge {
     uint32_t index;
 } ses_edge_t;
 
+/**
+ * The index of a control edge: an input of a NoOp that makes the NoOp run a node for its effect
+ * rather than read one of its outputs (for ops without outputs, such as optimizer updates).
+ */
+#define SES_EDGE_CONTROL UINT32_MAX
+
+/** A control edge to @p node; valid only as an input of a NoOp. */
+static inline ses_edge_t ses_control_edge(ses_node_t *node) {
+    ses_edge_t e = {node, SES_EDGE_CONTROL};
+    return e;
+}
+
 /** Attribute types; the values equal the ABI's SES_DRV_ATTR_*. */
 typedef enum ses_attr_type {
     SES_ATTR_INT = 1,
@@ -111,6 +123,12 @@ SES_API ses_status_t ses_graph_op(ses_graph_t *g, const char *op, const char *na
                                   const ses_attr_t *attrs, size_t n_attrs, ses_edge_t *out_edge);
 
 /** The node named @p name; SES_NOT_FOUND otherwise. */
+/**
+ * Adds a NoOp named @p name (NULL: generated) whose inputs are control edges to @p nodes: using
+ * it as a target runs every one of them. Stores it in @p out_node.
+ */
+SES_API ses_status_t ses_graph_group(ses_graph_t *g, const char *name, ses_node_t *const *nodes,
+                                     size_t n_nodes, ses_node_t **out_node);
 SES_API ses_status_t ses_graph_find_node(const ses_graph_t *g, const char *name,
                                          ses_node_t **out_node);
 /** Parses "name" or "name:index" into an edge; SES_NOT_FOUND or SES_INVALID_ARGUMENT. */

@@ -14,6 +14,9 @@
 #include <session/tensor.h>
 #include <session/graph.h>
 #include <session/scope.h>
+#include <session/checkpoint.h>
+#include <session/train.h>
+#include <session/dataset.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -144,5 +147,9 @@ SES_API void ses_session_destroy(ses_session_t *s);
 #ifdef __cplusplus
 }
 #endif
+
+/* Hooks and the monitored training loop build on the types above; hooks.h includes this
+ * header itself, so either may be included first. */
+#include <session/hooks.h>
 
 #endif /* SESSION_SESSION_H */

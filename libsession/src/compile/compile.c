@@ -332,6 +332,69 @@ static ses_status_t place(builder_t *b, const ses_node_t *node, const char *kern
                      node->op, node->name, signature, tried);
 }
 
+/* Every input an op updates in place must be a variable, read from the scope (not fed). */
+static ses_status_t check_inplace(builder_t *b, const ses_node_t *node, const size_t *in_slots) {
+    for (size_t i = 0; i < node->n_inputs && i < 64; i++) {
+        const ses_node_t *src = node->inputs[i].node;
+        if (!(node->schema->inplace_inputs & (UINT64_C(1) << i)))
+            continue;
+        if (src->kind != SES__NODE_VARIABLE)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "%s \"%s\": input %zu is updated in place, so it must be a variable; "
+                             "it is %s \"%s\"",
+                             node->op, node->name, i, src->op, src->name);
+        if (b->c->slots[in_slots[i]].kind != SES__SLOT_VARIABLE)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "%s \"%s\": input %zu, variable \"%s\", is fed in this eval, but the "
+                             "op updates it in place; do not feed it",
+                             node->op, node->name, i, src->name);
+    }
+    return SES_OK;
+}
+
+/* In-place updates go last, in their order: nothing consumes them (they have no outputs), and
+ * every other step of the plan then reads the variables before they change. */
+static void order_inplace_last(ses__pruned_t *pruned) {
+    size_t n = pruned->n_nodes, k = 0;
+    const ses_node_t **moved = malloc((n + 1) * sizeof *moved);
+    size_t m = 0;
+
+    if (!moved)
+        return; /* the order stays valid, only less strict */
+    for (size_t i = 0; i < n; i++) {
+        const ses_node_t *x = pruned->nodes[i];
+        if (x->kind == SES__NODE_OP && x->schema->inplace_inputs)
+            moved[m++] = x;
+        else
+            pruned->nodes[k++] = x;
+    }
+    memcpy(pruned->nodes + k, moved, m * sizeof *moved);
+    free(moved);
+}
+
+/* An op the runtime runs itself: it reads (or, in place, writes) its inputs wherever they are,
+ * so it needs no kernel and no copies. Its step counts as on the CPU device. */
+static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const size_t *in_slots) {
+    ses__compiled_t *c = b->c;
+    size_t step_index, cpu = b->s->n_devices - 1;
+    ses__step_t *step;
+    ses_status_t st;
+
+    if (node->schema->inplace_inputs && (st = check_inplace(b, node, in_slots)) != SES_OK)
+        return st;
+    st = new_step(b, SES__STEP_HOST, cpu, node, node->n_inputs, &step);
+    if (st != SES_OK)
+        return st;
+    step_index = c->n_steps - 1;
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        c->steps[step_index].args[i] = in_slots[i];
+        if (c->slots[in_slots[i]].last_step < step_index)
+            c->slots[in_slots[i]].last_step = step_index;
+    }
+    b->per_device[cpu]++;
+    return SES_OK;
+}
+
 static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     ses__compiled_t *c = b->c;
     ses__infer_ctx_t ctx;
@@ -339,7 +402,7 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     const void *values[SES__MAX_INPUTS];
     size_t in_slots[SES__MAX_INPUTS];
     const ses__type_t *kernel_in_types[SES__MAX_INPUTS];
-    size_t kernel_in[SES__MAX_INPUTS];
+    size_t kernel_in[SES__MAX_INPUTS], kernel_node_in[SES__MAX_INPUTS];
     size_t n_kernel_in = 0, device = 0, step_index;
     const ses_drv_kernel_t *kernel = NULL;
     ses_drv_tensor_desc_t descs[SES__MAX_INPUTS + SES__MAX_OUTPUTS];
@@ -378,6 +441,10 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
         ses__attrs_clear(&ctx.kernel_attrs);
         return st;
     }
+    if (node->schema->host_op) {
+        ses__attrs_clear(&ctx.kernel_attrs);
+        return compile_host_op(b, node, in_slots);
+    }
     for (size_t i = 0; i < node->n_inputs; i++) {
         if (ctx.kernel_inputs && !(ctx.kernel_inputs & (UINT64_C(1) << i)))
             continue;
@@ -401,6 +468,14 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     drv_node.outputs = descs + n_kernel_in;
     drv_node.attr = node_attr;
     drv_node.attr_ctx = &ctx.kernel_attrs;
+    /* In-place updates write variables: only real ones, read from the scope. */
+    if (node->schema->inplace_inputs) {
+        st = check_inplace(b, node, in_slots);
+        if (st != SES_OK) {
+            ses__attrs_clear(&ctx.kernel_attrs);
+            return st;
+        }
+    }
     st = place(b, node, drv_node.op, signature, &drv_node, &device, &kernel);
     if (st != SES_OK) {
         ses__attrs_clear(&ctx.kernel_attrs);
@@ -409,6 +484,7 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     b->per_device[device]++;
 
     /* Inputs on the chosen device (copies are steps before this one). */
+    memcpy(kernel_node_in, kernel_in, n_kernel_in * sizeof *kernel_in);
     for (size_t i = 0; i < n_kernel_in; i++) {
         size_t local;
         st = slot_on_device(b, in_slots[kernel_in[i]], device, &local);
@@ -444,6 +520,19 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
         c->slots[out].last_step = step_index;
         c->steps[step_index].args[n_kernel_in + o] = out;
         b->slot_of[node->id * SES__MAX_OUTPUTS + o] = out + 1;
+    }
+    /* A variable updated on another device than its home is copied back after the update. */
+    for (size_t i = 0; i < n_kernel_in && node->schema->inplace_inputs; i++) {
+        size_t ni = kernel_node_in[i], local = c->steps[step_index].args[i];
+        if (ni < 64 && (node->schema->inplace_inputs & (UINT64_C(1) << ni)) &&
+            local != in_slots[ni]) {
+            st = new_step(b, SES__STEP_COPY, device, node, 2, &step);
+            if (st != SES_OK)
+                return st;
+            step->args[0] = local;
+            step->args[1] = in_slots[ni];
+            c->slots[local].last_step = c->n_steps - 1;
+        }
     }
     return SES_OK;
 }
@@ -628,6 +717,7 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
                              ses__type_format(&got, bb, sizeof bb));
         }
     }
+    order_inplace_last(&pruned);
     c = calloc(1, sizeof *c);
     b.s = s;
     b.plan = plan;

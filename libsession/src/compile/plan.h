@@ -85,6 +85,7 @@ typedef struct ses__slot {
 typedef enum ses__step_kind {
     SES__STEP_KERNEL = 0,
     SES__STEP_COPY,
+    SES__STEP_HOST, /* an op the runtime runs itself (Save, Restore): exec/host_ops.c */
 } ses__step_kind_t;
 
 typedef struct ses__step {
@@ -180,6 +181,15 @@ ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);
 /** Runs a compiled plan: binds externals, runs the steps, copies fetches out. */
 ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
                       ses_tensor_t **out_values);
+
+/** Reads a slot's bytes into @p host, from whatever device holds it. */
+ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *host);
+
+/**
+ * Runs a host step (Save, Restore) with its input slots bound for this run. Errors name the node
+ * and the file.
+ */
+ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, const ses__step_t *step);
 
 /** Copies @p bytes between two slots' buffers on possibly different devices. */
 ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst);

@@ -50,7 +50,7 @@ static void unmap_slot(ses_session_t *s, const ses__slot_t *slot, void *p) {
 }
 
 /* Device to host: into @p host from a slot. */
-static ses_status_t read_slot(ses_session_t *s, const ses__slot_t *slot, void *host) {
+ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *host) {
     const ses__device_ctx_t *dev = &s->devices[slot->device];
     void *p;
     int32_t rc;
@@ -94,7 +94,7 @@ ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses_
         staging = malloc(src->bytes);
         if (!staging)
             return ses__fail(SES_OUT_OF_MEMORY, "copy: out of memory");
-        st = read_slot(s, src, staging);
+        st = ses__read_slot(s, src, staging);
         if (st != SES_OK) {
             free(staging);
             return st;
@@ -204,6 +204,12 @@ static ses_status_t run_steps(ses_plan_t *plan) {
         const ses__slot_t *slots = c->slots;
         int32_t rc;
 
+        if (step->kind == SES__STEP_HOST) {
+            ses_status_t st = ses__host_op_run(s, c, step);
+            if (st != SES_OK)
+                return st;
+            continue;
+        }
         if (step->kind == SES__STEP_COPY) {
             ses_status_t st = ses__copy_slot(s, &slots[step->args[0]], &slots[step->args[1]]);
             if (st != SES_OK)
@@ -243,7 +249,7 @@ static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
         st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims,
                                &out_values[i]);
         if (st == SES_OK)
-            st = read_slot(s, slot, out_values[i]->data);
+            st = ses__read_slot(s, slot, out_values[i]->data);
         if (st != SES_OK) {
             for (size_t j = 0; j <= i; j++) {
                 ses_tensor_release(out_values[j]);

@@ -171,6 +171,8 @@ static ses_status_t append_node(ses_graph_t *g, const char *what, const char *op
             return ses__fail(SES_INVALID_ARGUMENT,
                              "%s \"%s\": input %zu (%s) belongs to another graph", what, name, i,
                              ses__edge_format(inputs[i], edge, sizeof edge));
+        if (inputs[i].index == SES_EDGE_CONTROL && kind == SES__NODE_NOOP)
+            continue; /* runs the node for its effect */
         if (inputs[i].index >= src->n_outputs)
             return ses__fail(SES_INVALID_ARGUMENT,
                              "%s \"%s\": input %zu names output %u of \"%s\", which has %zu "
@@ -209,6 +211,18 @@ static ses_status_t append_node(ses_graph_t *g, const char *what, const char *op
 oom:
     node_free(n);
     return ses__fail(SES_OUT_OF_MEMORY, "%s \"%s\": out of memory", what, name);
+}
+
+void ses__graph_truncate(ses_graph_t *g, size_t n_nodes) {
+    if (!g || n_nodes >= g->n_nodes)
+        return;
+    while (g->n_nodes > n_nodes)
+        node_free(g->nodes[--g->n_nodes]);
+    /* Rebuild the name table: open addressing cannot simply forget entries. */
+    memset(g->table, 0, g->table_size * sizeof *g->table);
+    for (size_t i = 0; i < g->n_nodes; i++)
+        table_insert(g, i);
+    g->version++;
 }
 
 ses_status_t ses_graph_placeholder(ses_graph_t *g, const char *name, ses_dtype_t dtype,
@@ -350,6 +364,26 @@ ses_status_t ses_graph_add_node(ses_graph_t *g, const char *op, const char *name
     n->attrs = attrs_copy;
     *out_node = n;
     return SES_OK;
+}
+
+ses_status_t ses_graph_group(ses_graph_t *g, const char *name, ses_node_t *const *nodes,
+                             size_t n_nodes, ses_node_t **out_node) {
+    ses_edge_t *edges;
+    ses_status_t st;
+
+    if (!out_node)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_graph_group: out_node is NULL");
+    *out_node = NULL;
+    if (!g || (n_nodes && !nodes))
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_graph_group: NULL %s", !g ? "graph" : "nodes");
+    edges = malloc((n_nodes ? n_nodes : 1) * sizeof *edges);
+    if (!edges)
+        return ses__fail(SES_OUT_OF_MEMORY, "ses_graph_group: out of memory");
+    for (size_t i = 0; i < n_nodes; i++)
+        edges[i] = ses_control_edge(nodes[i]);
+    st = ses_graph_add_node(g, "NoOp", name, edges, n_nodes, NULL, 0, 0, out_node);
+    free(edges);
+    return st;
 }
 
 ses_status_t ses_graph_op(ses_graph_t *g, const char *op, const char *name,

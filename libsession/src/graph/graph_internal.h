@@ -52,4 +52,10 @@ struct ses_graph {
 /** Formats an edge as "name:index" (or "name" for index 0) into @p buffer. */
 const char *ses__edge_format(ses_edge_t e, char *buffer, size_t size);
 
+/**
+ * Removes every node from index @p n_nodes on (the newest ones), so that a helper that adds
+ * several nodes leaves the graph as it was when it fails. No remaining node may use them.
+ */
+void ses__graph_truncate(ses_graph_t *g, size_t n_nodes);
+
 #endif /* SES_GRAPH_INTERNAL_H */

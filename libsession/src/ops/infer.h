@@ -129,6 +129,15 @@ ses_status_t ses__infer_reduce_sum(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_reduce_mean(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_reduce_max(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_argmax(ses__infer_ctx_t *ctx);
+/* The normalized axes of a reduction of @p x (shared with ReduceGrad): @p axes[0..n) checked
+ * against x's rank and sorted, repeats merged, into @p out (room for SES_MAX_RANK); none means
+ * every axis, or none at all with @p noop_with_empty_axes. */
+ses_status_t ses__reduce_axes(const ses__infer_ctx_t *ctx, const ses__type_t *x,
+                              const int64_t *axes, size_t n, int64_t noop_with_empty_axes,
+                              int64_t *out, size_t *out_n);
+/* The type of @p x with the dimensions in sorted @p axes[0..n) set to 1 (keepdims) or removed. */
+void ses__reduced_shape(const ses__type_t *x, const int64_t *axes, size_t n, int64_t keepdims,
+                        ses__type_t *out);
 /* softmax.c */
 ses_status_t ses__infer_softmax(ses__infer_ctx_t *ctx);
 /* shape_ops.c */
@@ -140,9 +149,37 @@ ses_status_t ses__infer_transpose(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_concat(ses__infer_ctx_t *ctx);
 /* slice.c */
 ses_status_t ses__infer_slice(ses__infer_ctx_t *ctx);
+/* Slice's normalization (shared with SliceGrad): slices input @p data_index (named
+ * @p data_name) by the starts, ends and optional axes and steps of the inputs after it, storing
+ * one clamped start and one non-zero step per dimension of the data in @p starts and @p steps
+ * (room for SES_MAX_RANK) and the sliced type in @p out. */
+ses_status_t ses__slice_normalize(ses__infer_ctx_t *ctx, size_t data_index,
+                                  const char *data_name, int64_t *starts, int64_t *steps,
+                                  ses__type_t *out);
 /* gather.c */
 ses_status_t ses__infer_gather(ses__infer_ctx_t *ctx);
 /* cast.c */
 ses_status_t ses__infer_cast(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_save(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_restore(ses__infer_ctx_t *ctx);
+/* train_ops.c */
+ses_status_t ses__infer_softmax_cross_entropy_loss(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_softmax_cross_entropy_loss_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_sgd(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_momentum(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_adam(ses__infer_ctx_t *ctx);
+/* grad_ops.c */
+ses_status_t ses__infer_expand_like(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_reduce_sum_like(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_scalar_like(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_reshape_like(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_cast_like(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_activation_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_softmax_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_matmul_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_reduce_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_gather_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_slice_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_concat_grad(ses__infer_ctx_t *ctx);
 
 #endif /* SES_OPS_INFER_H */

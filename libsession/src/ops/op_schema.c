@@ -11,6 +11,9 @@
 
 /* One line per op: name, min and max inputs, default and max outputs, inputs whose value
  * inference reads, inference. Grouped by family, in the order of the files that infer them. */
+/* Entries leave trailing fields (inplace_inputs) out when they are zero. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const ses__op_schema_t schemas[] = {
     /* elementwise.c */
     {"Identity", 1, 1, 1, 1, 0, ses__infer_identity},
@@ -60,7 +63,37 @@ static const ses__op_schema_t schemas[] = {
     {"Gather", 2, 2, 1, 1, 0, ses__infer_gather},
     /* cast.c */
     {"Cast", 1, 1, 1, 1, 0, ses__infer_cast},
+    /* checkpoint_ops.c: run by the runtime itself; Restore writes every input in place. */
+    {"Save", 1, SES__MAX_INPUTS, 0, 0, 0, ses__infer_save, 0, 1},
+    {"Restore", 1, SES__MAX_INPUTS, 0, 0, 0, ses__infer_restore, ~UINT64_C(0), 1},
+    /* grad_ops.c: the ops gradients are built from. "like" inputs give a shape or dtype only;
+     * ReduceGrad's axes and SliceGrad's starts, ends, axes, steps are shape-like, as in
+     * ReduceSum and Slice. */
+    {"ExpandLike", 2, 2, 1, 1, 0, ses__infer_expand_like},
+    {"ReduceSumLike", 2, 2, 1, 1, 0, ses__infer_reduce_sum_like},
+    {"ScalarLike", 1, 1, 1, 1, 0, ses__infer_scalar_like},
+    {"ReshapeLike", 2, 2, 1, 1, 0, ses__infer_reshape_like},
+    {"CastLike", 2, 2, 1, 1, 0, ses__infer_cast_like},
+    {"ReluGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad},
+    {"LeakyReluGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad},
+    {"SigmoidGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad},
+    {"TanhGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad},
+    {"SoftmaxGrad", 2, 2, 1, 1, 0, ses__infer_softmax_grad},
+    {"LogSoftmaxGrad", 2, 2, 1, 1, 0, ses__infer_softmax_grad},
+    {"MatMulGrad", 3, 3, 1, 1, 0, ses__infer_matmul_grad},
+    {"ReduceGrad", 2, 3, 1, 1, BIT(2), ses__infer_reduce_grad},
+    {"GatherGrad", 3, 3, 1, 1, 0, ses__infer_gather_grad},
+    {"SliceGrad", 4, 6, 1, 1, BIT(2) | BIT(3) | BIT(4) | BIT(5), ses__infer_slice_grad},
+    {"ConcatGrad", 2, SES__MAX_INPUTS, 1, 1, 0, ses__infer_concat_grad},
+    /* train_ops.c: the loss's optional second output is log_prob; the optimizers have no
+     * outputs and update the inputs marked in the last field in place. */
+    {"SoftmaxCrossEntropyLoss", 2, 3, 1, 2, 0, ses__infer_softmax_cross_entropy_loss},
+    {"SoftmaxCrossEntropyLossGrad", 3, 4, 1, 1, 0, ses__infer_softmax_cross_entropy_loss_grad},
+    {"SGD", 3, 3, 0, 0, 0, ses__infer_sgd, BIT(0)},
+    {"Momentum", 4, 4, 0, 0, 0, ses__infer_momentum, BIT(0) | BIT(3)},
+    {"Adam", 6, 6, 0, 0, 0, ses__infer_adam, BIT(0) | BIT(3) | BIT(4) | BIT(5)},
 };
+#pragma GCC diagnostic pop
 
 #define N_SCHEMAS (sizeof schemas / sizeof schemas[0])
 
@@ -132,8 +165,10 @@ static ses_status_t check_inputs(const ses__op_schema_t *schema, const ses__infe
     if (ctx->n_inputs < schema->min_inputs || ctx->n_inputs > schema->max_inputs)
         return count_error(ctx, "input", schema->min_inputs, schema->max_inputs, SES__MAX_INPUTS,
                            ctx->n_inputs);
-    if (ctx->n_outputs < 1 || ctx->n_outputs > schema->max_outputs)
-        return count_error(ctx, "output", 1, schema->max_outputs, SES__MAX_OUTPUTS, ctx->n_outputs);
+    /* Ops with outputs need at least one; in-place update ops (max_outputs 0) have none. */
+    if (ctx->n_outputs < (schema->max_outputs ? 1u : 0u) || ctx->n_outputs > schema->max_outputs)
+        return count_error(ctx, "output", schema->max_outputs ? 1 : 0, schema->max_outputs,
+                           SES__MAX_OUTPUTS, ctx->n_outputs);
     if (ctx->n_inputs && !ctx->inputs)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "NULL input types");
     for (size_t i = 0; i < ctx->n_inputs; i++) {

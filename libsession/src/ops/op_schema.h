@@ -63,6 +63,12 @@ typedef struct ses__op_schema {
     uint16_t max_outputs;
     uint64_t value_inputs;    /* bit i: inference needs input i's value (shape-like inputs) */
     ses_status_t (*infer)(ses__infer_ctx_t *ctx);
+    /* bit i: input i is updated in place (optimizers): it must be a variable, whose own storage
+     * the kernel writes; such ops have no outputs and run after every other step of the plan */
+    uint64_t inplace_inputs;
+    /* non-zero: the runtime runs the op itself (exec/host_ops.c), not a driver kernel: file I/O
+     * such as Save and Restore */
+    uint32_t host_op;
 } ses__op_schema_t;
 
 /** The schema of @p op, or NULL. */

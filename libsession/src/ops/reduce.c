@@ -8,9 +8,8 @@
  */
 #include "infer.h"
 
-/* The shape of @p x with the dimensions in sorted @p axes set to 1 or removed. */
-static void reduced_shape(const ses__type_t *x, const int64_t *axes, size_t n, int64_t keepdims,
-                          ses__type_t *out) {
+void ses__reduced_shape(const ses__type_t *x, const int64_t *axes, size_t n, int64_t keepdims,
+                        ses__type_t *out) {
     size_t next = 0;
 
     out->dtype = x->dtype;
@@ -24,6 +23,20 @@ static void reduced_shape(const ses__type_t *x, const int64_t *axes, size_t n, i
         else if (keepdims)
             out->dims[out->rank++] = 1;
     }
+}
+
+ses_status_t ses__reduce_axes(const ses__infer_ctx_t *ctx, const ses__type_t *x,
+                              const int64_t *axes, size_t n, int64_t noop_with_empty_axes,
+                              int64_t *out, size_t *out_n) {
+    *out_n = 0;
+    if (n == 0 && noop_with_empty_axes)
+        return SES_OK;
+    if (n > 0)
+        return ses__op_axes(ctx, "axes value", axes, n, x->rank, x, SES__AXES_MERGE_DUPLICATES, out,
+                            out_n);
+    for (uint32_t d = 0; d < x->rank; d++)
+        out[(*out_n)++] = d;
+    return SES_OK;
 }
 
 /* Shared by the three Reduce ops once their axes are read, whichever way they came. */
@@ -43,16 +56,10 @@ static ses_status_t reduce(ses__infer_ctx_t *ctx, const int64_t *axes, size_t n,
         ctx->outputs[0] = *x;
         return SES_OK;
     }
-    if (n == 0) {
-        for (uint32_t d = 0; d < x->rank; d++)
-            normal[count++] = d;
-    } else {
-        st = ses__op_axes(ctx, "axes value", axes, n, x->rank, x, SES__AXES_MERGE_DUPLICATES,
-                          normal, &count);
-        if (st != SES_OK)
-            return st;
-    }
-    reduced_shape(x, normal, count, keepdims, &ctx->outputs[0]);
+    st = ses__reduce_axes(ctx, x, axes, n, 0, normal, &count);
+    if (st != SES_OK)
+        return st;
+    ses__reduced_shape(x, normal, count, keepdims, &ctx->outputs[0]);
     st = ses__attrs_set_ints(&ctx->kernel_attrs, "axes", normal, count);
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "keepdims", keepdims);
@@ -132,7 +139,7 @@ ses_status_t ses__infer_argmax(ses__infer_ctx_t *ctx) {
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "axis %lld has no elements to choose from: data is %s", (long long)axis,
                             ses__tstr(x).s);
-    reduced_shape(x, &axis, 1, keepdims, &ctx->outputs[0]);
+    ses__reduced_shape(x, &axis, 1, keepdims, &ctx->outputs[0]);
     ctx->outputs[0].dtype = SES_I64;
     st = ses__attrs_set_int(ka, "axis", axis);
     if (st == SES_OK)

@@ -35,26 +35,28 @@ static ses_status_t read_optional(ses__infer_ctx_t *ctx, size_t index, const cha
     return st;
 }
 
-static ses_status_t read_args(ses__infer_ctx_t *ctx, slice_args_t *a) {
-    const ses__type_t *data = &ctx->inputs[0];
+/* Reads starts, ends, axes and steps from inputs @p first to first + 3, for slicing the input
+ * @p data named @p data_name. */
+static ses_status_t read_args(ses__infer_ctx_t *ctx, const ses__type_t *data, const char *data_name,
+                              size_t first, slice_args_t *a) {
     size_t n_ends = 0;
     ses_status_t st;
 
-    st = ses__op_read_ints(ctx, 1, "starts", SES__DT_INDEX, a->starts, SLICE_CAP, &a->n);
+    st = ses__op_read_ints(ctx, first, "starts", SES__DT_INDEX, a->starts, SLICE_CAP, &a->n);
     if (st == SES_OK)
-        st = ses__op_read_ints(ctx, 2, "ends", SES__DT_INDEX, a->ends, SLICE_CAP, &n_ends);
+        st = ses__op_read_ints(ctx, first + 1, "ends", SES__DT_INDEX, a->ends, SLICE_CAP, &n_ends);
     if (st == SES_OK && n_ends != a->n)
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                           "starts has %zu values but ends has %zu; they must match", a->n, n_ends);
     /* Without axes, starts[k] applies to dimension k. */
-    if (st == SES_OK && !ses__op_has_input(ctx, 3) && a->n > data->rank)
+    if (st == SES_OK && !ses__op_has_input(ctx, first + 2) && a->n > data->rank)
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                          "starts has %zu values, more than the data's rank: data is %s", a->n,
-                          ses__tstr(data).s);
+                          "starts has %zu values, more than the %s's rank: %s is %s", a->n,
+                          data_name, data_name, ses__tstr(data).s);
     if (st == SES_OK)
-        st = read_optional(ctx, 3, "axes", a->n, a->axes, 1);
+        st = read_optional(ctx, first + 2, "axes", a->n, a->axes, 1);
     if (st == SES_OK)
-        st = read_optional(ctx, 4, "steps", a->n, a->steps, 0);
+        st = read_optional(ctx, first + 3, "steps", a->n, a->steps, 0);
     return st;
 }
 
@@ -83,22 +85,21 @@ static int64_t slice_dim(int64_t dim, int64_t *start, int64_t end, int64_t step)
     return count;
 }
 
-ses_status_t ses__infer_slice(ses__infer_ctx_t *ctx) {
-    const ses__type_t *data = &ctx->inputs[0];
-    ses__type_t *out = &ctx->outputs[0];
-    int64_t starts[SES_MAX_RANK] = {0}, steps[SES_MAX_RANK];
+ses_status_t ses__slice_normalize(ses__infer_ctx_t *ctx, size_t data_index, const char *data_name,
+                                  int64_t *starts, int64_t *steps, ses__type_t *out) {
+    const ses__type_t *data = &ctx->inputs[data_index];
     int sliced[SES_MAX_RANK] = {0};
     slice_args_t a;
     ses_status_t st;
 
-    st = ses__op_check_dtype(ctx, 0, "data", SES__DT_ANY);
-    if (st == SES_OK)
-        st = read_args(ctx, &a);
+    st = read_args(ctx, data, data_name, data_index + 1, &a);
     if (st != SES_OK)
         return st;
     *out = *data;
-    for (uint32_t d = 0; d < data->rank; d++)
+    for (uint32_t d = 0; d < data->rank; d++) {
+        starts[d] = 0;
         steps[d] = 1;
+    }
     for (size_t k = 0; k < a.n; k++) {
         int64_t axis;
         st = ses__op_axis(ctx, "axes value", a.axes[k], data->rank, data, &axis);
@@ -114,6 +115,19 @@ ses_status_t ses__infer_slice(ses__infer_ctx_t *ctx) {
         steps[axis] = a.steps[k];
         out->dims[axis] = slice_dim(data->dims[axis], &starts[axis], a.ends[k], a.steps[k]);
     }
+    return SES_OK;
+}
+
+ses_status_t ses__infer_slice(ses__infer_ctx_t *ctx) {
+    const ses__type_t *data = &ctx->inputs[0];
+    int64_t starts[SES_MAX_RANK], steps[SES_MAX_RANK];
+    ses_status_t st;
+
+    st = ses__op_check_dtype(ctx, 0, "data", SES__DT_ANY);
+    if (st == SES_OK)
+        st = ses__slice_normalize(ctx, 0, "data", starts, steps, &ctx->outputs[0]);
+    if (st != SES_OK)
+        return st;
     ctx->kernel_inputs = 0x1;
     st = ses__attrs_set_ints(&ctx->kernel_attrs, "starts", starts, data->rank);
     if (st == SES_OK)

@@ -567,7 +567,8 @@ ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches, si
         st = plan_create(s, fetches, n_fetches, fed, n_fed, targets, n_targets, &p);
     if (st == SES_OK) {
         /* An explicit plan keeps the caller's order: feed values come in that order. */
-        memcpy(p->fetches, fetches, n_fetches * sizeof *fetches);
+        if (n_fetches)
+            memcpy(p->fetches, fetches, n_fetches * sizeof *fetches);
         if (n_fed)
             memcpy(p->fed, fed, n_fed * sizeof *fed);
         st = add_plan(s, p);

@@ -1,0 +1,486 @@
+/*
+ * One gradient builder per differentiable op of the core set. Each reads the forward node's
+ * inputs, outputs and attributes, and emits nodes for the gradients of its inputs. Broadcasting
+ * ops reduce a gradient back to its input's shape with ReduceSumLike.
+ */
+#include <string.h>
+
+#include "../error.h"
+#include "../graph/graph_internal.h"
+#include "gradients_internal.h"
+
+#define IN(i) (n->inputs[i])
+#define OUT(o) ((ses_edge_t){(ses_node_t *)n, (o)})
+#define TRY(call)                      \
+    do {                               \
+        ses_status_t st_ = (call);     \
+        if (st_ != SES_OK)             \
+            return st_;                \
+    } while (0)
+
+/* The forward node's attribute @p name as a ses_attr_t (pointing into the node). */
+static int forward_attr(const ses_node_t *n, const char *name, ses_attr_t *out) {
+    const ses__attr_t *a = ses__attrs_find(&n->attrs, name);
+
+    if (!a)
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->type = a->type;
+    out->i = a->i;
+    out->f = a->f;
+    out->s = a->s;
+    out->ints = a->ints;
+    out->floats = a->floats;
+    out->count = a->count;
+    return 1;
+}
+
+/* Copies the forward attributes in @p names (those present) into @p attrs; returns the count. */
+static size_t forward_attrs(const ses_node_t *n, const char *const *names, size_t n_names,
+                            ses_attr_t *attrs) {
+    size_t k = 0;
+    for (size_t i = 0; i < n_names; i++)
+        k += (size_t)forward_attr(n, names[i], &attrs[k]);
+    return k;
+}
+
+static ses_status_t reduce_like(ses__grad_ctx_t *c, ses_edge_t e, ses_edge_t like,
+                                ses_edge_t *out) {
+    return ses__grad_binary(c, "ReduceSumLike", e, like, out);
+}
+
+/* ---- elementwise ------------------------------------------------------------------------ */
+
+static ses_status_t grad_identity(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                  ses_edge_t *dx) {
+    (void)c;
+    (void)n;
+    dx[0] = dy[0];
+    return SES_OK;
+}
+
+static ses_status_t grad_add(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    TRY(reduce_like(c, dy[0], IN(0), &dx[0]));
+    return reduce_like(c, dy[0], IN(1), &dx[1]);
+}
+
+static ses_status_t grad_sub(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    ses_edge_t neg;
+    TRY(reduce_like(c, dy[0], IN(0), &dx[0]));
+    TRY(ses__grad_unary(c, "Neg", dy[0], &neg));
+    return reduce_like(c, neg, IN(1), &dx[1]);
+}
+
+static ses_status_t grad_mul(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    ses_edge_t t;
+    TRY(ses__grad_binary(c, "Mul", dy[0], IN(1), &t));
+    TRY(reduce_like(c, t, IN(0), &dx[0]));
+    TRY(ses__grad_binary(c, "Mul", dy[0], IN(0), &t));
+    return reduce_like(c, t, IN(1), &dx[1]);
+}
+
+/* y = a / b: da = dy / b, db = -dy * y / b. */
+static ses_status_t grad_div(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    ses_edge_t t, u;
+    TRY(ses__grad_binary(c, "Div", dy[0], IN(1), &t));
+    TRY(reduce_like(c, t, IN(0), &dx[0]));
+    TRY(ses__grad_binary(c, "Mul", t, OUT(0), &u));
+    TRY(ses__grad_unary(c, "Neg", u, &u));
+    return reduce_like(c, u, IN(1), &dx[1]);
+}
+
+/* y = a ^ b: da = dy * b * a^(b-1), db = dy * y * log(a). */
+static ses_status_t grad_pow(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    ses_edge_t one, bm1, p, t;
+    TRY(ses__grad_scalar(c, IN(1), 1.0, &one));
+    TRY(ses__grad_binary(c, "Sub", IN(1), one, &bm1));
+    TRY(ses__grad_binary(c, "Pow", IN(0), bm1, &p));
+    TRY(ses__grad_binary(c, "Mul", p, IN(1), &t));
+    TRY(ses__grad_binary(c, "Mul", dy[0], t, &t));
+    TRY(reduce_like(c, t, IN(0), &dx[0]));
+    TRY(ses__grad_unary(c, "Log", IN(0), &t));
+    TRY(ses__grad_binary(c, "Mul", t, OUT(0), &t));
+    TRY(ses__grad_binary(c, "Mul", dy[0], t, &t));
+    return reduce_like(c, t, IN(1), &dx[1]);
+}
+
+static ses_status_t grad_neg(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    (void)n;
+    return ses__grad_unary(c, "Neg", dy[0], &dx[0]);
+}
+
+/* d|x| = dy * sign(x); at 0 the subgradient dy is taken. */
+static ses_status_t grad_abs(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    ses_edge_t zero, negative, neg_dy, in[3];
+    TRY(ses__grad_scalar(c, IN(0), 0.0, &zero));
+    TRY(ses__grad_binary(c, "Less", IN(0), zero, &negative));
+    TRY(ses__grad_unary(c, "Neg", dy[0], &neg_dy));
+    in[0] = negative;
+    in[1] = neg_dy;
+    in[2] = dy[0];
+    return ses__grad_op(c, "Where", in, 3, NULL, 0, &dx[0]);
+}
+
+/* An op whose gradient is a fused op of (dy, x) or (dy, y), with some forward attributes. */
+static ses_status_t fused(ses__grad_ctx_t *c, const ses_node_t *n, const char *op, ses_edge_t dy,
+                          ses_edge_t other, const char *const *attr_names, size_t n_attr_names,
+                          ses_edge_t *out) {
+    ses_attr_t attrs[4];
+    ses_edge_t in[2] = {dy, other};
+    size_t k = forward_attrs(n, attr_names, n_attr_names, attrs);
+    return ses__grad_op(c, op, in, 2, attrs, k, out);
+}
+
+static ses_status_t grad_relu(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                              ses_edge_t *dx) {
+    return fused(c, n, "ReluGrad", dy[0], IN(0), NULL, 0, &dx[0]);
+}
+
+static ses_status_t grad_leaky_relu(ses__grad_ctx_t *c, const ses_node_t *n,
+                                    const ses_edge_t *dy, ses_edge_t *dx) {
+    static const char *const names[] = {"alpha"};
+    return fused(c, n, "LeakyReluGrad", dy[0], IN(0), names, 1, &dx[0]);
+}
+
+static ses_status_t grad_sigmoid(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                 ses_edge_t *dx) {
+    return fused(c, n, "SigmoidGrad", dy[0], OUT(0), NULL, 0, &dx[0]);
+}
+
+static ses_status_t grad_tanh(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                              ses_edge_t *dx) {
+    return fused(c, n, "TanhGrad", dy[0], OUT(0), NULL, 0, &dx[0]);
+}
+
+static ses_status_t grad_softmax(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                 ses_edge_t *dx) {
+    static const char *const names[] = {"axis"};
+    return fused(c, n, "SoftmaxGrad", dy[0], OUT(0), names, 1, &dx[0]);
+}
+
+static ses_status_t grad_log_softmax(ses__grad_ctx_t *c, const ses_node_t *n,
+                                     const ses_edge_t *dy, ses_edge_t *dx) {
+    static const char *const names[] = {"axis"};
+    return fused(c, n, "LogSoftmaxGrad", dy[0], OUT(0), names, 1, &dx[0]);
+}
+
+static ses_status_t grad_exp(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    return ses__grad_binary(c, "Mul", dy[0], OUT(0), &dx[0]);
+}
+
+static ses_status_t grad_log(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    return ses__grad_binary(c, "Div", dy[0], IN(0), &dx[0]);
+}
+
+/* y = sqrt(x): dx = dy / (2 y). */
+static ses_status_t grad_sqrt(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                              ses_edge_t *dx) {
+    ses_edge_t two, t;
+    TRY(ses__grad_scalar(c, OUT(0), 2.0, &two));
+    TRY(ses__grad_binary(c, "Mul", OUT(0), two, &t));
+    return ses__grad_binary(c, "Div", dy[0], t, &dx[0]);
+}
+
+/* y = 1/x: dx = -dy * y^2. */
+static ses_status_t grad_reciprocal(ses__grad_ctx_t *c, const ses_node_t *n,
+                                    const ses_edge_t *dy, ses_edge_t *dx) {
+    ses_edge_t t;
+    TRY(ses__grad_binary(c, "Mul", OUT(0), OUT(0), &t));
+    TRY(ses__grad_binary(c, "Mul", dy[0], t, &t));
+    return ses__grad_unary(c, "Neg", t, &dx[0]);
+}
+
+/* softplus'(x) = sigmoid(x). */
+static ses_status_t grad_softplus(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                  ses_edge_t *dx) {
+    ses_edge_t s;
+    TRY(ses__grad_unary(c, "Sigmoid", IN(0), &s));
+    return ses__grad_binary(c, "Mul", dy[0], s, &dx[0]);
+}
+
+/* erf'(x) = 2/sqrt(pi) * exp(-x^2). */
+static ses_status_t grad_erf(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    ses_edge_t k, t;
+    TRY(ses__grad_binary(c, "Mul", IN(0), IN(0), &t));
+    TRY(ses__grad_unary(c, "Neg", t, &t));
+    TRY(ses__grad_unary(c, "Exp", t, &t));
+    TRY(ses__grad_scalar(c, IN(0), 1.12837916709551257390, &k));
+    TRY(ses__grad_binary(c, "Mul", t, k, &t));
+    return ses__grad_binary(c, "Mul", dy[0], t, &dx[0]);
+}
+
+static ses_status_t grad_cast(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                              ses_edge_t *dx) {
+    return ses__grad_binary(c, "CastLike", dy[0], IN(0), &dx[0]);
+}
+
+/* y = where(cond, a, b): da = where(cond, dy, 0), db = where(cond, 0, dy). */
+static ses_status_t grad_where(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                               ses_edge_t *dx) {
+    ses_edge_t zero, t, in[3];
+    TRY(ses__grad_scalar(c, dy[0], 0.0, &zero));
+    in[0] = IN(0);
+    in[1] = dy[0];
+    in[2] = zero;
+    TRY(ses__grad_op(c, "Where", in, 3, NULL, 0, &t));
+    TRY(reduce_like(c, t, IN(1), &dx[1]));
+    in[1] = zero;
+    in[2] = dy[0];
+    TRY(ses__grad_op(c, "Where", in, 3, NULL, 0, &t));
+    return reduce_like(c, t, IN(2), &dx[2]);
+}
+
+/* ---- linear algebra ------------------------------------------------------------------------ */
+
+static ses_status_t grad_matmul(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                ses_edge_t *dx) {
+    ses_edge_t in[3] = {dy[0], IN(0), IN(1)};
+    ses_attr_t which = ses_attr_int("input", 0);
+    TRY(ses__grad_op(c, "MatMulGrad", in, 3, &which, 1, &dx[0]));
+    which = ses_attr_int("input", 1);
+    return ses__grad_op(c, "MatMulGrad", in, 3, &which, 1, &dx[1]);
+}
+
+static ses_status_t gemm(ses__grad_ctx_t *c, ses_edge_t a, ses_edge_t b, double alpha,
+                         int64_t trans_a, int64_t trans_b, ses_edge_t *out) {
+    ses_edge_t in[2] = {a, b};
+    ses_attr_t attrs[3] = {ses_attr_float("alpha", alpha), ses_attr_int("transA", trans_a),
+                           ses_attr_int("transB", trans_b)};
+    return ses__grad_op(c, "Gemm", in, 2, attrs, 3, out);
+}
+
+/*
+ * y = alpha * op(A) op(B) + beta * C with A' = op(A) [M,K], B' = op(B) [K,N]:
+ * dA' = alpha dy B'^T, dB' = alpha A'^T dy; transposed back where op transposed.
+ */
+static ses_status_t grad_gemm(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                              ses_edge_t *dx) {
+    double alpha = 1.0, beta = 1.0;
+    int64_t ta = 0, tb = 0;
+
+    ses__attrs_get_float(&n->attrs, "alpha", &alpha);
+    ses__attrs_get_float(&n->attrs, "beta", &beta);
+    ses__attrs_get_int(&n->attrs, "transA", &ta);
+    ses__attrs_get_int(&n->attrs, "transB", &tb);
+    ta = ta != 0;
+    tb = tb != 0;
+    if (!ta)
+        TRY(gemm(c, dy[0], IN(1), alpha, 0, !tb, &dx[0]));
+    else
+        TRY(gemm(c, IN(1), dy[0], alpha, tb, 1, &dx[0]));
+    if (!tb)
+        TRY(gemm(c, IN(0), dy[0], alpha, !ta, 0, &dx[1]));
+    else
+        TRY(gemm(c, dy[0], IN(0), alpha, 1, ta, &dx[1]));
+    if (n->n_inputs > 2) {
+        ses_edge_t t;
+        TRY(reduce_like(c, dy[0], IN(2), &t));
+        if (beta != 1.0) {
+            ses_edge_t k;
+            TRY(ses__grad_scalar(c, IN(2), beta, &k));
+            TRY(ses__grad_binary(c, "Mul", t, k, &t));
+        }
+        dx[2] = t;
+    }
+    return SES_OK;
+}
+
+/* ---- reductions ------------------------------------------------------------------------- */
+
+/* ReduceGrad broadcasts @p e back to x's shape over the forward node's axes. */
+static ses_status_t reduce_back(ses__grad_ctx_t *c, const ses_node_t *n, ses_edge_t e, int mean,
+                                ses_edge_t *out) {
+    static const char *const names[] = {"axes", "keepdims", "noop_with_empty_axes"};
+    ses_attr_t attrs[4];
+    ses_edge_t in[3] = {e, IN(0), {NULL, 0}};
+    size_t k = forward_attrs(n, names, 3, attrs);
+
+    attrs[k++] = ses_attr_int("mean", mean);
+    if (n->n_inputs > 1) /* ReduceSum's axes input (a constant) */
+        in[2] = IN(1);
+    return ses__grad_op(c, "ReduceGrad", in, n->n_inputs > 1 ? 3 : 2, attrs, k, out);
+}
+
+static ses_status_t grad_reduce_sum(ses__grad_ctx_t *c, const ses_node_t *n,
+                                    const ses_edge_t *dy, ses_edge_t *dx) {
+    return reduce_back(c, n, dy[0], 0, &dx[0]);
+}
+
+static ses_status_t grad_reduce_mean(ses__grad_ctx_t *c, const ses_node_t *n,
+                                     const ses_edge_t *dy, ses_edge_t *dx) {
+    return reduce_back(c, n, dy[0], 1, &dx[0]);
+}
+
+/* The gradient goes to every element equal to the max (each gets all of it on ties). */
+static ses_status_t grad_reduce_max(ses__grad_ctx_t *c, const ses_node_t *n,
+                                    const ses_edge_t *dy, ses_edge_t *dx) {
+    ses_edge_t ymax, g, is_max, zero, in[3];
+    TRY(reduce_back(c, n, OUT(0), 0, &ymax));
+    TRY(reduce_back(c, n, dy[0], 0, &g));
+    TRY(ses__grad_binary(c, "Equal", IN(0), ymax, &is_max));
+    TRY(ses__grad_scalar(c, IN(0), 0.0, &zero));
+    in[0] = is_max;
+    in[1] = g;
+    in[2] = zero;
+    return ses__grad_op(c, "Where", in, 3, NULL, 0, &dx[0]);
+}
+
+/* ---- data movement ---------------------------------------------------------------------- */
+
+static ses_status_t grad_reshape_like(ses__grad_ctx_t *c, const ses_node_t *n,
+                                      const ses_edge_t *dy, ses_edge_t *dx) {
+    return ses__grad_binary(c, "ReshapeLike", dy[0], IN(0), &dx[0]);
+}
+
+static ses_status_t grad_transpose(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                   ses_edge_t *dx) {
+    const int64_t *perm = NULL;
+    size_t count = 0;
+    int64_t inverse[SES_MAX_RANK];
+    ses_attr_t a;
+
+    if (ses__attrs_get_ints(&n->attrs, "perm", &perm, &count) != 1)
+        return ses__grad_unary(c, "Transpose", dy[0], &dx[0]); /* reversal is its own inverse */
+    if (count > SES_MAX_RANK)
+        return ses__fail(SES_INVALID_ARGUMENT, "Transpose \"%s\": perm has %zu entries",
+                         n->name, count);
+    for (size_t i = 0; i < count; i++) {
+        if (perm[i] < 0 || (size_t)perm[i] >= count)
+            return ses__fail(SES_INVALID_ARGUMENT, "Transpose \"%s\": perm[%zu] = %lld",
+                             n->name, i, (long long)perm[i]);
+        inverse[perm[i]] = (int64_t)i;
+    }
+    a = ses_attr_ints("perm", inverse, count);
+    return ses__grad_op(c, "Transpose", &dy[0], 1, &a, 1, &dx[0]);
+}
+
+static ses_status_t grad_concat(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                ses_edge_t *dx) {
+    ses_edge_t in[SES__MAX_INPUTS + 1];
+    ses_attr_t attrs[2];
+    int64_t axis = 0;
+
+    ses__attrs_get_int(&n->attrs, "axis", &axis);
+    in[0] = dy[0];
+    for (size_t i = 0; i < n->n_inputs; i++)
+        in[i + 1] = IN(i);
+    attrs[0] = ses_attr_int("axis", axis);
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        attrs[1] = ses_attr_int("index", (int64_t)i);
+        TRY(ses__grad_op(c, "ConcatGrad", in, n->n_inputs + 1, attrs, 2, &dx[i]));
+    }
+    return SES_OK;
+}
+
+static ses_status_t grad_slice(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                               ses_edge_t *dx) {
+    ses_edge_t in[6];
+    in[0] = dy[0];
+    for (size_t i = 0; i < n->n_inputs; i++)
+        in[i + 1] = IN(i);
+    return ses__grad_op(c, "SliceGrad", in, n->n_inputs + 1, NULL, 0, &dx[0]);
+}
+
+static ses_status_t grad_gather(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                ses_edge_t *dx) {
+    static const char *const names[] = {"axis"};
+    ses_attr_t attrs[1];
+    ses_edge_t in[3] = {dy[0], IN(1), IN(0)};
+    size_t k = forward_attrs(n, names, 1, attrs);
+    return ses__grad_op(c, "GatherGrad", in, 3, attrs, k, &dx[0]);
+}
+
+/* ---- losses ----------------------------------------------------------------------------- */
+
+static ses_status_t grad_softmax_cross_entropy(ses__grad_ctx_t *c, const ses_node_t *n,
+                                               const ses_edge_t *dy, ses_edge_t *dx) {
+    static const char *const names[] = {"reduction", "ignore_index"};
+    ses_attr_t attrs[2];
+    ses_edge_t in[3];
+    size_t k;
+
+    if (n->n_outputs < 2)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "SoftmaxCrossEntropyLoss \"%s\": its gradient needs the log_prob output; "
+                         "create the node with 2 outputs (ses_softmax_cross_entropy does)",
+                         n->name);
+    if (dy[1].node)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "SoftmaxCrossEntropyLoss \"%s\": no gradient flows through its log_prob "
+                         "output yet; differentiate LogSoftmax instead",
+                         n->name);
+    if (n->n_inputs > 2)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "SoftmaxCrossEntropyLoss \"%s\": no gradient with class weights yet",
+                         n->name);
+    k = forward_attrs(n, names, 2, attrs);
+    in[0] = dy[0];
+    in[1] = OUT(1);
+    in[2] = IN(1);
+    return ses__grad_op(c, "SoftmaxCrossEntropyLossGrad", in, 3, attrs, k, &dx[0]);
+}
+
+/* ---- the table -------------------------------------------------------------------------- */
+
+static const ses__grad_builder_t builders[] = {
+    {"Identity", grad_identity},
+    {"Add", grad_add},
+    {"Sub", grad_sub},
+    {"Mul", grad_mul},
+    {"Div", grad_div},
+    {"Pow", grad_pow},
+    {"Neg", grad_neg},
+    {"Abs", grad_abs},
+    {"Relu", grad_relu},
+    {"LeakyRelu", grad_leaky_relu},
+    {"Sigmoid", grad_sigmoid},
+    {"Tanh", grad_tanh},
+    {"Exp", grad_exp},
+    {"Log", grad_log},
+    {"Sqrt", grad_sqrt},
+    {"Reciprocal", grad_reciprocal},
+    {"Softplus", grad_softplus},
+    {"Erf", grad_erf},
+    {"Cast", grad_cast},
+    {"Where", grad_where},
+    {"MatMul", grad_matmul},
+    {"Gemm", grad_gemm},
+    {"ReduceSum", grad_reduce_sum},
+    {"ReduceMean", grad_reduce_mean},
+    {"ReduceMax", grad_reduce_max},
+    {"Softmax", grad_softmax},
+    {"LogSoftmax", grad_log_softmax},
+    {"Reshape", grad_reshape_like},
+    {"Flatten", grad_reshape_like},
+    {"Squeeze", grad_reshape_like},
+    {"Unsqueeze", grad_reshape_like},
+    {"Transpose", grad_transpose},
+    {"Concat", grad_concat},
+    {"Slice", grad_slice},
+    {"Gather", grad_gather},
+    {"SoftmaxCrossEntropyLoss", grad_softmax_cross_entropy},
+    /* Not differentiable: nothing flows back through them. */
+    {"Equal", NULL},
+    {"Greater", NULL},
+    {"Less", NULL},
+    {"ArgMax", NULL},
+    {"ScalarLike", NULL},
+};
+
+const ses__grad_builder_t *ses__grad_builder_find(const char *op) {
+    for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
+        if (!strcmp(builders[i].op, op))
+            return &builders[i];
+    return NULL;
+}
