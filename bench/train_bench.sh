@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 build=${1:-${BUILD_DIR:-build}}
 rounds=${ROUNDS:-3}
-python=/usr/bin/python3
+python=${PYTHON:-/usr/bin/python3}  # Debian's python3-torch is only visible to this one
 
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" --buildtype=release
