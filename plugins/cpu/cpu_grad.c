@@ -509,12 +509,12 @@ int32_t cpu__matmul_grad(const cpu__call_t *call) {
     if (out->count == 0)
         return SES_DRV_OK;
 
-    /* Every GEMM below adds into the output, which starts at 0: a sum over nothing (an empty
-     * dim of dy, or no matrices) is 0 as it should be. */
-    memset(out->data, 0, (size_t)(out->count * out->esize));
+    /* A sum over nothing (an empty dim of dy, or no matrices) is 0. */
     const int64_t summed = input ? m : n; /* the inner dim of each GEMM */
-    if (summed == 0 || n_matrices == 0)
+    if (summed == 0 || n_matrices == 0) {
+        memset(out->data, 0, (size_t)(out->count * out->esize));
         return SES_DRV_OK;
+    }
 
     const uint32_t dtype = out->dtype;
     const size_t es = out->esize;
@@ -538,6 +538,9 @@ int32_t cpu__matmul_grad(const cpu__call_t *call) {
     }
     if ((st = cpu__check_blas_dims(call, m, n, k)) != SES_DRV_OK)
         return st;
+    /* The GEMMs below add into the output (matrices broadcast over batches sum up), so it
+     * starts at 0; the single-GEMM path above overwrites it instead. */
+    memset(out->data, 0, (size_t)(out->count * out->esize));
     int64_t idx[CPU__MAX_RANK] = {0};
     int64_t a_off = 0, b_off = 0;
     for (int64_t i = 0; i < n_matrices; i++) {
