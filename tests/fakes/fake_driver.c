@@ -19,7 +19,9 @@
  *   FAKE_MODE_ADD_ULP          healthy, plus Add "f32,f32->f32" (same shapes only) whose results
  *                              are one ulp high: within the conformance tolerance
  *   FAKE_MODE_ADD_WRONG        the same Add, but 0.01 high: session-driver-test must fail it
- *                              (both also have a correct SGD "f32,f32,f32->", an in-place update)
+ *                              (both also have a correct SGD "f32,f32,f32->", an in-place update,
+ *                              and a priority-5 Add entry that refuses every node, so the host
+ *                              must fall back to the priority-0 entry)
  */
 #include <session/driver.h>
 
@@ -489,6 +491,14 @@ static int32_t fake_add_compute(ses_drv_device_t *device, void *state,
     }
     return SES_DRV_OK;
 }
+/* A higher-priority Add entry that refuses every node, so the host must fall back to the next
+ * entry of the same op and signature on the same device rather than leave the device. */
+static int32_t fake_add_refuse_all(ses_drv_device_t *device, const ses_drv_node_t *node) {
+    return FAKE_FAIL(device->driver, SES_DRV_UNIMPLEMENTED,
+                     "%s Add \"%s\" (priority 5 entry): refuses every node", FAKE_NAME,
+                     node->name ? node->name : "?");
+}
+
 /* SGD "f32,f32,f32->": var -= lr * grad in the device's own memory, so that a test sees an
  * in-place update run on a device that is not the variables' home. */
 static int32_t fake_sgd_compute(ses_drv_device_t *device, void *state,
@@ -543,6 +553,14 @@ static const ses_drv_kernel_t fake_kernels[] = {
         .op = "Add",
         .signature = "f32,f32->f32",
         .supports_node = fake_add_supports,
+        .compute = fake_add_compute,
+    },
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "Add",
+        .signature = "f32,f32->f32",
+        .priority = 5,
+        .supports_node = fake_add_refuse_all,
         .compute = fake_add_compute,
     },
     {

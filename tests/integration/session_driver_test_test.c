@@ -65,7 +65,8 @@ static void an_add_one_ulp_off_passes(void **state) {
         fail_msg("exit %d:\n%s", r.exit_code, r.output);
     assert_true(line_containing(r.output, "kernel  Add f32,f32->f32", line, sizeof line));
     assert_true(strncmp(line, "PASS", 4) == 0);
-    /* Broadcasting cases are refused by this fake's supports_node and said so. */
+    /* Its priority-5 Add entry refuses every node: the cases run on the priority-0 entry. The
+     * broadcasting cases are refused by that one's supports_node and said so. */
     assert_non_null(strstr(line, "refused"));
     /* Its SGD updates the variable on the fake device; the copy back makes it compare equal. */
     assert_true(line_containing(r.output, "kernel  SGD f32,f32,f32->", line, sizeof line));

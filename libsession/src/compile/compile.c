@@ -292,19 +292,30 @@ static ses_status_t place(builder_t *b, const ses_node_t *node, const char *kern
     size_t used = 0;
 
     for (size_t d = 0; d < s->n_devices; d++) {
-        const ses_drv_kernel_t *k = ses__find_kernel(&s->devices[d], kernel_op, signature);
+        const ses_drv_kernel_t *refused[8];
+        size_t n_refused = 0;
+        const ses_drv_kernel_t *k = ses__find_kernel(&s->devices[d], kernel_op, signature, NULL, 0);
         char why[1024];
 
-        if (k && k->supports_node) {
+        /* An entry that refuses the node leaves the next one of lower priority to try. */
+        while (k && k->supports_node) {
             char message[512];
             int32_t rc = k->supports_node(s->devices[d].handle, drv_node);
             ses__host_take_message(message, sizeof message);
-            if (rc != SES_DRV_OK) {
+            if (rc == SES_DRV_OK)
+                break;
+            if (!n_refused)
                 snprintf(why, sizeof why, "%s refused it: %s", device_name(s, d),
                          message[0] ? message : "no reason given");
-                k = NULL;
-            }
-        } else if (!k) {
+            else
+                snprintf(why + strlen(why), sizeof why - strlen(why), "; %s",
+                         message[0] ? message : "no reason given");
+            refused[n_refused++] = k;
+            k = n_refused < sizeof refused / sizeof refused[0]
+                    ? ses__find_kernel(&s->devices[d], kernel_op, signature, refused, n_refused)
+                    : NULL;
+        }
+        if (!k && !n_refused) {
             snprintf(why, sizeof why, "%s has no %s %s kernel", device_name(s, d), kernel_op,
                      signature);
         }

@@ -32,13 +32,19 @@ static int signature_matches(const char *pattern, const char *signature) {
 }
 
 const ses_drv_kernel_t *ses__find_kernel(const ses__device_ctx_t *dev, const char *op,
-                                         const char *signature) {
+                                         const char *signature,
+                                         const ses_drv_kernel_t *const *skip, size_t n_skip) {
     const ses_drv_kernel_t *best = NULL;
 
     for (uint32_t i = 0; i < dev->n_kernels; i++) {
         const ses_drv_kernel_t *k =
             (const ses_drv_kernel_t *)((const char *)dev->kernels + (size_t)i * dev->kernel_stride);
+        int skipped = 0;
         if (!k->op || !k->signature || !k->compute || strcmp(k->op, op) != 0)
+            continue;
+        for (size_t s = 0; s < n_skip && !skipped; s++)
+            skipped = skip[s] == k;
+        if (skipped)
             continue;
         if (signature_matches(k->signature, signature) && (!best || k->priority > best->priority))
             best = k;

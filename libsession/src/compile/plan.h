@@ -169,9 +169,13 @@ void ses__compiled_free(ses_session_t *s, ses__compiled_t *c);
  *  graph has not changed since. */
 int ses__compiled_matches(const ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope);
 
-/** Finds the kernel of @p dev for @p op at @p signature; NULL when there is none. */
+/**
+ * Finds the highest-priority kernel of @p dev for @p op at @p signature that is not one of
+ * @p skip[@p n_skip] (entries whose supports_node refused the node); NULL when there is none.
+ */
 const ses_drv_kernel_t *ses__find_kernel(const ses__device_ctx_t *dev, const char *op,
-                                         const char *signature);
+                                         const char *signature,
+                                         const ses_drv_kernel_t *const *skip, size_t n_skip);
 
 /** Offsets for every arena slot of @p c, reusing memory once a value's last reader ran. */
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);
