@@ -425,81 +425,24 @@ int32_t cpu__matmul_grad(const cpu__call_t *call) {
     const cpu__tensor_t *a = &call->in[1];
     const cpu__tensor_t *b = &call->in[2];
     const cpu__tensor_t *out = &call->out;
-    int64_t batch[CPU__MAX_RANK], a_stride[CPU__MAX_RANK], b_stride[CPU__MAX_RANK];
-    int64_t want[CPU__MAX_RANK + 2];
+    cpu__matmul_shape_t sh;
     int64_t input = 0;
     int32_t st;
-    char x[96], y[96], g[96], w[96];
+    char g[96], w[96];
 
     if ((st = cpu__attr_int(call, "input", 0, 0, &input)) != SES_DRV_OK)
         return st;
     if (input != 0 && input != 1)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "attribute input is %" PRId64 ", expected 0 (A) or 1 (B)", input);
-    if (a->rank == 0 || b->rank == 0)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "operands must have rank >= 1: input 1 is %s, input 2 is %s",
-                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
-                              cpu__format_dims(b->dims, b->rank, y, sizeof y));
-    if ((st = cpu__check_rank(call, "input 1", a)) != SES_DRV_OK ||
-        (st = cpu__check_rank(call, "input 2", b)) != SES_DRV_OK)
-        return st;
-
-    const int64_t m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
-    const int64_t k = a->dims[a->rank - 1];
-    const int64_t kb = b->rank >= 2 ? b->dims[b->rank - 2] : b->dims[0];
-    const int64_t n = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
-    if (k != kb)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "inner dimensions differ: input 1 is %s, input 2 is %s",
-                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
-                              cpu__format_dims(b->dims, b->rank, y, sizeof y));
-
-    /* The batch dims broadcast, as MatMul's; the strides step whole matrices, 0 where an
-     * operand is broadcast. */
-    const uint32_t a_batch = a->rank > 2 ? a->rank - 2 : 0;
-    const uint32_t b_batch = b->rank > 2 ? b->rank - 2 : 0;
-    const uint32_t n_batch = a_batch > b_batch ? a_batch : b_batch;
-    int64_t a_step = 1, b_step = 1, n_matrices = 1;
-    int a_broadcast = 0, b_batched = 0;
-    for (uint32_t d = n_batch; d-- > 0;) {
-        int64_t da = d >= n_batch - a_batch ? a->dims[d - (n_batch - a_batch)] : 1;
-        int64_t db = d >= n_batch - b_batch ? b->dims[d - (n_batch - b_batch)] : 1;
-        if (da != db && da != 1 && db != 1)
-            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "batch dimensions do not broadcast: input 1 is %s, input 2 is %s",
-                                  cpu__format_dims(a->dims, a->rank, x, sizeof x),
-                                  cpu__format_dims(b->dims, b->rank, y, sizeof y));
-        batch[d] = da == 1 ? db : da;
-        a_stride[d] = da == 1 ? 0 : a_step;
-        b_stride[d] = db == 1 ? 0 : b_step;
-        a_step *= da;
-        b_step *= db;
-        if (da != batch[d])
-            a_broadcast = 1;
-        if (db != 1)
-            b_batched = 1;
-        n_matrices *= batch[d];
-    }
     /* dy has the product's shape. */
-    uint32_t want_rank = 0;
-    for (uint32_t d = 0; d < n_batch; d++)
-        want[want_rank++] = batch[d];
-    if (a->rank >= 2)
-        want[want_rank++] = m;
-    if (b->rank >= 2)
-        want[want_rank++] = n;
-    int ok = dy->rank == want_rank;
-    for (uint32_t d = 0; ok && d < want_rank; d++)
-        if (dy->dims[d] != want[d])
-            ok = 0;
-    if (!ok)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "input 0 (dy) is %s, but input 1 %s times input 2 %s is %s",
-                              cpu__format_dims(dy->dims, dy->rank, g, sizeof g),
-                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
-                              cpu__format_dims(b->dims, b->rank, y, sizeof y),
-                              cpu__format_dims(want, want_rank, w, sizeof w));
+    if ((st = cpu__matmul_shape(call, a, "input 1", b, "input 2", dy, "input 0 (dy)", &sh)) !=
+        SES_DRV_OK)
+        return st;
+    const int64_t m = sh.m, k = sh.k, n = sh.n, n_matrices = sh.n_matrices;
+    const uint32_t n_batch = sh.n_batch;
+    const int64_t *batch = sh.batch, *a_stride = sh.a_stride, *b_stride = sh.b_stride;
+    const int a_broadcast = sh.a_broadcast, b_batched = sh.b_batched;
     const cpu__tensor_t *target = input ? b : a;
     if (!cpu__same_shape(out, target))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
@@ -671,13 +614,6 @@ int32_t cpu__reduce_grad(const cpu__call_t *call) {
  * GatherGrad: zeros of the output's shape, with each block of dy added where Gather took it.
  * ------------------------------------------------------------------------------------------- */
 
-/* Index @p q of @p indices (i32 or i64), as int64. */
-static inline int64_t cpu__grad_index(const cpu__tensor_t *indices, uint64_t q) {
-    if (indices->dtype == SES_DRV_DTYPE_I32)
-        return ((const int32_t *)(const void *)indices->data)[q];
-    return ((const int64_t *)(const void *)indices->data)[q];
-}
-
 typedef struct cpu__gather_grad_job {
     const cpu__call_t *call;
     uint64_t dim;   /* the output's dim along the axis */
@@ -701,7 +637,7 @@ typedef struct cpu__gather_grad_job {
             const uint64_t lo = begin > row * dim ? begin - row * dim : 0;                \
             const uint64_t hi = end < (row + 1) * dim ? end - row * dim : dim;            \
             for (uint64_t q = 0; q < n_idx; q++) {                                        \
-                int64_t idx = cpu__grad_index(indices, q);                                \
+                int64_t idx = cpu__index_at(indices, q);                                \
                 if (idx < 0)                                                              \
                     idx += (int64_t)dim; /* checked to land in range before the job */    \
                 if ((uint64_t)idx < lo || (uint64_t)idx >= hi)                            \
@@ -721,50 +657,16 @@ int32_t cpu__gather_grad(const cpu__call_t *call) {
     const cpu__tensor_t *dy = &call->in[0];
     const cpu__tensor_t *indices = &call->in[1];
     const cpu__tensor_t *out = &call->out;
-    int64_t axis = 0;
+    uint32_t ax = 0;
     int32_t st;
-    char a[96], b[96], o[96];
 
-    if ((st = cpu__attr_int(call, "axis", 1, 0, &axis)) != SES_DRV_OK)
+    /* dy is what Gather gave from a tensor shaped like the output. */
+    if ((st = cpu__check_gather(call, out, "the output", indices, dy, "input 0 (dy)", &ax)) !=
+        SES_DRV_OK)
         return st;
-    if (axis < 0 || axis >= (int64_t)out->rank)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "attribute axis is %" PRId64 ", expected 0 to %" PRId64
-                              " for the rank-%" PRIu32 " output %s",
-                              axis, (int64_t)out->rank - 1, out->rank,
-                              cpu__format_dims(out->dims, out->rank, o, sizeof o));
-    /* dy is what Gather gave: the output's dims before the axis, the indices' dims, the
-     * output's dims after it. */
-    const uint32_t ax = (uint32_t)axis;
-    int ok = dy->rank == out->rank - 1 + indices->rank;
-    for (uint32_t d = 0; ok && d < dy->rank; d++) {
-        int64_t want = d < ax                   ? out->dims[d]
-                       : d < ax + indices->rank ? indices->dims[d - ax]
-                                                : out->dims[d - indices->rank + 1];
-        if (dy->dims[d] != want)
-            ok = 0;
-    }
-    if (!ok)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "input 0 (dy) is %s, but gathering from the output %s along axis "
-                              "%" PRId64 " by indices %s does not give that",
-                              cpu__format_dims(dy->dims, dy->rank, a, sizeof a),
-                              cpu__format_dims(out->dims, out->rank, o, sizeof o), axis,
-                              cpu__format_dims(indices->dims, indices->rank, b, sizeof b));
     if (out->count == 0)
         return SES_DRV_OK;
     const int64_t dim = out->dims[ax];
-    for (uint64_t q = 0; q < indices->count; q++) {
-        int64_t idx = cpu__grad_index(indices, q);
-        if (idx < -dim || idx >= dim)
-            return cpu__call_fail(
-                call, SES_DRV_INVALID_ARGUMENT,
-                "index %" PRId64 " (element %" PRIu64
-                " of the indices) is out of range for axis %" PRId64 " of size %" PRId64
-                " (the output is %s); valid are %" PRId64 " to %" PRId64,
-                idx, q, axis, dim, cpu__format_dims(out->dims, out->rank, o, sizeof o), -dim,
-                dim - 1);
-    }
     memset(out->data, 0, (size_t)(out->count * out->esize));
     if (dy->count == 0)
         return SES_DRV_OK;

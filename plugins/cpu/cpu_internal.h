@@ -533,6 +533,26 @@ int32_t cpu__unary(const cpu__call_t *call); /* Neg Abs Exp ... LeakyRelu */
 int32_t cpu__cast(const cpu__call_t *call);
 
 /* cpu_matmul.c */
+/* The shape of a numpy matmul of a by b: 1-D operands promoted (the added dim dropped from the
+ * product), batch dims broadcast. Strides step whole matrices, 0 where an operand broadcasts. */
+typedef struct cpu__matmul_shape {
+    int64_t m, k, n;
+    uint32_t n_batch;
+    int64_t batch[CPU__MAX_RANK], a_stride[CPU__MAX_RANK], b_stride[CPU__MAX_RANK];
+    int64_t n_matrices;
+    int a_broadcast; /* some batch dim of a is 1 where the product's is not */
+    int b_batched;   /* b has a batch dim other than 1 */
+} cpu__matmul_shape_t;
+
+/*
+ * Works out @p shape for a (named @p a_name) times b (@p b_name), and checks that @p product
+ * (named @p product_name) has the product's shape. Errors name the three with their dims.
+ */
+int32_t cpu__matmul_shape(const cpu__call_t *call, const cpu__tensor_t *a, const char *a_name,
+                          const cpu__tensor_t *b, const char *b_name,
+                          const cpu__tensor_t *product, const char *product_name,
+                          cpu__matmul_shape_t *shape);
+
 int32_t cpu__matmul(const cpu__call_t *call);
 int32_t cpu__gemm(const cpu__call_t *call);
 /**
@@ -564,6 +584,24 @@ int32_t cpu__copy(const cpu__call_t *call); /* Identity Reshape Flatten Squeeze 
 int32_t cpu__transpose(const cpu__call_t *call);
 int32_t cpu__concat(const cpu__call_t *call);
 int32_t cpu__slice(const cpu__call_t *call);
+/* Index @p q of @p indices (i32 or i64), as int64. */
+static inline int64_t cpu__index_at(const cpu__tensor_t *indices, uint64_t q) {
+    if (indices->dtype == SES_DRV_DTYPE_I32)
+        return ((const int32_t *)(const void *)indices->data)[q];
+    return ((const int64_t *)(const void *)indices->data)[q];
+}
+
+/*
+ * The checks Gather and GatherGrad share: attribute axis in range for @p data (the tensor
+ * gathered from: Gather's input 0, GatherGrad's output), @p gathered (Gather's output,
+ * GatherGrad's dy) shaped as data's dims before the axis, the indices' dims, data's dims after
+ * it, and every index in range. @p data_name and @p gathered_name name them in messages.
+ * Stores the axis in @p out_axis.
+ */
+int32_t cpu__check_gather(const cpu__call_t *call, const cpu__tensor_t *data,
+                          const char *data_name, const cpu__tensor_t *indices,
+                          const cpu__tensor_t *gathered, const char *gathered_name,
+                          uint32_t *out_axis);
 int32_t cpu__gather(const cpu__call_t *call);
 /** The strided copy row for elements of @p esize bytes (1, 2, 4 or 8), or NULL. */
 cpu__row_fn cpu__strided_copy_row(size_t esize);

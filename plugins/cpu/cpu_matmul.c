@@ -45,78 +45,95 @@ int32_t cpu__check_blas_dims(const cpu__call_t *call, int64_t m, int64_t n, int6
  * MatMul: numpy matmul semantics.
  * ------------------------------------------------------------------------------------------- */
 
-int32_t cpu__matmul(const cpu__call_t *call) {
-    const cpu__tensor_t *a = &call->in[0];
-    const cpu__tensor_t *b = &call->in[1];
-    const cpu__tensor_t *out = &call->out;
-    int64_t batch[CPU__MAX_RANK], a_stride[CPU__MAX_RANK], b_stride[CPU__MAX_RANK];
+int32_t cpu__matmul_shape(const cpu__call_t *call, const cpu__tensor_t *a, const char *a_name,
+                          const cpu__tensor_t *b, const char *b_name,
+                          const cpu__tensor_t *product, const char *product_name,
+                          cpu__matmul_shape_t *sh) {
     int64_t want[CPU__MAX_RANK + 2];
     int32_t st;
     char x[96], y[96], o[96], w[96];
 
     if (a->rank == 0 || b->rank == 0)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "operands must have rank >= 1: input 0 is %s, input 1 is %s",
-                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                              "operands must have rank >= 1: %s is %s, %s is %s", a_name,
+                              cpu__format_dims(a->dims, a->rank, x, sizeof x), b_name,
                               cpu__format_dims(b->dims, b->rank, y, sizeof y));
-    if ((st = cpu__check_rank(call, "input 0", a)) != SES_DRV_OK ||
-        (st = cpu__check_rank(call, "input 1", b)) != SES_DRV_OK)
+    if ((st = cpu__check_rank(call, a_name, a)) != SES_DRV_OK ||
+        (st = cpu__check_rank(call, b_name, b)) != SES_DRV_OK)
         return st;
 
-    /* A 1-D operand is a row (a) or a column (b), and that dim is dropped from the output. */
-    const int64_t m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
-    const int64_t k = a->dims[a->rank - 1];
+    /* A 1-D operand is a row (a) or a column (b), and that dim is dropped from the product. */
+    memset(sh, 0, sizeof *sh);
+    sh->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+    sh->k = a->dims[a->rank - 1];
     const int64_t kb = b->rank >= 2 ? b->dims[b->rank - 2] : b->dims[0];
-    const int64_t n = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
-    if (k != kb)
+    sh->n = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+    if (sh->k != kb)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "inner dimensions differ: input 0 is %s, input 1 is %s",
-                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                              "inner dimensions differ: %s is %s, %s is %s", a_name,
+                              cpu__format_dims(a->dims, a->rank, x, sizeof x), b_name,
                               cpu__format_dims(b->dims, b->rank, y, sizeof y));
 
-    /* The batch dims broadcast; a_stride/b_stride step whole matrices, 0 where broadcast. */
     const uint32_t a_batch = a->rank > 2 ? a->rank - 2 : 0;
     const uint32_t b_batch = b->rank > 2 ? b->rank - 2 : 0;
     const uint32_t n_batch = a_batch > b_batch ? a_batch : b_batch;
-    int64_t a_step = 1, b_step = 1, n_matrices = 1;
-    int a_broadcast = 0, b_batched = 0;
+    int64_t a_step = 1, b_step = 1;
+    sh->n_batch = n_batch;
+    sh->n_matrices = 1;
     for (uint32_t d = n_batch; d-- > 0;) {
         int64_t da = d >= n_batch - a_batch ? a->dims[d - (n_batch - a_batch)] : 1;
         int64_t db = d >= n_batch - b_batch ? b->dims[d - (n_batch - b_batch)] : 1;
         if (da != db && da != 1 && db != 1)
             return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "batch dimensions do not broadcast: input 0 is %s, input 1 is %s",
-                                  cpu__format_dims(a->dims, a->rank, x, sizeof x),
+                                  "batch dimensions do not broadcast: %s is %s, %s is %s", a_name,
+                                  cpu__format_dims(a->dims, a->rank, x, sizeof x), b_name,
                                   cpu__format_dims(b->dims, b->rank, y, sizeof y));
-        batch[d] = da == 1 ? db : da;
-        a_stride[d] = da == 1 ? 0 : a_step;
-        b_stride[d] = db == 1 ? 0 : b_step;
+        sh->batch[d] = da == 1 ? db : da;
+        sh->a_stride[d] = da == 1 ? 0 : a_step;
+        sh->b_stride[d] = db == 1 ? 0 : b_step;
         a_step *= da;
         b_step *= db;
-        if (da != batch[d])
-            a_broadcast = 1;
+        if (da != sh->batch[d])
+            sh->a_broadcast = 1;
         if (db != 1)
-            b_batched = 1;
-        n_matrices *= batch[d];
+            sh->b_batched = 1;
+        sh->n_matrices *= sh->batch[d];
     }
     uint32_t want_rank = 0;
     for (uint32_t d = 0; d < n_batch; d++)
-        want[want_rank++] = batch[d];
+        want[want_rank++] = sh->batch[d];
     if (a->rank >= 2)
-        want[want_rank++] = m;
+        want[want_rank++] = sh->m;
     if (b->rank >= 2)
-        want[want_rank++] = n;
-    int ok = out->rank == want_rank;
+        want[want_rank++] = sh->n;
+    int ok = product->rank == want_rank;
     for (uint32_t d = 0; ok && d < want_rank; d++)
-        if (out->dims[d] != want[d])
+        if (product->dims[d] != want[d])
             ok = 0;
     if (!ok)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "output is %s, but input 0 %s times input 1 %s is %s",
-                              cpu__format_dims(out->dims, out->rank, o, sizeof o),
-                              cpu__format_dims(a->dims, a->rank, x, sizeof x),
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "%s is %s, but %s %s times %s %s is %s",
+                              product_name,
+                              cpu__format_dims(product->dims, product->rank, o, sizeof o), a_name,
+                              cpu__format_dims(a->dims, a->rank, x, sizeof x), b_name,
                               cpu__format_dims(b->dims, b->rank, y, sizeof y),
                               cpu__format_dims(want, want_rank, w, sizeof w));
+    return SES_DRV_OK;
+}
+
+int32_t cpu__matmul(const cpu__call_t *call) {
+    const cpu__tensor_t *a = &call->in[0];
+    const cpu__tensor_t *b = &call->in[1];
+    const cpu__tensor_t *out = &call->out;
+    cpu__matmul_shape_t sh;
+    int32_t st;
+
+    if ((st = cpu__matmul_shape(call, a, "input 0", b, "input 1", out, "output", &sh)) !=
+        SES_DRV_OK)
+        return st;
+    const int64_t m = sh.m, k = sh.k, n = sh.n, n_matrices = sh.n_matrices;
+    const uint32_t n_batch = sh.n_batch;
+    const int64_t *batch = sh.batch, *a_stride = sh.a_stride, *b_stride = sh.b_stride;
+    const int a_broadcast = sh.a_broadcast, b_batched = sh.b_batched;
     if (out->count == 0)
         return SES_DRV_OK;
     if (k == 0) {

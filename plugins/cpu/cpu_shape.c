@@ -380,13 +380,6 @@ int32_t cpu__concat(const cpu__call_t *call) {
  * Gather
  * ------------------------------------------------------------------------------------------- */
 
-/* Index @p q of @p indices (i32 or i64), as int64. */
-static inline int64_t cpu__index_at(const cpu__tensor_t *indices, uint64_t q) {
-    if (indices->dtype == SES_DRV_DTYPE_I32)
-        return ((const int32_t *)(const void *)indices->data)[q];
-    return ((const int64_t *)(const void *)indices->data)[q];
-}
-
 typedef struct cpu__gather_job {
     const cpu__call_t *call;
     uint64_t dim;   /* data dim along the axis */
@@ -411,10 +404,10 @@ static void cpu__gather_task(void *ctx, uint64_t begin, uint64_t end) {
     }
 }
 
-int32_t cpu__gather(const cpu__call_t *call) {
-    const cpu__tensor_t *data = &call->in[0];
-    const cpu__tensor_t *indices = &call->in[1];
-    const cpu__tensor_t *out = &call->out;
+int32_t cpu__check_gather(const cpu__call_t *call, const cpu__tensor_t *data,
+                          const char *data_name, const cpu__tensor_t *indices,
+                          const cpu__tensor_t *gathered, const char *gathered_name,
+                          uint32_t *out_axis) {
     int64_t axis = 0;
     int32_t st;
     char a[96], b[96], o[96];
@@ -424,41 +417,54 @@ int32_t cpu__gather(const cpu__call_t *call) {
     if (axis < 0 || axis >= (int64_t)data->rank)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "attribute axis is %" PRId64 ", expected 0 to %" PRId64
-                              " for the rank-%" PRIu32 " data %s",
-                              axis, (int64_t)data->rank - 1, data->rank,
+                              " for the rank-%" PRIu32 " %s %s",
+                              axis, (int64_t)data->rank - 1, data->rank, data_name,
                               cpu__format_dims(data->dims, data->rank, a, sizeof a));
-    /* The output is data's dims before the axis, the indices' dims, data's dims after it. */
     const uint32_t ax = (uint32_t)axis;
-    int ok = out->rank == data->rank - 1 + indices->rank;
-    for (uint32_t d = 0; ok && d < out->rank; d++) {
+    int ok = gathered->rank == data->rank - 1 + indices->rank;
+    for (uint32_t d = 0; ok && d < gathered->rank; d++) {
         int64_t want = d < ax                   ? data->dims[d]
                        : d < ax + indices->rank ? indices->dims[d - ax]
                                                 : data->dims[d - indices->rank + 1];
-        if (out->dims[d] != want)
+        if (gathered->dims[d] != want)
             ok = 0;
     }
     if (!ok)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "output is %s, but data %s gathered along axis %" PRId64
+                              "%s is %s, but %s %s gathered along axis %" PRId64
                               " by indices %s is not",
-                              cpu__format_dims(out->dims, out->rank, o, sizeof o),
-                              cpu__format_dims(data->dims, data->rank, a, sizeof a), axis,
-                              cpu__format_dims(indices->dims, indices->rank, b, sizeof b));
-    if (out->count == 0)
-        return SES_DRV_OK;
-
+                              gathered_name,
+                              cpu__format_dims(gathered->dims, gathered->rank, o, sizeof o),
+                              data_name, cpu__format_dims(data->dims, data->rank, a, sizeof a),
+                              axis, cpu__format_dims(indices->dims, indices->rank, b, sizeof b));
     const int64_t dim = data->dims[ax];
-    for (uint64_t q = 0; q < indices->count; q++) {
+    for (uint64_t q = 0; data->count && q < indices->count; q++) {
         int64_t idx = cpu__index_at(indices, q);
         if (idx < -dim || idx >= dim)
             return cpu__call_fail(
                 call, SES_DRV_INVALID_ARGUMENT,
                 "index %" PRId64 " (element %" PRIu64
                 " of the indices) is out of range for axis %" PRId64 " of size %" PRId64
-                " (data is %s); valid are %" PRId64 " to %" PRId64,
-                idx, q, axis, dim, cpu__format_dims(data->dims, data->rank, a, sizeof a), -dim,
-                dim - 1);
+                " (%s is %s); valid are %" PRId64 " to %" PRId64,
+                idx, q, axis, dim, data_name, cpu__format_dims(data->dims, data->rank, a, sizeof a),
+                -dim, dim - 1);
     }
+    *out_axis = ax;
+    return SES_DRV_OK;
+}
+
+int32_t cpu__gather(const cpu__call_t *call) {
+    const cpu__tensor_t *data = &call->in[0];
+    const cpu__tensor_t *indices = &call->in[1];
+    const cpu__tensor_t *out = &call->out;
+    uint32_t ax = 0;
+    int32_t st;
+
+    if ((st = cpu__check_gather(call, data, "data", indices, out, "output", &ax)) != SES_DRV_OK)
+        return st;
+    if (out->count == 0)
+        return SES_DRV_OK;
+    const int64_t dim = data->dims[ax];
     uint64_t before = 1, after = 1;
     for (uint32_t d = 0; d < ax; d++)
         before *= (uint64_t)data->dims[d];

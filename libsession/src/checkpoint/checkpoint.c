@@ -34,26 +34,6 @@
 /* The part of ses_last_error()'s 4096 bytes that a list of mismatches may fill. */
 #define MISMATCH_MESSAGE_BUDGET 3200
 
-/* ---- the session's in-flight count (as session.c's enter/leave) ------------------------- */
-
-static ses_status_t session_enter(ses_session_t *s, const char *what) {
-    pthread_mutex_lock(&s->lock);
-    if (s->closed) {
-        pthread_mutex_unlock(&s->lock);
-        return ses__fail(SES_FAILED_PRECONDITION, "%s: the session is closed", what);
-    }
-    s->in_flight++;
-    pthread_mutex_unlock(&s->lock);
-    return SES_OK;
-}
-
-static void session_leave(ses_session_t *s) {
-    pthread_mutex_lock(&s->lock);
-    if (--s->in_flight == 0)
-        pthread_cond_broadcast(&s->idle);
-    pthread_mutex_unlock(&s->lock);
-}
-
 /* ---- save ------------------------------------------------------------------------------- */
 
 ses_status_t ses_session_save(ses_session_t *s, const char *path, uint64_t step) {
@@ -68,7 +48,7 @@ ses_status_t ses_session_save(ses_session_t *s, const char *path, uint64_t step)
     if (!s || !path)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_save: %s is NULL",
                          !s ? "session" : "path");
-    if ((st = session_enter(s, "ses_session_save")) != SES_OK)
+    if ((st = ses__session_enter(s, "ses_session_save")) != SES_OK)
         return st;
     for (size_t i = 0; i < s->graph->n_nodes; i++)
         n_vars += s->graph->nodes[i]->kind == SES__NODE_VARIABLE;
@@ -97,7 +77,7 @@ done:
         ses_tensor_release(tensors[i]);
     free(names);
     free(tensors);
-    session_leave(s);
+    ses__session_leave(s);
     return st;
 }
 
@@ -440,7 +420,7 @@ ses_status_t ses_session_restore(ses_session_t *s, const char *path, int allow_m
     if (!s || !path)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_restore: %s is NULL",
                          !s ? "session" : "path");
-    if ((st = session_enter(s, "ses_session_restore")) != SES_OK)
+    if ((st = ses__session_enter(s, "ses_session_restore")) != SES_OK)
         return st;
     st = ses_safetensors_read(path, &file);
     if (st != SES_OK)
@@ -463,7 +443,7 @@ ses_status_t ses_session_restore(ses_session_t *s, const char *path, int allow_m
 done:
     free(var_of_file);
     ses_safetensors_free(&file);
-    session_leave(s);
+    ses__session_leave(s);
     return st;
 }
 

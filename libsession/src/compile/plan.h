@@ -136,6 +136,13 @@ struct ses_plan {
 };
 
 /** Prints "libsession: <level>: ..." when @p level is within the session's log_level. */
+/**
+ * Counts a call in flight on @p s (close waits for it), or fails with FAILED_PRECONDITION naming
+ * @p what when the session is closed. Pair with ses__session_leave.
+ */
+ses_status_t ses__session_enter(ses_session_t *s, const char *what);
+void ses__session_leave(ses_session_t *s);
+
 void ses__session_log(const ses_session_t *s, uint32_t level, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -242,7 +242,7 @@ fail:
 
 /* ---- evals in flight --------------------------------------------------------------------- */
 
-static ses_status_t enter(ses_session_t *s, const char *what) {
+ses_status_t ses__session_enter(ses_session_t *s, const char *what) {
     pthread_mutex_lock(&s->lock);
     if (s->closed) {
         pthread_mutex_unlock(&s->lock);
@@ -253,7 +253,7 @@ static ses_status_t enter(ses_session_t *s, const char *what) {
     return SES_OK;
 }
 
-static void leave(ses_session_t *s) {
+void ses__session_leave(ses_session_t *s) {
     pthread_mutex_lock(&s->lock);
     if (--s->in_flight == 0)
         pthread_cond_broadcast(&s->idle);
@@ -523,7 +523,7 @@ ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, si
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_eval: nothing to fetch or run");
     if ((st = check_feeds(feeds, n_feeds)) != SES_OK)
         return st;
-    if ((st = enter(s, "ses_session_eval")) != SES_OK)
+    if ((st = ses__session_enter(s, "ses_session_eval")) != SES_OK)
         return st;
     scope = s->scope;
     if (options && options->struct_size >= sizeof(uint32_t) * 2 && options->private_scope)
@@ -533,7 +533,7 @@ ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, si
                      0);
     if (scope != s->scope)
         ses_scope_destroy(scope);
-    leave(s);
+    ses__session_leave(s);
     return st;
 }
 
@@ -559,7 +559,7 @@ ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches, si
                          !s ? "session" : "array with a non-zero count");
     if (!n_fetches && !n_targets)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_compile: nothing to fetch or run");
-    if ((st = enter(s, "ses_session_compile")) != SES_OK)
+    if ((st = ses__session_enter(s, "ses_session_compile")) != SES_OK)
         return st;
     st = ses__prune(s->graph, fetches, n_fetches, fed, n_fed, targets, n_targets, &pruned);
     ses__pruned_clear(&pruned);
@@ -577,7 +577,7 @@ ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches, si
         else
             *out_plan = p;
     }
-    leave(s);
+    ses__session_leave(s);
     return st;
 }
 
@@ -598,10 +598,10 @@ ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
     for (size_t i = 0; i < n_feed_values; i++)
         if (!feed_values[i])
             return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: feed value %zu is NULL", i);
-    if ((st = enter(plan->session, "ses_plan_run")) != SES_OK)
+    if ((st = ses__session_enter(plan->session, "ses_plan_run")) != SES_OK)
         return st;
     st = run_plan(plan, feed_values, plan->session->scope, out_values, 0);
-    leave(plan->session);
+    ses__session_leave(plan->session);
     return st;
 }
 
@@ -651,10 +651,10 @@ ses_status_t ses_session_copy_variables(ses_session_t *to, ses_session_t *from) 
 
     if (!to || !from)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_copy_variables: NULL session");
-    if ((st = enter(from, "ses_session_copy_variables")) != SES_OK)
+    if ((st = ses__session_enter(from, "ses_session_copy_variables")) != SES_OK)
         return st;
-    if ((st = enter(to, "ses_session_copy_variables")) != SES_OK) {
-        leave(from);
+    if ((st = ses__session_enter(to, "ses_session_copy_variables")) != SES_OK) {
+        ses__session_leave(from);
         return st;
     }
     for (size_t i = 0; i < from->graph->n_nodes && st == SES_OK; i++) {
@@ -670,8 +670,8 @@ ses_status_t ses_session_copy_variables(ses_session_t *to, ses_session_t *from) 
         ses_tensor_release(copy);
         ses_tensor_release(value);
     }
-    leave(to);
-    leave(from);
+    ses__session_leave(to);
+    ses__session_leave(from);
     return st;
 }
 
