@@ -6,7 +6,8 @@
  * the installed prefix alone, load in the installed session-info, and run Add in a real session
  * next to the CPU driver.
  *
- * It configures and builds a second copy of the project (without tests), so it is the slowest
+ * It configures and builds a second copy of the project (without tests, and without the
+ * optional drivers: it is about the core, the CPU driver and the SDK), so it is the slowest
  * test of the suite.
  */
 #include <limits.h>
@@ -48,7 +49,8 @@ static int setup(void **state) {
     snprintf(f.prefix, sizeof f.prefix, "%s/prefix", f.dir);
     snprintf(f.build, sizeof f.build, "%s/build", f.dir);
     snprintf(command, sizeof command,
-             "'%s' setup '%s' '%s' --prefix='%s' --libdir=lib -Dtests=false "
+             "'%s' setup '%s' '%s' --prefix='%s' --libdir=lib -Dtests=false -Dcuda=disabled "
+             "-Dopencl=disabled -Dfpga=disabled -Dmpi=disabled -Donnx=disabled "
              "-Dbuildtype=debugoptimized && '%s' install -C '%s' --quiet",
              MESON, f.build, SOURCE_ROOT, f.prefix, MESON, f.build);
     must_run(command);

@@ -1,0 +1,715 @@
+/*
+ * ses_cuda.so: the libsession driver for NVIDIA GPUs, on the CUDA runtime (cudart) and cuBLAS.
+ *
+ * It never links the driver API library libcuda directly: cudart loads libcuda.so.1 itself, so
+ * the module loads on machines without the NVIDIA driver and open answers SES_DRV_UNAVAILABLE
+ * with a reason that tells "no driver" from "driver but no GPU".
+ *
+ * This file: negotiation, the driver and its devices, memory (a caching allocator per device,
+ * pinned host memory), copies (synchronous, or enqueued on a stream), streams and events.
+ * cuda_ops.c has the kernel table; cuda_kernels.cu the device code.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h> /* vsnprintf and snprintf only: a driver never prints */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_private.h"
+
+#ifndef SES_CUDA_VERSION
+#define SES_CUDA_VERSION "0.0.0"
+#endif
+#ifndef SES_CUDA_FEATURES
+#define SES_CUDA_FEATURES "cudart,cublas"
+#endif
+
+#define CUDA_HOST_HAS(host, field) \
+    ((host) && (host)->struct_size >= SES_DRV_SIZEOF_1_0(ses_drv_host_t, field) && (host)->field)
+
+/* Blocks are rounded up so that a freed block fits the next request of about its size. */
+#define CUDA_SMALL_ROUND (UINT64_C(512))
+#define CUDA_LARGE_ROUND (UINT64_C(2) << 20)
+#define CUDA_LARGE (UINT64_C(1) << 20)
+
+int32_t cuda__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
+                   const char *format, ...) {
+    char message[512];
+    va_list ap;
+
+    if (!CUDA_HOST_HAS(host, error))
+        return code;
+    va_start(ap, format);
+    vsnprintf(message, sizeof message, format, ap);
+    va_end(ap);
+    return host->error(ctx, code, "%s", message);
+}
+
+int32_t cuda__use(ses_drv_device_t *device, const char *what) {
+    cudaError_t e = cudaSetDevice(device->ordinal);
+    if (e != cudaSuccess)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_UNAVAILABLE, "%s: cudaSetDevice(%d): %s", what,
+                                device->ordinal, cudaGetErrorString(e));
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Driver
+ * ------------------------------------------------------------------------------------------- */
+
+static const ses_drv_info_t cuda_info = {
+    .struct_size = sizeof(ses_drv_info_t),
+    .name = CUDA_NAME,
+    .vendor = "libsession",
+    .version = SES_CUDA_VERSION,
+    .build_features = SES_CUDA_FEATURES,
+    .opset_version = 1,
+    /* cudart keeps threads and state after the last call: never unload it. */
+    .flags = 0,
+};
+
+/* Describes GPU @p i into @p g; 0 on success. */
+static int cuda_describe(int i, cuda_gpu_t *g) {
+    struct cudaDeviceProp prop;
+    char bus[32] = "";
+    const unsigned char *u;
+
+    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess)
+        return -1;
+    g->major = prop.major;
+    g->minor = prop.minor;
+    g->total = (uint64_t)prop.totalGlobalMem;
+    u = (const unsigned char *)prop.uuid.bytes;
+    snprintf(g->name, sizeof g->name,
+             "%.200s (sm_%d%d, GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+             "%02x)",
+             prop.name, prop.major, prop.minor, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+             u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    if (cudaDeviceGetPCIBusId(bus, (int)sizeof bus, i) == cudaSuccess) {
+        for (char *c = bus; *c; c++)
+            if (*c >= 'A' && *c <= 'F')
+                *c = (char)(*c - 'A' + 'a');
+        snprintf(g->stable_id, sizeof g->stable_id, "pci:%s", bus);
+    }
+    return 0;
+}
+
+static int32_t cuda_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
+                         ses_drv_driver_t **out_driver) {
+    ses_drv_driver_t *driver;
+    int driver_version = 0, runtime_version = 0, count = 0;
+    cudaError_t e;
+
+    if (!host || host->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort))
+        return cuda__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
+                          "open: the host table is older than ABI 1.0");
+    if (!out_driver)
+        return cuda__fail(host, ctx, SES_DRV_INVALID_ARGUMENT, "open: out_driver is NULL");
+    *out_driver = NULL;
+
+    /* cudaDriverGetVersion answers 0 when libcuda.so.1 cannot be loaded. */
+    cudaRuntimeGetVersion(&runtime_version);
+    e = cudaDriverGetVersion(&driver_version);
+    if (e != cudaSuccess || driver_version == 0)
+        return cuda__fail(host, ctx, SES_DRV_UNAVAILABLE,
+                          "the NVIDIA driver (libcuda.so.1) is not installed; the CUDA runtime "
+                          "%d.%d needs it to reach a GPU",
+                          runtime_version / 1000, runtime_version % 1000 / 10);
+    /* Without a device (or with a driver too old for this runtime) the count is not written. */
+    e = cudaGetDeviceCount(&count);
+    if (e == cudaErrorInsufficientDriver)
+        return cuda__fail(host, ctx, SES_DRV_UNAVAILABLE,
+                          "the NVIDIA driver (CUDA %d.%d) is older than the CUDA runtime %d.%d "
+                          "this driver was built with; update the driver",
+                          driver_version / 1000, driver_version % 1000 / 10, runtime_version / 1000,
+                          runtime_version % 1000 / 10);
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && count <= 0))
+        return cuda__fail(host, ctx, SES_DRV_UNAVAILABLE,
+                          "no CUDA device found (NVIDIA driver for CUDA %d.%d is installed)",
+                          driver_version / 1000, driver_version % 1000 / 10);
+    if (e != cudaSuccess)
+        return cuda__fail(host, ctx, SES_DRV_UNAVAILABLE, "cudaGetDeviceCount: %s (error %d)",
+                          cudaGetErrorString(e), (int)e);
+
+    driver = calloc(1, sizeof *driver);
+    if (driver)
+        driver->gpus = calloc((size_t)count, sizeof *driver->gpus);
+    if (!driver || !driver->gpus) {
+        free(driver);
+        return cuda__fail(host, ctx, SES_DRV_OUT_OF_MEMORY, "open: out of host memory");
+    }
+    driver->host = host;
+    driver->ctx = ctx;
+    for (int i = 0; i < count; i++)
+        if (cuda_describe(i, &driver->gpus[driver->n_gpus]) == 0)
+            driver->n_gpus++;
+    *out_driver = driver;
+    return SES_DRV_OK;
+}
+
+static void cuda_close(ses_drv_driver_t *driver) {
+    if (!driver)
+        return;
+    free(driver->gpus);
+    free(driver);
+}
+
+static int32_t cuda_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_count,
+                                      ses_drv_device_desc_t *out_descs) {
+    const size_t min_size = SES_DRV_SIZEOF_1_0(ses_drv_device_desc_t, max_alloc);
+    const size_t first = offsetof(ses_drv_device_desc_t, kind);
+
+    if (!driver)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!inout_count)
+        return cuda__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                          "enumerate_devices: inout_count is NULL");
+    if (!out_descs) {
+        *inout_count = driver->n_gpus;
+        return SES_DRV_OK;
+    }
+    uint32_t n = *inout_count < driver->n_gpus ? *inout_count : driver->n_gpus;
+    unsigned char *slot = (unsigned char *)out_descs;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t size = ((const ses_drv_device_desc_t *)(void *)slot)->struct_size;
+        if (size < min_size)
+            return cuda__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                              "enumerate_devices: descriptor %" PRIu32 " has struct_size %" PRIu32
+                              ", ABI 1.0 needs at least %zu",
+                              i, size, min_size);
+        slot += size;
+    }
+    slot = (unsigned char *)out_descs;
+    for (uint32_t i = 0; i < n; i++) {
+        ses_drv_device_desc_t desc, *d = (ses_drv_device_desc_t *)(void *)slot;
+        const cuda_gpu_t *g = &driver->gpus[i];
+        size_t free_b = 0, total_b = 0;
+        uint32_t size = d->struct_size;
+        size_t fits = size < sizeof desc ? size : sizeof desc;
+
+        memset(&desc, 0, sizeof desc);
+        if (cudaSetDevice((int)i) == cudaSuccess &&
+            cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+            desc.memory_free = (uint64_t)free_b;
+        desc.kind = SES_DRV_DEVICE_GPU;
+        desc.ordinal = i;
+        desc.stable_id = g->stable_id;
+        desc.name = g->name;
+        desc.memory_bytes = g->total;
+        desc.caps = SES_DRV_CAP_STREAMS | SES_DRV_CAP_EVENTS | SES_DRV_CAP_ASYNC_COPY |
+                    SES_DRV_CAP_F16 | SES_DRV_CAP_CONCURRENT |
+                    (g->major >= 8 ? SES_DRV_CAP_BF16 : 0);
+        desc.mem_kinds = (1u << SES_DRV_MEM_DEVICE) | (1u << SES_DRV_MEM_HOST_PINNED);
+        desc.alignment = CUDA_ALIGNMENT;
+        desc.max_alloc = g->total;
+        d->reserved = 0;
+        memcpy(slot + first, (const unsigned char *)&desc + first, fits - first);
+        slot += size;
+    }
+    *inout_count = n;
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------------------------- */
+
+/* Reads driver.cuda.allow_tf32: 1 allows TF32 tensor cores for f32 GEMMs. */
+static int cuda_allow_tf32(ses_drv_driver_t *driver) {
+    char value[16];
+    uint64_t size = 0;
+
+    if (!CUDA_HOST_HAS(driver->host, get_option))
+        return 0;
+    if (driver->host->get_option(driver->ctx, "driver.cuda.allow_tf32", value, sizeof value,
+                                 &size) != SES_DRV_OK)
+        return 0;
+    return strcmp(value, "1") == 0;
+}
+
+static void cuda_release_cache(ses_drv_device_t *device) {
+    cuda_block_t *b = device->cache;
+    while (b) {
+        cuda_block_t *next = b->next;
+        cudaFree(b->ptr);
+        free(b);
+        b = next;
+    }
+    device->cache = NULL;
+    device->cached_bytes = 0;
+}
+
+static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
+                                ses_drv_device_t **out_device) {
+    ses_drv_device_t *device;
+    cudaStream_t stream = NULL;
+    cudaError_t e;
+
+    if (!driver)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_device)
+        return cuda__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                          "open_device: out_device is NULL");
+    *out_device = NULL;
+    if (ordinal >= driver->n_gpus)
+        return cuda__fail(driver->host, driver->ctx, SES_DRV_NOT_FOUND,
+                          "open_device: no cuda device %" PRIu32 "; there are %" PRIu32
+                          " (cuda:0 to cuda:%" PRIu32 ")",
+                          ordinal, driver->n_gpus, driver->n_gpus ? driver->n_gpus - 1 : 0);
+    device = calloc(1, sizeof *device);
+    if (!device)
+        return cuda__fail(driver->host, driver->ctx, SES_DRV_OUT_OF_MEMORY,
+                          "open_device: out of host memory");
+    device->driver = driver;
+    device->ordinal = (int)ordinal;
+    if (pthread_mutex_init(&device->lock, NULL) != 0) {
+        free(device);
+        return cuda__fail(driver->host, driver->ctx, SES_DRV_INTERNAL,
+                          "open_device: pthread_mutex_init failed");
+    }
+    if ((e = cudaSetDevice((int)ordinal)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        pthread_mutex_destroy(&device->lock);
+        free(device);
+        return cuda__fail(driver->host, driver->ctx, SES_DRV_UNAVAILABLE,
+                          "open_device: cuda:%" PRIu32 ": %s", ordinal, cudaGetErrorString(e));
+    }
+    device->stream = stream;
+    if ((e = cudaMalloc((void **)&device->bad_dev, sizeof *device->bad_dev)) != cudaSuccess ||
+        (e = cudaMallocHost((void **)&device->bad_host, sizeof *device->bad_host)) != cudaSuccess ||
+        pthread_mutex_init(&device->check_lock, NULL) != 0) {
+        if (device->bad_dev)
+            cudaFree(device->bad_dev);
+        if (device->bad_host)
+            cudaFreeHost(device->bad_host);
+        cudaStreamDestroy(stream);
+        pthread_mutex_destroy(&device->lock);
+        free(device);
+        return cuda__fail(driver->host, driver->ctx, SES_DRV_UNAVAILABLE,
+                          "open_device: cuda:%" PRIu32 ": %s", ordinal,
+                          e != cudaSuccess ? cudaGetErrorString(e) : "pthread_mutex_init failed");
+    }
+    device->allow_tf32 = cuda_allow_tf32(driver);
+    {
+        cublasHandle_t h = NULL;
+        if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
+            cublasSetMathMode(
+                h, device->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+            device->cublas = h;
+        }
+    }
+    *out_device = device;
+    return SES_DRV_OK;
+}
+
+static void cuda_close_device(ses_drv_device_t *device) {
+    if (!device)
+        return;
+    cudaSetDevice(device->ordinal);
+    if (device->stream)
+        cudaStreamSynchronize((cudaStream_t)device->stream);
+    if (device->cublas)
+        cublasDestroy((cublasHandle_t)device->cublas);
+    if (device->stream)
+        cudaStreamDestroy((cudaStream_t)device->stream);
+    cuda_release_cache(device);
+    cudaFree(device->bad_dev);
+    cudaFreeHost(device->bad_host);
+    pthread_mutex_destroy(&device->check_lock);
+    pthread_mutex_destroy(&device->lock);
+    free(device);
+}
+
+static int32_t cuda_memory_info(ses_drv_device_t *device, uint64_t *out_free, uint64_t *out_total) {
+    size_t f = 0, t = 0;
+    cudaError_t e;
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_free || !out_total)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "memory_info: out_free or out_total is NULL");
+    if ((st = cuda__use(device, "memory_info")) != SES_DRV_OK)
+        return st;
+    if ((e = cudaMemGetInfo(&f, &t)) != cudaSuccess)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INTERNAL, "memory_info: cudaMemGetInfo: %s",
+                                cudaGetErrorString(e));
+    /* Cached blocks are free for this driver's allocations. */
+    pthread_mutex_lock(&device->lock);
+    *out_free = (uint64_t)f + device->cached_bytes;
+    pthread_mutex_unlock(&device->lock);
+    *out_total = (uint64_t)t;
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory: device blocks come from a per-device cache of freed blocks (rounded sizes, exact
+ * match), so that a plan compiled and freed again, or a repeated eval, does not cudaMalloc.
+ * ------------------------------------------------------------------------------------------- */
+
+static uint64_t cuda_round(uint64_t bytes) {
+    const uint64_t r = bytes < CUDA_LARGE ? CUDA_SMALL_ROUND : CUDA_LARGE_ROUND;
+    return (bytes + r - 1) / r * r;
+}
+
+static int32_t cuda_check_range(ses_drv_device_t *device, const char *what,
+                                const ses_drv_buffer_t *b, uint64_t offset, uint64_t bytes) {
+    if (!b)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "%s: buffer is NULL", what);
+    if (offset > b->size || bytes > b->size - offset)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "%s: %" PRIu64 " bytes at offset %" PRIu64
+                                " end past the buffer's %" PRIu64 " bytes",
+                                what, bytes, offset, b->size);
+    return SES_DRV_OK;
+}
+
+static int32_t cuda_alloc(ses_drv_device_t *device, uint64_t bytes, uint32_t mem_kind,
+                          ses_drv_buffer_t **out_buffer) {
+    ses_drv_buffer_t *b;
+    cudaError_t e;
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_buffer)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "alloc: out_buffer is NULL");
+    *out_buffer = NULL;
+    if (bytes == 0)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "alloc: bytes is 0; an allocation needs at least 1 byte");
+    if (mem_kind != SES_DRV_MEM_DEVICE && mem_kind != SES_DRV_MEM_HOST_PINNED)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "alloc: memory kind %" PRIu32
+                                " is not supported; cuda has 0 (device) and 1 (host pinned)",
+                                mem_kind);
+    if (bytes > UINT64_MAX - CUDA_LARGE_ROUND)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_OUT_OF_MEMORY, "alloc: %" PRIu64 " bytes", bytes);
+    if ((st = cuda__use(device, "alloc")) != SES_DRV_OK)
+        return st;
+    b = calloc(1, sizeof *b);
+    if (!b)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_OUT_OF_MEMORY, "alloc: out of host memory");
+    b->size = bytes;
+    b->mem_kind = mem_kind;
+    b->capacity = cuda_round(bytes);
+    if (mem_kind == SES_DRV_MEM_HOST_PINNED) {
+        e = cudaMallocHost(&b->ptr, (size_t)b->capacity);
+    } else {
+        pthread_mutex_lock(&device->lock);
+        for (cuda_block_t **p = &device->cache; *p; p = &(*p)->next)
+            if ((*p)->capacity == b->capacity) {
+                cuda_block_t *hit = *p;
+                *p = hit->next;
+                device->cached_bytes -= hit->capacity;
+                b->ptr = hit->ptr;
+                free(hit);
+                break;
+            }
+        pthread_mutex_unlock(&device->lock);
+        e = cudaSuccess;
+        if (!b->ptr) {
+            e = cudaMalloc(&b->ptr, (size_t)b->capacity);
+            if (e == cudaErrorMemoryAllocation) {
+                /* Give the cached blocks back and try once more. */
+                (void)cudaGetLastError();
+                pthread_mutex_lock(&device->lock);
+                cuda_release_cache(device);
+                pthread_mutex_unlock(&device->lock);
+                e = cudaMalloc(&b->ptr, (size_t)b->capacity);
+            }
+        }
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        free(b);
+        return CUDA_DEVICE_FAIL(
+            device, e == cudaErrorMemoryAllocation ? SES_DRV_OUT_OF_MEMORY : SES_DRV_INTERNAL,
+            "alloc: %" PRIu64 " bytes of %s memory on cuda:%d: %s", bytes,
+            mem_kind == SES_DRV_MEM_DEVICE ? "device" : "pinned host", device->ordinal,
+            cudaGetErrorString(e));
+    }
+    *out_buffer = b;
+    return SES_DRV_OK;
+}
+
+static void cuda_free(ses_drv_device_t *device, ses_drv_buffer_t *buffer) {
+    if (!device || !buffer)
+        return;
+    if (buffer->mem_kind == SES_DRV_MEM_HOST_PINNED) {
+        cudaFreeHost(buffer->ptr);
+    } else {
+        cuda_block_t *blk = malloc(sizeof *blk);
+        if (!blk) {
+            cudaSetDevice(device->ordinal);
+            cudaFree(buffer->ptr);
+        } else {
+            blk->ptr = buffer->ptr;
+            blk->capacity = buffer->capacity;
+            pthread_mutex_lock(&device->lock);
+            blk->next = device->cache;
+            device->cache = blk;
+            device->cached_bytes += blk->capacity;
+            pthread_mutex_unlock(&device->lock);
+        }
+    }
+    free(buffer);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Copies. With a stream they are enqueued (cudaMemcpyAsync); without one, complete on return.
+ * ------------------------------------------------------------------------------------------- */
+
+static int32_t cuda_copy(ses_drv_device_t *device, ses_drv_stream_t *stream, const char *what,
+                         void *dst, const void *src, uint64_t bytes) {
+    cudaError_t e;
+    int32_t st;
+
+    if (bytes == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, what)) != SES_DRV_OK)
+        return st;
+    if (stream) {
+        e = cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, (cudaStream_t)stream);
+    } else {
+        e = cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault,
+                            (cudaStream_t)device->stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize((cudaStream_t)device->stream);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INTERNAL, "%s: %" PRIu64 " bytes: %s", what, bytes,
+                                cudaGetErrorString(e));
+    }
+    return SES_DRV_OK;
+}
+
+static int32_t cuda_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream, const void *src,
+                             ses_drv_buffer_t *dst, uint64_t dst_offset, uint64_t bytes) {
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = cuda_check_range(device, "copy_h2d: dst", dst, dst_offset, bytes)) != SES_DRV_OK)
+        return st;
+    if (!src)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "copy_h2d: src is NULL");
+    return cuda_copy(device, stream, "copy_h2d", (char *)dst->ptr + dst_offset, src, bytes);
+}
+
+static int32_t cuda_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                             ses_drv_buffer_t *src, uint64_t src_offset, void *dst,
+                             uint64_t bytes) {
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = cuda_check_range(device, "copy_d2h: src", src, src_offset, bytes)) != SES_DRV_OK)
+        return st;
+    if (!dst)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "copy_d2h: dst is NULL");
+    return cuda_copy(device, stream, "copy_d2h", dst, (const char *)src->ptr + src_offset, bytes);
+}
+
+static int32_t cuda_copy_d2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                             ses_drv_buffer_t *src, uint64_t src_offset, ses_drv_buffer_t *dst,
+                             uint64_t dst_offset, uint64_t bytes) {
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((st = cuda_check_range(device, "copy_d2d: src", src, src_offset, bytes)) != SES_DRV_OK ||
+        (st = cuda_check_range(device, "copy_d2d: dst", dst, dst_offset, bytes)) != SES_DRV_OK)
+        return st;
+    /* cudaMemcpy does not promise memmove semantics: an overlapping copy within one buffer
+     * goes through a temporary block. */
+    if (src == dst && src_offset != dst_offset &&
+        (src_offset < dst_offset ? dst_offset - src_offset : src_offset - dst_offset) < bytes) {
+        ses_drv_buffer_t *tmp = NULL;
+        if ((st = cuda_alloc(device, bytes, SES_DRV_MEM_DEVICE, &tmp)) != SES_DRV_OK)
+            return st;
+        st = cuda_copy(device, stream, "copy_d2d", tmp->ptr, (const char *)src->ptr + src_offset,
+                       bytes);
+        if (st == SES_DRV_OK)
+            st = cuda_copy(device, stream, "copy_d2d", (char *)dst->ptr + dst_offset, tmp->ptr,
+                           bytes);
+        if (stream && st == SES_DRV_OK)
+            cudaStreamSynchronize((cudaStream_t)stream); /* before tmp returns to the cache */
+        cuda_free(device, tmp);
+        return st;
+    }
+    return cuda_copy(device, stream, "copy_d2d", (char *)dst->ptr + dst_offset,
+                     (const char *)src->ptr + src_offset, bytes);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Streams and events: a ses_drv_stream_t * is a cudaStream_t, a ses_drv_event_t * a cudaEvent_t.
+ * ------------------------------------------------------------------------------------------- */
+
+static int32_t cuda_check_call(ses_drv_device_t *device, const char *what, cudaError_t e) {
+    if (e == cudaSuccess)
+        return SES_DRV_OK;
+    (void)cudaGetLastError();
+    return CUDA_DEVICE_FAIL(device, SES_DRV_INTERNAL, "%s on cuda:%d: %s", what, device->ordinal,
+                            cudaGetErrorString(e));
+}
+
+static int32_t cuda_stream_create(ses_drv_device_t *device, ses_drv_stream_t **out_stream) {
+    cudaStream_t s = NULL;
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_stream)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "stream_create: out_stream is NULL");
+    *out_stream = NULL;
+    if ((st = cuda__use(device, "stream_create")) != SES_DRV_OK)
+        return st;
+    st = cuda_check_call(device, "cudaStreamCreate",
+                         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (st == SES_DRV_OK)
+        *out_stream = (ses_drv_stream_t *)(void *)s;
+    return st;
+}
+
+static void cuda_stream_destroy(ses_drv_device_t *device, ses_drv_stream_t *stream) {
+    if (!device || !stream)
+        return;
+    cudaSetDevice(device->ordinal);
+    cudaStreamDestroy((cudaStream_t)(void *)stream);
+}
+
+static int32_t cuda_stream_synchronize(ses_drv_device_t *device, ses_drv_stream_t *stream) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!stream)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "stream_synchronize: stream is NULL");
+    return cuda_check_call(device, "cudaStreamSynchronize",
+                           cudaStreamSynchronize((cudaStream_t)(void *)stream));
+}
+
+static int32_t cuda_event_create(ses_drv_device_t *device, ses_drv_event_t **out_event) {
+    cudaEvent_t ev = NULL;
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_event)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "event_create: out_event is NULL");
+    *out_event = NULL;
+    if ((st = cuda__use(device, "event_create")) != SES_DRV_OK)
+        return st;
+    st = cuda_check_call(device, "cudaEventCreate",
+                         cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    if (st == SES_DRV_OK)
+        *out_event = (ses_drv_event_t *)(void *)ev;
+    return st;
+}
+
+static void cuda_event_destroy(ses_drv_device_t *device, ses_drv_event_t *event) {
+    if (!device || !event)
+        return;
+    cudaSetDevice(device->ordinal);
+    cudaEventDestroy((cudaEvent_t)(void *)event);
+}
+
+static int32_t cuda_event_record(ses_drv_device_t *device, ses_drv_event_t *event,
+                                 ses_drv_stream_t *stream) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!event || !stream)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "event_record: event or stream is NULL");
+    return cuda_check_call(
+        device, "cudaEventRecord",
+        cudaEventRecord((cudaEvent_t)(void *)event, (cudaStream_t)(void *)stream));
+}
+
+static int32_t cuda_stream_wait_event(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                                      ses_drv_event_t *event) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!event || !stream)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "stream_wait_event: event or stream is NULL");
+    return cuda_check_call(
+        device, "cudaStreamWaitEvent",
+        cudaStreamWaitEvent((cudaStream_t)(void *)stream, (cudaEvent_t)(void *)event, 0));
+}
+
+static int32_t cuda_event_synchronize(ses_drv_device_t *device, ses_drv_event_t *event) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!event)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "event_synchronize: event is NULL");
+    return cuda_check_call(device, "cudaEventSynchronize",
+                           cudaEventSynchronize((cudaEvent_t)(void *)event));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The function table and negotiation.
+ * ------------------------------------------------------------------------------------------- */
+
+static const ses_drv_api_t cuda_api = {
+    .struct_size = sizeof(ses_drv_api_t),
+    .info = &cuda_info,
+    .open = cuda_open,
+    .close = cuda_close,
+    .enumerate_devices = cuda_enumerate_devices,
+    .open_device = cuda_open_device,
+    .close_device = cuda_close_device,
+    .get_kernels = cuda__get_kernels,
+    .memory_info = cuda_memory_info,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    /* No map/unmap: device memory is not host visible. No import_host_ptr either: registered
+     * host memory would make kernels read across PCIe; feeds are copied through copy_h2d. */
+    .copy_h2d = cuda_copy_h2d,
+    .copy_d2h = cuda_copy_d2h,
+    .copy_d2d = cuda_copy_d2d,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_synchronize = cuda_stream_synchronize,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .stream_wait_event = cuda_stream_wait_event,
+    .event_synchronize = cuda_event_synchronize,
+};
+
+static const uint32_t cuda_minor_min = 0;
+
+SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
+    const uint32_t minor_max = SES_DRV_ABI_MINOR;
+
+    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
+        return SES_DRV_INVALID_ARGUMENT;
+    args->driver_abi_major = SES_DRV_ABI_MAJOR;
+    args->driver_minor_max = minor_max;
+    args->chosen_minor = 0;
+    args->api = NULL;
+    if (args->abi_major != SES_DRV_ABI_MAJOR)
+        return SES_DRV_INCOMPATIBLE;
+    if (args->host_minor_min > args->host_minor_max)
+        return cuda__fail(args->host, args->host_ctx, SES_DRV_INVALID_ARGUMENT,
+                          "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,
+                          args->host_minor_min, args->host_minor_max);
+    if (args->host_minor_min > minor_max || args->host_minor_max < cuda_minor_min)
+        return cuda__fail(
+            args->host, args->host_ctx, SES_DRV_INCOMPATIBLE,
+            "the host accepts driver ABI %d.%" PRIu32 " to %d.%" PRIu32 ", cuda speaks %d.%" PRIu32
+            " to %d.%" PRIu32 "; install a matching cuda driver",
+            SES_DRV_ABI_MAJOR, args->host_minor_min, SES_DRV_ABI_MAJOR, args->host_minor_max,
+            SES_DRV_ABI_MAJOR, cuda_minor_min, SES_DRV_ABI_MAJOR, minor_max);
+    args->chosen_minor = args->host_minor_max < minor_max ? args->host_minor_max : minor_max;
+    args->api = &cuda_api;
+    return SES_DRV_OK;
+}
