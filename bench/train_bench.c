@@ -139,6 +139,7 @@ int main(int argc, char **argv) {
         {"batch", required_argument, NULL, 'b'},
         {"steps", required_argument, NULL, 's'},
         {"reps", required_argument, NULL, 'r'},
+        {"device", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -163,9 +164,11 @@ int main(int argc, char **argv) {
         case 'b': batch = parse_positive("--batch", optarg); break;
         case 's': steps = parse_positive("--steps", optarg); break;
         case 'r': reps = parse_positive("--reps", optarg); break;
+        case 'd': devices[0] = optarg; break;
         case 'h':
             printf(
-                "Usage: session-train-bench [--batch N] [--steps N per rep] [--reps N]\n"
+                "Usage: session-train-bench [--batch N] [--steps N per rep] [--reps N] "
+                "[--device NAME (default cpu)]\n"
                 "Threads: SESSION_DRIVER_CPU_THREADS and OPENBLAS_NUM_THREADS.\n");
             return 0;
         default: fprintf(stderr, "Try 'session-train-bench --help'.\n"); return 2;
@@ -179,6 +182,13 @@ int main(int argc, char **argv) {
     if (!steps)
         steps = batch <= 64 ? 200 : 60;
     snprintf(tag, sizeof tag, "b%ld_t%s", batch, threads_env ? threads_env : "default");
+    if (strcmp(devices[0], "cpu") != 0) { /* "..._gpu_0" for --device gpu:0 */
+        size_t used = strlen(tag);
+        snprintf(tag + used, sizeof tag - used, "_%s", devices[0]);
+        for (char *p = tag + used; *p; p++)
+            if (*p == ':')
+                *p = '_';
+    }
 
     srand(1);
     ses_optimizer_sgd(&sgd, 0.1);

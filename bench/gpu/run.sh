@@ -51,11 +51,10 @@ arch=-arch=native
 echo "=== one training step, batch 64"
 bench_bin=$build/bench/session-train-bench
 if [ -x "$bench_bin" ] && "$bench_bin" --help 2>&1 | grep -q -- '--device'; then
-  "$bench_bin" --device gpu:0 --batch 64 | sed 's/^bench: train_step_b64_t[0-9]*/bench: train_step_gpu_b64/' |
+  "$bench_bin" --device gpu:0 --batch 64 | sed 's/^bench: train_step_b64_t[^_:]*_gpu_0/bench: train_step_gpu_b64/' |
     tee -a "$log"
 else
-  echo "note: session-train-bench has no --device option yet, so libsession's GPU step is not"
-  echo "      measured; add it (bench/train_bench.c opens the session on {\"cpu\"} only)."
+  echo "note: $bench_bin is missing or lacks --device: build it first (meson compile -C $build)"
 fi
 "$python" "$root/bench/gpu/torch_train_step_gpu.py" --batch 64 | tee -a "$log" ||
   echo "note: PyTorch with CUDA is not available to $python; set PYTHON=..."
