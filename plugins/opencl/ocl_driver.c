@@ -371,7 +371,8 @@ static void ocl_cache_write(const char *path, const unsigned char *bin, size_t s
                           ocl_fnv(UINT64_C(0xcbf29ce484222325), bin, size)};
     FILE *f;
 
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    /* Unique per process and per call: two devices may be opened at once in one process. */
+    snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", path, (long)getpid(), (const void *)&header);
     f = fopen(tmp, "wb");
     if (!f)
         return;
@@ -474,7 +475,13 @@ static const char *const ocl_kernel_names[OCL_K_COUNT] = {
     [OCL_K_STRIDED8] = "strided8",   [OCL_K_REDUCE] = "reduce_f32",
     [OCL_K_SOFTMAX] = "softmax_f32", [OCL_K_OPTIM] = "optim_f32",
     [OCL_K_ARGMAX] = "argmax_f32",   [OCL_K_SCE] = "sce_f32",
-    [OCL_K_SCE_GRAD] = "sce_grad_f32",
+    [OCL_K_SCE_GRAD] = "sce_grad_f32", [OCL_K_GATHER1] = "gather1",
+    [OCL_K_GATHER2] = "gather2",     [OCL_K_GATHER4] = "gather4",
+    [OCL_K_GATHER8] = "gather8",
+    [OCL_K_CAST_F32_I32] = "cast_f32_i32", [OCL_K_CAST_F32_I64] = "cast_f32_i64",
+    [OCL_K_CAST_F32_U8] = "cast_f32_u8",   [OCL_K_CAST_F32_BOOL] = "cast_f32_bool",
+    [OCL_K_CAST_I32_F32] = "cast_i32_f32", [OCL_K_CAST_I64_F32] = "cast_i64_f32",
+    [OCL_K_CAST_U8_F32] = "cast_u8_f32",   [OCL_K_CAST_BOOL_F32] = "cast_bool_f32",
 };
 
 static void ocl_close_device(ses_drv_device_t *device) {

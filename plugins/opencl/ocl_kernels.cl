@@ -282,3 +282,40 @@ kernel void sce_grad_f32(global const float *dl, ulong dlo, int dl_scalar, globa
         dx[dxo + t] = r;
     }
 }
+
+/* Gather along one axis of data [outer, A, inner] with nidx indices (i32 or i64, already checked
+ * on the host; negative ones count from the end), by element size. */
+#define GATHER(NAME, T)                                                                         \
+    kernel void NAME(global const T *x, ulong xo, global const void *idx, ulong io, int idx64,  \
+                     global T *y, ulong yo, ulong outer, ulong A, ulong nidx, ulong inner) {    \
+        FOR_EACH(t, outer * nidx * inner) {                                                     \
+            ulong i = t % inner, j = (t / inner) % nidx, o = t / (inner * nidx);                \
+            long k = idx64 ? ((global const long *)idx)[io + j]                                 \
+                           : (long)((global const int *)idx)[io + j];                           \
+            if (k < 0)                                                                          \
+                k += (long)A;                                                                   \
+            y[yo + t] = x[xo + (o * A + (ulong)k) * inner + i];                                 \
+        }                                                                                       \
+    }
+GATHER(gather1, uchar)
+GATHER(gather2, ushort)
+GATHER(gather4, uint)
+GATHER(gather8, ulong)
+
+/* Cast: float to integer truncates toward zero and saturates (NaN gives 0: the _sat_rtz
+ * conversions); to bool is x != 0; integers to f32 round to nearest. */
+#define CAST(NAME, TI, TO, EXPR)                                                                \
+    kernel void NAME(global const TI *x, ulong xo, global TO *y, ulong yo, ulong n) {           \
+        FOR_EACH(i, n) {                                                                        \
+            TI v = x[xo + i];                                                                   \
+            y[yo + i] = EXPR;                                                                   \
+        }                                                                                       \
+    }
+CAST(cast_f32_i32, float, int, convert_int_sat_rtz(v))
+CAST(cast_f32_i64, float, long, convert_long_sat_rtz(v))
+CAST(cast_f32_u8, float, uchar, convert_uchar_sat_rtz(v))
+CAST(cast_f32_bool, float, uchar, (uchar)(v != 0.0f ? 1 : 0))
+CAST(cast_i32_f32, int, float, convert_float(v))
+CAST(cast_i64_f32, long, float, convert_float(v))
+CAST(cast_u8_f32, uchar, float, convert_float(v))
+CAST(cast_bool_f32, uchar, float, v ? 1.0f : 0.0f)

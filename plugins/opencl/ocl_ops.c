@@ -736,6 +736,135 @@ static int32_t ocl_k_expand(ses_drv_device_t *device, void *state,
                        out[0].buf->mem, (cl_long)out[0].off, out[0].count, &bc);
 }
 
+/* Cast between f32 and i32, i64, u8, bool. */
+static int32_t ocl_k_cast(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    static const struct {
+        uint32_t from, to;
+        int kernel;
+    } pairs[] = {
+        {SES_DRV_DTYPE_F32, SES_DRV_DTYPE_I32, OCL_K_CAST_F32_I32},
+        {SES_DRV_DTYPE_F32, SES_DRV_DTYPE_I64, OCL_K_CAST_F32_I64},
+        {SES_DRV_DTYPE_F32, SES_DRV_DTYPE_U8, OCL_K_CAST_F32_U8},
+        {SES_DRV_DTYPE_F32, SES_DRV_DTYPE_BOOL, OCL_K_CAST_F32_BOOL},
+        {SES_DRV_DTYPE_I32, SES_DRV_DTYPE_F32, OCL_K_CAST_I32_F32},
+        {SES_DRV_DTYPE_I64, SES_DRV_DTYPE_F32, OCL_K_CAST_I64_F32},
+        {SES_DRV_DTYPE_U8, SES_DRV_DTYPE_F32, OCL_K_CAST_U8_F32},
+        {SES_DRV_DTYPE_BOOL, SES_DRV_DTYPE_F32, OCL_K_CAST_BOOL_F32},
+    };
+    ocl_arg_t in[1], out[1];
+    ocl_args_t a = {0};
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if (!ocl_same_shape(&in[0], &out[0]))
+        return ocl_shape_fail(device, node, "shapes differ", &in[0], &out[0]);
+    int k = -1;
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (pairs[i].from == in[0].dtype && pairs[i].to == out[0].dtype)
+            k = pairs[i].kernel;
+    if (k < 0)
+        return ocl_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                             "Cast from dtype %" PRIu32 " to %" PRIu32 " is not implemented",
+                             in[0].dtype, out[0].dtype);
+    cl_ulong xo = in[0].off, yo = out[0].off, n = out[0].count;
+    OCL_ARG(&a, in[0].buf->mem);
+    OCL_ARG(&a, xo);
+    OCL_ARG(&a, out[0].buf->mem);
+    OCL_ARG(&a, yo);
+    OCL_ARG(&a, n);
+    return ocl_run(device, node, k, n, &a);
+}
+
+/* Gather: indices are read back and checked on the host (the host does not check them). */
+static int32_t ocl_k_gather(ses_drv_device_t *device, void *state,
+                            const ses_drv_launch_t *launch) {
+    ocl_arg_t in[2], out[1];
+    ocl_args_t a = {0};
+    int64_t axis = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = ocl_need_attr(device, node, "axis", ocl_attr_int(node, "axis", &axis))) !=
+        SES_DRV_OK)
+        return st;
+    const ocl_arg_t *x = &in[0], *ix = &in[1], *y = &out[0];
+    if (axis < 0 || axis >= (int64_t)x->rank ||
+        (ix->dtype != SES_DRV_DTYPE_I32 && ix->dtype != SES_DRV_DTYPE_I64) ||
+        y->rank != x->rank - 1 + ix->rank || y->esize != x->esize)
+        return ocl_shape_fail(device, node, "data, indices and output do not agree", x, y);
+    cl_ulong outer = 1, inner = 1, A = (cl_ulong)x->dims[axis], nidx = ix->count;
+    for (uint32_t d = 0; d < x->rank; d++) {
+        if ((int64_t)d < axis)
+            outer *= (cl_ulong)x->dims[d];
+        else if ((int64_t)d > axis)
+            inner *= (cl_ulong)x->dims[d];
+    }
+    for (uint32_t d = 0; d < y->rank; d++) {
+        int64_t want = (int64_t)d < axis ? x->dims[d]
+                       : d < (uint32_t)axis + ix->rank ? ix->dims[d - (uint32_t)axis]
+                                                       : x->dims[d - ix->rank + 1];
+        if (y->dims[d] != want)
+            return ocl_shape_fail(device, node, "the output does not match Gather(data, indices)",
+                                  x, y);
+    }
+    if (!y->count)
+        return SES_DRV_OK;
+    unsigned char *host = malloc((size_t)ix->bytes);
+    if (!host)
+        return ocl_node_fail(device, node, SES_DRV_OUT_OF_MEMORY, "out of host memory");
+    pthread_mutex_lock(&device->lock);
+    cl_int err = clEnqueueReadBuffer(device->queue, ix->buf->mem, CL_TRUE, (size_t)ix->byte_off,
+                                     (size_t)ix->bytes, host, 0, NULL, NULL);
+    pthread_mutex_unlock(&device->lock);
+    if (err != CL_SUCCESS) {
+        free(host);
+        return ocl_node_fail(device, node, SES_DRV_INTERNAL, "reading the indices failed: %s",
+                             ocl__error_name(err));
+    }
+    cl_int idx64 = ix->dtype == SES_DRV_DTYPE_I64;
+    for (uint64_t j = 0; j < ix->count; j++) {
+        int64_t k;
+        if (idx64) {
+            memcpy(&k, host + j * 8, 8);
+        } else {
+            int32_t k32;
+            memcpy(&k32, host + j * 4, 4);
+            k = k32;
+        }
+        if (k < -(int64_t)A || k >= (int64_t)A) {
+            free(host);
+            return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                                 "index %" PRId64 " at position %" PRIu64
+                                 " is outside [-%" PRIu64 ", %" PRIu64 ") of axis %" PRId64,
+                                 k, j, (uint64_t)A, (uint64_t)A, axis);
+        }
+    }
+    free(host);
+    int k = x->esize == 1 ? OCL_K_GATHER1
+            : x->esize == 2 ? OCL_K_GATHER2
+            : x->esize == 4 ? OCL_K_GATHER4
+                            : OCL_K_GATHER8;
+    cl_ulong xo = x->off, io = ix->off, yo = y->off;
+    OCL_ARG(&a, x->buf->mem);
+    OCL_ARG(&a, xo);
+    OCL_ARG(&a, ix->buf->mem);
+    OCL_ARG(&a, io);
+    OCL_ARG(&a, idx64);
+    OCL_ARG(&a, y->buf->mem);
+    OCL_ARG(&a, yo);
+    OCL_ARG(&a, outer);
+    OCL_ARG(&a, A);
+    OCL_ARG(&a, nidx);
+    OCL_ARG(&a, inner);
+    return ocl_run(device, node, k, y->count, &a);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Reductions and softmax
  * ------------------------------------------------------------------------------------------- */
@@ -1535,6 +1664,11 @@ static int32_t ocl_k_optim(ses_drv_device_t *device, void *state,
     E(OP, "i32...->i32", FN) E(OP, "i64...->i64", FN) E(OP, "u8...->u8", FN)          \
     E(OP, "u16...->u16", FN) E(OP, "u32...->u32", FN) E(OP, "u64...->u64", FN)        \
     E(OP, "bool...->bool", FN)
+#define GIDX(T, I) E("Gather", T "," I "->" T, ocl_k_gather)
+#define GANY(I)                                                                               \
+    GIDX("f32", I) GIDX("f64", I) GIDX("f16", I) GIDX("bf16", I) GIDX("i8", I) GIDX("i16", I) \
+    GIDX("i32", I) GIDX("i64", I) GIDX("u8", I) GIDX("u16", I) GIDX("u32", I) GIDX("u64", I)  \
+    GIDX("bool", I)
 #define U(OP) E(OP, "f32->f32", ocl_k_unary)
 #define B(OP) E(OP, "f32,f32->f32", ocl_k_binary)
 
@@ -1556,6 +1690,11 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     ANY("Squeeze", ocl_k_copy) ANY("Unsqueeze", ocl_k_copy)
     ANY("Transpose", ocl_k_transpose) ANY("Slice", ocl_k_slice) ANY("ExpandLike", ocl_k_expand)
     ANYV("Concat", ocl_k_concat)
+    GANY("i32") GANY("i64")
+    E("Cast", "f32->i32", ocl_k_cast) E("Cast", "f32->i64", ocl_k_cast)
+    E("Cast", "f32->u8", ocl_k_cast) E("Cast", "f32->bool", ocl_k_cast)
+    E("Cast", "i32->f32", ocl_k_cast) E("Cast", "i64->f32", ocl_k_cast)
+    E("Cast", "u8->f32", ocl_k_cast) E("Cast", "bool->f32", ocl_k_cast)
     E("MatMul", "f32,f32->f32", ocl_k_matmul)
     E("Gemm", "f32,f32->f32", ocl_k_gemm)
     E("Gemm", "f32,f32,f32->f32", ocl_k_gemm)
