@@ -742,33 +742,12 @@ int32_t cpu__slice_grad(const cpu__call_t *call) {
     const cpu__tensor_t *dy = &call->in[0];
     const cpu__tensor_t *out = &call->out;
     int64_t starts[CPU__MAX_RANK], steps[CPU__MAX_RANK], out_strides[CPU__MAX_RANK];
-    uint32_t n_starts = 0, n_steps = 0;
     int32_t st;
-    char a[96], o[96], x[96], y[96];
 
-    if ((st = cpu__check_rank(call, "output 0", out)) != SES_DRV_OK)
+    /* dy is what Slice took from a tensor shaped like the output. */
+    if ((st = cpu__check_slice(call, out, "output 0", dy, "output", dy, "input 0 (dy)", out,
+                               "output", starts, steps)) != SES_DRV_OK)
         return st;
-    if ((st = cpu__attr_ints(call, "starts", starts, CPU__MAX_RANK, &n_starts)) != SES_DRV_OK)
-        return st;
-    if ((st = cpu__attr_ints(call, "steps", steps, CPU__MAX_RANK, &n_steps)) != SES_DRV_OK)
-        return st;
-    if (n_starts != out->rank || n_steps != out->rank || dy->rank != out->rank)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "expected one start and step per output axis: input 0 (dy) is %s, "
-                              "output is %s, starts %s, steps %s",
-                              cpu__format_dims(dy->dims, dy->rank, a, sizeof a),
-                              cpu__format_dims(out->dims, out->rank, o, sizeof o),
-                              cpu__format_dims(starts, n_starts, x, sizeof x),
-                              cpu__format_dims(steps, n_steps, y, sizeof y));
-    for (uint32_t d = 0; d < out->rank; d++)
-        if (steps[d] == 0 || !cpu__slice_fits(out->dims[d], starts[d], steps[d], dy->dims[d]))
-            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "axis %" PRIu32 ": %" PRId64 " elements from %" PRId64
-                                  " by step %" PRId64 " do not fit in dim %" PRId64
-                                  " (input 0 (dy) is %s, output is %s)",
-                                  d, dy->dims[d], starts[d], steps[d], out->dims[d],
-                                  cpu__format_dims(dy->dims, dy->rank, a, sizeof a),
-                                  cpu__format_dims(out->dims, out->rank, o, sizeof o));
     if (out->count == 0)
         return SES_DRV_OK;
     memset(out->data, 0, (size_t)(out->count * out->esize));

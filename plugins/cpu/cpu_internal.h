@@ -602,6 +602,18 @@ int32_t cpu__check_gather(const cpu__call_t *call, const cpu__tensor_t *data,
                           const char *data_name, const cpu__tensor_t *indices,
                           const cpu__tensor_t *gathered, const char *gathered_name,
                           uint32_t *out_axis);
+/*
+ * The checks Slice and SliceGrad share: @p whole (Slice's input, SliceGrad's output; its rank
+ * checked as @p whole_rank_name) and @p part (Slice's output, SliceGrad's dy) of one rank, and
+ * attributes starts and steps, one per axis ("per @p axis_owner axis"), that place part's
+ * elements inside whole. Messages name @p first then @p second. Fills @p starts and @p steps.
+ */
+int32_t cpu__check_slice(const cpu__call_t *call, const cpu__tensor_t *whole,
+                         const char *whole_rank_name, const cpu__tensor_t *part,
+                         const char *axis_owner, const cpu__tensor_t *first,
+                         const char *first_name, const cpu__tensor_t *second,
+                         const char *second_name, int64_t *starts, int64_t *steps);
+
 int32_t cpu__gather(const cpu__call_t *call);
 /** The strided copy row for elements of @p esize bytes (1, 2, 4 or 8), or NULL. */
 cpu__row_fn cpu__strided_copy_row(size_t esize);

@@ -239,38 +239,55 @@ int cpu__slice_fits(int64_t dim, int64_t start, int64_t step, int64_t n) {
     return n - 1 <= start / -step;
 }
 
-int32_t cpu__slice(const cpu__call_t *call) {
-    const cpu__tensor_t *in = &call->in[0];
-    const cpu__tensor_t *out = &call->out;
-    int64_t starts[CPU__MAX_RANK], steps[CPU__MAX_RANK], in_strides[CPU__MAX_RANK];
+int32_t cpu__check_slice(const cpu__call_t *call, const cpu__tensor_t *whole,
+                         const char *whole_rank_name, const cpu__tensor_t *part,
+                         const char *axis_owner, const cpu__tensor_t *first,
+                         const char *first_name, const cpu__tensor_t *second,
+                         const char *second_name, int64_t *starts, int64_t *steps) {
     uint32_t n_starts = 0, n_steps = 0;
     int32_t st;
     char a[96], o[96], x[96], y[96];
 
-    if ((st = cpu__check_rank(call, "input 0", in)) != SES_DRV_OK)
+    if ((st = cpu__check_rank(call, whole_rank_name, whole)) != SES_DRV_OK)
         return st;
     if ((st = cpu__attr_ints(call, "starts", starts, CPU__MAX_RANK, &n_starts)) != SES_DRV_OK)
         return st;
     if ((st = cpu__attr_ints(call, "steps", steps, CPU__MAX_RANK, &n_steps)) != SES_DRV_OK)
         return st;
-    if (n_starts != in->rank || n_steps != in->rank || out->rank != in->rank)
+    if (n_starts != whole->rank || n_steps != whole->rank || part->rank != whole->rank)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "expected one start and step per input axis: input is %s, output "
-                              "is %s, starts %s, steps %s",
-                              cpu__format_dims(in->dims, in->rank, a, sizeof a),
-                              cpu__format_dims(out->dims, out->rank, o, sizeof o),
+                              "expected one start and step per %s axis: %s is %s, %s is %s, "
+                              "starts %s, steps %s",
+                              axis_owner, first_name,
+                              cpu__format_dims(first->dims, first->rank, a, sizeof a),
+                              second_name,
+                              cpu__format_dims(second->dims, second->rank, o, sizeof o),
                               cpu__format_dims(starts, n_starts, x, sizeof x),
                               cpu__format_dims(steps, n_steps, y, sizeof y));
-    for (uint32_t d = 0; d < in->rank; d++) {
-        if (steps[d] == 0 || !cpu__slice_fits(in->dims[d], starts[d], steps[d], out->dims[d]))
+    for (uint32_t d = 0; d < whole->rank; d++)
+        if (steps[d] == 0 ||
+            !cpu__slice_fits(whole->dims[d], starts[d], steps[d], part->dims[d]))
             return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                                   "axis %" PRIu32 ": %" PRId64 " elements from %" PRId64
                                   " by step %" PRId64 " do not fit in dim %" PRId64
-                                  " (input is %s, output is %s)",
-                                  d, out->dims[d], starts[d], steps[d], in->dims[d],
-                                  cpu__format_dims(in->dims, in->rank, a, sizeof a),
-                                  cpu__format_dims(out->dims, out->rank, o, sizeof o));
-    }
+                                  " (%s is %s, %s is %s)",
+                                  d, part->dims[d], starts[d], steps[d], whole->dims[d],
+                                  first_name,
+                                  cpu__format_dims(first->dims, first->rank, a, sizeof a),
+                                  second_name,
+                                  cpu__format_dims(second->dims, second->rank, o, sizeof o));
+    return SES_DRV_OK;
+}
+
+int32_t cpu__slice(const cpu__call_t *call) {
+    const cpu__tensor_t *in = &call->in[0];
+    const cpu__tensor_t *out = &call->out;
+    int64_t starts[CPU__MAX_RANK], steps[CPU__MAX_RANK], in_strides[CPU__MAX_RANK];
+    int32_t st;
+
+    if ((st = cpu__check_slice(call, in, "input 0", out, "input", in, "input", out, "output",
+                               starts, steps)) != SES_DRV_OK)
+        return st;
     if (out->count == 0)
         return SES_DRV_OK;
 
