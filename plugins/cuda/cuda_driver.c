@@ -199,6 +199,7 @@ static int32_t cuda_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
         desc.name = g->name;
         desc.memory_bytes = g->total;
         desc.caps = SES_DRV_CAP_STREAMS | SES_DRV_CAP_EVENTS | SES_DRV_CAP_ASYNC_COPY |
+                    SES_DRV_CAP_GRAPHS |
                     SES_DRV_CAP_F16 | SES_DRV_CAP_CONCURRENT |
                     (g->major >= 8 ? SES_DRV_CAP_BF16 : 0);
         desc.mem_kinds = (1u << SES_DRV_MEM_DEVICE) | (1u << SES_DRV_MEM_HOST_PINNED);
@@ -655,6 +656,77 @@ static int32_t cuda_event_synchronize(ses_drv_device_t *device, ses_drv_event_t 
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Graphs (ABI 1.1): stream capture into a cudaGraph_t, instantiated once; a ses_drv_graph_t *
+ * is the cudaGraphExec_t. Thread-local capture mode, so that other threads' allocations and
+ * synchronizations (other plans, other sessions) are not disturbed by this capture.
+ * ------------------------------------------------------------------------------------------- */
+
+static int32_t cuda_capture_begin(ses_drv_device_t *device, ses_drv_stream_t *stream) {
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!stream)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "capture_begin: stream is NULL");
+    if ((st = cuda__use(device, "capture_begin")) != SES_DRV_OK)
+        return st;
+    return cuda_check_call(device, "cudaStreamBeginCapture",
+                           cudaStreamBeginCapture((cudaStream_t)(void *)stream,
+                                                  cudaStreamCaptureModeThreadLocal));
+}
+
+static int32_t cuda_capture_end(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                                ses_drv_graph_t **out_graph) {
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e;
+
+    if (out_graph)
+        *out_graph = NULL;
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!stream)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "capture_end: stream is NULL");
+    cudaSetDevice(device->ordinal);
+    /* Ends the capture in every case; an invalidated capture gives an error and no graph. */
+    e = cudaStreamEndCapture((cudaStream_t)(void *)stream, &graph);
+    if (e != cudaSuccess || !out_graph) {
+        if (graph)
+            cudaGraphDestroy(graph);
+        return out_graph ? cuda_check_call(device, "cudaStreamEndCapture", e) : SES_DRV_OK;
+    }
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess)
+        return cuda_check_call(device, "cudaGraphInstantiate", e);
+    *out_graph = (ses_drv_graph_t *)(void *)exec;
+    return SES_DRV_OK;
+}
+
+static int32_t cuda_graph_launch(ses_drv_device_t *device, ses_drv_graph_t *graph,
+                                 ses_drv_stream_t *stream) {
+    int32_t st;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!graph || !stream)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "graph_launch: graph or stream is NULL");
+    if ((st = cuda__use(device, "graph_launch")) != SES_DRV_OK)
+        return st;
+    return cuda_check_call(
+        device, "cudaGraphLaunch",
+        cudaGraphLaunch((cudaGraphExec_t)(void *)graph, (cudaStream_t)(void *)stream));
+}
+
+static void cuda_graph_destroy(ses_drv_device_t *device, ses_drv_graph_t *graph) {
+    if (!device || !graph)
+        return;
+    cudaSetDevice(device->ordinal);
+    cudaGraphExecDestroy((cudaGraphExec_t)(void *)graph);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The function table and negotiation.
  * ------------------------------------------------------------------------------------------- */
 
@@ -683,6 +755,10 @@ static const ses_drv_api_t cuda_api = {
     .event_record = cuda_event_record,
     .stream_wait_event = cuda_stream_wait_event,
     .event_synchronize = cuda_event_synchronize,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 };
 
 static const uint32_t cuda_minor_min = 0;

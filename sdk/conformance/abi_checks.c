@@ -357,7 +357,7 @@ static int check_open_and_enumerate(abi_t *a) {
 
     for (uint32_t i = 0; i < n; i++) {
         const ses_drv_device_desc_t *d = &a->descs[i];
-        const uint64_t known_caps = (SES_DRV_CAP_CONCURRENT << 1) - 1;
+        const uint64_t known_caps = (SES_DRV_CAP_GRAPHS << 1) - 1;
         char name[64];
         const char *problem =
             d->kind > SES_DRV_DEVICE_ACCEL                           ? "kind is not a SES_DRV_DEVICE_*"

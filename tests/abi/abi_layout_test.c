@@ -170,7 +170,7 @@ static void kernel_keeps_its_abi_1_0_layout(void **state) {
 static void api_table_keeps_its_abi_1_0_layout(void **state) {
     (void)state;
     SKIP_UNLESS_PINNED_TARGET();
-    SIZE(ses_drv_api_t, 208);
+    SIZE(ses_drv_api_t, 240); /* 208 in 1.0, four graph entries in 1.1 */
     FIELD(ses_drv_api_t, info, 16, 8);
     FIELD(ses_drv_api_t, open, 24, 8);
     FIELD(ses_drv_api_t, close, 32, 8);
@@ -195,6 +195,11 @@ static void api_table_keeps_its_abi_1_0_layout(void **state) {
     FIELD(ses_drv_api_t, event_record, 184, 8);
     FIELD(ses_drv_api_t, stream_wait_event, 192, 8);
     FIELD(ses_drv_api_t, event_synchronize, 200, 8);
+    /* ABI 1.1 */
+    FIELD(ses_drv_api_t, capture_begin, 208, 8);
+    FIELD(ses_drv_api_t, capture_end, 216, 8);
+    FIELD(ses_drv_api_t, graph_launch, 224, 8);
+    FIELD(ses_drv_api_t, graph_destroy, 232, 8);
 }
 
 static void negotiate_args_keep_their_abi_1_0_layout(void **state) {
@@ -221,7 +226,7 @@ static void negotiate_args_keep_their_abi_1_0_layout(void **state) {
  * demands equals sizeof. When a minor appends fields, sizeof grows and the 1.0 size must not:
  * change the sizeof half of these checks then, never the literals.
  */
-static void sizeof_1_0_equals_the_full_size_of_every_struct_today(void **state) {
+static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table(void **state) {
     (void)state;
     SKIP_UNLESS_PINNED_TARGET();
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort), 56);
@@ -244,16 +249,18 @@ static void sizeof_1_0_equals_the_full_size_of_every_struct_today(void **state) 
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets),
                      sizeof(ses_drv_launch_t));
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_kernel_t, compute), sizeof(ses_drv_kernel_t));
-    assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_api_t, event_synchronize), sizeof(ses_drv_api_t));
+    /* The one struct ABI 1.1 grew: the 1.0 part ends where the graph entries start. */
+    assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_api_t, event_synchronize),
+                     offsetof(ses_drv_api_t, capture_begin));
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api), sizeof(ses_drv_negotiate_t));
 }
 
 /* -- constants ------------------------------------------------------------------------------ */
 
-static void abi_version_is_1_0_and_the_entry_point_keeps_its_name(void **state) {
+static void abi_version_is_1_1_and_the_entry_point_keeps_its_name(void **state) {
     (void)state;
     assert_int_equal(SES_DRV_ABI_MAJOR, 1);
-    assert_int_equal(SES_DRV_ABI_MINOR, 0);
+    assert_int_equal(SES_DRV_ABI_MINOR, 1);
     assert_string_equal(SES_DRV_NEGOTIATE_SYMBOL, "ses_drv_negotiate");
 }
 
@@ -315,6 +322,7 @@ static void capability_bits_keep_their_values_and_are_64_bit(void **state) {
     assert_int_equal(SES_DRV_CAP_BF16, 0x080);
     assert_int_equal(SES_DRV_CAP_F64, 0x100);
     assert_int_equal(SES_DRV_CAP_CONCURRENT, 0x200);
+    assert_int_equal(SES_DRV_CAP_GRAPHS, 0x400);
     assert_int_equal(sizeof(SES_DRV_CAP_HOST_VISIBLE), 8);
     assert_int_equal(sizeof(SES_DRV_CAP_CONCURRENT), 8);
 }
@@ -336,6 +344,7 @@ static void log_levels_map_flags_attr_types_and_info_flags_keep_their_values(voi
     assert_int_equal(SES_DRV_ATTR_FLOATS, 5);
 
     assert_int_equal(SES_DRV_INFO_UNLOADABLE, 1);
+    assert_int_equal(SES_DRV_KERNEL_NO_CAPTURE, 1);
 }
 
 int main(void) {
@@ -350,8 +359,8 @@ int main(void) {
         cmocka_unit_test(kernel_keeps_its_abi_1_0_layout),
         cmocka_unit_test(api_table_keeps_its_abi_1_0_layout),
         cmocka_unit_test(negotiate_args_keep_their_abi_1_0_layout),
-        cmocka_unit_test(sizeof_1_0_equals_the_full_size_of_every_struct_today),
-        cmocka_unit_test(abi_version_is_1_0_and_the_entry_point_keeps_its_name),
+        cmocka_unit_test(sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table),
+        cmocka_unit_test(abi_version_is_1_1_and_the_entry_point_keeps_its_name),
         cmocka_unit_test(status_codes_keep_their_values),
         cmocka_unit_test(dtype_codes_keep_their_values),
         cmocka_unit_test(device_kinds_and_memory_kinds_keep_their_values),

@@ -22,6 +22,12 @@
  *                              (both also have a correct SGD "f32,f32,f32->", an in-place update,
  *                              and a priority-5 Add entry that refuses every node, so the host
  *                              must fall back to the priority-0 entry)
+ *   FAKE_MODE_GRAPHS           healthy, with streams and ABI 1.1 graphs: Add (same shapes),
+ *                              Relu, Mul flagged SES_DRV_KERNEL_NO_CAPTURE, and Identity, which
+ *                              refuses to be recorded; work on a stream runs at once unless the
+ *                              stream is capturing, and a graph replays its records in order
+ *   FAKE_MODE_GRAPHS_1_0       the same code speaking ABI 1.0 with a 1.0-sized table: the host
+ *                              must never call its graph entries
  */
 #include <session/driver.h>
 
@@ -35,7 +41,8 @@
      defined(FAKE_MODE_ABI2) + defined(FAKE_MODE_SMALL_TABLE) +                              \
      defined(FAKE_MODE_NEGOTIATE_FAILS) + defined(FAKE_MODE_NULL_REQUIRED) +                 \
      defined(FAKE_MODE_MISSING_DEP) + defined(FAKE_MODE_ADD_ULP) +                          \
-     defined(FAKE_MODE_ADD_WRONG)) != 1
+     defined(FAKE_MODE_ADD_WRONG) + defined(FAKE_MODE_GRAPHS) +                             \
+     defined(FAKE_MODE_GRAPHS_1_0)) != 1
 #error "compile fake_driver.c with exactly one -DFAKE_MODE_* flag"
 #endif
 
@@ -54,6 +61,19 @@
 #define FAKE_HAS_TABLE 0
 #else
 #define FAKE_HAS_TABLE 1
+#endif
+
+#if defined(FAKE_MODE_GRAPHS) || defined(FAKE_MODE_GRAPHS_1_0)
+#define FAKE_HAS_GRAPHS 1
+#else
+#define FAKE_HAS_GRAPHS 0
+#endif
+
+/* The newest minor this fake speaks. */
+#if defined(FAKE_MODE_GRAPHS_1_0)
+#define FAKE_MINOR 0
+#else
+#define FAKE_MINOR SES_DRV_ABI_MINOR
 #endif
 
 #define FAKE_DEVICE_NAME "Fake Accelerator"
@@ -92,6 +112,28 @@ struct ses_drv_buffer {
     uint64_t size;
     unsigned char *data; /* FAKE_ALIGNMENT-aligned host memory */
 };
+
+#if FAKE_HAS_GRAPHS
+/* One elementwise operation with its arguments resolved, run now or recorded into a graph. */
+typedef struct fake_op {
+    char kind; /* '+', '*', 'r' (Relu) or '=' (Identity) */
+    const ses_drv_buffer_t *in[2];
+    uint64_t in_offset[2];
+    ses_drv_buffer_t *out;
+    uint64_t out_offset;
+    uint64_t n; /* elements */
+} fake_op_t;
+
+struct ses_drv_graph {
+    fake_op_t *ops;
+    size_t n_ops, capacity;
+};
+
+/* Work given a stream runs at once, in order, unless the stream is recording. */
+struct ses_drv_stream {
+    ses_drv_graph_t *recording; /* non-NULL between capture_begin and capture_end */
+};
+#endif
 
 static const ses_drv_info_t fake_info = {
     .struct_size = sizeof(ses_drv_info_t),
@@ -181,7 +223,7 @@ static int32_t fake_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
     d->name = FAKE_DEVICE_NAME;
     d->memory_bytes = FAKE_MEMORY_BYTES;
     d->memory_free = 0; /* unknown: several instances share the one budget */
-    d->caps = 0;
+    d->caps = FAKE_HAS_GRAPHS ? SES_DRV_CAP_STREAMS | SES_DRV_CAP_GRAPHS : 0;
     d->mem_kinds = 1u << SES_DRV_MEM_DEVICE;
     d->alignment = FAKE_ALIGNMENT;
     d->max_alloc = FAKE_MEMORY_BYTES;
@@ -404,8 +446,15 @@ static int32_t fake_identity_compute(ses_drv_device_t *device, void *state,
                          "%s Identity: launch or node is NULL or older than ABI 1.0", FAKE_NAME);
     node = launch->node;
     name = node->name ? node->name : "?";
+#if FAKE_HAS_GRAPHS
+    /* Streams are fine; being recorded is not (the host must run it outside the graph). */
+    if (launch->stream && launch->stream->recording)
+        return FAKE_FAIL(device->driver, SES_DRV_UNIMPLEMENTED,
+                         "%s Identity \"%s\": cannot be recorded into a graph", FAKE_NAME, name);
+#else
     if ((st = fake_check_no_stream(device, "Identity", launch->stream)) != SES_DRV_OK)
         return st;
+#endif
     if (node->n_inputs != 1 || node->n_outputs != 1 || !node->inputs || !node->outputs)
         return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
                          "%s Identity \"%s\": wants 1 input and 1 output, got %" PRIu32
@@ -441,9 +490,7 @@ static int32_t fake_identity_compute(ses_drv_device_t *device, void *state,
     return SES_DRV_OK;
 }
 
-#if defined(FAKE_MODE_ADD_ULP) || defined(FAKE_MODE_ADD_WRONG)
-#define FAKE_HAS_ADD 1
-
+#if defined(FAKE_MODE_ADD_ULP) || defined(FAKE_MODE_ADD_WRONG) || FAKE_HAS_GRAPHS
 /* Add of two f32 tensors of one shape; other shapes are refused, as a real driver may. */
 static int32_t fake_add_supports(ses_drv_device_t *device, const ses_drv_node_t *node) {
     const ses_drv_tensor_desc_t *a = &node->inputs[0], *b = &node->inputs[1];
@@ -455,6 +502,10 @@ static int32_t fake_add_supports(ses_drv_device_t *device, const ses_drv_node_t 
                          node->name ? node->name : "?");
     return SES_DRV_OK;
 }
+#endif
+
+#if defined(FAKE_MODE_ADD_ULP) || defined(FAKE_MODE_ADD_WRONG)
+#define FAKE_HAS_ADD 1
 
 static int32_t fake_add_compute(ses_drv_device_t *device, void *state,
                                 const ses_drv_launch_t *launch) {
@@ -538,6 +589,166 @@ static int32_t fake_sgd_compute(ses_drv_device_t *device, void *state,
 #define FAKE_HAS_ADD 0
 #endif
 
+#if FAKE_HAS_GRAPHS
+static void fake_op_run(const fake_op_t *op) {
+    for (uint64_t i = 0; i < op->n; i++) {
+        float x, y = 0.0f, z;
+        memcpy(&x, op->in[0]->data + op->in_offset[0] + i * 4, 4);
+        if (op->in[1])
+            memcpy(&y, op->in[1]->data + op->in_offset[1] + i * 4, 4);
+        z = op->kind == '+' ? x + y : op->kind == '*' ? x * y : op->kind == 'r' ? (x > 0 ? x : 0) : x;
+        memcpy(op->out->data + op->out_offset + i * 4, &z, 4);
+    }
+}
+
+/* Appends @p op to @p graph. */
+static int32_t fake_record(ses_drv_device_t *device, ses_drv_graph_t *graph, const fake_op_t *op) {
+    if (graph->n_ops == graph->capacity) {
+        size_t capacity = graph->capacity ? graph->capacity * 2 : 16;
+        fake_op_t *ops = realloc(graph->ops, capacity * sizeof *ops);
+        if (!ops)
+            return FAKE_FAIL(device->driver, SES_DRV_OUT_OF_MEMORY,
+                             "%s: out of host memory recording a graph", FAKE_NAME);
+        graph->ops = ops;
+        graph->capacity = capacity;
+    }
+    graph->ops[graph->n_ops++] = *op;
+    return SES_DRV_OK;
+}
+
+/* Add, Mul and Relu of f32 tensors of one shape: checked, then run or recorded. */
+static int32_t fake_elementwise(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                                char kind, const char *op_name) {
+    const ses_drv_node_t *node = launch->node;
+    uint32_t n_in = kind == 'r' ? 1 : 2;
+    fake_op_t op;
+    uint64_t bytes;
+    int32_t st;
+
+    if (node->n_inputs != n_in || node->n_outputs != 1)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT, "%s %s: wrong argument count",
+                         FAKE_NAME, op_name);
+    if (n_in == 2 && (st = fake_add_supports(device, node)) != SES_DRV_OK)
+        return st;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    if ((st = fake_element_count(device, node->name, "output", &node->outputs[0], &op.n)) !=
+        SES_DRV_OK)
+        return st;
+    bytes = op.n * sizeof(float);
+    for (uint32_t i = 0; i < n_in; i++) {
+        if ((st = fake_check_range(device, op_name, "input", launch->inputs[i],
+                                   launch->input_offsets[i], bytes)) != SES_DRV_OK)
+            return st;
+        op.in[i] = launch->inputs[i];
+        op.in_offset[i] = launch->input_offsets[i];
+    }
+    if ((st = fake_check_range(device, op_name, "output", launch->outputs[0],
+                               launch->output_offsets[0], bytes)) != SES_DRV_OK)
+        return st;
+    op.out = launch->outputs[0];
+    op.out_offset = launch->output_offsets[0];
+    if (launch->stream && launch->stream->recording)
+        return fake_record(device, launch->stream->recording, &op);
+    fake_op_run(&op);
+    return SES_DRV_OK;
+}
+
+static int32_t fake_add_graphs_compute(ses_drv_device_t *device, void *state,
+                                       const ses_drv_launch_t *launch) {
+    (void)state;
+    return fake_elementwise(device, launch, '+', "Add");
+}
+
+static int32_t fake_mul_compute(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch) {
+    (void)state;
+    /* Flagged SES_DRV_KERNEL_NO_CAPTURE: being asked to record it is the host's mistake. */
+    if (launch->stream && launch->stream->recording)
+        return FAKE_FAIL(device->driver, SES_DRV_INTERNAL,
+                         "%s Mul: recorded although flagged SES_DRV_KERNEL_NO_CAPTURE", FAKE_NAME);
+    return fake_elementwise(device, launch, '*', "Mul");
+}
+
+static int32_t fake_relu_compute(ses_drv_device_t *device, void *state,
+                                 const ses_drv_launch_t *launch) {
+    (void)state;
+    return fake_elementwise(device, launch, 'r', "Relu");
+}
+
+/* -- streams and graphs --------------------------------------------------------------------- */
+
+static int32_t fake_stream_create(ses_drv_device_t *device, ses_drv_stream_t **out_stream) {
+    if (!device || !out_stream)
+        return SES_DRV_INVALID_ARGUMENT;
+    *out_stream = calloc(1, sizeof **out_stream);
+    return *out_stream ? SES_DRV_OK
+                       : FAKE_FAIL(device->driver, SES_DRV_OUT_OF_MEMORY,
+                                   "%s stream_create: out of host memory", FAKE_NAME);
+}
+
+static void fake_graph_destroy(ses_drv_device_t *device, ses_drv_graph_t *graph) {
+    (void)device;
+    if (graph)
+        free(graph->ops);
+    free(graph);
+}
+
+static void fake_stream_destroy(ses_drv_device_t *device, ses_drv_stream_t *stream) {
+    if (stream)
+        fake_graph_destroy(device, stream->recording);
+    free(stream);
+}
+
+static int32_t fake_stream_synchronize(ses_drv_device_t *device, ses_drv_stream_t *stream) {
+    if (!device || !stream)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (stream->recording)
+        return FAKE_FAIL(device->driver, SES_DRV_FAILED_PRECONDITION,
+                         "%s stream_synchronize: the stream is recording a graph", FAKE_NAME);
+    return SES_DRV_OK; /* its work ran when it was enqueued */
+}
+
+static int32_t fake_capture_begin(ses_drv_device_t *device, ses_drv_stream_t *stream) {
+    if (!device || !stream)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (stream->recording)
+        return FAKE_FAIL(device->driver, SES_DRV_FAILED_PRECONDITION,
+                         "%s capture_begin: the stream is recording already", FAKE_NAME);
+    stream->recording = calloc(1, sizeof *stream->recording);
+    return stream->recording ? SES_DRV_OK
+                             : FAKE_FAIL(device->driver, SES_DRV_OUT_OF_MEMORY,
+                                         "%s capture_begin: out of host memory", FAKE_NAME);
+}
+
+static int32_t fake_capture_end(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                                ses_drv_graph_t **out_graph) {
+    if (!device || !stream)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!stream->recording)
+        return FAKE_FAIL(device->driver, SES_DRV_FAILED_PRECONDITION,
+                         "%s capture_end: the stream is not recording", FAKE_NAME);
+    if (out_graph)
+        *out_graph = stream->recording;
+    else
+        fake_graph_destroy(device, stream->recording);
+    stream->recording = NULL;
+    return SES_DRV_OK;
+}
+
+static int32_t fake_graph_launch(ses_drv_device_t *device, ses_drv_graph_t *graph,
+                                 ses_drv_stream_t *stream) {
+    if (!device || !graph || !stream)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (stream->recording)
+        return FAKE_FAIL(device->driver, SES_DRV_FAILED_PRECONDITION,
+                         "%s graph_launch: the stream is recording", FAKE_NAME);
+    for (size_t i = 0; i < graph->n_ops; i++)
+        fake_op_run(&graph->ops[i]);
+    return SES_DRV_OK;
+}
+#endif /* FAKE_HAS_GRAPHS */
+
 static const ses_drv_kernel_t fake_kernels[] = {
     {
         .struct_size = sizeof(ses_drv_kernel_t),
@@ -570,6 +781,29 @@ static const ses_drv_kernel_t fake_kernels[] = {
         .compute = fake_sgd_compute,
     },
 #endif
+#if FAKE_HAS_GRAPHS
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "Add",
+        .signature = "f32,f32->f32",
+        .supports_node = fake_add_supports,
+        .compute = fake_add_graphs_compute,
+    },
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "Mul",
+        .signature = "f32,f32->f32",
+        .flags = SES_DRV_KERNEL_NO_CAPTURE,
+        .supports_node = fake_add_supports,
+        .compute = fake_mul_compute,
+    },
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "Relu",
+        .signature = "f32->f32",
+        .compute = fake_relu_compute,
+    },
+#endif
 };
 
 static int32_t fake_get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
@@ -588,7 +822,12 @@ static int32_t fake_get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t
 /* -- the table ------------------------------------------------------------------------------ */
 
 static const ses_drv_api_t fake_api = {
+#if defined(FAKE_MODE_GRAPHS_1_0)
+    /* A 1.0 table: the graph entries below lie past struct_size, where the host must not look. */
+    .struct_size = SES_DRV_SIZEOF_1_0(ses_drv_api_t, event_synchronize),
+#else
     .struct_size = sizeof(ses_drv_api_t),
+#endif
     .info = &fake_info,
     .open = fake_open,
     .close = fake_close,
@@ -605,7 +844,16 @@ static const ses_drv_api_t fake_api = {
     .copy_h2d = fake_copy_h2d,
     .copy_d2h = fake_copy_d2h,
     .copy_d2d = fake_copy_d2d,
-    /* memory_info, map, unmap, import_host_ptr, streams and events: optional, not offered. */
+#if FAKE_HAS_GRAPHS
+    .stream_create = fake_stream_create,
+    .stream_destroy = fake_stream_destroy,
+    .stream_synchronize = fake_stream_synchronize,
+    .capture_begin = fake_capture_begin,
+    .capture_end = fake_capture_end,
+    .graph_launch = fake_graph_launch,
+    .graph_destroy = fake_graph_destroy,
+#endif
+    /* memory_info, map, unmap, import_host_ptr and events: optional, not offered. */
 };
 
 #endif /* FAKE_HAS_TABLE */
@@ -636,7 +884,7 @@ static int32_t fake_negotiate(ses_drv_negotiate_t *args) {
     return SES_DRV_INCOMPATIBLE;
 #else
     args->driver_abi_major = SES_DRV_ABI_MAJOR;
-    args->driver_minor_max = SES_DRV_ABI_MINOR;
+    args->driver_minor_max = FAKE_MINOR;
 #if defined(FAKE_MODE_NEGOTIATE_FAILS)
     if (!fake_host_usable(args->host))
         return SES_DRV_INTERNAL;
@@ -646,15 +894,18 @@ static int32_t fake_negotiate(ses_drv_negotiate_t *args) {
      * versions from driver_abi_major and driver_minor_max. */
     if (args->abi_major != SES_DRV_ABI_MAJOR)
         return SES_DRV_INCOMPATIBLE;
-    if (args->host_minor_min > SES_DRV_ABI_MINOR) {
+    if (args->host_minor_min > FAKE_MINOR) {
         if (fake_host_usable(args->host))
             return args->host->error(args->host_ctx, SES_DRV_INCOMPATIBLE,
                                      "%s speaks ABI 1.0 to 1.%d; the host wants 1.%" PRIu32
                                      " or newer",
-                                     FAKE_NAME, SES_DRV_ABI_MINOR, args->host_minor_min);
+                                     FAKE_NAME, FAKE_MINOR, args->host_minor_min);
         return SES_DRV_INCOMPATIBLE;
     }
-    args->chosen_minor = SES_DRV_ABI_MINOR; /* min(host_minor_max, 0) */
+    {
+        const uint32_t own_minor = FAKE_MINOR; /* a variable: `x < 0` would trip -Wtype-limits */
+        args->chosen_minor = args->host_minor_max < own_minor ? args->host_minor_max : own_minor;
+    }
 #if defined(FAKE_MODE_SMALL_TABLE)
     args->api = (const ses_drv_api_t *)(const void *)&fake_small_api;
 #else

@@ -70,8 +70,8 @@ static const ses_drv_api_t *negotiate_ok(void *lib) {
     init_args(&args, &ctx);
     assert_int_equal(entry_point(lib)(&args), SES_DRV_OK);
     assert_int_equal(args.driver_abi_major, 1);
-    assert_int_equal(args.driver_minor_max, 0);
-    assert_int_equal(args.chosen_minor, 0);
+    assert_int_equal(args.driver_minor_max, SES_DRV_ABI_MINOR);
+    assert_int_equal(args.chosen_minor, SES_DRV_ABI_MINOR);
     assert_non_null(args.api);
     return args.api;
 }
@@ -106,7 +106,7 @@ static char *read_manifest(const char *name) {
 
 /* -- the healthy driver --------------------------------------------------------------------- */
 
-static void good_driver_negotiates_abi_1_0_and_describes_itself(void **state) {
+static void good_driver_negotiates_abi_1_1_and_describes_itself(void **state) {
     void *lib = load("ses_fake_good.so");
     const ses_drv_api_t *api;
 
@@ -243,14 +243,14 @@ static void good_driver_answers_incompatible_to_another_major_naming_its_own(voi
     args.abi_major = 2;
     assert_int_equal(entry_point(lib)(&args), SES_DRV_INCOMPATIBLE);
     assert_int_equal(args.driver_abi_major, 1);
-    assert_int_equal(args.driver_minor_max, 0);
+    assert_int_equal(args.driver_minor_max, SES_DRV_ABI_MINOR);
     assert_null(args.api);
 
     init_args(&args, &ctx);
-    args.host_minor_min = 1;
-    args.host_minor_max = 3;
+    args.host_minor_min = SES_DRV_ABI_MINOR + 1;
+    args.host_minor_max = SES_DRV_ABI_MINOR + 3;
     assert_int_equal(entry_point(lib)(&args), SES_DRV_INCOMPATIBLE);
-    assert_non_null(strstr(ctx.message, "1.1"));
+    assert_non_null(strstr(ctx.message, "1.2"));
     dlclose(lib);
 }
 
@@ -455,7 +455,7 @@ static void bad_fields_manifest_parses_with_the_wrong_types(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(good_driver_negotiates_abi_1_0_and_describes_itself),
+        cmocka_unit_test(good_driver_negotiates_abi_1_1_and_describes_itself),
         cmocka_unit_test(good_driver_runs_identity_on_its_one_accel_device),
         cmocka_unit_test(good_driver_refuses_copies_past_the_end_of_a_buffer),
         cmocka_unit_test(good_driver_answers_incompatible_to_another_major_naming_its_own),

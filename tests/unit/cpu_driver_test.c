@@ -136,7 +136,7 @@ static ses_drv_buffer_t *alloc_or_fail(fixture_t *f, uint64_t bytes) {
  * Negotiation
  * ------------------------------------------------------------------------------------------- */
 
-static void negotiate_accepts_abi_1_0_and_returns_a_complete_table(void **state) {
+static void negotiate_accepts_abi_1_1_and_returns_a_complete_table(void **state) {
     fixture_t *f = *state;
     ses_drv_negotiate_t args = host_args(f);
 
@@ -144,7 +144,7 @@ static void negotiate_accepts_abi_1_0_and_returns_a_complete_table(void **state)
 
     assert_int_equal(args.driver_abi_major, 1);
     assert_int_equal(args.driver_minor_max, SES_DRV_ABI_MINOR);
-    assert_int_equal(args.chosen_minor, 0);
+    assert_int_equal(args.chosen_minor, SES_DRV_ABI_MINOR);
     const ses_drv_api_t *api = args.api;
     assert_non_null(api);
     assert_int_equal(api->struct_size, sizeof(ses_drv_api_t));
@@ -975,7 +975,7 @@ static void identity_copies_a_scalar_bool(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        TEST(negotiate_accepts_abi_1_0_and_returns_a_complete_table),
+        TEST(negotiate_accepts_abi_1_1_and_returns_a_complete_table),
         TEST(negotiate_chooses_the_drivers_newest_minor_when_the_host_is_newer),
         TEST(negotiate_rejects_another_abi_major_without_calling_the_host),
         TEST(negotiate_rejects_a_host_whose_oldest_minor_is_newer_than_the_driver),

@@ -28,6 +28,7 @@ static void public_codes_equal_driver_abi_codes(void **state) {
     assert_int_equal(SES_CANCELLED, SES_DRV_CANCELLED);
     assert_int_equal(SES_ALREADY_EXISTS, SES_DRV_ALREADY_EXISTS);
     assert_int_equal(SES_DEVICE_CAP_CONCURRENT, SES_DRV_CAP_CONCURRENT);
+    assert_int_equal(SES_DEVICE_CAP_GRAPHS, SES_DRV_CAP_GRAPHS);
     assert_int_equal(SES_DEVICE_ACCEL, SES_DRV_DEVICE_ACCEL);
 }
 

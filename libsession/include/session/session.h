@@ -44,6 +44,10 @@ typedef struct ses_session_options {
      * they win over the environment and the manifest. Copied at open. */
     const char *const *driver_options;
     size_t n_driver_options;
+    /* 1 (default): on a device that records graphs (SES_DEVICE_CAP_GRAPHS, e.g. a CUDA GPU), each
+     * run of consecutive kernels of a plan is captured on the plan's first run and replayed as one
+     * launch after; 0: every kernel is launched on every run. */
+    uint32_t graphs;
 } ses_session_options_t;
 
 /** Fills @p options with the defaults. */
@@ -126,8 +130,17 @@ SES_API const char *ses_plan_node_device(const ses_plan_t *plan, const ses_node_
 /** The session's root scope: its variables. Owned by the session. */
 SES_API ses_scope_t *ses_session_scope(ses_session_t *s);
 
-/** Kernel launches this session has made so far (for tests and profiling). */
+/**
+ * Kernel computes this session has called so far (for tests and profiling). A kernel replayed as
+ * part of a graph is not called again, so it is not counted again.
+ */
 SES_API uint64_t ses_session_kernel_calls(const ses_session_t *s);
+
+/** Graphs this session has captured so far (see ses_session_options_t.graphs). */
+SES_API uint64_t ses_session_graph_captures(const ses_session_t *s);
+
+/** Graph launches (replays, the first included) this session has made so far. */
+SES_API uint64_t ses_session_graph_launches(const ses_session_t *s);
 
 /**
  * Copies the variables of @p from's graph from @p from's scope into @p to's (new tensors, not

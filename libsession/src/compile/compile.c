@@ -685,7 +685,8 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
             slot->kind = SES__SLOT_OUTPUT;
     }
     if ((st = finalize_steps(b)) != SES_OK || (st = ses__plan_memory(b->s, c)) != SES_OK ||
-        (st = allocate_arenas(b)) != SES_OK || (st = bind_kernels(b)) != SES_OK)
+        (st = allocate_arenas(b)) != SES_OK || (st = bind_kernels(b)) != SES_OK ||
+        (st = ses__plan_streams(b->s, c)) != SES_OK)
         return st;
     return make_summary(b);
 }
@@ -769,6 +770,7 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
 void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {
     if (!c)
         return;
+    ses__plan_streams_free(s, c);
     for (size_t i = 0; i < c->n_steps; i++) {
         ses__step_t *step = &c->steps[i];
         if (step->kind == SES__STEP_KERNEL && step->state && step->kernel->destroy)

@@ -34,6 +34,8 @@ typedef struct ses__device_ctx {
     uint32_t kernel_stride;
     int host_visible; /* buffers are host memory reachable through map */
     int can_import;   /* import_host_ptr works: external host tensors need no copy */
+    int streams;      /* plans enqueue this device's kernels on a stream of their own */
+    int graphs;       /* ABI 1.1 graph entries: runs of kernels are captured and replayed */
 } ses__device_ctx_t;
 
 struct ses_session {
@@ -52,6 +54,8 @@ struct ses_session {
     struct ses_plan **plans;
     size_t n_plans;
     atomic_uint_fast64_t kernel_calls;
+    atomic_uint_fast64_t graph_captures;
+    atomic_uint_fast64_t graph_launches;
 };
 
 /* Where a value lives during a run. */
@@ -88,6 +92,8 @@ typedef enum ses__step_kind {
     SES__STEP_HOST, /* an op the runtime runs itself (Save, Restore): exec/host_ops.c */
 } ses__step_kind_t;
 
+struct ses__segment;
+
 typedef struct ses__step {
     ses__step_kind_t kind;
     size_t device;
@@ -103,8 +109,20 @@ typedef struct ses__step {
     size_t *args;                 /* slot index of each argument */
     ses_drv_buffer_t **buffers;   /* filled per run from the slots */
     uint64_t *offsets;
+    struct ses__segment *segment; /* the captured run of kernels it belongs to, or NULL */
     /* Copy steps: args[0] is the source slot, args[1] the destination. */
 } ses__step_t;
+
+/*
+ * A run of consecutive kernel steps on one device that records graphs, captured on the plan's
+ * first run and replayed as one launch after (compile/streams.c).
+ */
+typedef struct ses__segment {
+    size_t device;
+    size_t first, end;      /* steps [first, end) */
+    ses_drv_graph_t *graph; /* NULL until captured */
+    int failed;             /* the capture failed once: its steps run one by one */
+} ses__segment_t;
 
 /* What one compile produced for one set of external types. */
 typedef struct ses__compiled {
@@ -119,6 +137,11 @@ typedef struct ses__compiled {
     const ses_node_t **placed_nodes;
     size_t *placed_devices;
     size_t n_placed;
+    ses_drv_stream_t **streams;   /* per device: the plan's stream, or NULL (no streams) */
+    unsigned char *pending;       /* per device, during a run: kernels enqueued, not waited for */
+    size_t *last_enqueued;        /* per device, during a run: the step enqueued last */
+    ses__segment_t *segments;
+    size_t n_segments;
 } ses__compiled_t;
 
 struct ses_plan {
@@ -171,6 +194,14 @@ size_t ses__fed_index(const ses_edge_t *fed, size_t n_fed, ses_edge_t edge);
  */
 ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope);
 void ses__compiled_free(ses_session_t *s, ses__compiled_t *c);
+
+/**
+ * Gives each device with streams a stream of the plan's and points its kernel steps at it, and
+ * finds the segments to capture on devices that record graphs (compile/streams.c).
+ */
+ses_status_t ses__plan_streams(ses_session_t *s, ses__compiled_t *c);
+/** Destroys what ses__plan_streams made; no work of the plan may be in flight. */
+void ses__plan_streams_free(ses_session_t *s, ses__compiled_t *c);
 
 /** Whether this run's external tensors still have the types the plan was compiled for, and the
  *  graph has not changed since. */

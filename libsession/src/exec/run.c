@@ -8,6 +8,7 @@
 
 #include "../compile/plan.h"
 #include "../error.h"
+#include "../log.h"
 #include "../tensor/tensor_internal.h"
 
 static const char *device_name(const ses_session_t *s, size_t d) {
@@ -194,41 +195,171 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
     return st;
 }
 
+/* Waits for the kernels enqueued on device @p d's stream, if any. */
+static ses_status_t wait_device(ses_session_t *s, ses__compiled_t *c, size_t d) {
+    const ses__device_ctx_t *dev = &s->devices[d];
+    int32_t rc;
+
+    if (!c->pending[d])
+        return SES_OK;
+    c->pending[d] = 0;
+    rc = dev->api->stream_synchronize(dev->handle, c->streams[d]);
+    if (rc != SES_DRV_OK) {
+        const ses__step_t *last = &c->steps[c->last_enqueued[d]];
+        char message[1024];
+        ses__host_take_message(message, sizeof message);
+        return ses__fail((ses_status_t)rc,
+                         "%s: waiting for the plan's kernels (the last one enqueued: %s \"%s\") "
+                         "failed: %s",
+                         device_name(s, d), last->node->op, last->node->name,
+                         message[0] ? message : ses_status_name((ses_status_t)rc));
+    }
+    return SES_OK;
+}
+
+/* Waits for every device; the first failure is reported, every stream is waited for. */
+static ses_status_t wait_all(ses_session_t *s, ses__compiled_t *c) {
+    ses_status_t first = SES_OK;
+
+    for (size_t d = 0; d < s->n_devices; d++) {
+        ses_status_t st = wait_device(s, c, d);
+        if (first == SES_OK)
+            first = st;
+    }
+    return first;
+}
+
+static void bind_args(ses__compiled_t *c, ses__step_t *step) {
+    for (size_t a = 0; a < step->n_args; a++) {
+        step->buffers[a] = c->slots[step->args[a]].buffer;
+        step->offsets[a] = c->slots[step->args[a]].offset;
+    }
+}
+
+static ses_status_t run_kernel(ses_session_t *s, ses__compiled_t *c, size_t i) {
+    ses__step_t *step = &c->steps[i];
+    int32_t rc;
+
+    bind_args(c, step);
+    rc = step->kernel->compute(s->devices[step->device].handle, step->state, &step->launch);
+    atomic_fetch_add(&s->kernel_calls, 1);
+    if (step->launch.stream) {
+        c->pending[step->device] = 1;
+        c->last_enqueued[step->device] = i;
+    }
+    return rc == SES_DRV_OK ? SES_OK : driver_failed(s, step, rc, "kernel");
+}
+
+/*
+ * Records a segment's kernels into a graph. Nothing runs while the stream records, so when a
+ * kernel refuses (or the driver cannot capture) the segment is marked and its steps simply run
+ * one by one, now and on later runs.
+ */
+static void capture(ses_session_t *s, ses__compiled_t *c, ses__segment_t *seg) {
+    const ses__device_ctx_t *dev = &s->devices[seg->device];
+    ses_drv_stream_t *stream = c->streams[seg->device];
+    char message[1024];
+    size_t i = seg->first;
+    int32_t rc;
+
+    rc = dev->api->capture_begin(dev->handle, stream);
+    for (; rc == SES_DRV_OK && i < seg->end; i++) {
+        ses__step_t *step = &c->steps[i];
+        bind_args(c, step);
+        rc = step->kernel->compute(dev->handle, step->state, &step->launch);
+        atomic_fetch_add(&s->kernel_calls, 1);
+    }
+    if (rc != SES_DRV_OK) {
+        ses__host_take_message(message, sizeof message);
+        if (i > seg->first)
+            dev->api->capture_end(dev->handle, stream, NULL);
+        ses__host_take_message(NULL, 0);
+    } else {
+        rc = dev->api->capture_end(dev->handle, stream, &seg->graph);
+        ses__host_take_message(message, sizeof message);
+        if (rc != SES_DRV_OK)
+            seg->graph = NULL;
+    }
+    if (rc != SES_DRV_OK) {
+        const ses__step_t *at = &c->steps[i > seg->first ? i - 1 : seg->first];
+        seg->failed = 1;
+        ses__session_log(s, SES__LOG_DEBUG,
+                         "%s: capturing %zu kernels as a graph stopped at %s \"%s\" (%s); they "
+                         "run one by one",
+                         device_name(s, seg->device), seg->end - seg->first, at->node->op,
+                         at->node->name, message[0] ? message : ses_status_name((ses_status_t)rc));
+        return;
+    }
+    atomic_fetch_add(&s->graph_captures, 1);
+}
+
+/* Runs a segment: its graph when it has one (capturing it on the first run), else step by step. */
+static ses_status_t run_segment(ses_session_t *s, ses__compiled_t *c, ses__segment_t *seg) {
+    const ses__device_ctx_t *dev = &s->devices[seg->device];
+    int32_t rc;
+
+    if (!seg->graph && !seg->failed)
+        capture(s, c, seg);
+    if (!seg->graph) {
+        for (size_t i = seg->first; i < seg->end; i++) {
+            ses_status_t st = run_kernel(s, c, i);
+            if (st != SES_OK)
+                return st;
+        }
+        return SES_OK;
+    }
+    rc = dev->api->graph_launch(dev->handle, seg->graph, c->streams[seg->device]);
+    atomic_fetch_add(&s->graph_launches, 1);
+    c->pending[seg->device] = 1;
+    c->last_enqueued[seg->device] = seg->end - 1;
+    if (rc != SES_DRV_OK) {
+        char message[1024];
+        ses__host_take_message(message, sizeof message);
+        return ses__fail((ses_status_t)rc,
+                         "%s: launching the graph of %zu kernels (%s \"%s\" to %s \"%s\") failed: "
+                         "%s",
+                         device_name(s, seg->device), seg->end - seg->first,
+                         c->steps[seg->first].node->op, c->steps[seg->first].node->name,
+                         c->steps[seg->end - 1].node->op, c->steps[seg->end - 1].node->name,
+                         message[0] ? message : ses_status_name((ses_status_t)rc));
+    }
+    return SES_OK;
+}
+
 static ses_status_t run_steps(ses_plan_t *plan) {
     ses_session_t *s = plan->session;
     ses__compiled_t *c = plan->compiled;
-    uint64_t launches = 0;
+    ses_status_t st = SES_OK;
 
-    for (size_t i = 0; i < c->n_steps; i++) {
+    for (size_t i = 0; i < c->n_steps && st == SES_OK; i++) {
         ses__step_t *step = &c->steps[i];
-        const ses__slot_t *slots = c->slots;
-        int32_t rc;
 
         if (step->kind == SES__STEP_HOST) {
-            ses_status_t st = ses__host_op_run(s, c, step);
-            if (st != SES_OK)
-                return st;
-            continue;
-        }
-        if (step->kind == SES__STEP_COPY) {
-            ses_status_t st = ses__copy_slot(s, &slots[step->args[0]], &slots[step->args[1]]);
-            if (st != SES_OK)
-                return st;
-            continue;
-        }
-        for (size_t a = 0; a < step->n_args; a++) {
-            step->buffers[a] = slots[step->args[a]].buffer;
-            step->offsets[a] = slots[step->args[a]].offset;
-        }
-        rc = step->kernel->compute(s->devices[step->device].handle, step->state, &step->launch);
-        launches++;
-        if (rc != SES_DRV_OK) {
-            atomic_fetch_add(&s->kernel_calls, launches);
-            return driver_failed(s, step, rc, "kernel");
+            /* The runtime reads and writes values itself: every device must be done. */
+            st = wait_all(s, c);
+            if (st == SES_OK)
+                st = ses__host_op_run(s, c, step);
+        } else if (step->kind == SES__STEP_COPY) {
+            /* Copies complete on return and may reuse memory a queued kernel still reads. */
+            st = wait_all(s, c);
+            if (st == SES_OK)
+                st = ses__copy_slot(s, &c->slots[step->args[0]], &c->slots[step->args[1]]);
+        } else if (step->segment && step->segment->first == i) {
+            st = run_segment(s, c, step->segment);
+            i = step->segment->end - 1;
+        } else {
+            st = run_kernel(s, c, i);
         }
     }
-    atomic_fetch_add(&s->kernel_calls, launches);
-    return SES_OK;
+    /* Even after a failure nothing of this run may still be in flight when it returns; the
+     * first failure is the one reported. */
+    if (st != SES_OK) {
+        char message[2048];
+        snprintf(message, sizeof message, "%s", ses_last_error());
+        wait_all(s, c);
+        return ses__fail(st, "%s", message);
+    }
+    return wait_all(s, c);
 }
 
 static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {

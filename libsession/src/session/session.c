@@ -25,6 +25,7 @@ void ses_session_options_init(ses_session_options_t *o) {
     o->struct_size = sizeof *o;
     o->fallback = SES_FALLBACK_WARN;
     o->log_level = SES__LOG_WARN;
+    o->graphs = 1;
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
@@ -44,6 +45,9 @@ static ses_status_t check_options(const ses_session_t *s) {
     if (o->threads > 4096)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: %u threads; the most is 4096",
                          o->threads);
+    if (o->graphs > 1)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: graphs is %u; use 1 or 0",
+                         o->graphs);
     if (o->n_driver_options && !o->driver_options)
         return ses__fail(SES_INVALID_ARGUMENT,
                          "ses_session_open: driver_options is NULL with %zu entries",
@@ -141,6 +145,14 @@ static ses_status_t open_device(ses_session_t *s, const ses_device_t *device) {
     }
     d->host_visible = (ses_device_caps(device) & SES_DEVICE_CAP_HOST_VISIBLE) && api->map;
     d->can_import = (ses_device_caps(device) & SES_DEVICE_CAP_HOST_IMPORT) && api->import_host_ptr;
+    d->streams = (ses_device_caps(device) & SES_DEVICE_CAP_STREAMS) && api->stream_create &&
+                 api->stream_destroy && api->stream_synchronize;
+    /* The graph entries exist only in tables of ABI 1.1 and later. */
+    d->graphs = d->streams && (ses_device_caps(device) & SES_DEVICE_CAP_GRAPHS) &&
+                driver->abi_minor >= 1 &&
+                api->struct_size >= offsetof(ses_drv_api_t, graph_destroy) + sizeof(void *) &&
+                api->capture_begin && api->capture_end && api->graph_launch && api->graph_destroy &&
+                s->options.graphs != 0;
     s->n_devices++;
     return SES_OK;
 }
@@ -186,6 +198,8 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->idle, NULL);
     atomic_init(&s->kernel_calls, 0);
+    atomic_init(&s->graph_captures, 0);
+    atomic_init(&s->graph_launches, 0);
     s->registry = s->options.registry;
     if (!s->registry && (st = ses_registry_default(&s->registry)) != SES_OK)
         goto fail;
@@ -644,6 +658,14 @@ ses_scope_t *ses_session_scope(ses_session_t *s) {
 
 uint64_t ses_session_kernel_calls(const ses_session_t *s) {
     return s ? atomic_load(&((ses_session_t *)s)->kernel_calls) : 0;
+}
+
+uint64_t ses_session_graph_captures(const ses_session_t *s) {
+    return s ? atomic_load(&((ses_session_t *)s)->graph_captures) : 0;
+}
+
+uint64_t ses_session_graph_launches(const ses_session_t *s) {
+    return s ? atomic_load(&((ses_session_t *)s)->graph_launches) : 0;
 }
 
 ses_status_t ses_session_copy_variables(ses_session_t *to, ses_session_t *from) {

@@ -40,7 +40,7 @@ extern "C" {
 /** The ABI major this header describes. A different major is a different, incompatible ABI. */
 #define SES_DRV_ABI_MAJOR 1
 /** The newest ABI minor this header describes. Minors only append fields and entries. */
-#define SES_DRV_ABI_MINOR 0
+#define SES_DRV_ABI_MINOR 1
 
 /** The one symbol a driver exports. */
 #define SES_DRV_NEGOTIATE_SYMBOL "ses_drv_negotiate"
@@ -88,6 +88,7 @@ typedef struct ses_drv_device ses_drv_device_t;     /* one opened device */
 typedef struct ses_drv_buffer ses_drv_buffer_t;     /* one allocation in device memory */
 typedef struct ses_drv_stream ses_drv_stream_t;     /* an in-order queue of work */
 typedef struct ses_drv_event ses_drv_event_t;       /* a point in a stream */
+typedef struct ses_drv_graph ses_drv_graph_t;       /* recorded work, replayed (ABI 1.1) */
 
 /* ---------------------------------------------------------------------------------------------
  * Enumerations, as plain constants (the fields that hold them are uint32_t).
@@ -117,6 +118,8 @@ typedef struct ses_drv_event ses_drv_event_t;       /* a point in a stream */
 #define SES_DRV_CAP_BF16 (UINT64_C(1) << 7)          /* has bf16 arithmetic */
 #define SES_DRV_CAP_F64 (UINT64_C(1) << 8)           /* has f64 arithmetic */
 #define SES_DRV_CAP_CONCURRENT (UINT64_C(1) << 9)    /* kernels of one device may run at once */
+#define SES_DRV_CAP_GRAPHS (UINT64_C(1) << 10)       /* ABI 1.1: capture_begin, capture_end,
+                                                        graph_launch, graph_destroy */
 
 /* Memory kinds (alloc's mem_kind; ses_drv_device_desc_t.mem_kinds has bit 1 << kind set). */
 #define SES_DRV_MEM_DEVICE 0      /* device memory: fastest for kernels; always supported */
@@ -152,6 +155,11 @@ typedef struct ses_drv_event ses_drv_event_t;       /* a point in a stream */
 #define SES_DRV_ATTR_STRING 3 /* bytes of a UTF-8 string, no NUL; count = byte length */
 #define SES_DRV_ATTR_INTS 4   /* int64_t[count] */
 #define SES_DRV_ATTR_FLOATS 5 /* double[count] */
+
+/* Kernel flags (ses_drv_kernel_t.flags). */
+#define SES_DRV_KERNEL_NO_CAPTURE 1u /* ABI 1.1: compute waits for the device or reads device
+                                        memory on the host, so it cannot be captured into a
+                                        graph; the host runs it outside any capture */
 
 /* Driver info flags. */
 #define SES_DRV_INFO_UNLOADABLE 1u /* the host may dlclose the library after close */
@@ -312,7 +320,7 @@ typedef struct ses_drv_kernel {
     const char *op;        /* ONNX op type: "MatMul" */
     const char *signature; /* input and output dtypes: "f32,f32->f32" */
     uint32_t priority;     /* among several entries that match a node, the highest wins */
-    uint32_t flags;        /* none defined in 1.0; must be 0 */
+    uint32_t flags;        /* SES_DRV_KERNEL_* (ABI 1.1); 0 in 1.0 */
     /**
      * Optional. Returns SES_DRV_OK when this kernel can run @p node (attributes, ranks, sizes),
      * SES_DRV_UNIMPLEMENTED with a message saying why not. NULL means "every node that matches
@@ -444,7 +452,35 @@ typedef struct ses_drv_api {
     /** Blocks the calling host thread until @p event completes. */
     int32_t (*event_synchronize)(ses_drv_device_t *device, ses_drv_event_t *event);
 
-    /* ABI 1.1 and later append here. */
+    /* ABI 1.1 */
+    /* -- graphs: optional (SES_DRV_CAP_GRAPHS, which also needs SES_DRV_CAP_STREAMS) --------- */
+    /*
+     * A graph is work recorded once and replayed many times at the cost of one launch (a CUDA
+     * Graph, a recorded command buffer). The host captures a run of kernel computes that all go
+     * to one stream of one device, name only buffers that stay allocated at the same place until
+     * the graph is destroyed, and come from kernels without SES_DRV_KERNEL_NO_CAPTURE. The same
+     * stream is used by one host thread at a time (as every stream).
+     */
+    /**
+     * Starts recording @p stream: until capture_end, each compute given this stream records its
+     * work instead of running it. The host makes no other call on the stream meanwhile.
+     */
+    int32_t (*capture_begin)(ses_drv_device_t *device, ses_drv_stream_t *stream);
+    /**
+     * Ends the recording on @p stream. With @p out_graph non-NULL and success, *out_graph holds
+     * the recorded work, which has not run yet. With @p out_graph NULL the host abandons the
+     * capture (a compute failed during it) and nothing is kept. Either way the stream is back
+     * to normal.
+     */
+    int32_t (*capture_end)(ses_drv_device_t *device, ses_drv_stream_t *stream,
+                           ses_drv_graph_t **out_graph);
+    /** Enqueues every recorded compute on @p stream, in recorded order, with the same buffers. */
+    int32_t (*graph_launch)(ses_drv_device_t *device, ses_drv_graph_t *graph,
+                            ses_drv_stream_t *stream);
+    /** Frees a graph that no stream still runs (the host synchronizes first). Accepts NULL. */
+    void (*graph_destroy)(ses_drv_device_t *device, ses_drv_graph_t *graph);
+
+    /* ABI 1.2 and later append here. */
 } ses_drv_api_t;
 
 /* ---------------------------------------------------------------------------------------------
