@@ -9,6 +9,11 @@
  *
  * The output ends with one line per figure: "bench: <name>: <value> <unit>". Run it with one
  * CPU thread for the per-node figures: SESSION_DRIVER_CPU_THREADS=1.
+ *
+ *   session-bench --device gpu:0 --chain-only
+ *
+ * measures only the chain on that device, with and without graphs (ses_session_options_t.graphs):
+ *   plan_per_node_cost_<device>_graphs, plan_per_node_cost_<device>_no_graphs
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +118,10 @@ static void bench_matmul(int64_t m, int64_t k, int64_t n) {
     ses_graph_release(g);
 }
 
+/* Where the chain runs, and whether its kernels may be captured as graphs. */
+static const char *chain_device = "cpu";
+static uint32_t chain_graphs = 1;
+
 /* Median seconds per run of a chain of @p nodes scalar Adds. */
 static double chain_run_time(int nodes, int runs, long *rss_before, long *rss_after) {
     ses_graph_t *g = NULL;
@@ -121,7 +130,7 @@ static double chain_run_time(int nodes, int runs, long *rss_before, long *rss_af
     ses_edge_t x, y, in[2];
     ses_tensor_t *one = NULL;
     float v = 1;
-    const char *devices[] = {"cpu"};
+    ses_session_options_t so;
     double samples[15];
 
     if (ses_graph_create(&g) != SES_OK ||
@@ -135,7 +144,10 @@ static double chain_run_time(int nodes, int runs, long *rss_before, long *rss_af
         if (ses_graph_op(g, "Add", NULL, in, 2, NULL, 0, &y) != SES_OK)
             die("chain node");
     }
-    if (ses_session_open(g, devices, 1, NULL, &s) != SES_OK ||
+    ses_session_options_init(&so);
+    so.fallback = SES_FALLBACK_DENY; /* every Add on the device, or no figure */
+    so.graphs = chain_graphs;
+    if (ses_session_open(g, &chain_device, 1, &so, &s) != SES_OK ||
         ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan) != SES_OK)
         die("chain compile");
     for (int w = 0; w < 1000; w++) {
@@ -164,10 +176,45 @@ static double chain_run_time(int nodes, int runs, long *rss_before, long *rss_af
     return median(samples, 15);
 }
 
-int main(void) {
+/* The chain on --device, with graphs and without; a name fit for a figure: gpu:0 -> gpu_0. */
+static void bench_chain_on_device(void) {
+    char name[64];
+
+    snprintf(name, sizeof name, "%s", chain_device);
+    for (char *p = name; *p; p++)
+        if (*p == ':' || *p == '/')
+            *p = '_';
+    for (int graphs = 1; graphs >= 0; graphs--) {
+        double one, chain;
+        chain_graphs = (uint32_t)graphs;
+        one = chain_run_time(1, 30000, NULL, NULL);
+        chain = chain_run_time(256, 1500, NULL, NULL);
+        printf("chain on %s, graphs %s: one node %.1f us per run, 256 nodes %.1f us per run\n",
+               chain_device, graphs ? "on" : "off", one * 1e6, chain * 1e6);
+        printf("bench: plan_per_node_cost_%s_%s: %.1f ns\n", name, graphs ? "graphs" : "no_graphs",
+               (chain - one) / 255 * 1e9);
+    }
+}
+
+int main(int argc, char **argv) {
     long before = 0, after = 0;
     double one, chain;
+    int chain_only = 0;
 
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            chain_device = argv[++i];
+        } else if (strcmp(argv[i], "--chain-only") == 0) {
+            chain_only = 1;
+        } else {
+            fprintf(stderr, "usage: session-bench [--device NAME] [--chain-only]\n");
+            return 2;
+        }
+    }
+    if (chain_only) {
+        bench_chain_on_device();
+        return 0;
+    }
     srand(1);
     bench_matmul(64, 784, 256);
     bench_matmul(256, 784, 256);

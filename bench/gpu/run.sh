@@ -12,6 +12,11 @@
 #                                              256 dependent tiny Adds: one driver compute each,
 #                                              the same computes captured once into a CUDA Graph
 #                                              and replayed, and raw kernel launches
+#   plan_per_node_cost_gpu_0_{graphs,no_graphs}
+#                                              the same chain of 256 scalar Adds as a session
+#                                              plan on gpu:0 (session-bench --chain-only), its
+#                                              kernels captured once as a CUDA Graph by libsession
+#                                              and replayed, or launched one by one
 #   train_step_gpu_b64_vs_torch               one step of the 784-256-10 network at batch 64,
 #                                              libsession on gpu:0 / PyTorch on cuda:0 (target >= 2)
 # TF32 stays off on both sides unless SESSION_DRIVER_CUDA_ALLOW_TF32=1.
@@ -48,6 +53,13 @@ arch=-arch=native
     -o "$build/bench-gpu/cuda-bench" -lcublas -ldl || exit 2
 "$build/bench-gpu/cuda-bench" "$build/plugins/cuda/ses_cuda.so" | tee -a "$log"
 
+echo "=== the Add chain as a session plan on gpu:0, graphs on and off"
+if [ -x "$build/bench/session-bench" ]; then
+  "$build/bench/session-bench" --device gpu:0 --chain-only | tee -a "$log"
+else
+  echo "note: $build/bench/session-bench is missing: build it first (meson compile -C $build)"
+fi
+
 echo "=== one training step, batch 64"
 bench_bin=$build/bench/session-train-bench
 if [ -x "$bench_bin" ] && "$bench_bin" --help 2>&1 | grep -q -- '--device'; then
@@ -69,4 +81,7 @@ awk '$1 == "bench:" { v[$2] = $3 }
     if (a != "" && b != "") printf "bench: add_chain256_driver_vs_raw: %.3f x (time)\n", a / b
     a = v["add_chain256_driver_graph_us_per_node:"]
     if (a != "" && b != "") printf "bench: add_chain256_graph_vs_raw: %.3f x (time)\n", a / b
+    a = v["plan_per_node_cost_gpu_0_graphs:"]; c = v["plan_per_node_cost_gpu_0_no_graphs:"]
+    if (a != "" && b != "") printf "bench: session_chain_graphs_vs_raw: %.3f x (time)\n", a / 1000 / b
+    if (c != "" && b != "") printf "bench: session_chain_no_graphs_vs_raw: %.3f x (time)\n", c / 1000 / b
   }' "$log"

@@ -6,6 +6,7 @@
  */
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,14 @@ typedef struct abi {
     struct ses_drv_host_ctx ctx;
     ses_drv_device_desc_t *descs;
     uint32_t n_devices;
+    uint32_t minor; /* negotiated with this host's range */
 } abi_t;
+
+/* Whether the table has the ABI 1.1 graph entries (negotiated minor and struct_size). */
+static int has_graph_entries(const abi_t *a) {
+    return a->minor >= 1 &&
+           a->api->struct_size >= offsetof(ses_drv_api_t, graph_destroy) + sizeof(void *);
+}
 
 static const char *code_name(int32_t code) {
     static const char *const names[] = {
@@ -136,6 +144,7 @@ static int check_negotiation(abi_t *a) {
                  "ABI %" PRIu32 ".%" PRIu32 " (driver speaks up to 1.%" PRIu32 ")",
                  n.driver_abi_major, n.chosen_minor, driver_max);
     a->api = n.api;
+    a->minor = n.chosen_minor;
 
     negotiate_args(a, &again, SES_DRV_ABI_MAJOR, 0, SES_DRV_ABI_MINOR);
     code = a->negotiate(&again);
@@ -240,6 +249,13 @@ static int check_table(abi_t *a) {
                               : events % 5                   ? "event entries come all or none"
                               : events && !streams           ? "events need streams"
                                                              : NULL;
+        int graphs = has_graph_entries(a) ? !!api->capture_begin + !!api->capture_end +
+                                                !!api->graph_launch + !!api->graph_destroy
+                                          : 0;
+        if (!problem)
+            problem = graphs % 4              ? "graph entries come all or none"
+                      : graphs && !streams    ? "graphs need streams"
+                                              : NULL;
         ses_conf_add(a->r, "abi", "table: optional entries in pairs",
                      problem ? SES_CONF_FAIL : SES_CONF_PASS, "%s", problem ? problem : "");
     }
@@ -375,6 +391,9 @@ static int check_open_and_enumerate(abi_t *a) {
                 ? "CAP_STREAMS or CAP_ASYNC_COPY without stream entries"
             : (d->caps & SES_DRV_CAP_EVENTS) && !a->api->event_create
                 ? "CAP_EVENTS without event entries"
+            : (d->caps & SES_DRV_CAP_GRAPHS) && has_graph_entries(a) &&
+                    (!a->api->capture_begin || !(d->caps & SES_DRV_CAP_STREAMS))
+                ? "CAP_GRAPHS without graph entries or without CAP_STREAMS"
             : d->memory_bytes && d->memory_free > d->memory_bytes ? "memory_free exceeds memory_bytes"
                                                                     : NULL;
         snprintf(name, sizeof name, "descriptor %s:%" PRIu32, ses_driver_name(a->o->driver), i);
@@ -475,14 +494,16 @@ static void check_kernel_table(abi_t *a, ses_drv_device_t *device, uint32_t ordi
     for (uint32_t i = 0; i < count && !problem[0]; i++) {
         const ses_drv_kernel_t *k =
             (const void *)((const unsigned char *)kernels + (size_t)i * stride);
+        /* Kernel flags exist from ABI 1.1 on. */
+        const uint32_t known_flags = a->minor >= 1 ? SES_DRV_KERNEL_NO_CAPTURE : 0;
         if (k->struct_size < min_stride || !k->op || !*k->op || !valid_signature(k->signature) ||
-            !k->compute || (!k->create) != (!k->destroy) || k->flags != 0) {
+            !k->compute || (!k->create) != (!k->destroy) || (k->flags & ~known_flags)) {
             snprintf(problem, sizeof problem,
                      "entry %" PRIu32 " (%s %s): needs struct_size >= %zu (has %" PRIu32
                      "), an op, a signature like \"f32,f32->f32\", compute, create and destroy "
-                     "together, flags 0",
+                     "together, no unknown flags (has 0x%" PRIx32 ")",
                      i, k->op ? k->op : "(NULL op)", k->signature ? k->signature : "(NULL)",
-                     min_stride, k->struct_size);
+                     min_stride, k->struct_size, k->flags);
             break;
         }
         for (uint32_t j = 0; j < i; j++) {
@@ -499,8 +520,10 @@ static void check_kernel_table(abi_t *a, ses_drv_device_t *device, uint32_t ordi
             !add_unique(out_kernels, out_n, k->op, k->signature))
             snprintf(problem, sizeof problem, "out of memory");
     }
-    ses_conf_add(a->r, "device", "kernel table", problem[0] ? SES_CONF_FAIL : SES_CONF_PASS,
-                 "%s%" PRIu32 " entries", problem[0] ? problem : "", problem[0] ? 0 : count);
+    if (problem[0])
+        ses_conf_add(a->r, "device", "kernel table", SES_CONF_FAIL, "%s", problem);
+    else
+        ses_conf_add(a->r, "device", "kernel table", SES_CONF_PASS, "%" PRIu32 " entries", count);
 }
 
 /* ---- memory and copies ------------------------------------------------------------------- */
@@ -841,6 +864,49 @@ done:
     free(dst);
 }
 
+/* ---- graphs (ABI 1.1) ---------------------------------------------------------------------- */
+
+/*
+ * Capture, instantiate, replay and abandon on an empty recording: what the host does around a
+ * segment of kernels (DRV-78, DRV-80). Kernels under capture are checked by the kernel checks,
+ * whose one-node plans are captured on devices that record graphs.
+ */
+static void check_graphs(abi_t *a, ses_drv_device_t *device, const ses_drv_device_desc_t *d) {
+    const ses_drv_api_t *api = a->api;
+    ses_drv_stream_t *s = NULL;
+    ses_drv_graph_t *graph = NULL;
+
+    if (!(d->caps & SES_DRV_CAP_GRAPHS) || !has_graph_entries(a) || !api->capture_begin ||
+        !api->stream_create) {
+        ses_conf_add(a->r, "graph", "graphs", SES_CONF_SKIP,
+                     a->minor < 1 ? "not offered (ABI 1.0)" : "not offered (no CAP_GRAPHS)");
+        return;
+    }
+    ses_conf_host_reset();
+    if (!step_ok(a, "graph", "stream_create", api->stream_create(device, &s)))
+        return;
+    if (step_ok(a, "graph", "capture_begin", api->capture_begin(device, s)) &&
+        step_ok(a, "graph", "capture_end", api->capture_end(device, s, &graph))) {
+        if (!graph) {
+            ses_conf_add(a->r, "graph", "capture_end", SES_CONF_FAIL, "returned OK and no graph");
+        } else if (step_ok(a, "graph", "graph_launch", api->graph_launch(device, graph, s)) &&
+                   step_ok(a, "graph", "graph_launch again", api->graph_launch(device, graph, s)) &&
+                   step_ok(a, "graph", "stream_synchronize", api->stream_synchronize(device, s))) {
+            ses_conf_add(a->r, "graph", "capture, launch twice, synchronize", SES_CONF_PASS, "%s",
+                         "");
+        }
+        api->graph_destroy(device, graph);
+        api->graph_destroy(device, NULL);
+    }
+    /* Abandoning a capture leaves the stream usable. */
+    if (step_ok(a, "graph", "capture_begin", api->capture_begin(device, s)) &&
+        step_ok(a, "graph", "capture_end(NULL) abandons", api->capture_end(device, s, NULL)) &&
+        step_ok(a, "graph", "stream_synchronize after abandoning",
+                api->stream_synchronize(device, s)))
+        ses_conf_add(a->r, "graph", "abandon a capture", SES_CONF_PASS, "%s", "");
+    api->stream_destroy(device, s);
+}
+
 /* ---- the run ----------------------------------------------------------------------------- */
 
 void ses_conf_run_abi(const ses_conf_options_t *o, ses_conf_report_t *r, char ***out_kernels,
@@ -877,6 +943,7 @@ void ses_conf_run_abi(const ses_conf_options_t *o, ses_conf_report_t *r, char **
         check_copies(&a, device, &a.descs[i]);
         check_map_and_import(&a, device, &a.descs[i]);
         check_streams(&a, device, &a.descs[i]);
+        check_graphs(&a, device, &a.descs[i]);
         a.api->close_device(device);
     }
     if (o->device >= a.n_devices)

@@ -793,7 +793,7 @@ static const ses_drv_kernel_t fake_kernels[] = {
         .struct_size = sizeof(ses_drv_kernel_t),
         .op = "Mul",
         .signature = "f32,f32->f32",
-        .flags = SES_DRV_KERNEL_NO_CAPTURE,
+        .flags = FAKE_MINOR >= 1 ? SES_DRV_KERNEL_NO_CAPTURE : 0, /* a 1.1 flag */
         .supports_node = fake_add_supports,
         .compute = fake_mul_compute,
     },

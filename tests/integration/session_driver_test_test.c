@@ -92,6 +92,36 @@ static void an_add_off_by_a_hundredth_fails_naming_add_and_the_error(void **stat
     free(r.output);
 }
 
+/* ABI 1.1 graphs: the checks capture, replay and abandon; the kernels run captured. */
+static void a_driver_with_graphs_passes_the_graph_checks(void **state) {
+    run_result_t r = driver_test(FAKE("fake_graphs.json"));
+    char line[1024];
+
+    (void)state;
+    if (r.exit_code != 0)
+        fail_msg("exit %d:\n%s", r.exit_code, r.output);
+    assert_true(line_containing(r.output, "graph   capture, launch twice, synchronize", line,
+                                sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
+    assert_true(line_containing(r.output, "graph   abandon a capture", line, sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
+    /* Mul is flagged SES_DRV_KERNEL_NO_CAPTURE (accepted from 1.1 on) and fails if recorded. */
+    assert_true(line_containing(r.output, "kernel  Mul f32,f32->f32", line, sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
+    assert_true(line_containing(r.output, "kernel  Relu f32->f32", line, sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
+    free(r.output);
+
+    /* The same driver speaking 1.0: no graph checks, and still a pass. */
+    r = driver_test(FAKE("fake_graphs_1_0.json"));
+    if (r.exit_code != 0)
+        fail_msg("exit %d:\n%s", r.exit_code, r.output);
+    assert_true(line_containing(r.output, "graph   graphs", line, sizeof line));
+    assert_non_null(strstr(line, "SKIP"));
+    assert_non_null(strstr(line, "ABI 1.0"));
+    free(r.output);
+}
+
 static void json_is_one_document_with_every_result(void **state) {
     run_result_t r = driver_test("--json " FAKE("fake_add_wrong.json"));
     cJSON *root, *results, *item;
@@ -198,6 +228,7 @@ int main(void) {
         cmocka_unit_test(the_cpu_driver_passes_every_check_and_kernel),
         cmocka_unit_test(an_add_one_ulp_off_passes),
         cmocka_unit_test(an_add_off_by_a_hundredth_fails_naming_add_and_the_error),
+        cmocka_unit_test(a_driver_with_graphs_passes_the_graph_checks),
         cmocka_unit_test(json_is_one_document_with_every_result),
         cmocka_unit_test(a_driver_without_devices_passes_and_says_why),
         cmocka_unit_test(a_broken_driver_fails_with_its_cause),

@@ -6,11 +6,13 @@
  * runtime runs itself, and at the end of the run (exec/run.c). So a GPU runs a chain of kernels
  * back to back instead of stopping after each one.
  *
- * On a device that records graphs (ABI 1.1, SES_DRV_CAP_GRAPHS), every run of at least two
- * consecutive kernel steps whose arguments all sit in the plan's arena (their addresses are fixed
- * from compile to free) and whose kernels allow capture is a segment: the first run captures it,
- * later runs replay it with one launch. A plan whose nodes all run on one GPU is one segment
- * between the copies of its inputs and of its results.
+ * On a device that records graphs (ABI 1.1, SES_DRV_CAP_GRAPHS), every run of consecutive kernel
+ * steps whose arguments all sit in the plan's arena (their addresses are fixed from compile to
+ * free) and whose kernels allow capture is a segment: the first run captures it, later runs
+ * replay it with one launch. A plan whose nodes all run on one GPU is one segment between the
+ * copies of its inputs and of its results. A lone kernel is a segment too: replaying it costs
+ * about what launching it does, and so session-driver-test's one-node plans check that every
+ * kernel of a driver can be captured.
  */
 #include <stdlib.h>
 
@@ -18,8 +20,6 @@
 #include "../log.h"
 #include "plan.h"
 
-/* Shorter runs gain nothing from a graph. */
-#define MIN_SEGMENT_STEPS 2
 
 /* Whether @p step may be part of a captured segment. */
 static int capturable(const ses__compiled_t *c, const ses__step_t *step) {
@@ -34,11 +34,12 @@ static int capturable(const ses__compiled_t *c, const ses__step_t *step) {
 static ses_status_t find_segments(ses_session_t *s, ses__compiled_t *c) {
     size_t i = 0;
 
-    c->segments = calloc(c->n_steps / MIN_SEGMENT_STEPS + 1, sizeof *c->segments);
+    c->segments = calloc(c->n_steps + 1, sizeof *c->segments);
     if (!c->segments)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
     while (i < c->n_steps) {
         const ses__step_t *first = &c->steps[i];
+        ses__segment_t *seg;
         size_t end = i + 1;
 
         if (!s->devices[first->device].graphs || !c->streams[first->device] ||
@@ -49,14 +50,12 @@ static ses_status_t find_segments(ses_session_t *s, ses__compiled_t *c) {
         while (end < c->n_steps && c->steps[end].device == first->device &&
                capturable(c, &c->steps[end]))
             end++;
-        if (end - i >= MIN_SEGMENT_STEPS) {
-            ses__segment_t *seg = &c->segments[c->n_segments++];
-            seg->device = first->device;
-            seg->first = i;
-            seg->end = end;
-            for (size_t k = i; k < end; k++)
-                c->steps[k].segment = seg;
-        }
+        seg = &c->segments[c->n_segments++];
+        seg->device = first->device;
+        seg->first = i;
+        seg->end = end;
+        for (size_t k = i; k < end; k++)
+            c->steps[k].segment = seg;
         i = end;
     }
     return SES_OK;
