@@ -1,0 +1,844 @@
+/*
+ * ONNX models to graphs.
+ *
+ * One pass over the graph's nodes in file order (ONNX requires topological order): each value
+ * name maps to an edge; initializers are constants (or variables), graph inputs placeholders,
+ * Constant nodes constants, every other node a node of the same op. The op-set adaptations below
+ * turn older forms into the op-set 13 forms the schemas implement. Before any node is added, a
+ * first pass collects every op without a schema, so that the error lists them all at once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../error.h"
+#include "../../ops/op_schema.h"
+#include "onnx_internal.h"
+
+/* One named value: its edge and, when it is a constant, its tensor (borrowed from the graph). */
+typedef struct value {
+    char *name;
+    ses_edge_t edge;
+    ses_tensor_t *constant;
+} value_t;
+
+struct ses_onnx_model {
+    ses_graph_t *graph;
+    int64_t opset;
+    size_t n_inputs, n_outputs;
+    char **input_names, **output_names;
+    ses_edge_t *inputs, *outputs;
+};
+
+/* The import in progress. */
+typedef struct importer {
+    ses_onnx_options_t o;
+    ses_onnx_model_t *m;
+    value_t *values; /* open addressing on the name's hash */
+    size_t capacity, count;
+    ses_tensor_t **owned; /* constants made here, released at the end (the graph holds them) */
+    size_t n_owned, owned_capacity;
+} importer_t;
+
+void ses_onnx_options_init(ses_onnx_options_t *o) {
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->max_bytes = SES__ONNX_MAX_BYTES;
+    o->max_elements = SES__ONNX_MAX_ELEMENTS;
+    o->max_nodes = SES__ONNX_MAX_NODES;
+    o->max_depth = SES__ONNX_MAX_DEPTH;
+}
+
+/* ---- the value table ---------------------------------------------------------------------- */
+
+static uint64_t hash(const char *s) {
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+static value_t *find(importer_t *im, const char *name) {
+    if (!im->capacity)
+        return NULL;
+    for (size_t i = hash(name) & (im->capacity - 1);; i = (i + 1) & (im->capacity - 1)) {
+        if (!im->values[i].name)
+            return NULL;
+        if (!strcmp(im->values[i].name, name))
+            return &im->values[i];
+    }
+}
+
+static ses_status_t define(importer_t *im, const char *name, ses_edge_t edge,
+                           ses_tensor_t *constant) {
+    if (find(im, name))
+        return ses__fail(SES_INVALID_ARGUMENT, "value \"%s\" is defined twice", name);
+    if ((im->count + 1) * 2 > im->capacity) {
+        size_t capacity = im->capacity ? im->capacity * 2 : 64;
+        value_t *old = im->values, *grown = calloc(capacity, sizeof *grown);
+        size_t old_capacity = im->capacity;
+        if (!grown)
+            return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+        im->values = grown;
+        im->capacity = capacity;
+        for (size_t i = 0; i < old_capacity; i++) {
+            if (!old[i].name)
+                continue;
+            for (size_t j = hash(old[i].name) & (capacity - 1);; j = (j + 1) & (capacity - 1))
+                if (!grown[j].name) {
+                    grown[j] = old[i];
+                    break;
+                }
+        }
+        free(old);
+    }
+    for (size_t i = hash(name) & (im->capacity - 1);; i = (i + 1) & (im->capacity - 1)) {
+        if (!im->values[i].name) {
+            im->values[i].name = ses__strdup(name);
+            if (!im->values[i].name)
+                return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+            im->values[i].edge = edge;
+            im->values[i].constant = constant;
+            im->count++;
+            return SES_OK;
+        }
+    }
+}
+
+static ses_status_t keep(importer_t *im, ses_tensor_t *t) {
+    if (im->n_owned == im->owned_capacity) {
+        size_t capacity = im->owned_capacity ? im->owned_capacity * 2 : 32;
+        ses_tensor_t **grown = realloc(im->owned, capacity * sizeof *grown);
+        if (!grown) {
+            ses_tensor_release(t);
+            return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+        }
+        im->owned = grown;
+        im->owned_capacity = capacity;
+    }
+    im->owned[im->n_owned++] = t;
+    return SES_OK;
+}
+
+/* Adds @p t (taken over) as a constant named @p name (NULL: generated) and returns its edge. */
+static ses_status_t add_constant(importer_t *im, const char *name, ses_tensor_t *t,
+                                 ses_edge_t *out_edge) {
+    ses_status_t st = keep(im, t);
+    if (st != SES_OK)
+        return st;
+    st = ses_graph_constant(im->m->graph, name, t, out_edge);
+    if (st == SES_INVALID_ARGUMENT && name) /* a name taken by a node: let the graph pick one */
+        st = ses_graph_constant(im->m->graph, NULL, t, out_edge);
+    return st;
+}
+
+static ses_status_t const_i64(importer_t *im, const int64_t *v, size_t n, ses_edge_t *out_edge) {
+    int64_t dims[1] = {(int64_t)n};
+    ses_tensor_t *t;
+    ses_status_t st = ses_tensor_create_from(SES_I64, 1, dims, v, n * sizeof *v, &t);
+    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
+}
+
+static ses_status_t const_f32(importer_t *im, float v, ses_edge_t *out_edge) {
+    ses_tensor_t *t;
+    ses_status_t st = ses_tensor_create_from(SES_F32, 0, NULL, &v, sizeof v, &t);
+    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
+}
+
+/* ---- attributes --------------------------------------------------------------------------- */
+
+/* A node's attributes converted, with the storage they point into. */
+typedef struct attrs {
+    ses_attr_t *list;
+    size_t count;
+    void **blocks; /* strings and arrays made here */
+    size_t n_blocks;
+} attrs_t;
+
+static void attrs_clear(attrs_t *a) {
+    for (size_t i = 0; i < a->n_blocks; i++)
+        free(a->blocks[i]);
+    free(a->blocks);
+    free(a->list);
+    memset(a, 0, sizeof *a);
+}
+
+static void *attrs_block(attrs_t *a, void *block) {
+    if (block)
+        a->blocks[a->n_blocks++] = block;
+    return block;
+}
+
+static const Onnx__AttributeProto *attr_find(const Onnx__NodeProto *n, const char *name) {
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name))
+            return n->attribute[i];
+    return NULL;
+}
+
+/* The attribute's type, inferred from the field set when an old writer left it out. */
+static int attr_type(const Onnx__AttributeProto *a) {
+    if (a->has_type)
+        return (int)a->type;
+    return a->has_f ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT
+           : a->has_i ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT
+           : a->has_s ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING
+           : a->t     ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR
+           : a->g     ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH
+           : a->n_floats ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
+           : a->n_ints   ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+                         : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+/* Whether attribute @p name is handled by the op-set adaptation rather than passed on. */
+static int consumed(const char *const *skip, const char *name) {
+    for (; skip && *skip; skip++)
+        if (!strcmp(*skip, name))
+            return 1;
+    return 0;
+}
+
+/*
+ * Converts @p n's attributes, leaving out those named in @p skip (NULL-terminated). Tensor
+ * attributes (only ConstantOfShape's value reaches here) become a float or int attribute of the
+ * tensor's one element.
+ */
+static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, const char *label,
+                                  const char *const *skip, attrs_t *out) {
+    memset(out, 0, sizeof *out);
+    out->list = calloc(n->n_attribute + 1, sizeof *out->list);
+    out->blocks = calloc(n->n_attribute * 2 + 1, sizeof *out->blocks);
+    if (!out->list || !out->blocks)
+        return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        ses_attr_t *dst = &out->list[out->count];
+        const char *name = a->name ? a->name : "";
+
+        if (!*name)
+            return ses__fail(SES_INVALID_ARGUMENT, "%s: attribute %zu has no name", label, i);
+        if (consumed(skip, name))
+            continue;
+        if (a->ref_attr_name && *a->ref_attr_name)
+            return ses__fail(SES_UNIMPLEMENTED, "%s: attribute %s refers to a function's (not "
+                             "supported)", label, name);
+        memset(dst, 0, sizeof *dst);
+        dst->name = name;
+        switch (attr_type(a)) {
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+            dst->type = SES_ATTR_FLOAT;
+            dst->f = a->f;
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+            dst->type = SES_ATTR_INT;
+            dst->i = a->i;
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+            char *s;
+            if (memchr(a->s.data, 0, a->s.len))
+                return ses__fail(SES_INVALID_ARGUMENT, "%s: string attribute %s holds a NUL byte",
+                                 label, name);
+            s = attrs_block(out, malloc(a->s.len + 1));
+            if (!s)
+                return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+            if (a->s.len)
+                memcpy(s, a->s.data, a->s.len);
+            s[a->s.len] = '\0';
+            dst->type = SES_ATTR_STRING;
+            dst->s = s;
+            break;
+        }
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+            dst->type = SES_ATTR_INTS;
+            dst->ints = a->ints;
+            dst->count = a->n_ints;
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+            double *d = attrs_block(out, malloc((a->n_floats + 1) * sizeof *d));
+            if (!d)
+                return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+            for (size_t k = 0; k < a->n_floats; k++)
+                d[k] = a->floats[k];
+            dst->type = SES_ATTR_FLOATS;
+            dst->floats = d;
+            dst->count = a->n_floats;
+            break;
+        }
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+            ses_tensor_t *t;
+            char what[700];
+            ses_status_t st;
+            snprintf(what, sizeof what, "%s: attribute %s", label, name);
+            st = ses__onnx_tensor(a->t, im->o.max_elements, what, &t);
+            if (st != SES_OK)
+                return st;
+            if (ses_tensor_count(t) != 1) {
+                ses_tensor_release(t);
+                return ses__fail(SES_UNIMPLEMENTED, "%s: tensor attribute %s has %zu elements; "
+                                 "only one-element tensors are supported", label, name,
+                                 ses_tensor_count(t));
+            }
+            if (ses_tensor_dtype(t) == SES_F32) {
+                dst->type = SES_ATTR_FLOAT;
+                dst->f = *(const float *)ses_tensor_data(t);
+            } else if (ses_tensor_dtype(t) == SES_I64) {
+                dst->type = SES_ATTR_INT;
+                dst->i = *(const int64_t *)ses_tensor_data(t);
+            } else if (ses_tensor_dtype(t) == SES_I32) {
+                dst->type = SES_ATTR_INT;
+                dst->i = *(const int32_t *)ses_tensor_data(t);
+            } else {
+                ses_dtype_t dt = ses_tensor_dtype(t);
+                ses_tensor_release(t);
+                return ses__fail(SES_UNIMPLEMENTED, "%s: tensor attribute %s of %s is not "
+                                 "supported (f32, i32 and i64 are)", label, name,
+                                 ses_dtype_name(dt));
+            }
+            ses_tensor_release(t);
+            break;
+        }
+        default:
+            return ses__fail(SES_UNIMPLEMENTED,
+                             "%s: attribute %s is a graph, sparse tensor, type or list of "
+                             "strings/tensors (not supported)",
+                             label, name);
+        }
+        out->count++;
+    }
+    return SES_OK;
+}
+
+/* ---- op-set adaptations ------------------------------------------------------------------- */
+
+/* The node being built: inputs as edges, attributes to drop, its output edges. */
+typedef struct pending {
+    const char *op;
+    ses_edge_t inputs[SES__MAX_INPUTS];
+    size_t n_inputs;
+    const char *skip[4];
+    size_t n_skip;
+} pending_t;
+
+/* Appends attribute @p name's ints as a constant i64 input (the op-set 13 form), if present. */
+static ses_status_t ints_attr_to_input(importer_t *im, const Onnx__NodeProto *n, pending_t *p,
+                                       const char *name) {
+    const Onnx__AttributeProto *a = attr_find(n, name);
+    ses_status_t st;
+
+    p->skip[p->n_skip++] = name;
+    if (!a)
+        return SES_OK;
+    if (p->n_inputs >= SES__MAX_INPUTS)
+        return ses__fail(SES_INVALID_ARGUMENT, "too many inputs");
+    st = const_i64(im, a->ints, a->n_ints, &p->inputs[p->n_inputs]);
+    if (st == SES_OK)
+        p->n_inputs++;
+    return st;
+}
+
+/* Turns constant input @p index into an ints attribute @p name (op set 18 axes inputs). */
+static ses_status_t input_to_ints_attr(importer_t *im, const Onnx__NodeProto *n, size_t index,
+                                       const char *label, attrs_t *attrs) {
+    const value_t *v;
+    const ses_tensor_t *t;
+    int64_t *ints;
+
+    (void)im;
+    if (index >= n->n_input || !*n->input[index])
+        return SES_OK;
+    v = find(im, n->input[index]);
+    t = v ? v->constant : NULL;
+    if (!t || ses_tensor_dtype(t) != SES_I64 || ses_tensor_rank(t) > 1)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: input %zu (axes) must be a constant i64 vector for this op", label,
+                         index);
+    ints = attrs_block(attrs, malloc((ses_tensor_count(t) + 1) * sizeof *ints));
+    if (!ints)
+        return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+    memcpy(ints, ses_tensor_data((ses_tensor_t *)t), ses_tensor_count(t) * sizeof *ints);
+    attrs->list[attrs->count++] = ses_attr_ints("axes", ints, ses_tensor_count(t));
+    return SES_OK;
+}
+
+/* ---- nodes -------------------------------------------------------------------------------- */
+
+static const char *node_label(const Onnx__NodeProto *n, size_t index, char *buf, size_t size) {
+    snprintf(buf, size, "node %zu (%s%s%s%s)", index, n->op_type ? n->op_type : "?",
+             n->name && *n->name ? " \"" : "", n->name && *n->name ? n->name : "",
+             n->name && *n->name ? "\"" : "");
+    return buf;
+}
+
+static int is_default_domain(const char *domain) {
+    return !domain || !*domain || !strcmp(domain, "ai.onnx");
+}
+
+/* A Constant node: its value becomes a constant edge. */
+static ses_status_t import_constant(importer_t *im, const Onnx__NodeProto *n, const char *label) {
+    const Onnx__AttributeProto *a;
+    ses_tensor_t *t = NULL;
+    ses_edge_t edge;
+    ses_status_t st;
+
+    if (n->n_output != 1 || !*n->output[0])
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: Constant must have one output", label);
+    if ((a = attr_find(n, "value")) && a->t) {
+        st = ses__onnx_tensor(a->t, im->o.max_elements, label, &t);
+    } else if ((a = attr_find(n, "value_float"))) {
+        st = ses_tensor_create_from(SES_F32, 0, NULL, &a->f, sizeof a->f, &t);
+    } else if ((a = attr_find(n, "value_int"))) {
+        st = ses_tensor_create_from(SES_I64, 0, NULL, &a->i, sizeof a->i, &t);
+    } else if ((a = attr_find(n, "value_floats"))) {
+        int64_t dims[1] = {(int64_t)a->n_floats};
+        st = ses_tensor_create_from(SES_F32, 1, dims, a->floats, a->n_floats * sizeof(float), &t);
+    } else if ((a = attr_find(n, "value_ints"))) {
+        int64_t dims[1] = {(int64_t)a->n_ints};
+        st = ses_tensor_create_from(SES_I64, 1, dims, a->ints, a->n_ints * sizeof(int64_t), &t);
+    } else {
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: Constant without value, value_float(s) or value_int(s) (sparse and "
+                         "string values are not supported)",
+                         label);
+    }
+    if (st != SES_OK)
+        return st;
+    st = add_constant(im, n->output[0], t, &edge);
+    return st != SES_OK ? st : define(im, n->output[0], edge, t);
+}
+
+/*
+ * Softmax and LogSoftmax before op set 13 coerce the input to 2-D at `axis` (default 1):
+ * Flatten(axis), the op along the last axis, then back to the input's shape.
+ */
+static ses_status_t import_old_softmax(importer_t *im, const Onnx__NodeProto *n,
+                                       const char *label, ses_edge_t x, ses_edge_t *out) {
+    const Onnx__AttributeProto *a = attr_find(n, "axis");
+    ses_attr_t axis = ses_attr_int("axis", a ? a->i : 1), last = ses_attr_int("axis", -1);
+    ses_edge_t flat, soft, in[2];
+    ses_status_t st;
+
+    (void)label;
+    st = ses_graph_op(im->m->graph, "Flatten", NULL, &x, 1, &axis, 1, &flat);
+    if (st == SES_OK)
+        st = ses_graph_op(im->m->graph, n->op_type, NULL, &flat, 1, &last, 1, &soft);
+    in[0] = soft;
+    in[1] = x;
+    if (st == SES_OK)
+        st = ses_graph_op(im->m->graph, "ReshapeLike", n->name && *n->name ? n->name : NULL, in, 2,
+                          NULL, 0, out);
+    return st;
+}
+
+static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t index) {
+    char label[300];
+    const char *op = n->op_type;
+    int64_t opset = im->m->opset;
+    pending_t p;
+    attrs_t attrs;
+    ses_node_t *node = NULL;
+    size_t n_outputs = 0;
+    ses_status_t st;
+
+    node_label(n, index, label, sizeof label);
+    if (!strcmp(op, "Constant"))
+        return import_constant(im, n, label);
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    /* Inputs: "" is an absent optional input; only trailing ones can be left out here. */
+    for (size_t i = 0; i < n->n_input; i++) {
+        const value_t *v;
+        if (!*n->input[i]) {
+            size_t j = i;
+            while (j < n->n_input && !*n->input[j])
+                j++;
+            if (j < n->n_input)
+                return ses__fail(SES_UNIMPLEMENTED,
+                                 "%s: input %zu is left out but a later one is given (not "
+                                 "supported)",
+                                 label, i);
+            break;
+        }
+        if (i >= SES__MAX_INPUTS)
+            return ses__fail(SES_UNIMPLEMENTED, "%s: more than %d inputs", label,
+                             SES__MAX_INPUTS);
+        v = find(im, n->input[i]);
+        if (!v)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "%s: input %zu, \"%s\", is not defined before it (no initializer, "
+                             "graph input or earlier node output of that name; a cycle?)",
+                             label, i, n->input[i]);
+        p.inputs[p.n_inputs++] = v->edge;
+    }
+    for (size_t i = 0; i < n->n_output; i++)
+        if (*n->output[i])
+            n_outputs = i + 1;
+    if (!n_outputs)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: no outputs", label);
+
+    /* Op-set adaptations to the op-set 13 forms. */
+    if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) && opset < 13) {
+        ses_edge_t out;
+        if (p.n_inputs != 1)
+            return ses__fail(SES_INVALID_ARGUMENT, "%s: wants 1 input", label);
+        st = import_old_softmax(im, n, label, p.inputs[0], &out);
+        return st != SES_OK ? st : define(im, n->output[0], out, NULL);
+    }
+    if (((!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") || !strcmp(op, "ReduceSum")) &&
+         opset < 13) ||
+        (!strcmp(op, "Split") && opset < 13)) {
+        st = ints_attr_to_input(im, n, &p, !strcmp(op, "Split") ? "split" : "axes");
+        if (st != SES_OK)
+            return st;
+    }
+    if (!strcmp(op, "Slice") && opset < 10) {
+        if ((st = ints_attr_to_input(im, n, &p, "starts")) != SES_OK ||
+            (st = ints_attr_to_input(im, n, &p, "ends")) != SES_OK ||
+            (st = ints_attr_to_input(im, n, &p, "axes")) != SES_OK)
+            return st;
+    }
+    if (!strcmp(op, "Clip") && opset < 11) {
+        const Onnx__AttributeProto *lo = attr_find(n, "min"), *hi = attr_find(n, "max");
+        p.skip[p.n_skip++] = "min";
+        p.skip[p.n_skip++] = "max";
+        if ((st = const_f32(im, lo ? lo->f : -3.402823466e38f, &p.inputs[p.n_inputs++])) !=
+                SES_OK ||
+            (st = const_f32(im, hi ? hi->f : 3.402823466e38f, &p.inputs[p.n_inputs++])) != SES_OK)
+            return st;
+    }
+    st = convert_attrs(im, n, label, p.skip, &attrs);
+    if (st == SES_OK && (!strcmp(op, "ReduceMean") || !strcmp(op, "ReduceMax")) && opset >= 18) {
+        st = input_to_ints_attr(im, n, 1, label, &attrs);
+        if (p.n_inputs > 1)
+            p.n_inputs = 1;
+    }
+    if (st == SES_OK)
+        st = ses_graph_add_node(im->m->graph, op, n->name && *n->name ? n->name : NULL, p.inputs,
+                                p.n_inputs, attrs.list, attrs.count, n_outputs, &node);
+    if (st == SES_INVALID_ARGUMENT && n->name && *n->name && !node &&
+        strstr(ses_last_error(), "already")) /* a name a value already took: let it pick one */
+        st = ses_graph_add_node(im->m->graph, op, NULL, p.inputs, p.n_inputs, attrs.list,
+                                attrs.count, n_outputs, &node);
+    attrs_clear(&attrs);
+    if (st != SES_OK) {
+        char message[1024];
+        snprintf(message, sizeof message, "%s", ses_last_error());
+        return ses__fail(st, "%s: %s", label, message);
+    }
+    for (size_t i = 0; i < n_outputs && st == SES_OK; i++)
+        if (*n->output[i])
+            st = define(im, n->output[i], ses_node_output(node, (uint32_t)i), NULL);
+    return st;
+}
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+/* Lists every op without a schema (or of another domain) in one message. */
+static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
+    char list[2048] = "";
+    size_t used = 0, missing = 0;
+
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        const char *op = n->op_type ? n->op_type : "";
+        int known = is_default_domain(n->domain) && (!strcmp(op, "Constant") ||
+                                                     (*op && ses__op_schema_find(op) &&
+                                                      !ses__op_schema_find(op)->host_op));
+        int listed = 0;
+        if (known)
+            continue;
+        for (size_t j = 0; j < i && !listed; j++) /* each op once */
+            listed = !strcmp(g->node[j]->op_type ? g->node[j]->op_type : "", op) &&
+                     !strcmp(g->node[j]->domain ? g->node[j]->domain : "",
+                             n->domain ? n->domain : "");
+        if (listed)
+            continue;
+        missing++;
+        if (used < sizeof list - 100)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s%s%s (opset %lld)",
+                                     missing > 1 ? ", " : "", *op ? op : "(empty op_type)",
+                                     is_default_domain(n->domain) ? "" : " of domain ",
+                                     is_default_domain(n->domain) ? "" : n->domain,
+                                     (long long)im->m->opset);
+    }
+    if (missing)
+        return ses__fail(SES_UNIMPLEMENTED, "the model uses %zu op%s libsession does not have: %s",
+                         missing, missing == 1 ? "" : "s", list);
+    return SES_OK;
+}
+
+/* A graph input's placeholder: dtype and shape from its type (unknown dims are -1). */
+static ses_status_t import_input(importer_t *im, const Onnx__ValueInfoProto *vi, size_t index) {
+    const Onnx__TypeProto *type = vi->type;
+    const Onnx__TypeProto__Tensor *tt;
+    int64_t dims[SES_MAX_RANK];
+    ses_dtype_t dtype;
+    size_t rank;
+    ses_edge_t edge;
+    ses_status_t st;
+
+    if (!vi->name || !*vi->name)
+        return ses__fail(SES_INVALID_ARGUMENT, "graph input %zu has no name", index);
+    if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !type->tensor_type)
+        return ses__fail(SES_UNIMPLEMENTED, "graph input \"%s\" is not a tensor (sequences, maps "
+                         "and optionals are not supported)", vi->name);
+    tt = type->tensor_type;
+    dtype = ses__onnx_dtype(tt->has_elem_type ? tt->elem_type : 0);
+    if (dtype == SES_DTYPE_INVALID)
+        return ses__fail(SES_UNIMPLEMENTED, "graph input \"%s\": element type %s is not supported",
+                         vi->name, ses__onnx_dtype_name(tt->has_elem_type ? tt->elem_type : 0));
+    if (!tt->shape)
+        return ses__fail(SES_UNIMPLEMENTED, "graph input \"%s\" has no shape (its rank must be "
+                         "known)", vi->name);
+    rank = tt->shape->n_dim;
+    if (rank > SES_MAX_RANK)
+        return ses__fail(SES_UNIMPLEMENTED, "graph input \"%s\": rank %zu; the most is %d",
+                         vi->name, rank, SES_MAX_RANK);
+    for (size_t d = 0; d < rank; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        dims[d] = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                          dim->dim_value >= 0
+                      ? dim->dim_value
+                      : -1;
+    }
+    st = ses_graph_placeholder(im->m->graph, vi->name, dtype, rank, dims, &edge);
+    if (st == SES_INVALID_ARGUMENT)
+        st = ses_graph_placeholder(im->m->graph, NULL, dtype, rank, dims, &edge);
+    if (st == SES_OK)
+        st = define(im, vi->name, edge, NULL);
+    if (st == SES_OK) {
+        size_t k = im->m->n_inputs++;
+        im->m->inputs[k] = edge;
+        im->m->input_names[k] = ses__strdup(vi->name);
+        if (!im->m->input_names[k])
+            st = ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+    }
+    return st;
+}
+
+static ses_status_t import_initializer(importer_t *im, const Onnx__TensorProto *tp, size_t i) {
+    char what[300];
+    ses_tensor_t *t;
+    ses_edge_t edge;
+    ses_status_t st;
+
+    if (!tp->name || !*tp->name)
+        return ses__fail(SES_INVALID_ARGUMENT, "initializer %zu has no name", i);
+    snprintf(what, sizeof what, "initializer \"%s\"", tp->name);
+    st = ses__onnx_tensor(tp, im->o.max_elements, what, &t);
+    if (st != SES_OK)
+        return st;
+    if (!im->o.initializers_as_variables) {
+        st = add_constant(im, tp->name, t, &edge);
+        return st != SES_OK ? st : define(im, tp->name, edge, t);
+    }
+    st = add_constant(im, NULL, t, &edge);
+    if (st == SES_OK)
+        st = ses_graph_variable(im->m->graph, tp->name, edge, &edge);
+    return st != SES_OK ? st : define(im, tp->name, edge, NULL);
+}
+
+static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) {
+    const Onnx__GraphProto *g = model->graph;
+    ses_status_t st;
+
+    if (!g)
+        return ses__fail(SES_INVALID_ARGUMENT, "the model has no graph");
+    if (g->n_node > im->o.max_nodes)
+        return ses__fail(SES_INVALID_ARGUMENT, "the graph has %zu nodes; the limit is %u",
+                         g->n_node, im->o.max_nodes);
+    if (g->n_sparse_initializer)
+        return ses__fail(SES_UNIMPLEMENTED, "sparse initializers are not supported");
+    if ((st = check_ops(im, g)) != SES_OK)
+        return st;
+    im->m->inputs = calloc(g->n_input + 1, sizeof *im->m->inputs);
+    im->m->input_names = calloc(g->n_input + 1, sizeof *im->m->input_names);
+    im->m->outputs = calloc(g->n_output + 1, sizeof *im->m->outputs);
+    im->m->output_names = calloc(g->n_output + 1, sizeof *im->m->output_names);
+    if (!im->m->inputs || !im->m->input_names || !im->m->outputs || !im->m->output_names)
+        return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if ((st = import_initializer(im, g->initializer[i], i)) != SES_OK)
+            return st;
+    /* Inputs that are also initializers (IR < 4 lists them) keep the initializer's value. */
+    for (size_t i = 0; i < g->n_input; i++)
+        if (!(g->input[i]->name && find(im, g->input[i]->name)) &&
+            (st = import_input(im, g->input[i], i)) != SES_OK)
+            return st;
+    for (size_t i = 0; i < g->n_node; i++)
+        if ((st = import_node(im, g->node[i], i)) != SES_OK)
+            return st;
+    for (size_t i = 0; i < g->n_output; i++) {
+        const char *name = g->output[i]->name;
+        const value_t *v = name ? find(im, name) : NULL;
+        if (!v)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "graph output %zu, \"%s\", is not produced by any node, input or "
+                             "initializer",
+                             i, name ? name : "");
+        im->m->outputs[i] = v->edge;
+        im->m->output_names[i] = ses__strdup(name);
+        if (!im->m->output_names[i])
+            return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+        im->m->n_outputs++;
+    }
+    return SES_OK;
+}
+
+static void importer_clear(importer_t *im) {
+    for (size_t i = 0; i < im->capacity; i++)
+        free(im->values[i].name);
+    free(im->values);
+    for (size_t i = 0; i < im->n_owned; i++)
+        ses_tensor_release(im->owned[i]);
+    free(im->owned);
+}
+
+ses_status_t ses_onnx_import(const void *data, size_t size, const ses_onnx_options_t *options,
+                             ses_onnx_model_t **out_model) {
+    importer_t im;
+    Onnx__ModelProto *model = NULL;
+    ses_status_t st;
+
+    if (!out_model)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_onnx_import: out_model is NULL");
+    *out_model = NULL;
+    if (!data && size)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_onnx_import: data is NULL");
+    memset(&im, 0, sizeof im);
+    ses_onnx_options_init(&im.o);
+    if (options) {
+        if (options->struct_size < sizeof(uint32_t))
+            return ses__fail(SES_INVALID_ARGUMENT, "ses_onnx_import: options.struct_size is 0; "
+                             "call ses_onnx_options_init first");
+        memcpy(&im.o, options,
+               options->struct_size < sizeof im.o ? options->struct_size : sizeof im.o);
+        im.o.struct_size = sizeof im.o;
+    }
+    if (!im.o.max_depth || !im.o.max_nodes || !im.o.max_elements || !im.o.max_bytes)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_onnx_import: a limit in the options is 0");
+    if (size > im.o.max_bytes)
+        return ses__fail(SES_INVALID_ARGUMENT, "model: %zu bytes, more than the limit of %llu",
+                         size, (unsigned long long)im.o.max_bytes);
+    if (!size)
+        return ses__fail(SES_INVALID_ARGUMENT, "model: the file is empty");
+    if ((st = ses__onnx_check_wire(data, size, im.o.max_depth, "model")) != SES_OK)
+        return st;
+    model = onnx__model_proto__unpack(NULL, size, data);
+    if (!model)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "model: not a valid ONNX ModelProto (protobuf decoding failed)");
+    im.m = calloc(1, sizeof *im.m);
+    if (!im.m) {
+        onnx__model_proto__free_unpacked(model, NULL);
+        return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+    }
+    im.m->opset = -1;
+    for (size_t i = 0; i < model->n_opset_import; i++)
+        if (is_default_domain(model->opset_import[i]->domain) &&
+            model->opset_import[i]->has_version &&
+            model->opset_import[i]->version > im.m->opset)
+            im.m->opset = model->opset_import[i]->version;
+    if (im.m->opset < 1 && model->n_opset_import)
+        st = ses__fail(SES_UNIMPLEMENTED,
+                       "model: it imports only other domains than ONNX's (%s...), which "
+                       "libsession does not have",
+                       model->opset_import[0]->domain ? model->opset_import[0]->domain : "");
+    else if (im.m->opset < 1)
+        st = ses__fail(SES_INVALID_ARGUMENT,
+                       "model: no opset_import for the default ONNX domain");
+    else if (im.m->opset < 7)
+        st = ses__fail(SES_UNIMPLEMENTED, "model: op set %lld; libsession imports op sets 7 and "
+                       "newer", (long long)im.m->opset);
+    else
+        st = ses_graph_create(&im.m->graph);
+    if (st == SES_OK)
+        st = import_graph(&im, model);
+    onnx__model_proto__free_unpacked(model, NULL);
+    importer_clear(&im);
+    if (st != SES_OK) {
+        char message[2048];
+        snprintf(message, sizeof message, "%s", ses_last_error());
+        ses_onnx_model_destroy(im.m);
+        return ses__fail(st, "onnx: %s", message);
+    }
+    *out_model = im.m;
+    return SES_OK;
+}
+
+ses_status_t ses_onnx_import_file(const char *path, const ses_onnx_options_t *options,
+                                  ses_onnx_model_t **out_model) {
+    uint8_t *data;
+    size_t size;
+    uint64_t max = options && options->struct_size >= offsetof(ses_onnx_options_t, max_bytes) +
+                                                          sizeof options->max_bytes &&
+                           options->max_bytes
+                       ? options->max_bytes
+                       : SES__ONNX_MAX_BYTES;
+    ses_status_t st;
+
+    if (!out_model || !path)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_onnx_import_file: NULL %s",
+                         !path ? "path" : "out_model");
+    *out_model = NULL;
+    if ((st = ses__onnx_read_file(path, max, &data, &size)) != SES_OK)
+        return st;
+    st = ses_onnx_import(data, size, options, out_model);
+    free(data);
+    if (st != SES_OK) {
+        char message[2048];
+        snprintf(message, sizeof message, "%s", ses_last_error());
+        return ses__fail(st, "%s: %s", path, message);
+    }
+    return SES_OK;
+}
+
+void ses_onnx_model_destroy(ses_onnx_model_t *m) {
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n_inputs; i++)
+        free(m->input_names[i]);
+    for (size_t i = 0; i < m->n_outputs; i++)
+        free(m->output_names[i]);
+    free(m->input_names);
+    free(m->output_names);
+    free(m->inputs);
+    free(m->outputs);
+    ses_graph_release(m->graph);
+    free(m);
+}
+
+ses_graph_t *ses_onnx_model_graph(const ses_onnx_model_t *m) {
+    return m ? m->graph : NULL;
+}
+
+int64_t ses_onnx_model_opset(const ses_onnx_model_t *m) {
+    return m ? m->opset : -1;
+}
+
+size_t ses_onnx_model_input_count(const ses_onnx_model_t *m) {
+    return m ? m->n_inputs : 0;
+}
+
+const char *ses_onnx_model_input_name(const ses_onnx_model_t *m, size_t i) {
+    return m && i < m->n_inputs ? m->input_names[i] : NULL;
+}
+
+ses_edge_t ses_onnx_model_input(const ses_onnx_model_t *m, size_t i) {
+    ses_edge_t none = {NULL, 0};
+    return m && i < m->n_inputs ? m->inputs[i] : none;
+}
+
+size_t ses_onnx_model_output_count(const ses_onnx_model_t *m) {
+    return m ? m->n_outputs : 0;
+}
+
+const char *ses_onnx_model_output_name(const ses_onnx_model_t *m, size_t i) {
+    return m && i < m->n_outputs ? m->output_names[i] : NULL;
+}
+
+ses_edge_t ses_onnx_model_output(const ses_onnx_model_t *m, size_t i) {
+    ses_edge_t none = {NULL, 0};
+    return m && i < m->n_outputs ? m->outputs[i] : none;
+}
