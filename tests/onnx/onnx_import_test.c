@@ -1,0 +1,502 @@
+/*
+ * The ONNX importer and the .npy reader against good and hostile input: the committed MLP runs
+ * and matches NumPy; truncated files, non-protobuf bytes, absurd dimensions, cycles, undefined
+ * values, deep nesting, unknown ops and broken tensors are errors naming the problem, never
+ * crashes (the sanitizer build checks leaks too). Models are built here with protobuf-c from the
+ * generated onnx.pb-c.h, so each one differs from a good model in exactly one way.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <session/npy.h>
+#include <session/onnx.h>
+#include <session/session.h>
+
+#include "onnx.pb-c.h"
+
+#define MODELS SOURCE_ROOT "/tests/onnx/models"
+
+/* ---- building models ---------------------------------------------------------------------- */
+
+typedef struct built {
+    Onnx__ModelProto model;
+    Onnx__GraphProto graph;
+    Onnx__OperatorSetIdProto opset, *opsets[1];
+    Onnx__NodeProto nodes[8], *node_ptrs[8];
+    char *node_in[8][2], *node_out[8][1];
+    Onnx__ValueInfoProto vin, vout, *vin_ptr[1], *vout_ptr[1];
+    Onnx__TypeProto tin;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto shape;
+    Onnx__TensorShapeProto__Dimension dim, *dim_ptr[1];
+    Onnx__TensorProto init, *init_ptr[1];
+    int64_t init_dims[2];
+    float init_data[4];
+} built_t;
+
+/* A model y = op_i(...(x)) with x f32[4], ops given as "Op:in0,in1:out". */
+static void build(built_t *b, const char *const *nodes, size_t n_nodes, const char *output) {
+    memset(b, 0, sizeof *b);
+    onnx__model_proto__init(&b->model);
+    onnx__graph_proto__init(&b->graph);
+    onnx__operator_set_id_proto__init(&b->opset);
+    b->opset.domain = "";
+    b->opset.has_version = 1;
+    b->opset.version = 13;
+    b->opsets[0] = &b->opset;
+    b->model.n_opset_import = 1;
+    b->model.opset_import = b->opsets;
+    b->model.has_ir_version = 1;
+    b->model.ir_version = 8;
+    b->model.graph = &b->graph;
+    b->graph.name = "g";
+    for (size_t i = 0; i < n_nodes; i++) {
+        char spec[128], *op, *ins, *out, *save = NULL;
+        Onnx__NodeProto *n = &b->nodes[i];
+        onnx__node_proto__init(n);
+        snprintf(spec, sizeof spec, "%s", nodes[i]);
+        op = strtok_r(spec, ":", &save);
+        ins = strtok_r(NULL, ":", &save);
+        out = strtok_r(NULL, ":", &save);
+        n->op_type = strdup(op);
+        for (char *in = strtok_r(ins, ",", &save); in; in = strtok_r(NULL, ",", &save))
+            b->node_in[i][n->n_input++] = strdup(in);
+        n->input = b->node_in[i];
+        b->node_out[i][0] = strdup(out);
+        n->n_output = 1;
+        n->output = b->node_out[i];
+        b->node_ptrs[i] = n;
+    }
+    b->graph.n_node = n_nodes;
+    b->graph.node = b->node_ptrs;
+    onnx__value_info_proto__init(&b->vin);
+    onnx__type_proto__init(&b->tin);
+    onnx__type_proto__tensor__init(&b->tt);
+    onnx__tensor_shape_proto__init(&b->shape);
+    onnx__tensor_shape_proto__dimension__init(&b->dim);
+    b->dim.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    b->dim.dim_value = 4;
+    b->dim_ptr[0] = &b->dim;
+    b->shape.n_dim = 1;
+    b->shape.dim = b->dim_ptr;
+    b->tt.has_elem_type = 1;
+    b->tt.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    b->tt.shape = &b->shape;
+    b->tin.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    b->tin.tensor_type = &b->tt;
+    b->vin.name = "x";
+    b->vin.type = &b->tin;
+    b->vin_ptr[0] = &b->vin;
+    b->graph.n_input = 1;
+    b->graph.input = b->vin_ptr;
+    onnx__value_info_proto__init(&b->vout);
+    b->vout.name = (char *)output;
+    b->vout_ptr[0] = &b->vout;
+    b->graph.n_output = 1;
+    b->graph.output = b->vout_ptr;
+}
+
+/* Adds initializer "w" f32 with @p dims (no data when @p with_data is 0). */
+static void add_initializer(built_t *b, int64_t d0, int64_t d1, int with_data) {
+    onnx__tensor_proto__init(&b->init);
+    b->init.name = "w";
+    b->init.has_data_type = 1;
+    b->init.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    b->init_dims[0] = d0;
+    b->init_dims[1] = d1;
+    b->init.n_dims = d1 ? 2 : 1;
+    b->init.dims = b->init_dims;
+    if (with_data) {
+        for (int i = 0; i < 4; i++)
+            b->init_data[i] = (float)(i + 1);
+        b->init.n_float_data = 4;
+        b->init.float_data = b->init_data;
+    }
+    b->init_ptr[0] = &b->init;
+    b->graph.n_initializer = 1;
+    b->graph.initializer = b->init_ptr;
+}
+
+static void unbuild(built_t *b) {
+    for (size_t i = 0; i < b->graph.n_node; i++) {
+        free(b->nodes[i].op_type);
+        for (size_t k = 0; k < b->nodes[i].n_input; k++)
+            free(b->node_in[i][k]);
+        free(b->node_out[i][0]);
+    }
+}
+
+/* Packs and imports; returns the status and keeps the model in *out (or NULL). */
+static ses_status_t import_built(built_t *b, const ses_onnx_options_t *o, ses_onnx_model_t **out) {
+    size_t size = onnx__model_proto__get_packed_size(&b->model);
+    uint8_t *bytes = malloc(size + 1);
+    ses_status_t st;
+
+    assert_non_null(bytes);
+    onnx__model_proto__pack(&b->model, bytes);
+    st = ses_onnx_import(bytes, size, o, out);
+    free(bytes);
+    return st;
+}
+
+static void expect_error(built_t *b, ses_status_t code, const char *part) {
+    ses_onnx_model_t *m = (ses_onnx_model_t *)0x1;
+    ses_status_t st = import_built(b, NULL, &m);
+
+    if (st != code || !strstr(ses_last_error(), part))
+        fail_msg("got %d \"%s\", want %d containing \"%s\"", st, ses_last_error(), code, part);
+    assert_null(m);
+}
+
+static uint8_t *read_all(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    uint8_t *data;
+    long n;
+
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    data = malloc((size_t)n + 1);
+    assert_non_null(data);
+    assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return data;
+}
+
+/* ---- good models -------------------------------------------------------------------------- */
+
+static void run_mlp(const ses_onnx_options_t *o) {
+    ses_onnx_model_t *m = NULL;
+    ses_session_t *s = NULL;
+    ses_tensor_t *x = NULL, *want = NULL, *y = NULL;
+    ses_feed_t feed;
+    ses_edge_t out;
+
+    assert_int_equal(ses_onnx_import_file(MODELS "/mlp/model.onnx", o, &m), SES_OK);
+    assert_int_equal(ses_onnx_model_opset(m), 13);
+    assert_int_equal(ses_onnx_model_input_count(m), 1);
+    assert_string_equal(ses_onnx_model_input_name(m, 0), "x");
+    assert_int_equal(ses_onnx_model_output_count(m), 1);
+    assert_string_equal(ses_onnx_model_output_name(m, 0), "y");
+    assert_int_equal(ses_npy_read_file(MODELS "/mlp/input_0.npy", &x), SES_OK);
+    assert_int_equal(ses_npy_read_file(MODELS "/mlp/expected_0.npy", &want), SES_OK);
+    assert_int_equal(ses_session_open(ses_onnx_model_graph(m), NULL, 0, NULL, &s), SES_OK);
+    feed.edge = ses_onnx_model_input(m, 0);
+    feed.value = x;
+    out = ses_onnx_model_output(m, 0);
+    assert_int_equal(ses_session_eval(s, &out, 1, &feed, 1, NULL, 0, &y), SES_OK);
+    assert_int_equal(ses_tensor_count(y), 40);
+    for (size_t i = 0; i < 40; i++)
+        assert_float_equal(((float *)ses_tensor_data(y))[i], ((float *)ses_tensor_data(want))[i],
+                           1e-5);
+    ses_tensor_release(x);
+    ses_tensor_release(want);
+    ses_tensor_release(y);
+    ses_session_destroy(s);
+    ses_onnx_model_destroy(m);
+}
+
+static void the_mlp_matches_numpy(void **state) {
+    ses_onnx_options_t o;
+
+    (void)state;
+    run_mlp(NULL);
+    /* The same with trainable initializers. */
+    ses_onnx_options_init(&o);
+    o.initializers_as_variables = 1;
+    run_mlp(&o);
+}
+
+static void an_old_softmax_flattens_at_its_axis(void **state) {
+    /* Softmax of op set 11 on x f32[4] with axis 0: the whole vector, as one row. */
+    static const char *const nodes[] = {"Softmax:x:y"};
+    built_t b;
+    ses_onnx_model_t *m = NULL;
+    ses_session_t *s = NULL;
+    static const float xs[4] = {1, 2, 3, 4};
+    const int64_t four = 4;
+    ses_tensor_t *x, *y = NULL;
+    ses_feed_t feed;
+    ses_edge_t out;
+    double sum = 0;
+    Onnx__AttributeProto axis, *axis_ptr[1] = {&axis};
+
+    (void)state;
+    build(&b, nodes, 1, "y");
+    b.opset.version = 11;
+    /* axis 0: coerced to [1, 4], one row of four (the default, 1, would make four rows of one) */
+    onnx__attribute_proto__init(&axis);
+    axis.name = "axis";
+    axis.has_type = 1;
+    axis.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    axis.has_i = 1;
+    axis.i = 0;
+    b.nodes[0].n_attribute = 1;
+    b.nodes[0].attribute = axis_ptr;
+    assert_int_equal(import_built(&b, NULL, &m), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 1, &four, xs, sizeof xs, &x), SES_OK);
+    assert_int_equal(ses_session_open(ses_onnx_model_graph(m), NULL, 0, NULL, &s), SES_OK);
+    feed.edge = ses_onnx_model_input(m, 0);
+    feed.value = x;
+    out = ses_onnx_model_output(m, 0);
+    if (ses_session_eval(s, &out, 1, &feed, 1, NULL, 0, &y) != SES_OK)
+        fail_msg("%s", ses_last_error());
+    assert_int_equal(ses_tensor_rank(y), 1);
+    for (int i = 0; i < 4; i++)
+        sum += ((float *)ses_tensor_data(y))[i];
+    assert_float_equal(sum, 1.0, 1e-6);
+    assert_float_equal(((float *)ses_tensor_data(y))[3], exp(4.0) / (exp(1) + exp(2) + exp(3) + exp(4)),
+                       1e-6);
+    ses_tensor_release(x);
+    ses_tensor_release(y);
+    ses_session_destroy(s);
+    ses_onnx_model_destroy(m);
+    unbuild(&b);
+}
+
+/* ---- hostile models ----------------------------------------------------------------------- */
+
+static void bytes_that_are_not_protobuf_are_refused(void **state) {
+    static const char text[] = "this is not an ONNX model, just some text";
+    ses_onnx_model_t *m = (ses_onnx_model_t *)0x1;
+
+    (void)state;
+    assert_int_equal(ses_onnx_import(text, sizeof text - 1, NULL, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "not an ONNX protobuf file"));
+    assert_null(m);
+    assert_int_equal(ses_onnx_import(text, 0, NULL, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "empty"));
+    assert_int_equal(ses_onnx_import_file("/nonexistent/model.onnx", NULL, &m), SES_NOT_FOUND);
+    assert_int_equal(ses_onnx_import_file(SOURCE_ROOT "/tests", NULL, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "not a regular file"));
+}
+
+static void every_truncation_of_a_model_is_an_error(void **state) {
+    size_t size, tried = 0;
+    uint8_t *data = read_all(MODELS "/mlp/model.onnx", &size);
+
+    (void)state;
+    for (size_t n = 1; n < size; n += n < 400 ? 1 : 97) {
+        ses_onnx_model_t *m = NULL;
+        ses_status_t st = ses_onnx_import(data, n, NULL, &m);
+        if (st == SES_OK)
+            fail_msg("a model cut to %zu of %zu bytes was accepted", n, size);
+        assert_null(m);
+        tried++;
+    }
+    assert_true(tried > 1000);
+    free(data);
+}
+
+static void absurd_dimensions_are_refused_before_allocating(void **state) {
+    static const char *const nodes[] = {"Add:x,w:y"};
+    built_t b;
+
+    (void)state;
+    build(&b, nodes, 1, "y");
+    add_initializer(&b, INT64_C(1) << 40, INT64_C(1) << 40, 0);
+    expect_error(&b, SES_INVALID_ARGUMENT, "initializer \"w\": more than 2147483648 elements");
+    add_initializer(&b, -3, 0, 0);
+    expect_error(&b, SES_INVALID_ARGUMENT, "initializer \"w\": dimension 0 is -3");
+    /* Data that does not fill the shape. */
+    add_initializer(&b, 8, 0, 1);
+    expect_error(&b, SES_INVALID_ARGUMENT, "shape says 8 elements (32 bytes), the data holds 4");
+    unbuild(&b);
+}
+
+static void a_cycle_and_an_undefined_value_are_named(void **state) {
+    static const char *const cycle[] = {"Relu:b:a", "Relu:a:b"};
+    static const char *const undefined[] = {"Add:x,nowhere:y"};
+    built_t b;
+
+    (void)state;
+    build(&b, cycle, 2, "b");
+    expect_error(&b, SES_INVALID_ARGUMENT, "input 0, \"b\", is not defined before it");
+    unbuild(&b);
+    build(&b, undefined, 1, "y");
+    expect_error(&b, SES_INVALID_ARGUMENT, "\"nowhere\", is not defined before it");
+    unbuild(&b);
+    /* An output nothing produces. */
+    build(&b, (const char *const[]){"Relu:x:r"}, 1, "missing");
+    expect_error(&b, SES_INVALID_ARGUMENT, "graph output 0, \"missing\", is not produced");
+    unbuild(&b);
+}
+
+static void unknown_ops_are_listed_together_with_their_op_set(void **state) {
+    static const char *const nodes[] = {"Foo:x:a", "Relu:a:b", "Bar:b:c", "Foo:c:y"};
+    built_t b;
+
+    (void)state;
+    build(&b, nodes, 4, "y");
+    expect_error(&b, SES_UNIMPLEMENTED,
+                 "the model uses 2 ops libsession does not have: Foo (opset 13), Bar (opset 13)");
+    b.opset.version = 5;
+    expect_error(&b, SES_UNIMPLEMENTED, "op set 5");
+    unbuild(&b);
+}
+
+static void deep_nesting_is_refused_without_recursing(void **state) {
+    const size_t levels = 200000;
+    uint8_t *buf = malloc(levels * 6 + 16), *p;
+    size_t len = 0, start = levels * 6 + 16;
+    ses_onnx_model_t *m = NULL;
+    ses_tensor_t *t = NULL;
+
+    (void)state;
+    assert_non_null(buf);
+    /* From the inside out: each level is field 1, length-delimited, holding the level inside. */
+    p = buf + start;
+    for (size_t i = 0; i < levels; i++) {
+        uint8_t varint[10];
+        size_t n = 0, v = len;
+        do {
+            varint[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+            v >>= 7;
+        } while (v);
+        p -= n;
+        memcpy(p, varint, n);
+        *--p = 0x0a;
+        len += n + 1;
+    }
+    assert_int_equal(ses_onnx_import(p, len, NULL, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "nest deeper than 64 levels"));
+    assert_int_equal(ses_onnx_read_tensor(p, len, &t), SES_INVALID_ARGUMENT);
+    assert_null(t);
+    free(buf);
+}
+
+static void limits_in_the_options_apply(void **state) {
+    static const char *const nodes[] = {"Relu:x:a", "Relu:a:b", "Relu:b:y"};
+    built_t b;
+    ses_onnx_options_t o;
+    ses_onnx_model_t *m = NULL;
+
+    (void)state;
+    build(&b, nodes, 3, "y");
+    ses_onnx_options_init(&o);
+    o.max_nodes = 2;
+    assert_int_equal(import_built(&b, &o, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "3 nodes; the limit is 2"));
+    o.max_nodes = 0;
+    assert_int_equal(import_built(&b, &o, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "a limit in the options is 0"));
+    ses_onnx_options_init(&o);
+    o.max_bytes = 10;
+    assert_int_equal(ses_onnx_import_file(MODELS "/mlp/model.onnx", &o, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "more than the limit of 10"));
+    unbuild(&b);
+}
+
+static void tensor_files_are_checked(void **state) {
+    Onnx__TensorProto t;
+    int64_t dims[1] = {3};
+    uint8_t raw[12] = {0}, bytes[256];
+    ses_tensor_t *out = NULL;
+    size_t n;
+
+    (void)state;
+    onnx__tensor_proto__init(&t);
+    t.has_data_type = 1;
+    t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    t.n_dims = 1;
+    t.dims = dims;
+    t.has_raw_data = 1;
+    t.raw_data.data = raw;
+    t.raw_data.len = 12;
+    n = onnx__tensor_proto__pack(&t, bytes);
+    assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_OK);
+    assert_int_equal(ses_tensor_count(out), 3);
+    ses_tensor_release(out);
+    t.raw_data.len = 11;
+    n = onnx__tensor_proto__pack(&t, bytes);
+    assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "the data holds 11 bytes"));
+    t.raw_data.len = 12;
+    t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
+    n = onnx__tensor_proto__pack(&t, bytes);
+    assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_UNIMPLEMENTED);
+    assert_non_null(strstr(ses_last_error(), "STRING"));
+    t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    t.has_data_location = 1;
+    t.data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    n = onnx__tensor_proto__pack(&t, bytes);
+    assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_UNIMPLEMENTED);
+    assert_non_null(strstr(ses_last_error(), "external"));
+    assert_null(out);
+}
+
+/* ---- .npy --------------------------------------------------------------------------------- */
+
+static void npy_round_trips_and_refuses_broken_headers(void **state) {
+    static const ses_dtype_t dtypes[] = {SES_F32, SES_F64, SES_I8,  SES_I16, SES_I32, SES_I64,
+                                         SES_U8,  SES_U16, SES_U32, SES_U64, SES_BOOL, SES_F16};
+    const int64_t dims[3] = {2, 1, 3};
+    char path[] = "/tmp/ses-npy-XXXXXX";
+    int fd = mkstemp(path);
+    ses_tensor_t *t, *back = NULL;
+    static const char bad_magic[] = "\x93NUMPX\x01\x00\x10\x00{'descr': '<f4'}";
+    static const char big_endian[] = "\x93NUMPY\x01\x00\x3c\x00{'descr': '>f4', "
+                                     "'fortran_order': False, 'shape': (1,), }  \n\x00\x00\x80\x3f";
+
+    (void)state;
+    assert_true(fd >= 0);
+    close(fd);
+    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
+        assert_int_equal(ses_tensor_create(dtypes[k], 3, dims, &t), SES_OK);
+        for (size_t i = 0; i < ses_tensor_bytes(t); i++)
+            ((uint8_t *)ses_tensor_data(t))[i] = dtypes[k] == SES_BOOL ? (uint8_t)(i & 1) : (uint8_t)(i * 7);
+        assert_int_equal(ses_npy_write_file(path, t), SES_OK);
+        assert_int_equal(ses_npy_read_file(path, &back), SES_OK);
+        assert_int_equal(ses_tensor_dtype(back), dtypes[k]);
+        assert_int_equal(ses_tensor_rank(back), 3);
+        assert_memory_equal(ses_tensor_dims(back), dims, sizeof dims);
+        assert_memory_equal(ses_tensor_data(back), ses_tensor_data(t), ses_tensor_bytes(t));
+        ses_tensor_release(t);
+        ses_tensor_release(back);
+        back = NULL;
+    }
+    unlink(path);
+    assert_int_equal(ses_npy_read(bad_magic, sizeof bad_magic - 1, &back), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "magic"));
+    assert_int_equal(ses_npy_read(big_endian, sizeof big_endian - 1, &back), SES_UNIMPLEMENTED);
+    assert_non_null(strstr(ses_last_error(), "'>f4' is not supported"));
+    assert_null(back);
+    /* The committed input, cut short, is an error. */
+    {
+        size_t size;
+        uint8_t *data = read_all(MODELS "/mlp/input_0.npy", &size);
+        assert_int_equal(ses_npy_read(data, size - 1, &back), SES_INVALID_ARGUMENT);
+        assert_non_null(strstr(ses_last_error(), "the shape needs 12544 bytes of data"));
+        for (size_t n = 0; n < 140; n++)
+            assert_int_not_equal(ses_npy_read(data, n, &back), SES_OK);
+        free(data);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_mlp_matches_numpy),
+        cmocka_unit_test(an_old_softmax_flattens_at_its_axis),
+        cmocka_unit_test(bytes_that_are_not_protobuf_are_refused),
+        cmocka_unit_test(every_truncation_of_a_model_is_an_error),
+        cmocka_unit_test(absurd_dimensions_are_refused_before_allocating),
+        cmocka_unit_test(a_cycle_and_an_undefined_value_are_named),
+        cmocka_unit_test(unknown_ops_are_listed_together_with_their_op_set),
+        cmocka_unit_test(deep_nesting_is_refused_without_recursing),
+        cmocka_unit_test(limits_in_the_options_apply),
+        cmocka_unit_test(tensor_files_are_checked),
+        cmocka_unit_test(npy_round_trips_and_refuses_broken_headers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
