@@ -35,13 +35,17 @@ static const char *skip_space(const char *p, const char *end) {
     return p;
 }
 
-/* Finds 'key': in the header and returns a pointer past the colon, or NULL. */
+/* Finds 'key': in the header and returns a pointer to the value after the colon (before
+ * @p end), or NULL. */
 static const char *find_key(const char *h, const char *end, const char *key) {
     size_t n = strlen(key);
     for (const char *p = h; p + n + 2 < end; p++)
         if ((*p == '\'' || *p == '"') && !strncmp(p + 1, key, n) && p[n + 1] == *p) {
             p = skip_space(p + n + 2, end);
-            return p < end && *p == ':' ? skip_space(p + 1, end) : NULL;
+            if (p >= end || *p != ':')
+                return NULL;
+            p = skip_space(p + 1, end);
+            return p < end ? p : NULL;
         }
     return NULL;
 }
@@ -79,8 +83,7 @@ static ses_status_t parse_header(const char *h, size_t len, ses_dtype_t *dtype, 
     p++;
     *rank = 0;
     for (;;) {
-        char *num_end;
-        long long v;
+        int64_t v = 0;
         p = skip_space(p, end);
         if (p < end && *p == ')')
             break;
@@ -88,12 +91,14 @@ static ses_status_t parse_header(const char *h, size_t len, ses_dtype_t *dtype, 
             return ses__fail(SES_INVALID_ARGUMENT, "npy: bad 'shape' in the header");
         if (*rank == SES_MAX_RANK)
             return ses__fail(SES_UNIMPLEMENTED, "npy: more than %d dimensions", SES_MAX_RANK);
-        errno = 0;
-        v = strtoll(p, &num_end, 10);
-        if (errno || num_end > end || v < 0)
-            return ses__fail(SES_INVALID_ARGUMENT, "npy: bad dimension in 'shape'");
+        /* Digits up to the header's end only: it is not NUL-terminated. */
+        for (; p < end && isdigit((unsigned char)*p); p++) {
+            if (v > (INT64_MAX - 9) / 10)
+                return ses__fail(SES_INVALID_ARGUMENT, "npy: a dimension in 'shape' is too large");
+            v = v * 10 + (*p - '0');
+        }
         dims[(*rank)++] = v;
-        p = skip_space(num_end, end);
+        p = skip_space(p, end);
         if (p < end && *p == ',')
             p++;
     }

@@ -237,7 +237,7 @@ static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, cons
             break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
             char *s;
-            if (memchr(a->s.data, 0, a->s.len))
+            if (a->s.len && memchr(a->s.data, 0, a->s.len))
                 return ses__fail(SES_INVALID_ARGUMENT, "%s: string attribute %s holds a NUL byte",
                                  label, name);
             s = attrs_block(out, malloc(a->s.len + 1));
