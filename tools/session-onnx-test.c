@@ -189,6 +189,15 @@ static outcome_t run_test(const char *dir, const char *device, char *why, size_t
             if ((st = ses_onnx_read_tensor_file(path, &in[i])) != SES_OK) {
                 snprintf(why, why_size, "input %zu: %s", i, ses_last_error());
                 result = is_unsupported(st) ? UNSUPPORTED : FAIL;
+            } else if (ses_tensor_dtype(in[i]) == SES_U16 &&
+                       ses_onnx_model_input_dtype(model, i) == SES_BF16) {
+                /* The test data keeps bfloat16 values as UINT16 bits (NumPy has no bfloat16). */
+                ses_tensor_t *bits = in[i];
+                if ((st = ses_tensor_create_from(SES_BF16, ses_tensor_rank(bits),
+                                                 ses_tensor_dims(bits), ses_tensor_data(bits),
+                                                 ses_tensor_bytes(bits), &in[i])) != SES_OK)
+                    in[i] = NULL;
+                ses_tensor_release(bits);
             }
         }
         if (result == PASS && (st = ses_plan_run(plan, in, n_in, out)) != SES_OK) {

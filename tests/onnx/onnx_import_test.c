@@ -342,7 +342,7 @@ static void unknown_ops_are_listed_together_with_their_op_set(void **state) {
     expect_error(&b, SES_UNIMPLEMENTED,
                  "the model uses 2 ops libsession does not have: Foo (opset 13), Bar (opset 13)");
     b.opset.version = 5;
-    expect_error(&b, SES_UNIMPLEMENTED, "op set 5");
+    expect_error(&b, SES_UNIMPLEMENTED, "Foo (opset 5), Bar (opset 5)");
     unbuild(&b);
 }
 

@@ -59,6 +59,7 @@ SES_API int64_t ses_onnx_model_opset(const ses_onnx_model_t *model);
 SES_API size_t ses_onnx_model_input_count(const ses_onnx_model_t *model);
 SES_API const char *ses_onnx_model_input_name(const ses_onnx_model_t *model, size_t index);
 SES_API ses_edge_t ses_onnx_model_input(const ses_onnx_model_t *model, size_t index);
+SES_API ses_dtype_t ses_onnx_model_input_dtype(const ses_onnx_model_t *model, size_t index);
 /** Outputs, in the model's order. */
 SES_API size_t ses_onnx_model_output_count(const ses_onnx_model_t *model);
 SES_API const char *ses_onnx_model_output_name(const ses_onnx_model_t *model, size_t index);

@@ -65,6 +65,12 @@ const char *ses_onnx_model_input_name(const ses_onnx_model_t *model, size_t inde
     return NULL;
 }
 
+ses_dtype_t ses_onnx_model_input_dtype(const ses_onnx_model_t *model, size_t index) {
+    (void)model;
+    (void)index;
+    return SES_DTYPE_INVALID;
+}
+
 ses_edge_t ses_onnx_model_input(const ses_onnx_model_t *model, size_t index) {
     ses_edge_t none = {NULL, 0};
     (void)model;

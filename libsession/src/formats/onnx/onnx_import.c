@@ -20,6 +20,7 @@ typedef struct value {
     char *name;
     ses_edge_t edge;
     ses_tensor_t *constant;
+    ses_dtype_t dtype; /* known for inputs and constants; SES_DTYPE_INVALID for node outputs */
 } value_t;
 
 struct ses_onnx_model {
@@ -28,6 +29,7 @@ struct ses_onnx_model {
     size_t n_inputs, n_outputs;
     char **input_names, **output_names;
     ses_edge_t *inputs, *outputs;
+    ses_dtype_t *input_dtypes;
 };
 
 /* The import in progress. */
@@ -101,6 +103,7 @@ static ses_status_t define(importer_t *im, const char *name, ses_edge_t edge,
                 return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
             im->values[i].edge = edge;
             im->values[i].constant = constant;
+            im->values[i].dtype = constant ? ses_tensor_dtype(constant) : SES_DTYPE_INVALID;
             im->count++;
             return SES_OK;
         }
@@ -446,9 +449,19 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         return import_constant(im, n, label);
     memset(&p, 0, sizeof p);
     p.op = op;
-    /* Inputs: "" is an absent optional input; only trailing ones can be left out here. */
+    /* Inputs: "" is an absent optional input; only trailing ones can be left out here, and
+     * Clip's min (its lowest value stands in, when x's dtype is known). */
     for (size_t i = 0; i < n->n_input; i++) {
         const value_t *v;
+        if (!*n->input[i] && !strcmp(op, "Clip") && i == 1 && n->n_input == 3 && p.n_inputs == 1) {
+            const value_t *x = find(im, n->input[0]);
+            if (x && x->dtype == SES_F32) {
+                if ((st = const_f32(im, -3.402823466e38f, &p.inputs[p.n_inputs])) != SES_OK)
+                    return st;
+                p.n_inputs++;
+                continue;
+            }
+        }
         if (!*n->input[i]) {
             size_t j = i;
             while (j < n->n_input && !*n->input[j])
@@ -477,7 +490,17 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
     if (!n_outputs)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: no outputs", label);
 
-    /* Op-set adaptations to the op-set 13 forms. */
+    /* Op-set adaptations to the op-set 13 forms. Before op set 7, binary ops broadcast only
+     * when asked (`broadcast`, `axis`, a different rule) and many ops carry `consumed_inputs`
+     * (no effect on results). */
+    if (opset < 7) {
+        const Onnx__AttributeProto *bc = attr_find(n, "broadcast");
+        if (bc && bc->i)
+            return ses__fail(SES_UNIMPLEMENTED, "%s: the broadcasting of op sets before 7 is not "
+                             "supported", label);
+        p.skip[p.n_skip++] = "consumed_inputs";
+        p.skip[p.n_skip++] = "broadcast";
+    }
     if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) && opset < 13) {
         ses_edge_t out;
         if (p.n_inputs != 1)
@@ -609,6 +632,8 @@ static ses_status_t import_input(importer_t *im, const Onnx__ValueInfoProto *vi,
         st = define(im, vi->name, edge, NULL);
     if (st == SES_OK) {
         size_t k = im->m->n_inputs++;
+        find(im, vi->name)->dtype = dtype;
+        im->m->input_dtypes[k] = dtype;
         im->m->inputs[k] = edge;
         im->m->input_names[k] = ses__strdup(vi->name);
         if (!im->m->input_names[k])
@@ -656,7 +681,9 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
     im->m->input_names = calloc(g->n_input + 1, sizeof *im->m->input_names);
     im->m->outputs = calloc(g->n_output + 1, sizeof *im->m->outputs);
     im->m->output_names = calloc(g->n_output + 1, sizeof *im->m->output_names);
-    if (!im->m->inputs || !im->m->input_names || !im->m->outputs || !im->m->output_names)
+    im->m->input_dtypes = calloc(g->n_input + 1, sizeof *im->m->input_dtypes);
+    if (!im->m->inputs || !im->m->input_names || !im->m->outputs || !im->m->output_names ||
+        !im->m->input_dtypes)
         return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
     for (size_t i = 0; i < g->n_initializer; i++)
         if ((st = import_initializer(im, g->initializer[i], i)) != SES_OK)
@@ -748,9 +775,6 @@ ses_status_t ses_onnx_import(const void *data, size_t size, const ses_onnx_optio
     else if (im.m->opset < 1)
         st = ses__fail(SES_INVALID_ARGUMENT,
                        "model: no opset_import for the default ONNX domain");
-    else if (im.m->opset < 7)
-        st = ses__fail(SES_UNIMPLEMENTED, "model: op set %lld; libsession imports op sets 7 and "
-                       "newer", (long long)im.m->opset);
     else
         st = ses_graph_create(&im.m->graph);
     if (st == SES_OK)
@@ -805,6 +829,7 @@ void ses_onnx_model_destroy(ses_onnx_model_t *m) {
     free(m->output_names);
     free(m->inputs);
     free(m->outputs);
+    free(m->input_dtypes);
     ses_graph_release(m->graph);
     free(m);
 }
@@ -823,6 +848,10 @@ size_t ses_onnx_model_input_count(const ses_onnx_model_t *m) {
 
 const char *ses_onnx_model_input_name(const ses_onnx_model_t *m, size_t i) {
     return m && i < m->n_inputs ? m->input_names[i] : NULL;
+}
+
+ses_dtype_t ses_onnx_model_input_dtype(const ses_onnx_model_t *m, size_t i) {
+    return m && i < m->n_inputs ? m->input_dtypes[i] : SES_DTYPE_INVALID;
 }
 
 ses_edge_t ses_onnx_model_input(const ses_onnx_model_t *m, size_t i) {
