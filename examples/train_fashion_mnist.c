@@ -928,6 +928,10 @@ int main(int argc, char **argv) {
         goto done;
     }
     printf("trained %" PRIu64 " steps in %.1f s\n", step - start_step, now_seconds() - t_start);
+    /* Devices that record graphs (a CUDA GPU) replay the step's kernels as one launch. */
+    printf("kernel calls: %" PRIu64 "; graphs: %" PRIu64 " captured, %" PRIu64 " launches\n",
+           ses_session_kernel_calls(s), ses_session_graph_captures(s),
+           ses_session_graph_launches(s));
     if (evaluated_at != step && evaluate(s, &net, &test, test_index, &accuracy))
         goto done;
     printf("test accuracy: %.4f\n", accuracy);

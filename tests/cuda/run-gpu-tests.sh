@@ -83,5 +83,16 @@ st=${PIPESTATUS[0]}
 echo "train: $(( $(date +%s) - start )) s wall"
 result "$st" "session-train-example --device gpu:0 --epochs 5 (CPU reaches ≈0.83 with SGD)"
 
+echo "=== graphs: the training plan is captured once and replayed (session counters)"
+grep -E 'graph' "$build/gpu-train.log" | tail -2
+grep -Eq 'graphs: [1-9][0-9]* captured, [1-9][0-9]* launches' "$build/gpu-train.log"
+result $? "session-train-example on gpu:0 captured its plans as CUDA Graphs"
+
+if [ -x "$build/tools/session-onnx-test" ] && [ -d /usr/include/onnx/backend/test/data/node ]; then
+  echo "=== ONNX node tests on gpu:0 (fallback denied)"
+  "$build/tools/session-onnx-test" --device gpu:0 2>&1 | tail -3
+  result "${PIPESTATUS[0]}" "session-onnx-test --device gpu:0 ran (its failures are listed above)"
+fi
+
 echo "=== summary: $pass passed, $fail failed"
 [ "$fail" = 0 ]
