@@ -1,0 +1,65 @@
+/*
+ * TaskSpec: where this process stands in a distributed job, read from the environment its
+ * launcher set (Open MPI's mpirun, MPICH/Hydra and other PMI launchers, Slurm's srun), or given
+ * explicitly. Reading it needs no MPI: a program started without a launcher is task 0 of 1.
+ * The MPI side (collectives, distributed sessions) is <session/mpi.h>, in libsession-mpi.
+ */
+#ifndef SESSION_TASK_H
+#define SESSION_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <session/registry.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ses_task_spec {
+    uint32_t struct_size;  /* set by ses_task_spec_from_env / ses_task_spec_init */
+    uint32_t rank;         /* 0 .. size-1 in the job */
+    uint32_t size;         /* processes in the job */
+    uint32_t local_rank;   /* 0 .. local_size-1 on this machine */
+    uint32_t local_size;   /* processes of the job on this machine */
+    uint32_t shard_index;  /* which part of the data this task reads (default: rank) */
+    uint32_t shard_count;  /* how many parts (default: size) */
+    int is_chief;          /* rank 0: writes checkpoints and logs */
+    const char *launcher;  /* "open-mpi", "pmi", "slurm", "explicit" or "none" */
+} ses_task_spec_t;
+
+/** Task 0 of 1 ("explicit"); then set the fields and call ses_task_spec_check. */
+SES_API void ses_task_spec_init(ses_task_spec_t *spec);
+
+/**
+ * Reads the launcher's variables: Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,
+ * _LOCAL_SIZE), PMI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS), Slurm (SLURM_PROCID,
+ * SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE), first that is set wins. SESSION_SHARD_INDEX
+ * and SESSION_SHARD_COUNT override the sharding. Without any, task 0 of 1 ("none"). A value
+ * that is not a number, or a rank not below the size, is SES_INVALID_ARGUMENT naming the
+ * variable.
+ */
+SES_API ses_status_t ses_task_spec_from_env(ses_task_spec_t *spec);
+
+/** Checks an explicit spec: rank < size, local_rank < local_size, shard_index < shard_count. */
+SES_API ses_status_t ses_task_spec_check(const ses_task_spec_t *spec);
+
+/**
+ * The device a task uses by default: "gpu:<local_rank>" when @p registry has that GPU, else
+ * "cpu". Writes it into @p buffer of @p size bytes.
+ */
+SES_API ses_status_t ses_task_default_device(const ses_task_spec_t *spec,
+                                             ses_registry_t *registry, char *buffer, size_t size);
+
+/**
+ * The part of @p n examples this task reads: [*begin, *end), contiguous, sizes differing by at
+ * most one, every example in exactly one shard.
+ */
+SES_API void ses_task_shard_range(const ses_task_spec_t *spec, size_t n, size_t *begin,
+                                  size_t *end);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SESSION_TASK_H */
