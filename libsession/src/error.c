@@ -20,6 +20,17 @@ ses_status_t ses__fail(ses_status_t status, const char *format, ...) {
     return status;
 }
 
+ses_status_t ses_set_error(ses_status_t status, const char *format, ...) {
+    va_list ap;
+
+    if (!format)
+        format = "";
+    va_start(ap, format);
+    vsnprintf(tls_message, sizeof tls_message, format, ap);
+    va_end(ap);
+    return status;
+}
+
 void ses__clear_error(void) {
     tls_message[0] = '\0';
 }

@@ -134,6 +134,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "ReduceGrad", "GatherGrad", "SliceGrad", "ConcatGrad",
         /* checkpoints as ops (checkpoint_ops.c, run by exec/host_ops.c) */
         "Save", "Restore",
+        /* collectives (collective_ops.c, run by exec/host_ops.c; tested in collective_test.c) */
+        "AllReduce",
     };
     size_t n = ses__op_schema_count();
 

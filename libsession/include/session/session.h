@@ -136,6 +136,27 @@ SES_API ses_scope_t *ses_session_scope(ses_session_t *s);
  */
 SES_API uint64_t ses_session_kernel_calls(const ses_session_t *s);
 
+/**
+ * How a session reaches the other processes of a distributed job: the AllReduce op
+ * (ses_minimize_distributed's gradients) calls it. libsession-mpi gives one on MPI
+ * (<session/mpi.h>); without one a session is a job of one process.
+ */
+typedef struct ses_communicator {
+    uint32_t struct_size; /* sizeof(ses_communicator_t) */
+    uint32_t rank;        /* this process, 0 .. size-1 */
+    uint32_t size;        /* processes in the job */
+    /** Sums @p count values of @p dtype (f32 or f64) at @p data over every rank, in place.
+     *  Every rank calls it with the same count and dtype, in the same order. */
+    ses_status_t (*allreduce_sum)(void *user, void *data, size_t count, ses_dtype_t dtype);
+    void *user;
+} ses_communicator_t;
+
+/** Sets (copies) @p comm as @p s's communicator; NULL removes it. Not while evals run. */
+SES_API ses_status_t ses_session_set_communicator(ses_session_t *s, const ses_communicator_t *comm);
+
+/** Initializes every variable of the session's graph that its scope does not hold yet. */
+SES_API ses_status_t ses_session_initialize_variables(ses_session_t *s);
+
 /** Graphs this session has captured so far (see ses_session_options_t.graphs). */
 SES_API uint64_t ses_session_graph_captures(const ses_session_t *s);
 

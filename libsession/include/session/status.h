@@ -52,6 +52,17 @@ typedef enum ses_status {
  */
 SES_API const char *ses_last_error(void);
 
+/**
+ * Sets the calling thread's last error to the printf-formatted message and returns @p status:
+ * for code libsession calls back (hooks, communicators) to say why it failed,
+ * `return ses_set_error(SES_UNAVAILABLE, "rank %d is gone", r);`.
+ */
+SES_API ses_status_t ses_set_error(ses_status_t status, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /** The code's name, "SES_NOT_FOUND"; "SES_UNKNOWN_STATUS" for a value outside the set. */
 SES_API const char *ses_status_name(ses_status_t status);
 

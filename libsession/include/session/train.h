@@ -120,6 +120,19 @@ SES_API ses_status_t ses_minimize(ses_graph_t *g, const char *name, ses_edge_t l
                                   const ses_optimizer_t *optimizer, ses_node_t *const *vars,
                                   size_t n_vars, ses_node_t **out_step);
 
+/**
+ * ses_minimize for data-parallel training: the gradients pass through AllReduce nodes
+ * ("<name>/allreduce_<k>", up to 8 gradients fused per node) that average them over every
+ * process of the job before the updates. Each process feeds its own shard of the batch; with
+ * equal shards and a mean loss, every process applies the gradient of the whole batch. The
+ * session's communicator (ses_session_set_communicator; libsession-mpi's ses_mpi_session_open)
+ * performs the collective; without one the graph trains exactly as ses_minimize's.
+ */
+SES_API ses_status_t ses_minimize_distributed(ses_graph_t *g, const char *name, ses_edge_t loss,
+                                              const ses_optimizer_t *optimizer,
+                                              ses_node_t *const *vars, size_t n_vars,
+                                              ses_node_t **out_step);
+
 #ifdef __cplusplus
 }
 #endif

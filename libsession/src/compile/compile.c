@@ -384,8 +384,10 @@ static void order_inplace_last(ses__pruned_t *pruned) {
 }
 
 /* An op the runtime runs itself: it reads (or, in place, writes) its inputs wherever they are,
- * so it needs no kernel and no copies. Its step counts as on the CPU device. */
-static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const size_t *in_slots) {
+ * so it needs no kernel and no copies. Its step counts as on the CPU device, and its outputs
+ * (AllReduce's) are values in the CPU device's arena: args are inputs then outputs. */
+static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const size_t *in_slots,
+                                    const ses__type_t *out_types) {
     ses__compiled_t *c = b->c;
     size_t step_index, cpu = b->s->n_devices - 1;
     ses__step_t *step;
@@ -393,7 +395,7 @@ static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const 
 
     if (node->schema->inplace_inputs && (st = check_inplace(b, node, in_slots)) != SES_OK)
         return st;
-    st = new_step(b, SES__STEP_HOST, cpu, node, node->n_inputs, &step);
+    st = new_step(b, SES__STEP_HOST, cpu, node, node->n_inputs + node->n_outputs, &step);
     if (st != SES_OK)
         return st;
     step_index = c->n_steps - 1;
@@ -401,6 +403,17 @@ static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const 
         c->steps[step_index].args[i] = in_slots[i];
         if (c->slots[in_slots[i]].last_step < step_index)
             c->slots[in_slots[i]].last_step = step_index;
+    }
+    for (size_t o = 0; o < node->n_outputs; o++) {
+        size_t out;
+        st = new_slot(b, SES__SLOT_ARENA, &out_types[o], cpu,
+                      (ses_edge_t){(ses_node_t *)node, (uint32_t)o}, &out);
+        if (st != SES_OK)
+            return st;
+        c->slots[out].first_step = step_index;
+        c->slots[out].last_step = step_index;
+        c->steps[step_index].args[node->n_inputs + o] = out;
+        b->slot_of[node->id * SES__MAX_OUTPUTS + o] = out + 1;
     }
     b->per_device[cpu]++;
     return SES_OK;
@@ -454,7 +467,7 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     }
     if (node->schema->host_op) {
         ses__attrs_clear(&ctx.kernel_attrs);
-        return compile_host_op(b, node, in_slots);
+        return compile_host_op(b, node, in_slots, ctx.outputs);
     }
     for (size_t i = 0; i < node->n_inputs; i++) {
         if (ctx.kernel_inputs && !(ctx.kernel_inputs & (UINT64_C(1) << i)))

@@ -56,6 +56,7 @@ struct ses_session {
     atomic_uint_fast64_t kernel_calls;
     atomic_uint_fast64_t graph_captures;
     atomic_uint_fast64_t graph_launches;
+    ses_communicator_t comm; /* comm.allreduce_sum NULL: a job of one process */
 };
 
 /* Where a value lives during a run. */
@@ -235,5 +236,7 @@ ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, const ses__s
 
 /** Copies @p bytes between two slots' buffers on possibly different devices. */
 ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst);
+/** Host to device: @p host into a slot (mapped where the device allows, else copy_h2d). */
+ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const void *host);
 
 #endif /* SES_PLAN_H */

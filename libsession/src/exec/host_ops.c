@@ -130,8 +130,78 @@ static ses_status_t run_restore(ses__compiled_t *c, const ses__step_t *step, con
     return st;
 }
 
+/*
+ * AllReduce: the inputs of each dtype fused into one host buffer, one collective per dtype, then
+ * the outputs written from it. A session without a communicator is a job of one process.
+ */
+static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, const ses__step_t *step) {
+    const ses_node_t *n = step->node;
+    const char *reduction = "mean";
+    ses_communicator_t comm;
+    ses_status_t st = SES_OK;
+
+    pthread_mutex_lock(&s->lock);
+    comm = s->comm;
+    pthread_mutex_unlock(&s->lock);
+    ses__attrs_get_string(&n->attrs, "reduction", &reduction);
+    for (int pass = 0; pass < 2 && st == SES_OK; pass++) {
+        ses_dtype_t dtype = pass ? SES_F64 : SES_F32;
+        size_t bytes = 0, at = 0, count;
+        unsigned char *buffer;
+
+        for (size_t i = 0; i < n->n_inputs; i++)
+            if (c->slots[step->args[i]].type.dtype == dtype)
+                bytes += c->slots[step->args[i]].bytes;
+        if (!bytes)
+            continue;
+        buffer = malloc(bytes);
+        if (!buffer)
+            return ses__fail(SES_OUT_OF_MEMORY, "AllReduce \"%s\": out of memory for %zu bytes",
+                             n->name, bytes);
+        for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
+            const ses__slot_t *slot = &c->slots[step->args[i]];
+            if (slot->type.dtype != dtype)
+                continue;
+            if (slot->tensor)
+                memcpy(buffer + at, slot->tensor->data, slot->bytes);
+            else
+                st = ses__read_slot(s, slot, buffer + at);
+            at += slot->bytes;
+        }
+        count = bytes / ses_dtype_size(dtype);
+        if (st == SES_OK && comm.allreduce_sum && comm.size > 1) {
+            st = comm.allreduce_sum(comm.user, buffer, count, dtype);
+            if (st != SES_OK) {
+                char message[1024];
+                snprintf(message, sizeof message, "%s", ses_last_error());
+                st = ses__fail(st, "AllReduce \"%s\": %s", n->name, message);
+            } else if (!strcmp(reduction, "mean")) {
+                for (size_t k = 0; k < count; k++) {
+                    if (dtype == SES_F32)
+                        ((float *)(void *)buffer)[k] /= (float)comm.size;
+                    else
+                        ((double *)(void *)buffer)[k] /= (double)comm.size;
+                }
+            }
+        }
+        at = 0;
+        for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
+            const ses__slot_t *out = &c->slots[step->args[n->n_inputs + i]];
+            if (c->slots[step->args[i]].type.dtype != dtype)
+                continue;
+            st = ses__write_slot(s, out, buffer + at);
+            at += out->bytes;
+        }
+        free(buffer);
+    }
+    return st;
+}
+
 ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, const ses__step_t *step) {
     const char *path = NULL;
+
+    if (!strcmp(step->node->op, "AllReduce"))
+        return run_allreduce(s, c, step);
 
     if (ses__attrs_get_string(&step->node->attrs, "path", &path) != 1 || !path)
         return ses__fail(SES_INVALID_ARGUMENT, "%s \"%s\": no path", step->node->op,

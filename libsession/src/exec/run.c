@@ -74,6 +74,29 @@ ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *hos
     return SES_OK;
 }
 
+ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const void *host) {
+    const ses__device_ctx_t *dev = &s->devices[slot->device];
+    void *p;
+    int32_t rc;
+
+    if (!slot->bytes)
+        return SES_OK;
+    p = map_slot(s, slot, SES_DRV_MAP_WRITE);
+    if (p) {
+        memcpy(p, host, slot->bytes);
+        unmap_slot(s, slot, p);
+        return SES_OK;
+    }
+    rc = dev->api->copy_h2d(dev->handle, NULL, host, slot->buffer, slot->offset, slot->bytes);
+    if (rc != SES_DRV_OK) {
+        char message[1024];
+        ses__host_take_message(message, sizeof message);
+        return ses__fail((ses_status_t)rc, "copy to %s: %s", device_name(s, slot->device),
+                         message);
+    }
+    return SES_OK;
+}
+
 ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst) {
     const ses__device_ctx_t *to = &s->devices[dst->device];
     void *staging, *p;

@@ -668,6 +668,49 @@ uint64_t ses_session_graph_launches(const ses_session_t *s) {
     return s ? atomic_load(&((ses_session_t *)s)->graph_launches) : 0;
 }
 
+ses_status_t ses_session_set_communicator(ses_session_t *s, const ses_communicator_t *comm) {
+    if (!s)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_set_communicator: session is NULL");
+    if (comm && (comm->struct_size < sizeof *comm || !comm->allreduce_sum || !comm->size ||
+                 comm->rank >= comm->size))
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_session_set_communicator: struct_size, allreduce_sum, rank (< size) "
+                         "and size must be set");
+    pthread_mutex_lock(&s->lock);
+    if (comm)
+        s->comm = *comm;
+    else
+        memset(&s->comm, 0, sizeof s->comm);
+    pthread_mutex_unlock(&s->lock);
+    return SES_OK;
+}
+
+ses_status_t ses_session_initialize_variables(ses_session_t *s) {
+    ses_status_t st;
+
+    if (!s)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_initialize_variables: session is NULL");
+    if ((st = ses__session_enter(s, "ses_session_initialize_variables")) != SES_OK)
+        return st;
+    for (size_t i = 0; i < s->graph->n_nodes && st == SES_OK; i++) {
+        ses_node_t *n = s->graph->nodes[i];
+        ses_tensor_t *value = NULL;
+        ses_edge_t edge = {n, 0};
+
+        if (n->kind != SES__NODE_VARIABLE)
+            continue;
+        if (ses_scope_find(s->scope, n->name, &value) == SES_OK) {
+            ses_tensor_release(value);
+            continue;
+        }
+        /* Fetching the variable initializes it (and any it is initialized from). */
+        st = eval_in(s, s->scope, &edge, 1, NULL, 0, NULL, 0, &value, 0);
+        ses_tensor_release(value);
+    }
+    ses__session_leave(s);
+    return st;
+}
+
 ses_status_t ses_session_copy_variables(ses_session_t *to, ses_session_t *from) {
     ses_status_t st = SES_OK;
 

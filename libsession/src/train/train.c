@@ -349,9 +349,45 @@ static ses_status_t loss_variables(ses_graph_t *g, ses_edge_t loss, ses_node_t *
     return SES_OK;
 }
 
+/* Routes the gradients through AllReduce nodes (mean over the job's processes), up to
+ * SES__MAX_OUTPUTS per node: each node is one fused collective. */
+static ses_status_t allreduce_gradients(ses_graph_t *g, const char *name, ses_edge_t *dxs,
+                                        size_t n) {
+    for (size_t first = 0; first < n; first += SES__MAX_OUTPUTS) {
+        size_t k = n - first < SES__MAX_OUTPUTS ? n - first : SES__MAX_OUTPUTS;
+        char node_name[600];
+        ses_node_t *node;
+        ses_status_t st;
+
+        snprintf(node_name, sizeof node_name, "%s/allreduce_%zu", name, first / SES__MAX_OUTPUTS);
+        st = ses_graph_add_node(g, "AllReduce", node_name, dxs + first, k, NULL, 0, k, &node);
+        if (st != SES_OK)
+            return st;
+        for (size_t i = 0; i < k; i++)
+            dxs[first + i] = ses_node_output(node, (uint32_t)i);
+    }
+    return SES_OK;
+}
+
+static ses_status_t minimize(ses_graph_t *g, const char *name, ses_edge_t loss,
+                             const ses_optimizer_t *optimizer, ses_node_t *const *vars,
+                             size_t n_vars, int distributed, ses_node_t **out_step);
+
 ses_status_t ses_minimize(ses_graph_t *g, const char *name, ses_edge_t loss,
                           const ses_optimizer_t *optimizer, ses_node_t *const *vars,
                           size_t n_vars, ses_node_t **out_step) {
+    return minimize(g, name, loss, optimizer, vars, n_vars, 0, out_step);
+}
+
+ses_status_t ses_minimize_distributed(ses_graph_t *g, const char *name, ses_edge_t loss,
+                                      const ses_optimizer_t *optimizer, ses_node_t *const *vars,
+                                      size_t n_vars, ses_node_t **out_step) {
+    return minimize(g, name, loss, optimizer, vars, n_vars, 1, out_step);
+}
+
+static ses_status_t minimize(ses_graph_t *g, const char *name, ses_edge_t loss,
+                             const ses_optimizer_t *optimizer, ses_node_t *const *vars,
+                             size_t n_vars, int distributed, ses_node_t **out_step) {
     ses_node_t **own_vars = NULL, **updates = NULL;
     ses_edge_t *xs = NULL, *dxs = NULL;
     char prefix[512];
@@ -408,14 +444,15 @@ ses_status_t ses_minimize(ses_graph_t *g, const char *name, ses_edge_t loss,
     }
     snprintf(prefix, sizeof prefix, "%s/gradients", name);
     st = ses_gradients(g, prefix, &loss, 1, xs, n, NULL, dxs);
-    for (size_t i = 0; i < n && st == SES_OK; i++) {
+    for (size_t i = 0; i < n && st == SES_OK; i++)
         if (!dxs[i].node)
             st = ses__fail(SES_INVALID_ARGUMENT,
                            "ses_minimize \"%s\": the loss \"%s\" does not depend on variable \"%s\"",
                            name, loss.node->name, vars[i]->name);
-        else
-            st = update_op(g, name, optimizer, vars[i], dxs[i], &updates[i]);
-    }
+    if (st == SES_OK && distributed)
+        st = allreduce_gradients(g, name, dxs, n);
+    for (size_t i = 0; i < n && st == SES_OK; i++)
+        st = update_op(g, name, optimizer, vars[i], dxs[i], &updates[i]);
     if (st == SES_OK)
         st = ses_graph_group(g, name, updates, n, out_step);
 

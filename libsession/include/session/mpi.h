@@ -1,0 +1,54 @@
+/*
+ * libsession-mpi: distributed sessions on MPI (Open MPI or MPICH; started by mpirun, srun, ...).
+ * Link `pkg-config --libs session-mpi`. A distributed session is a session whose communicator
+ * is the job's MPI_COMM_WORLD: its variables are broadcast from the chief (rank 0) when it
+ * opens, and the AllReduce ops of ses_minimize_distributed average gradients over every rank.
+ * Failure of a rank ends the job (MPI's rule); recover by restarting from the last checkpoint,
+ * which only the chief writes.
+ */
+#ifndef SESSION_MPI_H
+#define SESSION_MPI_H
+
+#include <session/session.h>
+#include <session/task.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ses_mpi ses_mpi_t;
+
+/**
+ * Initializes MPI (unless the program did; then it is left to the program to finalize) and
+ * reads this process's task: rank and size of MPI_COMM_WORLD, local rank among the ranks of
+ * this machine, shard = rank of size unless SESSION_SHARD_INDEX / SESSION_SHARD_COUNT say.
+ */
+SES_API ses_status_t ses_mpi_init(int *argc, char ***argv, ses_mpi_t **out_mpi);
+/** Finalizes MPI if ses_mpi_init initialized it, and frees @p mpi. Accepts NULL. */
+SES_API void ses_mpi_finalize(ses_mpi_t *mpi);
+
+SES_API const ses_task_spec_t *ses_mpi_task(const ses_mpi_t *mpi);
+/** The communicator for ses_session_set_communicator (valid until ses_mpi_finalize). */
+SES_API const ses_communicator_t *ses_mpi_communicator(const ses_mpi_t *mpi);
+
+/**
+ * Opens a session on every rank (as ses_session_open), sets its communicator, initializes its
+ * variables and broadcasts the chief's values to every rank: collective, every rank calls it.
+ */
+SES_API ses_status_t ses_mpi_session_open(ses_mpi_t *mpi, ses_graph_t *graph,
+                                          const char *const *devices, size_t n_devices,
+                                          const ses_session_options_t *options,
+                                          ses_session_t **out_session);
+/** Copies every variable of @p s from the chief to every rank (collective). */
+SES_API ses_status_t ses_mpi_broadcast_variables(ses_mpi_t *mpi, ses_session_t *s);
+/** 1 on every rank when @p flag is non-zero on any rank (collective): agreeing to stop. */
+SES_API int ses_mpi_any(ses_mpi_t *mpi, int flag);
+/** Sums @p count values of @p dtype (f32, f64, i32 or i64) over every rank, in place. */
+SES_API ses_status_t ses_mpi_allreduce_sum(ses_mpi_t *mpi, void *data, size_t count,
+                                           ses_dtype_t dtype);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SESSION_MPI_H */

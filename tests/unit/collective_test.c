@@ -1,0 +1,250 @@
+/*
+ * AllReduce and ses_minimize_distributed without MPI: a fake communicator plays the other ranks
+ * of a job. Without a communicator the distributed graph trains exactly like ses_minimize's.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <session/session.h>
+#include <session/train.h>
+
+/* Two other ranks whose values are 10 and 20 everywhere: the sum adds 30 to each element. */
+static int calls;
+static ses_status_t fake_allreduce(void *user, void *data, size_t count, ses_dtype_t dtype) {
+    (void)user;
+    calls++;
+    for (size_t i = 0; i < count; i++) {
+        if (dtype == SES_F32)
+            ((float *)data)[i] += 30.0f;
+        else
+            ((double *)data)[i] += 30.0;
+    }
+    return SES_OK;
+}
+
+static ses_status_t broken_allreduce(void *user, void *data, size_t count, ses_dtype_t dtype) {
+    (void)user;
+    (void)data;
+    (void)count;
+    (void)dtype;
+    return ses_set_error(SES_UNAVAILABLE, "the network is down");
+}
+
+static ses_tensor_t *vec(ses_dtype_t dt, int64_t n, double v0) {
+    ses_tensor_t *t;
+    assert_int_equal(ses_tensor_create(dt, 1, &n, &t), SES_OK);
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == SES_F32)
+            ((float *)ses_tensor_data(t))[i] = (float)(v0 + (double)i);
+        else
+            ((double *)ses_tensor_data(t))[i] = v0 + (double)i;
+    }
+    return t;
+}
+
+static void allreduce_averages_each_input_over_the_job(void **state) {
+    ses_graph_t *g;
+    ses_session_t *s;
+    ses_edge_t in[2], out[2];
+    ses_node_t *node;
+    ses_tensor_t *a = vec(SES_F32, 3, 1), *b = vec(SES_F64, 2, 5), *res[2] = {NULL, NULL};
+    ses_communicator_t comm = {sizeof comm, 0, 3, fake_allreduce, NULL};
+    ses_attr_t sum = ses_attr_string("reduction", "sum");
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "a", a, &in[0]), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "b", b, &in[1]), SES_OK);
+    assert_int_equal(ses_graph_add_node(g, "AllReduce", "ar", in, 2, NULL, 0, 2, &node), SES_OK);
+    out[0] = ses_node_output(node, 0);
+    out[1] = ses_node_output(node, 1);
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
+    /* Alone: a copy. */
+    assert_int_equal(ses_session_eval(s, out, 2, NULL, 0, NULL, 0, res), SES_OK);
+    assert_float_equal(((float *)ses_tensor_data(res[0]))[2], 3.0, 0);
+    assert_float_equal(((double *)ses_tensor_data(res[1]))[1], 6.0, 0);
+    ses_tensor_release(res[0]);
+    ses_tensor_release(res[1]);
+    /* In a job of 3: (x + 10 + 20) / 3, one collective per dtype. */
+    calls = 0;
+    assert_int_equal(ses_session_set_communicator(s, &comm), SES_OK);
+    assert_int_equal(ses_session_eval(s, out, 2, NULL, 0, NULL, 0, res), SES_OK);
+    assert_int_equal(calls, 2);
+    assert_float_equal(((float *)ses_tensor_data(res[0]))[0], (1.0 + 30.0) / 3.0, 1e-6);
+    assert_float_equal(((float *)ses_tensor_data(res[0]))[2], (3.0 + 30.0) / 3.0, 1e-6);
+    assert_float_equal(((double *)ses_tensor_data(res[1]))[1], (6.0 + 30.0) / 3.0, 1e-12);
+    ses_tensor_release(res[0]);
+    ses_tensor_release(res[1]);
+    ses_session_destroy(s);
+    /* reduction "sum" skips the division. */
+    assert_int_equal(ses_graph_add_node(g, "AllReduce", "ars", in, 1, &sum, 1, 1, &node), SES_OK);
+    out[0] = ses_node_output(node, 0);
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
+    assert_int_equal(ses_session_set_communicator(s, &comm), SES_OK);
+    assert_int_equal(ses_session_eval(s, out, 1, NULL, 0, NULL, 0, res), SES_OK);
+    assert_float_equal(((float *)ses_tensor_data(res[0]))[1], 32.0, 0);
+    ses_tensor_release(res[0]);
+    ses_session_destroy(s);
+    ses_tensor_release(a);
+    ses_tensor_release(b);
+    ses_graph_release(g);
+}
+
+static void a_failing_collective_names_the_node_and_bad_communicators_are_refused(void **state) {
+    ses_graph_t *g;
+    ses_session_t *s;
+    ses_edge_t in, out;
+    ses_node_t *node;
+    ses_tensor_t *a = vec(SES_F32, 3, 1), *res = NULL;
+    ses_communicator_t comm = {sizeof comm, 1, 2, broken_allreduce, NULL};
+    ses_attr_t bad = ses_attr_string("reduction", "max");
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "a", a, &in), SES_OK);
+    assert_int_equal(ses_graph_add_node(g, "AllReduce", "grads", &in, 1, NULL, 0, 1, &node), SES_OK);
+    out = ses_node_output(node, 0);
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
+    assert_int_equal(ses_session_set_communicator(s, &comm), SES_OK);
+    assert_int_not_equal(ses_session_eval(s, &out, 1, NULL, 0, NULL, 0, &res), SES_OK);
+    assert_non_null(strstr(ses_last_error(), "AllReduce \"grads\": the network is down"));
+    assert_null(res);
+    comm.rank = 2;
+    assert_int_equal(ses_session_set_communicator(s, &comm), SES_INVALID_ARGUMENT);
+    comm.rank = 0;
+    comm.allreduce_sum = NULL;
+    assert_int_equal(ses_session_set_communicator(s, &comm), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_session_set_communicator(s, NULL), SES_OK);
+    ses_session_destroy(s);
+    assert_int_equal(ses_graph_add_node(g, "AllReduce", "max", &in, 1, &bad, 1, 1, &node), SES_OK);
+    out = ses_node_output(node, 0);
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
+    assert_int_equal(ses_session_eval(s, &out, 1, NULL, 0, NULL, 0, &res), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "\"mean\" or \"sum\""));
+    ses_session_destroy(s);
+    ses_tensor_release(a);
+    ses_graph_release(g);
+}
+
+/* A linear model w·x with an MSE loss, trained 3 steps; returns w. */
+static void train(int distributed, const ses_communicator_t *comm, float w_out[4]) {
+    static const float xs[8] = {1, 2, 3, 4, -1, 0.5f, 2, 1}, ts[2] = {3, -1};
+    const int64_t xd[2] = {2, 4}, wd[2] = {4, 1}, td[2] = {2, 1};
+    ses_graph_t *g;
+    ses_session_t *s;
+    ses_edge_t x, t, w, init, y, loss;
+    ses_tensor_t *tx, *tt, *tw, *after = NULL;
+    ses_node_t *step, *vars[1];
+    ses_optimizer_t opt;
+    float w0[4] = {0.1f, -0.2f, 0.3f, 0.05f};
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 2, xd, xs, sizeof xs, &tx), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 2, td, ts, sizeof ts, &tt), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 2, wd, w0, sizeof w0, &tw), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "x", tx, &x), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "t", tt, &t), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "w0", tw, &init), SES_OK);
+    assert_int_equal(ses_graph_variable(g, "w", init, &w), SES_OK);
+    assert_int_equal(ses_graph_op(g, "MatMul", "y", (ses_edge_t[]){x, w}, 2, NULL, 0, &y), SES_OK);
+    assert_int_equal(ses_mean_squared_error(g, "loss", y, t, SES_REDUCTION_MEAN, &loss), SES_OK);
+    ses_optimizer_sgd(&opt, 0.05);
+    vars[0] = w.node;
+    assert_int_equal((distributed ? ses_minimize_distributed : ses_minimize)(g, "train", loss, &opt,
+                                                                            vars, 1, &step),
+                     SES_OK);
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
+    if (comm)
+        assert_int_equal(ses_session_set_communicator(s, comm), SES_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ses_session_eval(s, NULL, 0, NULL, 0, &step, 1, NULL), SES_OK);
+    assert_int_equal(ses_scope_find(ses_session_scope(s), "w", &after), SES_OK);
+    memcpy(w_out, ses_tensor_data(after), 4 * sizeof(float));
+    ses_tensor_release(after);
+    ses_tensor_release(tx);
+    ses_tensor_release(tt);
+    ses_tensor_release(tw);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static ses_status_t identity_allreduce(void *user, void *data, size_t count, ses_dtype_t dtype) {
+    /* Two ranks holding the same gradient: the sum is twice it, the mean the gradient itself. */
+    (void)user;
+    for (size_t i = 0; i < count; i++) {
+        if (dtype == SES_F32)
+            ((float *)data)[i] *= 2.0f;
+        else
+            ((double *)data)[i] *= 2.0;
+    }
+    calls++;
+    return SES_OK;
+}
+
+static void distributed_minimize_trains_as_minimize(void **state) {
+    float plain[4], alone[4], pair[4];
+    ses_communicator_t comm = {sizeof comm, 0, 2, identity_allreduce, NULL};
+
+    (void)state;
+    train(0, NULL, plain);
+    train(1, NULL, alone);
+    calls = 0;
+    train(1, &comm, pair);
+    assert_int_equal(calls, 3); /* one fused collective per step */
+    for (int i = 0; i < 4; i++) {
+        assert_float_equal(alone[i], plain[i], 1e-7);
+        assert_float_equal(pair[i], plain[i], 1e-6);
+        assert_true(fabs(plain[i] - (float[]){0.1f, -0.2f, 0.3f, 0.05f}[i]) > 1e-4); /* it moved */
+    }
+}
+
+static void many_gradients_are_bucketed_eight_per_collective(void **state) {
+    ses_graph_t *g;
+    ses_edge_t sum, loss, v[10];
+    ses_node_t *step, *found = NULL;
+    ses_optimizer_t opt;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    for (int i = 0; i < 10; i++) {
+        char name[16];
+        ses_tensor_t *t = vec(SES_F32, 2, i);
+        ses_edge_t init;
+        snprintf(name, sizeof name, "v%d", i);
+        assert_int_equal(ses_graph_constant(g, NULL, t, &init), SES_OK);
+        assert_int_equal(ses_graph_variable(g, name, init, &v[i]), SES_OK);
+        ses_tensor_release(t);
+        if (i == 0)
+            sum = v[0];
+        else
+            assert_int_equal(ses_graph_op(g, "Add", NULL, (ses_edge_t[]){sum, v[i]}, 2, NULL, 0,
+                                          &sum), SES_OK);
+    }
+    assert_int_equal(ses_graph_op(g, "ReduceSum", "loss", &sum, 1, NULL, 0, &loss), SES_OK);
+    ses_optimizer_sgd(&opt, 0.1);
+    assert_int_equal(ses_minimize_distributed(g, "train", loss, &opt, NULL, 0, &step), SES_OK);
+    assert_int_equal(ses_graph_find_node(g, "train/allreduce_0", &found), SES_OK);
+    assert_int_equal(ses_node_output_count(found), 8);
+    assert_int_equal(ses_graph_find_node(g, "train/allreduce_1", &found), SES_OK);
+    assert_int_equal(ses_node_output_count(found), 2);
+    assert_int_equal(ses_graph_find_node(g, "train/allreduce_2", &found), SES_NOT_FOUND);
+    ses_graph_release(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(allreduce_averages_each_input_over_the_job),
+        cmocka_unit_test(a_failing_collective_names_the_node_and_bad_communicators_are_refused),
+        cmocka_unit_test(distributed_minimize_trains_as_minimize),
+        cmocka_unit_test(many_gradients_are_bucketed_eight_per_collective),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
