@@ -40,7 +40,11 @@
 #include <session/dataset.h>
 #include <session/hooks.h>
 #include <session/session.h>
+#include <session/task.h>
 #include <session/train.h>
+#ifdef SES_WITH_MPI
+#include <session/mpi.h>
+#endif
 
 #define PROGRAM "session-train-example"
 #define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
@@ -69,7 +73,15 @@ typedef struct options {
     uint64_t threads; /* 0: the driver's default */
     uint64_t log_every;
     int progress; /* -1 auto (a terminal), 0 plain lines, 1 a progress bar */
+    int distributed; /* data-parallel over the MPI job this process is part of */
 } options_t;
+
+/* --distributed: this process's place in the job (NULL: alone). Only the chief prints, saves
+ * checkpoints and evaluates; every rank trains on its slice of each global batch. */
+#ifdef SES_WITH_MPI
+static ses_mpi_t *mpi;
+#endif
+static const ses_task_spec_t *task;
 
 static const char *const optimizer_names[] = {"sgd", "momentum", "adam"};
 /* Learning rates that reach 0.85 test accuracy within 5 epochs at batch 64 on this network
@@ -108,6 +120,9 @@ static void usage(FILE *out) {
             "  --log-every N          steps between progress lines when not on a terminal\n"
             "                         (default 100)\n"
             "  --progress MODE        bar, lines or auto (default auto: a bar on a terminal)\n"
+            "  --distributed          data-parallel over the MPI job (run under mpirun): each\n"
+            "                         of the N ranks trains on 1/N of every batch, gradients\n"
+            "                         are averaged, rank 0 prints, evaluates and saves\n"
             "  --help                 this text\n"
             "\n"
             "Exit status: 0 done, 1 training failed or no data, 2 bad argument, 130 "
@@ -164,6 +179,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
         OPT_LOG_EVERY,
         OPT_PROGRESS,
         OPT_HELP,
+        OPT_DISTRIBUTED,
     };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, OPT_DATA},
@@ -183,6 +199,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
         {"log-every", required_argument, NULL, OPT_LOG_EVERY},
         {"progress", required_argument, NULL, OPT_PROGRESS},
         {"help", no_argument, NULL, OPT_HELP},
+        {"distributed", no_argument, NULL, OPT_DISTRIBUTED},
         {NULL, 0, NULL, 0},
     };
     int c, rc;
@@ -251,6 +268,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
             rc = parse_count("--keep-checkpoints", optarg, 0, UINT32_MAX, &o->keep_checkpoints);
             break;
         case OPT_RESUME: o->resume = 1; break;
+        case OPT_DISTRIBUTED: o->distributed = 1; break;
         case OPT_STEPS: rc = parse_count("--steps", optarg, 1, UINT64_MAX / 2, &o->steps); break;
         case OPT_SEED: rc = parse_count("--seed", optarg, 0, UINT64_MAX / 4, &o->seed); break;
         case OPT_THREADS: rc = parse_count("--threads", optarg, 1, 1024, &o->threads); break;
@@ -420,7 +438,8 @@ static int build_network(const options_t *o, network_t *net) {
                                   &net->loss) != SES_OK ||
         ses_graph_op(net->g, "ArgMax", "prediction", &net->logits, 1, argmax_attrs, 2,
                      &net->prediction) != SES_OK ||
-        ses_minimize(net->g, "train", net->loss, &opt, NULL, 0, &net->train) != SES_OK) {
+        (o->distributed ? ses_minimize_distributed : ses_minimize)(
+            net->g, "train", net->loss, &opt, NULL, 0, &net->train) != SES_OK) {
         fprintf(stderr, PROGRAM ": building the network: %s\n", ses_last_error());
         return 1;
     }
@@ -681,6 +700,15 @@ static int terminal_columns(void) {
 /* ---- evaluation --------------------------------------------------------------------------- */
 
 /* The fraction of @p test whose predicted class is the label, in batches of EVAL_BATCH. */
+/* Whether to stop: this process's answer, or, distributed, whether any rank wants to. */
+static int agree_to_stop(int local) {
+#ifdef SES_WITH_MPI
+    if (mpi)
+        return ses_mpi_any(mpi, local);
+#endif
+    return local;
+}
+
 static int evaluate(ses_session_t *s, const network_t *net, const split_t *test, uint32_t *index,
                     double *out_accuracy) {
     size_t correct = 0;
@@ -761,6 +789,28 @@ int main(int argc, char **argv) {
     memset(&net, 0, sizeof net);
     if ((rc = parse_options(argc, argv, &o)) != 0)
         return rc;
+    if (o.distributed) {
+#ifdef SES_WITH_MPI
+        if (ses_mpi_init(&argc, &argv, &mpi) != SES_OK) {
+            fprintf(stderr, PROGRAM ": --distributed: %s\n", ses_last_error());
+            return 1;
+        }
+        task = ses_mpi_task(mpi);
+        if (o.batch % task->size) {
+            rc = bad_argument("--batch %" PRIu64 " does not split into %u equal parts, one per "
+                              "rank", o.batch, task->size);
+            ses_mpi_finalize(mpi);
+            return rc;
+        }
+        if (!task->is_chief && !freopen("/dev/null", "w", stdout))
+            return 1;
+        printf("distributed: %u ranks (MPI), %" PRIu64 " examples per rank and step\n",
+               task->size, o.batch / task->size);
+#else
+        return bad_argument("--distributed: this build has no libsession-mpi (install "
+                            "libopenmpi-dev and rebuild)");
+#endif
+    }
 
     /* OpenBLAS (in the CPU driver, loaded when the session opens) sizes its pool from the
      * environment when it is loaded, so this must come before anything opens a driver. */
@@ -787,6 +837,14 @@ int main(int argc, char **argv) {
     if ((rc = choose_device(&net, &o, &train, &s)) != 0)
         goto done;
     rc = 1;
+#ifdef SES_WITH_MPI
+    /* Every rank starts from the chief's weights (a restored checkpoint replaces them all). */
+    if (mpi && (ses_session_set_communicator(s, ses_mpi_communicator(mpi)) != SES_OK ||
+                ses_mpi_broadcast_variables(mpi, s) != SES_OK)) {
+        fprintf(stderr, PROGRAM ": --distributed: %s\n", ses_last_error());
+        goto done;
+    }
+#endif
 
     /* The hooks, in the order they run: restore, stop, progress, save. */
     if (o.resume) {
@@ -825,7 +883,7 @@ int main(int argc, char **argv) {
     progress.batch = o.batch;
     progress.log_every = o.log_every;
     hooks[n_hooks++] = &progress.hook;
-    if (o.checkpoint_dir) {
+    if (o.checkpoint_dir && (!task || task->is_chief)) {
         if (ses_hook_checkpoint_saver(o.checkpoint_dir, o.checkpoint_every, 0,
                                       (uint32_t)o.keep_checkpoints, &hooks[n_hooks]) != SES_OK)
             goto hook_failed;
@@ -857,7 +915,8 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     {
-        const int64_t x_dims[] = {(int64_t)o.batch, PIXELS}, y_dims[] = {(int64_t)o.batch};
+        const uint64_t local = task ? o.batch / task->size : o.batch;
+        const int64_t x_dims[] = {(int64_t)local, PIXELS}, y_dims[] = {(int64_t)local};
         order = malloc(train.n * sizeof *order);
         test_index = malloc(test.n * sizeof *test_index);
         if (!order || !test_index || ses_tensor_create(SES_F32, 2, x_dims, &x) != SES_OK ||
@@ -876,7 +935,8 @@ int main(int argc, char **argv) {
     t_start = now_seconds();
     progress_reset_clock(&progress, start_step);
 
-    while (!ses_monitored_should_stop(m) && (step = ses_monitored_step(m)) < end_step) {
+    while (!agree_to_stop(ses_monitored_should_stop(m)) &&
+           (step = ses_monitored_step(m)) < end_step) {
         uint64_t epoch = step / steps_per_epoch, position = step % steps_per_epoch;
         ses_feed_t feeds[2] = {{net.x, x}, {net.labels, y}};
 
@@ -886,15 +946,19 @@ int main(int argc, char **argv) {
             progress.epoch_loss_sum = 0;
             progress.epoch_loss_count = 0;
         }
-        fill_batch(&train, order + position * o.batch, o.batch, ses_tensor_data(x),
-                   ses_tensor_data(y));
+        /* This rank's slice of the global batch. */
+        {
+            uint64_t local = task ? o.batch / task->size : o.batch;
+            fill_batch(&train, order + position * o.batch + (task ? task->rank : 0) * local, local,
+                       ses_tensor_data(x), ses_tensor_data(y));
+        }
         if (ses_monitored_run(m, NULL, 0, feeds, 2, &net.train, 1, NULL) != SES_OK) {
             progress_finish_line(&progress, step);
             fprintf(stderr, PROGRAM ": step %" PRIu64 ": %s\n", step + 1, ses_last_error());
             goto done;
         }
         step = ses_monitored_step(m);
-        if (step % steps_per_epoch == 0) {
+        if (step % steps_per_epoch == 0 && (!task || task->is_chief)) {
             double t0 = now_seconds();
             progress_finish_line(&progress, step);
             if (evaluate(s, &net, &test, test_index, &accuracy))
@@ -932,7 +996,8 @@ int main(int argc, char **argv) {
     printf("kernel calls: %" PRIu64 "; graphs: %" PRIu64 " captured, %" PRIu64 " launches\n",
            ses_session_kernel_calls(s), ses_session_graph_captures(s),
            ses_session_graph_launches(s));
-    if (evaluated_at != step && evaluate(s, &net, &test, test_index, &accuracy))
+    if ((!task || task->is_chief) && evaluated_at != step &&
+        evaluate(s, &net, &test, test_index, &accuracy))
         goto done;
     printf("test accuracy: %.4f\n", accuracy);
     rc = 0;
@@ -953,5 +1018,8 @@ done:
     ses_graph_release(net.g);
     free_split(&train);
     free_split(&test);
+#ifdef SES_WITH_MPI
+    ses_mpi_finalize(mpi);
+#endif
     return rc;
 }

@@ -795,6 +795,7 @@ void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {
         free(step->args);
         free(step->buffers);
         free(step->offsets);
+        free(step->scratch);
     }
     for (size_t d = 0; c->arenas && d < s->n_devices; d++)
         if (c->arenas[d])

@@ -111,6 +111,9 @@ typedef struct ses__step {
     ses_drv_buffer_t **buffers;   /* filled per run from the slots */
     uint64_t *offsets;
     struct ses__segment *segment; /* the captured run of kernels it belongs to, or NULL */
+    /* Host steps: memory kept from run to run (AllReduce's fused buffer), freed with the plan. */
+    void *scratch;
+    size_t scratch_bytes;
     /* Copy steps: args[0] is the source slot, args[1] the destination. */
 } ses__step_t;
 
@@ -232,7 +235,7 @@ ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *hos
  * Runs a host step (Save, Restore) with its input slots bound for this run. Errors name the node
  * and the file.
  */
-ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, const ses__step_t *step);
+ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t *step);
 
 /** Copies @p bytes between two slots' buffers on possibly different devices. */
 ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst);

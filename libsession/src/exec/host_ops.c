@@ -134,7 +134,7 @@ static ses_status_t run_restore(ses__compiled_t *c, const ses__step_t *step, con
  * AllReduce: the inputs of each dtype fused into one host buffer, one collective per dtype, then
  * the outputs written from it. A session without a communicator is a job of one process.
  */
-static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, const ses__step_t *step) {
+static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__step_t *step) {
     const ses_node_t *n = step->node;
     const char *reduction = "mean";
     ses_communicator_t comm;
@@ -154,10 +154,17 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, const se
                 bytes += c->slots[step->args[i]].bytes;
         if (!bytes)
             continue;
-        buffer = malloc(bytes);
-        if (!buffer)
-            return ses__fail(SES_OUT_OF_MEMORY, "AllReduce \"%s\": out of memory for %zu bytes",
-                             n->name, bytes);
+        /* One buffer for both dtypes, kept with the step: no allocation (nor page faults on
+         * fresh pages) per run. */
+        if (step->scratch_bytes < bytes) {
+            void *grown = realloc(step->scratch, bytes);
+            if (!grown)
+                return ses__fail(SES_OUT_OF_MEMORY,
+                                 "AllReduce \"%s\": out of memory for %zu bytes", n->name, bytes);
+            step->scratch = grown;
+            step->scratch_bytes = bytes;
+        }
+        buffer = step->scratch;
         for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
             const ses__slot_t *slot = &c->slots[step->args[i]];
             if (slot->type.dtype != dtype)
@@ -192,12 +199,11 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, const se
             st = ses__write_slot(s, out, buffer + at);
             at += out->bytes;
         }
-        free(buffer);
     }
     return st;
 }
 
-ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, const ses__step_t *step) {
+ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t *step) {
     const char *path = NULL;
 
     if (!strcmp(step->node->op, "AllReduce"))
