@@ -248,6 +248,22 @@ enum cpu__op {
     CPU__OP_REDUCEGRAD,
     CPU__OP_GATHERGRAD,
     CPU__OP_SLICEGRAD,
+    /* The CNN ops (cpu_cnn.c), all general entries */
+    CPU__OP_CONV,
+    CPU__OP_CONVGRAD,
+    CPU__OP_MAXPOOL,
+    CPU__OP_AVGPOOL,
+    CPU__OP_MAXPOOLGRAD,
+    CPU__OP_AVGPOOLGRAD,
+    CPU__OP_BATCHNORM,
+    CPU__OP_DROPOUT,
+    CPU__OP_PAD,
+    CPU__OP_PADGRAD,
+    CPU__OP_CLIP,
+    CPU__OP_SPLIT,
+    CPU__OP_SHAPE,
+    CPU__OP_CONSTANTOFSHAPE,
+    CPU__OP_RANGE,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -255,10 +271,11 @@ enum cpu__op {
 
 /**
  * The most inputs and outputs of a general entry (cpu__run_general): the training ops, which
- * take up to 6 inputs (Adam) and give 0 (the in-place optimizers), 1 or 2 outputs.
+ * take up to 6 inputs (Adam) and give 0 (the in-place optimizers), 1 or 2 outputs, and Split,
+ * which gives up to 8 (libsession's SES__MAX_OUTPUTS).
  */
 #define CPU__GENERAL_MAX_INPUTS 8
-#define CPU__MAX_OUTPUTS 2
+#define CPU__MAX_OUTPUTS 8
 
 /** A checked argument of a launch: where its elements are and what shape they have. */
 typedef struct cpu__tensor {
@@ -630,6 +647,20 @@ int32_t cpu__matmul_grad(const cpu__call_t *call);      /* MatMulGrad */
 int32_t cpu__reduce_grad(const cpu__call_t *call);      /* ReduceGrad */
 int32_t cpu__gather_grad(const cpu__call_t *call);      /* GatherGrad */
 int32_t cpu__slice_grad(const cpu__call_t *call);       /* SliceGrad */
+
+/* cpu_cnn.c (general entries) */
+int32_t cpu__conv(const cpu__call_t *call);              /* Conv */
+int32_t cpu__conv_grad(const cpu__call_t *call);         /* ConvGrad */
+int32_t cpu__pool(const cpu__call_t *call);              /* MaxPool AveragePool and grads */
+int32_t cpu__batch_norm(const cpu__call_t *call);        /* BatchNormalization */
+int32_t cpu__dropout(const cpu__call_t *call);           /* Dropout (with its mask) */
+int32_t cpu__pad(const cpu__call_t *call);               /* Pad */
+int32_t cpu__pad_grad(const cpu__call_t *call);          /* PadGrad */
+int32_t cpu__clip(const cpu__call_t *call);              /* Clip */
+int32_t cpu__split(const cpu__call_t *call);             /* Split */
+int32_t cpu__shape(const cpu__call_t *call);             /* Shape */
+int32_t cpu__constant_of_shape(const cpu__call_t *call); /* ConstantOfShape */
+int32_t cpu__range(const cpu__call_t *call);             /* Range */
 
 /* cpu_train.c (general entries) */
 int32_t cpu__sce_loss(const cpu__call_t *call);  /* SoftmaxCrossEntropyLoss */

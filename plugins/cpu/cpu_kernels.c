@@ -260,10 +260,82 @@ CPU__KERNELS(CPU__DEFINE)
       0x39, 6, (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T), 0, \
       0, 0)
 
+/* The CNN ops (cpu_cnn.c) at a float dtype T. */
+#define CPU__T1(T) (CPU__DT_##T)
+#define CPU__T2(T) (CPU__DT_##T, CPU__DT_##T)
+#define CPU__T3(T) (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T)
+#define CPU__G_CNN_FLOAT(G, T)                                                                    \
+    G(Conv_##T, "Conv", #T "," #T "->" #T, cpu__conv, CPU__OP_CONV, 0, 2, CPU__T2(T), 1,          \
+      CPU__DT_##T, 0)                                                                             \
+    G(ConvB_##T, "Conv", #T "," #T "," #T "->" #T, cpu__conv, CPU__OP_CONV, 0, 3, CPU__T3(T), 1,  \
+      CPU__DT_##T, 0)                                                                             \
+    G(ConvGrad_##T, "ConvGrad", #T "," #T "," #T "->" #T, cpu__conv_grad, CPU__OP_CONVGRAD, 0, 3, \
+      CPU__T3(T), 1, CPU__DT_##T, 0)                                                              \
+    G(MaxPool_##T, "MaxPool", #T "->" #T, cpu__pool, CPU__OP_MAXPOOL, 0, 1, CPU__T1(T), 1,        \
+      CPU__DT_##T, 0)                                                                             \
+    G(AveragePool_##T, "AveragePool", #T "->" #T, cpu__pool, CPU__OP_AVGPOOL, 0, 1, CPU__T1(T),   \
+      1, CPU__DT_##T, 0)                                                                          \
+    G(MaxPoolGrad_##T, "MaxPoolGrad", #T "," #T "->" #T, cpu__pool, CPU__OP_MAXPOOLGRAD, 0, 2,    \
+      CPU__T2(T), 1, CPU__DT_##T, 0)                                                              \
+    G(AveragePoolGrad_##T, "AveragePoolGrad", #T "->" #T, cpu__pool, CPU__OP_AVGPOOLGRAD, 0, 1,   \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(BatchNorm_##T, "BatchNormalization", #T "," #T "," #T "," #T "," #T "->" #T,                \
+      cpu__batch_norm, CPU__OP_BATCHNORM, 0, 5,                                                   \
+      (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T), 1, CPU__DT_##T, 0)       \
+    G(Dropout_##T, "Dropout", #T "->" #T ",bool", cpu__dropout, CPU__OP_DROPOUT, 0, 1,            \
+      CPU__T1(T), 2, CPU__DT_##T, SES_DRV_DTYPE_BOOL)                                             \
+    G(PadGrad_##T, "PadGrad", #T "->" #T, cpu__pad_grad, CPU__OP_PADGRAD, 0, 1, CPU__T1(T), 1,    \
+      CPU__DT_##T, 0)
+/* Split into K outputs: the signature's output list, and the output dtypes after the first
+ * (a list the spec's initializer takes as it is). */
+#define CPU__SPLIT_SIG1(T) #T
+#define CPU__SPLIT_SIG2(T) CPU__SPLIT_SIG1(T) "," #T
+#define CPU__SPLIT_SIG3(T) CPU__SPLIT_SIG2(T) "," #T
+#define CPU__SPLIT_SIG4(T) CPU__SPLIT_SIG3(T) "," #T
+#define CPU__SPLIT_SIG5(T) CPU__SPLIT_SIG4(T) "," #T
+#define CPU__SPLIT_SIG6(T) CPU__SPLIT_SIG5(T) "," #T
+#define CPU__SPLIT_SIG7(T) CPU__SPLIT_SIG6(T) "," #T
+#define CPU__SPLIT_SIG8(T) CPU__SPLIT_SIG7(T) "," #T
+#define CPU__SPLIT_REST1(T) 0
+#define CPU__SPLIT_REST2(T) CPU__DT_##T
+#define CPU__SPLIT_REST3(T) CPU__SPLIT_REST2(T), CPU__DT_##T
+#define CPU__SPLIT_REST4(T) CPU__SPLIT_REST3(T), CPU__DT_##T
+#define CPU__SPLIT_REST5(T) CPU__SPLIT_REST4(T), CPU__DT_##T
+#define CPU__SPLIT_REST6(T) CPU__SPLIT_REST5(T), CPU__DT_##T
+#define CPU__SPLIT_REST7(T) CPU__SPLIT_REST6(T), CPU__DT_##T
+#define CPU__SPLIT_REST8(T) CPU__SPLIT_REST7(T), CPU__DT_##T
+#define CPU__G_SPLIT(G, T, K)                                                                     \
+    G(Split##K##_##T, "Split", #T "->" CPU__SPLIT_SIG##K(T), cpu__split, CPU__OP_SPLIT, 0, 1,     \
+      CPU__T1(T), K, CPU__DT_##T, CPU__SPLIT_REST##K(T))
+/* The CNN ops at a number dtype T. */
+#define CPU__G_CNN_NUMBER(G, T)                                                                   \
+    G(Pad_##T, "Pad", #T "->" #T, cpu__pad, CPU__OP_PAD, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)     \
+    G(PadC_##T, "Pad", #T "," #T "->" #T, cpu__pad, CPU__OP_PAD, 0, 2, CPU__T2(T), 1,             \
+      CPU__DT_##T, 0)                                                                             \
+    G(Clip_##T, "Clip", #T "->" #T, cpu__clip, CPU__OP_CLIP, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0) \
+    G(Clip1_##T, "Clip", #T "," #T "->" #T, cpu__clip, CPU__OP_CLIP, 0, 2, CPU__T2(T), 1,         \
+      CPU__DT_##T, 0)                                                                             \
+    G(Clip2_##T, "Clip", #T "," #T "," #T "->" #T, cpu__clip, CPU__OP_CLIP, 0, 3, CPU__T3(T), 1,  \
+      CPU__DT_##T, 0)                                                                             \
+    G(Range_##T, "Range", #T "," #T "," #T "->" #T, cpu__range, CPU__OP_RANGE, 0, 3, CPU__T3(T),  \
+      1, CPU__DT_##T, 0)                                                                          \
+    G(ConstantOfShape_##T, "ConstantOfShape", "i64->" #T, cpu__constant_of_shape,                 \
+      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)                      \
+    CPU__G_SPLIT(G, T, 1) CPU__G_SPLIT(G, T, 2) CPU__G_SPLIT(G, T, 3) CPU__G_SPLIT(G, T, 4)       \
+    CPU__G_SPLIT(G, T, 5) CPU__G_SPLIT(G, T, 6) CPU__G_SPLIT(G, T, 7) CPU__G_SPLIT(G, T, 8)
+#define CPU__G_SHAPE(G, T)                                                                        \
+    G(Shape_##T, "Shape", #T "->i64", cpu__shape, CPU__OP_SHAPE, 0, 1, CPU__T1(T), 1,             \
+      SES_DRV_DTYPE_I64, 0)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
-    CPU__FLOATS(CPU__G_OPTIMIZERS, G)
+    CPU__FLOATS(CPU__G_OPTIMIZERS, G)          \
+    CPU__FLOATS(CPU__G_CNN_FLOAT, G)           \
+    CPU__NUMBERS(CPU__G_CNN_NUMBER, G)         \
+    CPU__ALL(CPU__G_SHAPE, G)                  \
+    G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
+      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0)
 
 #define CPU__LIST(...) __VA_ARGS__
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
@@ -276,7 +348,7 @@ CPU__KERNELS(CPU__DEFINE)
         .in = {CPU__LIST INS},                                                             \
         .out = OUT0,                                                                       \
         .n_outputs = N_OUT,                                                                \
-        .outs = {OUT0, OUT1},                                                              \
+        .outs = {OUT0, OUT1}, /* OUT1 may be a list: Split's outputs after the first */    \
         .inplace = INPLACE,                                                                \
     };                                                                                     \
     static int32_t cpu__compute_##id(ses_drv_device_t *device, void *state,                \

@@ -284,6 +284,134 @@ static const char *const adam[] = {
     NULL,
 };
 
+/* The CNN ops: X [N,C,spatial...], W [M,C/group,kernel...], then B. 2-D, 1-D and 3-D windows,
+ * strides, pads, dilations, groups (depthwise), every auto_pad, the 1x1 case that needs no
+ * im2col, an empty batch, and a large one. */
+static const char *const conv[] = {
+    "[1,1,5,5] [1,1,3,3]",
+    "[2,3,7,7] [4,3,3,3] pads=[1,1,1,1] strides=[2,2]",
+    "[1,4,6,6] [4,2,3,3] group=2 dilations=[2,2]",
+    "[1,2,9] [3,2,3] auto_pad=SAME_UPPER strides=[2]",
+    "[1,2,4,4,4] [2,2,2,2,2] pads=[0,1,0,1,0,1]",
+    "[1,4,5,5] [4,1,3,3] group=4 auto_pad=SAME_LOWER",
+    "[1,3,5,6] [2,3,2,2] auto_pad=VALID strides=[2,3]",
+    "[0,3,5,5] [2,3,3,3]",
+    "[2,8,5,5] [6,8,1,1]",
+    "[4,16,32,32] [32,16,3,3] pads=[1,1,1,1]",
+    "[1,2,5,5] [3,2,3,3] [3]",
+    "[2,4,6,6] [4,2,3,3] [4] group=2 pads=[1,0,1,0]",
+    "[1,3,5,5] [2,3,1,1] [2]",
+    "[2,16,16,16] [32,16,3,3] [32] pads=[1,1,1,1] strides=[2,2]",
+    NULL,
+};
+/* dy, X, W: the gradient of X (input=0) and of W (input=1) of the Conv cases. */
+#define CONV_GRAD(input)                                                                         \
+    "[1,1,3,3] [1,1,5,5] [1,1,3,3] input=" input,                                                \
+        "[2,4,4,4] [2,3,7,7] [4,3,3,3] pads=[1,1,1,1] strides=[2,2] input=" input,               \
+        "[1,4,2,2] [1,4,6,6] [4,2,3,3] group=2 dilations=[2,2] input=" input,                    \
+        "[1,3,5] [1,2,9] [3,2,3] auto_pad=SAME_UPPER strides=[2] input=" input,                  \
+        "[1,2,4,4,4] [1,2,4,4,4] [2,2,2,2,2] pads=[0,1,0,1,0,1] input=" input,                   \
+        "[2,6,5,5] [2,8,5,5] [6,8,1,1] input=" input,                                            \
+        "[0,2,3,3] [0,3,5,5] [2,3,3,3] input=" input,                                            \
+        "[4,32,16,16] [4,16,16,16] [32,16,3,3] pads=[1,1,1,1] input=" input
+static const char *const conv_grad[] = {CONV_GRAD("0"), CONV_GRAD("1"), NULL};
+#define POOLS                                                                                    \
+    "[1,1,4,4] kernel_shape=[2,2] strides=[2,2]",                                                \
+        "[2,3,7,7] kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]",                             \
+        "[1,2,6,6] kernel_shape=[3,3] strides=[2,2] ceil_mode=1",                                \
+        "[1,2,9] kernel_shape=[3] dilations=[2]", "[1,2,4,4,4] kernel_shape=[2,2,2]",            \
+        "[1,2,5,5] kernel_shape=[2,2] auto_pad=SAME_UPPER",                                      \
+        "[1,2,5,5] kernel_shape=[3,2] auto_pad=SAME_LOWER strides=[2,2]",                        \
+        "[0,2,4,4] kernel_shape=[2,2]", "[8,16,32,32] kernel_shape=[2,2] strides=[2,2]"
+static const char *const max_pool[] = {POOLS, NULL};
+static const char *const average_pool[] = {
+    POOLS,
+    "[2,3,7,7] kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] count_include_pad=1",
+    "[1,2,6,6] kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1 count_include_pad=1",
+    NULL,
+};
+/* dy, then X (MaxPoolGrad reads it; AveragePoolGrad takes its shape only). */
+#define POOL_GRADS(X)                                                                            \
+    "[1,1,2,2] [1,1,4,4]" X " kernel_shape=[2,2] strides=[2,2]",                                 \
+        "[2,3,4,4] [2,3,7,7]" X " kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]",              \
+        "[1,2,3,3] [1,2,6,6]" X " kernel_shape=[3,3] strides=[2,2] ceil_mode=1",                 \
+        "[1,2,5] [1,2,9]" X " kernel_shape=[3] dilations=[2]",                                   \
+        "[1,2,3,3,3] [1,2,4,4,4]" X " kernel_shape=[2,2,2]",                                     \
+        "[1,2,5,5] [1,2,5,5]" X " kernel_shape=[2,2] auto_pad=SAME_UPPER",                       \
+        "[0,2,2,2] [0,2,4,4]" X " kernel_shape=[2,2] strides=[2,2]",                             \
+        "[8,16,16,16] [8,16,32,32]" X " kernel_shape=[2,2] strides=[2,2]"
+static const char *const max_pool_grad[] = {POOL_GRADS(""), NULL};
+static const char *const average_pool_grad[] = {
+    POOL_GRADS("@like"),
+    "[2,3,4,4] [2,3,7,7]@like kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] "
+    "count_include_pad=1",
+    NULL,
+};
+/* X, scale, B, mean, var. */
+static const char *const batch_norm[] = {
+    "[2,3,4,4] [3] [3] [3] [3]@pos",
+    "[2,3] [3] [3] [3] [3]@pos epsilon=0.01",
+    "[2,3,5] [3] [3] [3] [3]@pos",
+    "[0,3,2] [3] [3] [3] [3]@pos",
+    "[8,64,16,16] [64] [64] [64] [64]@pos",
+    NULL,
+};
+/* Dropout with its mask output (the inference form: the data, and all true). */
+static const char *const dropout[] = {
+    "[2,3]", "[]", "[0]", "[7,9,5]", "[65536]", NULL,
+};
+/* data, pads, then constant_value and axes where given. */
+static const char *const pad[] = {
+    "[3,4] pads=i64:[1,2,1,1]",
+    "[3,4] pads=i64:[1,2,2,1] mode=reflect",
+    "[3,4] pads=i64:[2,0,0,3] mode=edge",
+    "[3,4] pads=i64:[-1,1,0,-2]",
+    "[] pads=i64:[]",
+    "[2,3,4] pads=i64:[0,1,2,0,2,1] mode=reflect",
+    "[3,4] pads=i64:[1,1,1,1] []",
+    "[0,3] pads=i64:[1,0,1,0] []",
+    "[2,3,4] pads=i64:[1,2] [] axes=i64:[-1]",
+    "[256,256] pads=i64:[2,3,4,5] mode=reflect",
+    "[256,256] pads=i64:[2,3,4,5] []",
+    NULL,
+};
+/* dy, x (its shape), then Pad's inputs: the Pad cases backwards. */
+static const char *const pad_grad[] = {
+    "[5,7] [3,4]@like pads=i64:[1,2,1,1]",
+    "[6,7] [3,4]@like pads=i64:[1,2,2,1] mode=reflect",
+    "[5,7] [3,4]@like pads=i64:[2,0,0,3] mode=edge",
+    "[3,3] [3,4]@like pads=i64:[-1,1,1,-2]",
+    "[3,5,9] [2,3,4]@like pads=i64:[0,1,2,1,1,3] mode=reflect",
+    "[] []@like pads=i64:[]",
+    "[260,265] [256,256]@like pads=i64:[2,3,2,6] mode=edge",
+    NULL,
+};
+/* x, then min and max (scalars) where given. */
+static const char *const clip[] = {
+    "[2,3]", "[]", "[0]", "[7,9,5] []@unit", "[2,3] []", "[65536] []@small",
+    "[2,3] []@unit []@pos", "[7,9,5] [1] [1]", "[0] [] []", "[65536] [] []", NULL,
+};
+/* 840 splits evenly into 1 to 8 parts, so each case fits every output count. */
+static const char *const split[] = {
+    "[840] axis=0", "[2,840] axis=1", "[840,3] axis=-2", "[0,840] axis=1", "[2,840,2] axis=1",
+    "[5,4] split=i64:[2,3]", "[7,3] num_outputs=2", NULL,
+};
+static const char *const shape[] = {
+    "[2,3,4]", "[2,3,4] start=1", "[2,3,4] start=-2 end=-1", "[]", "[0,5]", "[2,3,4] start=5",
+    NULL,
+};
+/* The input (a shape, drawn as small positive dims); value FLOAT gives f32 and INT i64, dtype
+ * (a ses_dtype_t) any other: 2 f64, 7 i32, 13 bool. */
+static const char *const constant_of_shape[] = {
+    "[3]@pos value=1.5", "[2]@pos value=7", "[2]@pos value=3 dtype=7", "[1]@pos value=2.5 dtype=2",
+    "[2]@pos value=1 dtype=13", "[0]@pos", NULL,
+};
+/* start, limit, delta: rising, falling, and ranges that are empty. */
+static const char *const range[] = {
+    "[]@small []@pos []@pos", "[]@pos []@small []@nz", "[]@small []@small []@nz",
+    "[]@pos []@pos []@nz", NULL,
+};
+
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
     {"Reshape", EXACT, reshape},
@@ -342,6 +470,21 @@ static const ses_conf_op_cases_t table[] = {
     {"SGD", ROUNDED, sgd},
     {"Momentum", ROUNDED, momentum},
     {"Adam", LIBM, adam},
+    {"Conv", PRODUCTS, conv},
+    {"ConvGrad", PRODUCTS, conv_grad},
+    {"MaxPool", EXACT, max_pool},
+    {"AveragePool", SUMS, average_pool},
+    {"MaxPoolGrad", ROUNDED, max_pool_grad},
+    {"AveragePoolGrad", SUMS, average_pool_grad},
+    {"BatchNormalization", LIBM, batch_norm},
+    {"Dropout", EXACT, dropout},
+    {"Pad", EXACT, pad},
+    {"PadGrad", SUMS, pad_grad},
+    {"Clip", EXACT, clip},
+    {"Split", EXACT, split},
+    {"Shape", EXACT, shape},
+    {"ConstantOfShape", EXACT, constant_of_shape},
+    {"Range", ROUNDED, range},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

@@ -63,6 +63,11 @@ static void an_exported_mlp_matches_numpy(void **state) {
     check_model("mlp");
 }
 
+static void a_small_cnn_matches_numpy(void **state) {
+    (void)state;
+    check_model("cnn"); /* Conv, Relu, MaxPool, Flatten, Gemm */
+}
+
 static void outputs_not_written_are_summarized(void **state) {
     run_result_t r = session_run(MODELS "/mlp/model.onnx --input " MODELS "/mlp/input_0.npy");
 
@@ -105,6 +110,7 @@ static void mistakes_are_named(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_exported_mlp_matches_numpy),
+        cmocka_unit_test(a_small_cnn_matches_numpy),
         cmocka_unit_test(outputs_not_written_are_summarized),
         cmocka_unit_test(mistakes_are_named),
     };

@@ -136,6 +136,10 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "Save", "Restore",
         /* collectives (collective_ops.c, run by exec/host_ops.c; tested in collective_test.c) */
         "AllReduce",
+        /* CNN and model ops (cnn.c, tested in cnn_ops_test.c) */
+        "Conv", "ConvGrad", "MaxPool", "AveragePool", "MaxPoolGrad", "AveragePoolGrad",
+        "GlobalAveragePool", "GlobalMaxPool", "GlobalAveragePoolGrad", "BatchNormalization",
+        "Dropout", "Pad", "PadGrad", "Clip", "Expand", "Split", "Shape", "ConstantOfShape", "Range",
     };
     size_t n = ses__op_schema_count();
 

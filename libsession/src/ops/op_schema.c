@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "cnn.h"
 #include "infer.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
@@ -94,6 +95,29 @@ static const ses__op_schema_t schemas[] = {
     {"SGD", 3, 3, 0, 0, 0, ses__infer_sgd, BIT(0)},
     {"Momentum", 4, 4, 0, 0, 0, ses__infer_momentum, BIT(0) | BIT(3)},
     {"Adam", 6, 6, 0, 0, 0, ses__infer_adam, BIT(0) | BIT(3) | BIT(4) | BIT(5)},
+    /* cnn.c: convolution, pooling, normalization and the shape ops exported models use, with
+     * the gradient ops of the differentiable ones. Shape-like inputs (Pad's pads and axes,
+     * Expand's shape, Split's split, ConstantOfShape's input, Range's scalars, Dropout's
+     * training_mode) are read at compile time. */
+    {"Conv", 2, 3, 1, 1, 0, ses__infer_conv},
+    {"ConvGrad", 3, 3, 1, 1, 0, ses__infer_conv_grad},
+    {"MaxPool", 1, 1, 1, 2, 0, ses__infer_max_pool},
+    {"AveragePool", 1, 1, 1, 1, 0, ses__infer_average_pool},
+    {"MaxPoolGrad", 2, 2, 1, 1, 0, ses__infer_pool_grad},
+    {"AveragePoolGrad", 2, 2, 1, 1, 0, ses__infer_pool_grad},
+    {"GlobalAveragePool", 1, 1, 1, 1, 0, ses__infer_global_pool},
+    {"GlobalMaxPool", 1, 1, 1, 1, 0, ses__infer_global_pool},
+    {"GlobalAveragePoolGrad", 2, 2, 1, 1, 0, ses__infer_global_average_pool_grad},
+    {"BatchNormalization", 5, 5, 1, 3, 0, ses__infer_batch_norm},
+    {"Dropout", 1, 3, 1, 2, BIT(2), ses__infer_dropout},
+    {"Pad", 1, 4, 1, 1, BIT(1) | BIT(3), ses__infer_pad},
+    {"PadGrad", 3, 5, 1, 1, BIT(2) | BIT(4), ses__infer_pad_grad},
+    {"Clip", 1, 3, 1, 1, 0, ses__infer_clip},
+    {"Expand", 2, 2, 1, 1, BIT(1), ses__infer_expand},
+    {"Split", 1, 2, 1, SES__MAX_OUTPUTS, BIT(1), ses__infer_split},
+    {"Shape", 1, 1, 1, 1, 0, ses__infer_shape},
+    {"ConstantOfShape", 1, 1, 1, 1, BIT(0), ses__infer_constant_of_shape},
+    {"Range", 3, 3, 1, 1, BIT(0) | BIT(1) | BIT(2), ses__infer_range},
 };
 #pragma GCC diagnostic pop
 

@@ -431,6 +431,122 @@ static ses_status_t grad_softmax_cross_entropy(ses__grad_ctx_t *c, const ses_nod
     return ses__grad_op(c, "SoftmaxCrossEntropyLossGrad", in, 3, attrs, k, &dx[0]);
 }
 
+/* ---- convolution, pooling and the model ops (src/ops/cnn.c) ------------------------------ */
+
+/* The forward attributes of the window ops. */
+static const char *const window_names[] = {"kernel_shape", "strides",   "dilations",        "pads",
+                                           "auto_pad",     "ceil_mode", "count_include_pad", "group"};
+#define N_WINDOW_NAMES (sizeof window_names / sizeof window_names[0])
+
+/* Conv(X, W[, B]): ConvGrad gives dX (input 0) and dW (1), and dB (2) is dy summed over the
+ * batch and spatial axes. */
+static ses_status_t grad_conv(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                              ses_edge_t *dx) {
+    ses_attr_t attrs[N_WINDOW_NAMES + 1];
+    ses_edge_t in[3] = {dy[0], IN(0), IN(1)};
+    size_t k = forward_attrs(n, window_names, N_WINDOW_NAMES, attrs);
+
+    for (int64_t i = 0; i < (n->n_inputs > 2 ? 3 : 2); i++) {
+        attrs[k] = ses_attr_int("input", i);
+        TRY(ses__grad_op(c, "ConvGrad", in, 3, attrs, k + 1, &dx[i]));
+    }
+    return SES_OK;
+}
+
+/* MaxPool and AveragePool: their gradient ops take dy and the forward input. */
+static ses_status_t grad_pool(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                              ses_edge_t *dx) {
+    ses_attr_t attrs[N_WINDOW_NAMES];
+    ses_edge_t in[2] = {dy[0], IN(0)};
+    size_t k = forward_attrs(n, window_names, N_WINDOW_NAMES - 1, attrs);
+    const char *op = strcmp(n->op, "MaxPool") == 0 ? "MaxPoolGrad" : "AveragePoolGrad";
+
+    if (n->n_outputs > 1 && dy[1].node)
+        return ses__fail(SES_UNIMPLEMENTED, "MaxPool \"%s\": no gradient flows through Indices",
+                         n->name);
+    return ses__grad_op(c, op, in, 2, attrs, k, &dx[0]);
+}
+
+static ses_status_t grad_global_average_pool(ses__grad_ctx_t *c, const ses_node_t *n,
+                                             const ses_edge_t *dy, ses_edge_t *dx) {
+    return ses__grad_binary(c, "GlobalAveragePoolGrad", dy[0], IN(0), &dx[0]);
+}
+
+/* Dropout in inference is the identity; its mask takes no gradient. */
+static ses_status_t grad_dropout(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                 ses_edge_t *dx) {
+    (void)c;
+    (void)n;
+    dx[0] = dy[0];
+    return SES_OK;
+}
+
+/* Clip(x, min, max): dy where min <= x <= max, 0 where x was clipped (min and max get none).
+ * A bound given as an empty constant is absent, as Clip's inference reads it. */
+static ses_status_t grad_clip(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                              ses_edge_t *dx) {
+    static const char *const compare[] = {"Less", "Greater"};
+    ses_edge_t zero, out = dy[0];
+
+    TRY(ses__grad_scalar(c, dy[0], 0.0, &zero));
+    for (size_t i = 1; i < n->n_inputs && i < 3; i++) {
+        const ses_node_t *bound = IN(i).node;
+        ses_edge_t clipped, in[3];
+        if (bound->kind == SES__NODE_CONSTANT && ses_tensor_count(bound->value) == 0)
+            continue;
+        TRY(ses__grad_binary(c, compare[i - 1], IN(0), IN(i), &clipped));
+        in[0] = clipped;
+        in[1] = zero;
+        in[2] = out;
+        TRY(ses__grad_op(c, "Where", in, 3, NULL, 0, &out));
+    }
+    dx[0] = out;
+    return SES_OK;
+}
+
+static ses_status_t grad_expand(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                ses_edge_t *dx) {
+    return reduce_like(c, dy[0], IN(0), &dx[0]);
+}
+
+/* Pad(data, pads[, constant_value, axes]): PadGrad sums dy back onto the data. */
+static ses_status_t grad_pad(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                             ses_edge_t *dx) {
+    static const char *const names[] = {"mode"};
+    ses_attr_t attrs[1];
+    ses_edge_t in[5];
+    size_t k = forward_attrs(n, names, 1, attrs);
+
+    if (n->n_inputs < 2)
+        return ses__fail(SES_INVALID_ARGUMENT, "Pad \"%s\": input 1 (pads) is required",
+                         n->name);
+    in[0] = dy[0];
+    for (size_t i = 0; i < n->n_inputs && i < 4; i++)
+        in[i + 1] = IN(i);
+    return ses__grad_op(c, "PadGrad", in, n->n_inputs + 1, attrs, k, &dx[0]);
+}
+
+/* Split: the outputs' gradients concatenated back, zeros for outputs none flows into. */
+static ses_status_t grad_split(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                               ses_edge_t *dx) {
+    ses_edge_t parts[SES__MAX_OUTPUTS];
+    ses_attr_t axis_attr;
+    int64_t axis = 0;
+
+    ses__attrs_get_int(&n->attrs, "axis", &axis);
+    for (uint32_t o = 0; o < n->n_outputs && o < SES__MAX_OUTPUTS; o++) {
+        if (dy[o].node) {
+            parts[o] = dy[o];
+            continue;
+        }
+        ses_edge_t zero;
+        TRY(ses__grad_scalar(c, OUT(o), 0.0, &zero));
+        TRY(ses__grad_binary(c, "ExpandLike", zero, OUT(o), &parts[o]));
+    }
+    axis_attr = ses_attr_int("axis", axis);
+    return ses__grad_op(c, "Concat", parts, n->n_outputs, &axis_attr, 1, &dx[0]);
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 static const ses__grad_builder_t builders[] = {
@@ -470,12 +586,24 @@ static const ses__grad_builder_t builders[] = {
     {"Slice", grad_slice},
     {"Gather", grad_gather},
     {"SoftmaxCrossEntropyLoss", grad_softmax_cross_entropy},
+    {"Conv", grad_conv},
+    {"MaxPool", grad_pool},
+    {"AveragePool", grad_pool},
+    {"GlobalAveragePool", grad_global_average_pool},
+    {"Dropout", grad_dropout},
+    {"Clip", grad_clip},
+    {"Expand", grad_expand},
+    {"Pad", grad_pad},
+    {"Split", grad_split},
     /* Not differentiable: nothing flows back through them. */
     {"Equal", NULL},
     {"Greater", NULL},
     {"Less", NULL},
     {"ArgMax", NULL},
     {"ScalarLike", NULL},
+    {"Shape", NULL},
+    {"ConstantOfShape", NULL},
+    {"Range", NULL},
 };
 
 const ses__grad_builder_t *ses__grad_builder_find(const char *op) {

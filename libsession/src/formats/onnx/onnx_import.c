@@ -211,7 +211,8 @@ static int consumed(const char *const *skip, const char *name) {
 static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, const char *label,
                                   const char *const *skip, attrs_t *out) {
     memset(out, 0, sizeof *out);
-    out->list = calloc(n->n_attribute + 1, sizeof *out->list);
+    /* Two slots per attribute: a tensor attribute may add its dtype (below). */
+    out->list = calloc(n->n_attribute * 2 + 1, sizeof *out->list);
     out->blocks = calloc(n->n_attribute * 2 + 1, sizeof *out->blocks);
     if (!out->list || !out->blocks)
         return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
@@ -283,15 +284,19 @@ static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, cons
                                  "only one-element tensors are supported", label, name,
                                  ses_tensor_count(t));
             }
-            if (ses_tensor_dtype(t) == SES_F32) {
+            /* A float value means f32 and an int value i64 (ConstantOfShape's convention);
+             * other dtypes say so with an int attribute "dtype" (a ses_dtype_t). */
+            if (ses_tensor_dtype(t) == SES_F32 || ses_tensor_dtype(t) == SES_F64) {
                 dst->type = SES_ATTR_FLOAT;
-                dst->f = *(const float *)ses_tensor_data(t);
+                dst->f = ses_tensor_dtype(t) == SES_F32 ? *(const float *)ses_tensor_data(t)
+                                                        : *(const double *)ses_tensor_data(t);
             } else if (ses_tensor_dtype(t) == SES_I64) {
                 dst->type = SES_ATTR_INT;
                 dst->i = *(const int64_t *)ses_tensor_data(t);
-            } else if (ses_tensor_dtype(t) == SES_I32) {
+            } else if (ses_tensor_dtype(t) == SES_I32 || ses_tensor_dtype(t) == SES_BOOL) {
                 dst->type = SES_ATTR_INT;
-                dst->i = *(const int32_t *)ses_tensor_data(t);
+                dst->i = ses_tensor_dtype(t) == SES_I32 ? *(const int32_t *)ses_tensor_data(t)
+                                                        : *(const uint8_t *)ses_tensor_data(t);
             } else {
                 ses_dtype_t dt = ses_tensor_dtype(t);
                 ses_tensor_release(t);
@@ -299,7 +304,11 @@ static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, cons
                                  "supported (f32, i32 and i64 are)", label, name,
                                  ses_dtype_name(dt));
             }
+            if (ses_tensor_dtype(t) != SES_F32 && ses_tensor_dtype(t) != SES_I64)
+                out->list[out->count + 1] = ses_attr_int("dtype", ses_tensor_dtype(t));
             ses_tensor_release(t);
+            if (out->list[out->count + 1].name) /* the value, then its dtype */
+                out->count++;
             break;
         }
         default:

@@ -1,0 +1,931 @@
+/*
+ * The CNN kernels: Conv (im2col and OpenBLAS GEMM, any number of spatial dims, groups), its
+ * gradients (col2im), MaxPool and AveragePool with their gradients, BatchNormalization
+ * (inference), Dropout's mask, Pad and its gradient, Clip, Split, Shape, ConstantOfShape and
+ * Range. All are general entries (cpu__run_general), so no output shares bytes with an input.
+ *
+ * The window attributes (kernel_shape, strides, dilations, pads: begins then ends) come
+ * normalized from the host, one entry per spatial dim; every input coordinate a window reaches
+ * is checked against the input's dims, so whatever the attributes say nothing is read outside
+ * the input. Work is split over (image, channel) planes or im2col rows on the device's pool;
+ * each output element is computed by one thread in a fixed order, so results do not depend on
+ * the number of threads. GEMMs run on the calling thread (OpenBLAS has its own threads).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define CPU__SPATIAL_MAX (CPU__MAX_RANK - 2)
+
+/* ---------------------------------------------------------------------------------------------
+ * The window
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cpu__win {
+    uint32_t n; /* spatial dims */
+    int64_t k[CPU__SPATIAL_MAX], s[CPU__SPATIAL_MAX], d[CPU__SPATIAL_MAX];
+    int64_t pb[CPU__SPATIAL_MAX], pe[CPU__SPATIAL_MAX];
+    int64_t in[CPU__SPATIAL_MAX], out[CPU__SPATIAL_MAX];
+    int64_t k_count, in_count, out_count; /* products over the spatial dims */
+} cpu__win_t;
+
+static int64_t cpu__product(const int64_t *dims, uint32_t n) {
+    int64_t p = 1;
+    for (uint32_t i = 0; i < n; i++)
+        p *= dims[i];
+    return p;
+}
+
+/*
+ * Reads the window of a pool or convolution from @p x ([N, C, in...]) to @p y ([N, M, out...]):
+ * ranks agree, at least 3 and at most CPU__MAX_RANK, N agrees, and the four attributes have one
+ * entry (pads two) per spatial dim, kernel, strides and dilations >= 1 and pads >= 0.
+ */
+static int32_t cpu__read_window(const cpu__call_t *call, const cpu__tensor_t *x,
+                                const cpu__tensor_t *y, cpu__win_t *w) {
+    int64_t pads[2 * CPU__SPATIAL_MAX];
+    uint32_t nk = 0, ns = 0, nd = 0, np = 0;
+    char a[96], b[96];
+    int32_t st;
+
+    if ((st = cpu__check_rank(call, "input 0", x)) != SES_DRV_OK)
+        return st;
+    if (x->rank < 3 || y->rank != x->rank || y->dims[0] != x->dims[0])
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "expected [N, C, spatial...] in and out: input is %s, output is %s",
+                              cpu__format_dims(x->dims, x->rank, a, sizeof a),
+                              cpu__format_dims(y->dims, y->rank, b, sizeof b));
+    w->n = x->rank - 2;
+    if ((st = cpu__attr_ints(call, "kernel_shape", w->k, CPU__SPATIAL_MAX, &nk)) != SES_DRV_OK ||
+        (st = cpu__attr_ints(call, "strides", w->s, CPU__SPATIAL_MAX, &ns)) != SES_DRV_OK ||
+        (st = cpu__attr_ints(call, "dilations", w->d, CPU__SPATIAL_MAX, &nd)) != SES_DRV_OK ||
+        (st = cpu__attr_ints(call, "pads", pads, 2 * CPU__SPATIAL_MAX, &np)) != SES_DRV_OK)
+        return st;
+    if (nk != w->n || ns != w->n || nd != w->n || np != 2 * w->n)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "kernel_shape, strides, dilations and pads have %" PRIu32 ", %" PRIu32
+                              ", %" PRIu32 " and %" PRIu32 " entries; the input has %" PRIu32
+                              " spatial dims",
+                              nk, ns, nd, np, w->n);
+    for (uint32_t i = 0; i < w->n; i++) {
+        w->pb[i] = pads[i];
+        w->pe[i] = pads[w->n + i];
+        w->in[i] = x->dims[2 + i];
+        w->out[i] = y->dims[2 + i];
+        if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0 ||
+            w->k[i] > INT32_MAX || w->s[i] > INT32_MAX || w->d[i] > INT32_MAX ||
+            w->pb[i] > INT32_MAX || w->pe[i] > INT32_MAX)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "window attributes out of range along spatial dim %" PRIu32
+                                  ": kernel %" PRId64 ", stride %" PRId64 ", dilation %" PRId64
+                                  ", pads %" PRId64 " and %" PRId64,
+                                  i, w->k[i], w->s[i], w->d[i], w->pb[i], w->pe[i]);
+    }
+    w->k_count = cpu__product(w->k, w->n);
+    w->in_count = cpu__product(w->in, w->n);
+    w->out_count = cpu__product(w->out, w->n);
+    return SES_DRV_OK;
+}
+
+/* Kernel offset @p kidx (row-major over the kernel dims) into per-dim offsets @p kk. */
+static void cpu__unravel(int64_t idx, const int64_t *dims, uint32_t n, int64_t *coords) {
+    for (uint32_t i = n; i-- > 0;) {
+        coords[i] = idx % dims[i];
+        idx /= dims[i];
+    }
+}
+
+/* Advances @p coords (row-major over @p dims) by one; returns 0 when it wrapped around. */
+static int cpu__next(int64_t *coords, const int64_t *dims, uint32_t n) {
+    for (uint32_t i = n; i-- > 0;) {
+        if (++coords[i] < dims[i])
+            return 1;
+        coords[i] = 0;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * im2col and col2im: row r of the column matrix is (channel c, kernel offset kk), and its
+ * column p is output position p; the entry is the input at p * stride - pad_begin + kk *
+ * dilation, or 0 outside the input.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cpu__cols {
+    const cpu__win_t *w;
+    uint32_t dtype;
+    const unsigned char *image; /* [channels, in...] of one image's group */
+    unsigned char *col;         /* [channels * k_count, out_count] */
+    unsigned char *grad;        /* col2im: [channels, in...], accumulated */
+    const unsigned char *dcol;  /* col2im: the column gradient */
+} cpu__cols_t;
+
+/* Row @p r of the column matrix: the first input offset of each output row along the last
+ * spatial dim is worked out per outer position; the inner loop walks the last dim. With
+ * @p to_image, adds column entries into the image instead (col2im). */
+static void cpu__col_row(const cpu__cols_t *c, int64_t r, int to_image) {
+    const cpu__win_t *w = c->w;
+    const uint32_t n = w->n, last = n - 1;
+    const int64_t ch = r / w->k_count;
+    int64_t kk[CPU__SPATIAL_MAX], o[CPU__SPATIAL_MAX] = {0}, outer[CPU__SPATIAL_MAX];
+    const int64_t out_last = w->out[last], in_last = w->in[last], s = w->s[last];
+    int64_t p = 0;
+
+    cpu__unravel(r % w->k_count, w->k, n, kk);
+    for (uint32_t i = 0; i < last; i++)
+        outer[i] = w->out[i];
+    const int64_t first = kk[last] * w->d[last] - w->pb[last];
+    /* The valid ow range: 0 <= ow * s + first < in_last. */
+    int64_t lo = first >= 0 ? 0 : (-first + s - 1) / s;
+    int64_t hi = in_last - first <= 0 ? 0 : (in_last - first - 1) / s + 1;
+    if (hi > out_last)
+        hi = out_last;
+    if (lo > hi)
+        lo = hi;
+    do {
+        /* The input offset of this outer position's row, or -1 when it lies outside. */
+        int64_t off = ch, valid = 1;
+        for (uint32_t i = 0; i < last; i++) {
+            const int64_t coord = o[i] * w->s[i] - w->pb[i] + kk[i] * w->d[i];
+            valid &= coord >= 0 && coord < w->in[i];
+            off = off * w->in[i] + coord;
+        }
+        off = off * in_last + first;
+        const int64_t row = r * w->out_count + p;
+        if (c->dtype == SES_DRV_DTYPE_F32) {
+            if (!to_image) {
+                float *dst = (float *)(void *)c->col + row;
+                const float *src = (const float *)(const void *)c->image;
+                if (!valid) {
+                    memset(dst, 0, (size_t)out_last * sizeof *dst);
+                } else {
+                    for (int64_t q = 0; q < lo; q++)
+                        dst[q] = 0.0f;
+                    if (s == 1 && hi > lo)
+                        memcpy(dst + lo, src + off + lo, (size_t)(hi - lo) * sizeof *dst);
+                    else
+                        for (int64_t q = lo; q < hi; q++)
+                            dst[q] = src[off + q * s];
+                    for (int64_t q = hi; q < out_last; q++)
+                        dst[q] = 0.0f;
+                }
+            } else if (valid) {
+                const float *src = (const float *)(const void *)c->dcol + row;
+                float *dst = (float *)(void *)c->grad;
+                for (int64_t q = lo; q < hi; q++)
+                    dst[off + q * s] += src[q];
+            }
+        } else {
+            if (!to_image) {
+                double *dst = (double *)(void *)c->col + row;
+                const double *src = (const double *)(const void *)c->image;
+                for (int64_t q = 0; q < out_last; q++)
+                    dst[q] = valid && q >= lo && q < hi ? src[off + q * s] : 0.0;
+            } else if (valid) {
+                const double *src = (const double *)(const void *)c->dcol + row;
+                double *dst = (double *)(void *)c->grad;
+                for (int64_t q = lo; q < hi; q++)
+                    dst[off + q * s] += src[q];
+            }
+        }
+        p += out_last;
+    } while (last > 0 && cpu__next(o, outer, last));
+}
+
+static void cpu__im2col_task(void *ctx, uint64_t begin, uint64_t end) {
+    const cpu__cols_t *c = ctx;
+    for (uint64_t r = begin; r < end; r++)
+        cpu__col_row(c, (int64_t)r, 0);
+}
+
+/* col2im by channel: the rows of one channel write only that channel of the image. */
+static void cpu__col2im_task(void *ctx, uint64_t begin, uint64_t end) {
+    const cpu__cols_t *c = ctx;
+    for (uint64_t ch = begin; ch < end; ch++)
+        for (int64_t k = 0; k < c->w->k_count; k++)
+            cpu__col_row(c, (int64_t)ch * c->w->k_count + k, 1);
+}
+
+/* Whether the column matrix is the image itself: 1x1 kernel, stride 1, no padding. */
+static int cpu__col_is_image(const cpu__win_t *w) {
+    for (uint32_t i = 0; i < w->n; i++)
+        if (w->k[i] != 1 || w->s[i] != 1 || w->pb[i] || w->pe[i] || w->in[i] != w->out[i])
+            return 0;
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Conv and ConvGrad
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cpu__conv_shape {
+    cpu__win_t w;
+    int64_t batch, c, m, group, cg, mg, kdim; /* kdim = cg * k_count */
+} cpu__conv_shape_t;
+
+/* Checks x, w and y (the convolution's output, or dy) against each other and the attributes. */
+static int32_t cpu__conv_check(const cpu__call_t *call, const cpu__tensor_t *x,
+                               const cpu__tensor_t *wt, const cpu__tensor_t *y,
+                               cpu__conv_shape_t *sh) {
+    char a[96], b[96], o[96];
+    int32_t st;
+
+    if ((st = cpu__read_window(call, x, y, &sh->w)) != SES_DRV_OK)
+        return st;
+    if ((st = cpu__attr_int(call, "group", 0, 1, &sh->group)) != SES_DRV_OK)
+        return st;
+    sh->batch = x->dims[0];
+    sh->c = x->dims[1];
+    sh->m = y->dims[1];
+    int ok = wt->rank == x->rank && sh->group >= 1 && wt->dims[0] == sh->m &&
+             sh->c % sh->group == 0 && sh->m % sh->group == 0 && wt->dims[1] == sh->c / sh->group;
+    for (uint32_t i = 0; ok && i < sh->w.n; i++)
+        ok = wt->dims[2 + i] == sh->w.k[i];
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "shapes do not fit a convolution with group %" PRId64
+                              ": X is %s, W is %s, Y is %s",
+                              sh->group, cpu__format_dims(x->dims, x->rank, a, sizeof a),
+                              cpu__format_dims(wt->dims, wt->rank, b, sizeof b),
+                              cpu__format_dims(y->dims, y->rank, o, sizeof o));
+    sh->cg = sh->c / sh->group;
+    sh->mg = sh->m / sh->group;
+    sh->kdim = sh->cg * sh->w.k_count;
+    return cpu__check_blas_dims(call, sh->kdim, sh->w.out_count, sh->mg);
+}
+
+/* A scratch column matrix, or NULL when it is the image itself; fails when out of memory. */
+static int32_t cpu__col_alloc(const cpu__call_t *call, const cpu__conv_shape_t *sh, size_t esize,
+                              unsigned char **out) {
+    uint64_t bytes;
+    *out = NULL;
+    if (cpu__col_is_image(&sh->w))
+        return SES_DRV_OK;
+    if (__builtin_mul_overflow((uint64_t)sh->kdim, (uint64_t)sh->w.out_count, &bytes) ||
+        __builtin_mul_overflow(bytes, (uint64_t)esize, &bytes) || bytes > SIZE_MAX / 2)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "the column matrix is too large");
+    *out = malloc(bytes ? (size_t)bytes : 1);
+    if (!*out)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
+                              "cannot allocate the %" PRIu64 "-byte column matrix", bytes);
+    return SES_DRV_OK;
+}
+
+static void cpu__zero(const cpu__tensor_t *t) {
+    if (t->count)
+        memset(t->data, 0, (size_t)(t->count * t->esize));
+}
+
+/* Fills the column matrix of image @p n, group @p g (or points at the image). */
+static const unsigned char *cpu__im2col(const cpu__call_t *call, const cpu__conv_shape_t *sh,
+                                        const cpu__tensor_t *x, int64_t n, int64_t g,
+                                        unsigned char *col) {
+    const size_t es = x->esize;
+    const unsigned char *image = x->data + (size_t)((n * sh->c + g * sh->cg) * sh->w.in_count) * es;
+    cpu__cols_t c = {&sh->w, x->dtype, image, col, NULL, NULL};
+
+    if (!col)
+        return image;
+    cpu__parallel(call, (uint64_t)sh->kdim, (uint64_t)sh->w.out_count, cpu__im2col_task, &c);
+    return col;
+}
+
+int32_t cpu__conv(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1];
+    const cpu__tensor_t *y = &call->outs[0];
+    cpu__conv_shape_t sh;
+    unsigned char *col = NULL;
+    int32_t st;
+
+    if ((st = cpu__conv_check(call, x, wt, y, &sh)) != SES_DRV_OK)
+        return st;
+    if (call->n_in == 3 && (call->in[2].rank != 1 || call->in[2].dims[0] != sh.m))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "B must have one entry per filter");
+    if (y->count == 0)
+        return SES_DRV_OK;
+    const size_t es = x->esize;
+    const int64_t p = sh.w.out_count;
+    if (sh.kdim == 0) {
+        cpu__zero(y);
+    } else {
+        if ((st = cpu__col_alloc(call, &sh, es, &col)) != SES_DRV_OK)
+            return st;
+        for (int64_t n = 0; n < sh.batch; n++) {
+            for (int64_t g = 0; g < sh.group; g++) {
+                const unsigned char *cols = cpu__im2col(call, &sh, x, n, g, col);
+                cpu__gemm_call(x->dtype, 0, 0, sh.mg, p, sh.kdim, 1.0,
+                               wt->data + (size_t)(g * sh.mg * sh.kdim) * es, sh.kdim, cols, p, 0.0,
+                               y->data + (size_t)((n * sh.m + g * sh.mg) * p) * es, p);
+            }
+            if (cpu__cancelled(call)) {
+                free(col);
+                return cpu__call_fail(call, SES_DRV_CANCELLED, "cancelled");
+            }
+        }
+        free(col);
+    }
+    if (call->n_in == 3) {
+        const unsigned char *b = call->in[2].data;
+        for (int64_t n = 0; n < sh.batch; n++)
+            for (int64_t m = 0; m < sh.m; m++) {
+                const int64_t base = (n * sh.m + m) * p;
+                if (x->dtype == SES_DRV_DTYPE_F32) {
+                    const float bias = ((const float *)(const void *)b)[m];
+                    float *row = (float *)(void *)y->data + base;
+                    for (int64_t q = 0; q < p; q++)
+                        row[q] += bias;
+                } else {
+                    const double bias = ((const double *)(const void *)b)[m];
+                    double *row = (double *)(void *)y->data + base;
+                    for (int64_t q = 0; q < p; q++)
+                        row[q] += bias;
+                }
+            }
+    }
+    return SES_DRV_OK;
+}
+
+/* ConvGrad: inputs dy, X, W; input 0 gives dX (col2im of W^T dy), 1 gives dW (dy col^T). */
+int32_t cpu__conv_grad(const cpu__call_t *call) {
+    const cpu__tensor_t *dy = &call->in[0], *x = &call->in[1], *wt = &call->in[2];
+    const cpu__tensor_t *out = &call->outs[0];
+    cpu__conv_shape_t sh;
+    unsigned char *col = NULL;
+    int64_t input;
+    int32_t st;
+
+    if ((st = cpu__conv_check(call, x, wt, dy, &sh)) != SES_DRV_OK)
+        return st;
+    if ((st = cpu__attr_int(call, "input", 0, 0, &input)) != SES_DRV_OK)
+        return st;
+    if ((input != 0 && input != 1) || !cpu__same_shape(out, input ? wt : x))
+        return cpu__call_fail(
+            call, SES_DRV_INVALID_ARGUMENT,
+            "attribute input is %" PRId64 "; it must be 0 (output shaped as X) or 1 (as W)", input);
+    cpu__zero(out);
+    if (out->count == 0 || dy->count == 0 || sh.kdim == 0)
+        return SES_DRV_OK;
+    const size_t es = x->esize;
+    const int64_t p = sh.w.out_count;
+    const int direct = cpu__col_is_image(&sh.w);
+    if ((st = cpu__col_alloc(call, &sh, es, &col)) != SES_DRV_OK)
+        return st;
+    for (int64_t n = 0; n < sh.batch; n++) {
+        for (int64_t g = 0; g < sh.group; g++) {
+            const unsigned char *dy_g = dy->data + (size_t)((n * sh.m + g * sh.mg) * p) * es;
+            const unsigned char *w_g = wt->data + (size_t)(g * sh.mg * sh.kdim) * es;
+            if (input == 1) {
+                const unsigned char *cols = cpu__im2col(call, &sh, x, n, g, col);
+                cpu__gemm_call(x->dtype, 0, 1, sh.mg, sh.kdim, p, 1.0, dy_g, p, cols, p, 1.0,
+                               out->data + (size_t)(g * sh.mg * sh.kdim) * es, sh.kdim);
+                continue;
+            }
+            unsigned char *image =
+                out->data + (size_t)((n * sh.c + g * sh.cg) * sh.w.in_count) * es;
+            if (direct) {
+                /* The column gradient is the image gradient itself. */
+                cpu__gemm_call(x->dtype, 1, 0, sh.kdim, p, sh.mg, 1.0, w_g, sh.kdim, dy_g, p, 0.0,
+                               image, p);
+                continue;
+            }
+            cpu__gemm_call(x->dtype, 1, 0, sh.kdim, p, sh.mg, 1.0, w_g, sh.kdim, dy_g, p, 0.0, col,
+                           p);
+            cpu__cols_t c = {&sh.w, x->dtype, NULL, NULL, image, col};
+            cpu__parallel(call, (uint64_t)sh.cg, (uint64_t)(sh.w.k_count * p), cpu__col2im_task,
+                          &c);
+        }
+        if (cpu__cancelled(call)) {
+            free(col);
+            return cpu__call_fail(call, SES_DRV_CANCELLED, "cancelled");
+        }
+    }
+    free(col);
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pools
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cpu__pool_job {
+    const cpu__win_t *w;
+    uint32_t code, dtype;
+    int64_t include_pad;
+    const unsigned char *x;  /* forward input (MaxPool, MaxPoolGrad) */
+    const unsigned char *dy; /* gradients: [planes, out...] */
+    unsigned char *y;        /* forward output, or the gradient [planes, in...] */
+} cpu__pool_job_t;
+
+static double cpu__get(uint32_t dtype, const unsigned char *base, int64_t i) {
+    return dtype == SES_DRV_DTYPE_F32 ? (double)((const float *)(const void *)base)[i]
+                                      : ((const double *)(const void *)base)[i];
+}
+
+static void cpu__put(uint32_t dtype, unsigned char *base, int64_t i, double v) {
+    if (dtype == SES_DRV_DTYPE_F32)
+        ((float *)(void *)base)[i] = (float)v;
+    else
+        ((double *)(void *)base)[i] = v;
+}
+
+/* One plane of a pool or pool gradient. */
+static void cpu__pool_plane(const cpu__pool_job_t *j, int64_t plane) {
+    const cpu__win_t *w = j->w;
+    const uint32_t n = w->n;
+    const int64_t in_base = plane * w->in_count, out_base = plane * w->out_count;
+    int64_t o[CPU__SPATIAL_MAX] = {0};
+    int64_t p = 0;
+
+    do {
+        int64_t kk[CPU__SPATIAL_MAX] = {0}, start[CPU__SPATIAL_MAX];
+        int64_t valid = 0, padded = 0, best = -1;
+        double acc = 0.0, best_v = -INFINITY;
+        for (uint32_t i = 0; i < n; i++)
+            start[i] = o[i] * w->s[i] - w->pb[i];
+        /* First pass: reduce (forward, MaxPoolGrad's argmax) and count. */
+        do {
+            int64_t off = 0, inside = 1, in_pad = 1;
+            for (uint32_t i = 0; i < n; i++) {
+                const int64_t c = start[i] + kk[i] * w->d[i];
+                inside &= c >= 0 && c < w->in[i];
+                in_pad &= c >= -w->pb[i] && c < w->in[i] + w->pe[i];
+                off = off * w->in[i] + c;
+            }
+            padded += in_pad;
+            if (!inside)
+                continue;
+            valid++;
+            if (j->code == CPU__OP_MAXPOOL || j->code == CPU__OP_MAXPOOLGRAD) {
+                const double v = cpu__get(j->dtype, j->x, in_base + off);
+                if (best < 0 || v > best_v || (isnan(v) && !isnan(best_v))) {
+                    best_v = v;
+                    best = off;
+                }
+            } else if (j->code == CPU__OP_AVGPOOL) {
+                acc += cpu__get(j->dtype, j->x, in_base + off);
+            }
+        } while (cpu__next(kk, w->k, n));
+        const int64_t divisor = j->include_pad ? padded : valid;
+        switch (j->code) {
+        case CPU__OP_MAXPOOL:
+            cpu__put(j->dtype, j->y, out_base + p, best >= 0 ? best_v : -INFINITY);
+            break;
+        case CPU__OP_AVGPOOL:
+            cpu__put(j->dtype, j->y, out_base + p, divisor ? acc / (double)divisor : NAN);
+            break;
+        case CPU__OP_MAXPOOLGRAD:
+            if (best >= 0)
+                cpu__put(j->dtype, j->y, in_base + best,
+                         cpu__get(j->dtype, j->y, in_base + best) +
+                             cpu__get(j->dtype, j->dy, out_base + p));
+            break;
+        default: { /* AveragePoolGrad: spread dy / divisor over the window's input elements */
+            if (!divisor)
+                break;
+            const double g = cpu__get(j->dtype, j->dy, out_base + p) / (double)divisor;
+            memset(kk, 0, sizeof kk);
+            do {
+                int64_t off = 0, inside = 1;
+                for (uint32_t i = 0; i < n; i++) {
+                    const int64_t c = start[i] + kk[i] * w->d[i];
+                    inside &= c >= 0 && c < w->in[i];
+                    off = off * w->in[i] + c;
+                }
+                if (inside)
+                    cpu__put(j->dtype, j->y, in_base + off,
+                             cpu__get(j->dtype, j->y, in_base + off) + g);
+            } while (cpu__next(kk, w->k, n));
+        }
+        }
+        p++;
+    } while (cpu__next(o, w->out, n));
+}
+
+static void cpu__pool_task(void *ctx, uint64_t begin, uint64_t end) {
+    for (uint64_t plane = begin; plane < end; plane++)
+        cpu__pool_plane(ctx, (int64_t)plane);
+}
+
+/* MaxPool, AveragePool (input X) and MaxPoolGrad (dy, X), AveragePoolGrad (dy). */
+int32_t cpu__pool(const cpu__call_t *call) {
+    const uint32_t code = call->spec->code;
+    const int grad = code == CPU__OP_MAXPOOLGRAD || code == CPU__OP_AVGPOOLGRAD;
+    const cpu__tensor_t *out = &call->outs[0];
+    /* The forward pool's input and output shapes. */
+    const cpu__tensor_t *fx = grad ? out : &call->in[0];
+    const cpu__tensor_t *fy = grad ? &call->in[0] : out;
+    cpu__pool_job_t j;
+    cpu__win_t w;
+    char a[96], b[96];
+    int32_t st;
+
+    if ((st = cpu__read_window(call, fx, fy, &w)) != SES_DRV_OK)
+        return st;
+    if (fx->dims[1] != fy->dims[1] ||
+        (code == CPU__OP_MAXPOOLGRAD && !cpu__same_shape(&call->in[1], out)))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "channels differ: the pool's input is %s, its output %s",
+                              cpu__format_dims(fx->dims, fx->rank, a, sizeof a),
+                              cpu__format_dims(fy->dims, fy->rank, b, sizeof b));
+    memset(&j, 0, sizeof j);
+    j.w = &w;
+    j.code = code;
+    j.dtype = out->dtype;
+    if (code == CPU__OP_AVGPOOL || code == CPU__OP_AVGPOOLGRAD)
+        if ((st = cpu__attr_int(call, "count_include_pad", 1, 0, &j.include_pad)) != SES_DRV_OK)
+            return st;
+    j.x = code == CPU__OP_MAXPOOLGRAD ? call->in[1].data : call->in[0].data;
+    j.dy = grad ? call->in[0].data : NULL;
+    j.y = out->data;
+    if (grad)
+        cpu__zero(out);
+    if (fy->count == 0)
+        return SES_DRV_OK;
+    cpu__parallel(call, (uint64_t)(fx->dims[0] * fx->dims[1]), (uint64_t)(w.out_count * w.k_count),
+                  cpu__pool_task, &j);
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * BatchNormalization (inference) and Dropout's mask
+ * ------------------------------------------------------------------------------------------- */
+
+int32_t cpu__batch_norm(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    cpu__tensor_t p[4];
+    const cpu__tensor_t *y = &call->outs[0];
+    double eps;
+    int32_t st;
+
+    for (uint32_t i = 0; i < 4; i++)
+        p[i] = cpu__input(call, i + 1);
+    if ((st = cpu__attr_float(call, "epsilon", 1e-5, &eps)) != SES_DRV_OK)
+        return st;
+    int ok = x->rank >= 2 && cpu__same_shape(x, y);
+    for (uint32_t i = 0; ok && i < 4; i++)
+        ok = p[i].rank == 1 && p[i].dims[0] == x->dims[1];
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "X must be [N, C, ...] with Y its shape and each parameter [C]");
+    if (y->count == 0)
+        return SES_DRV_OK;
+    const int64_t c = x->dims[1], inner = (int64_t)x->count / (x->dims[0] * c);
+    for (int64_t plane = 0; plane < x->dims[0] * c; plane++) {
+        const int64_t ch = plane % c;
+        const double scale =
+            cpu__get(x->dtype, p[0].data, ch) / sqrt(cpu__get(x->dtype, p[3].data, ch) + eps);
+        const double shift =
+            cpu__get(x->dtype, p[1].data, ch) - cpu__get(x->dtype, p[2].data, ch) * scale;
+        if (x->dtype == SES_DRV_DTYPE_F32) {
+            const float *in = (const float *)(const void *)x->data + plane * inner;
+            float *out = (float *)(void *)y->data + plane * inner;
+            for (int64_t q = 0; q < inner; q++)
+                out[q] = (float)(in[q] * scale + shift);
+        } else {
+            const double *in = (const double *)(const void *)x->data + plane * inner;
+            double *out = (double *)(void *)y->data + plane * inner;
+            for (int64_t q = 0; q < inner; q++)
+                out[q] = in[q] * scale + shift;
+        }
+    }
+    return SES_DRV_OK;
+}
+
+/* Dropout in inference: the data unchanged, and a mask of all true. */
+int32_t cpu__dropout(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    if (!cpu__same_shape(x, &call->outs[0]) || !cpu__same_shape(x, &call->outs[1]))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "output and mask must have the data's shape");
+    if (x->count) {
+        memcpy(call->outs[0].data, x->data, (size_t)(x->count * x->esize));
+        memset(call->outs[1].data, 1, (size_t)x->count);
+    }
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pad and PadGrad
+ * ------------------------------------------------------------------------------------------- */
+
+/* Where output coordinate @p o of a padded axis reads from: an input index, or -1 (the
+ * constant). */
+static int64_t cpu__pad_source(int64_t o, int64_t begin, int64_t dim, int64_t mode) {
+    int64_t i = o - begin;
+    if (i >= 0 && i < dim)
+        return i;
+    if (mode == 0 || dim == 0)
+        return -1;
+    if (mode == 2) /* edge */
+        return i < 0 ? 0 : dim - 1;
+    /* reflect, without repeating the edge; pads are smaller than dim, so one bounce is enough */
+    if (dim == 1)
+        return 0;
+    if (i < 0)
+        i = -i;
+    if (i >= dim)
+        i = 2 * (dim - 1) - i;
+    return i < 0 ? 0 : i >= dim ? dim - 1 : i;
+}
+
+/* Checks pads and mode for input @p x padded into @p y; fills @p begin. */
+static int32_t cpu__pad_check(const cpu__call_t *call, const cpu__tensor_t *x,
+                              const cpu__tensor_t *y, int64_t *begin, int64_t *mode) {
+    int64_t pads[2 * CPU__MAX_RANK];
+    uint32_t np = 0;
+    char a[96], b[96], c[96];
+    int32_t st;
+
+    if ((st = cpu__check_rank(call, "input 0", x)) != SES_DRV_OK ||
+        (st = cpu__attr_ints(call, "pads", pads, 2 * CPU__MAX_RANK, &np)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "mode", 1, 0, mode)) != SES_DRV_OK)
+        return st;
+    int ok = np == 2 * x->rank && y->rank == x->rank && *mode >= 0 && *mode <= 2;
+    for (uint32_t d = 0; ok && d < x->rank; d++) {
+        begin[d] = pads[d];
+        ok = x->dims[d] + pads[d] + pads[x->rank + d] == y->dims[d] &&
+             (*mode != 1 || x->dims[d] > 0 || y->dims[d] == 0);
+    }
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "pads %s (mode %" PRId64 ") do not take %s to %s",
+                              cpu__format_dims(pads, np, a, sizeof a), *mode,
+                              cpu__format_dims(x->dims, x->rank, b, sizeof b),
+                              cpu__format_dims(y->dims, y->rank, c, sizeof c));
+    return SES_DRV_OK;
+}
+
+/*
+ * Walks every element of the padded tensor @p y: @p fn gets its flat index and the flat index
+ * of the element of @p x it reads (-1 for the constant). Rows along the last axis share the
+ * leading axes' mapping.
+ */
+typedef void (*cpu__pad_fn)(void *ctx, int64_t out_index, int64_t in_index);
+
+static void cpu__pad_walk(const cpu__tensor_t *x, const cpu__tensor_t *y, const int64_t *begin,
+                          int64_t mode, cpu__pad_fn fn, void *ctx) {
+    const uint32_t r = y->rank;
+    int64_t o[CPU__MAX_RANK] = {0};
+    int64_t index = 0;
+
+    if (y->count == 0)
+        return;
+    if (r == 0) {
+        fn(ctx, 0, 0);
+        return;
+    }
+    do {
+        int64_t off = 0, valid = 1;
+        for (uint32_t d = 0; d + 1 < r; d++) {
+            const int64_t s = cpu__pad_source(o[d], begin[d], x->dims[d], mode);
+            valid &= s >= 0;
+            off = off * x->dims[d] + (s < 0 ? 0 : s);
+        }
+        const int64_t last = x->dims[r - 1];
+        for (int64_t q = 0; q < y->dims[r - 1]; q++) {
+            const int64_t s = valid ? cpu__pad_source(q, begin[r - 1], last, mode) : -1;
+            fn(ctx, index++, s < 0 ? -1 : off * last + s);
+        }
+    } while (r > 1 && cpu__next(o, y->dims, r - 1));
+}
+
+typedef struct cpu__pad_ctx {
+    const unsigned char *in;
+    unsigned char *out;
+    size_t esize;
+    const unsigned char *fill; /* esize bytes */
+    uint32_t dtype;
+} cpu__pad_ctx_t;
+
+static void cpu__pad_copy(void *ctx, int64_t out_index, int64_t in_index) {
+    const cpu__pad_ctx_t *c = ctx;
+    memcpy(c->out + (size_t)out_index * c->esize,
+           in_index < 0 ? c->fill : c->in + (size_t)in_index * c->esize, c->esize);
+}
+
+/* PadGrad: out is dx (x's shape), in is dy; each dy element adds onto the x element it read. */
+static void cpu__pad_add(void *ctx, int64_t dy_index, int64_t x_index) {
+    const cpu__pad_ctx_t *c = ctx;
+    if (x_index < 0)
+        return;
+    if (c->dtype == SES_DRV_DTYPE_F32)
+        ((float *)(void *)c->out)[x_index] += ((const float *)(const void *)c->in)[dy_index];
+    else
+        ((double *)(void *)c->out)[x_index] += ((const double *)(const void *)c->in)[dy_index];
+}
+
+int32_t cpu__pad(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    const cpu__tensor_t *y = &call->outs[0];
+    unsigned char zero[16] = {0};
+    int64_t begin[CPU__MAX_RANK], mode;
+    int32_t st;
+
+    if ((st = cpu__pad_check(call, x, y, begin, &mode)) != SES_DRV_OK)
+        return st;
+    if (call->n_in == 2 && call->in[1].count != 1)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "constant_value must hold one element");
+    cpu__pad_ctx_t c = {x->data, y->data, x->esize, call->n_in == 2 ? call->in[1].data : zero,
+                        x->dtype};
+    cpu__pad_walk(x, y, begin, mode, cpu__pad_copy, &c);
+    return SES_DRV_OK;
+}
+
+int32_t cpu__pad_grad(const cpu__call_t *call) {
+    const cpu__tensor_t *dy = &call->in[0];
+    const cpu__tensor_t *dx = &call->outs[0];
+    int64_t begin[CPU__MAX_RANK], mode;
+    int32_t st;
+
+    if ((st = cpu__pad_check(call, dx, dy, begin, &mode)) != SES_DRV_OK)
+        return st;
+    cpu__zero(dx);
+    cpu__pad_ctx_t c = {dy->data, dx->data, dy->esize, NULL, dy->dtype};
+    cpu__pad_walk(dx, dy, begin, mode, cpu__pad_add, &c);
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Clip, Split, Shape, ConstantOfShape, Range
+ * ------------------------------------------------------------------------------------------- */
+
+#define CPU__CLIP(T)                                                                        \
+    do {                                                                                    \
+        const T *in = (const T *)(const void *)x->data;                                     \
+        T *out = (T *)(void *)y->data;                                                      \
+        const T lo = has_min ? *(const T *)(const void *)call->in[1].data : (T)0;           \
+        const T hi = has_max ? *(const T *)(const void *)call->in[1 + has_min].data : (T)0; \
+        for (uint64_t q = 0; q < x->count; q++) {                                           \
+            T v = in[q];                                                                    \
+            if (has_min && v < lo)                                                          \
+                v = lo;                                                                     \
+            if (has_max && v > hi)                                                          \
+                v = hi;                                                                     \
+            out[q] = v;                                                                     \
+        }                                                                                   \
+    } while (0)
+
+int32_t cpu__clip(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    const cpu__tensor_t *y = &call->outs[0];
+    int64_t has_min, has_max;
+    int32_t st;
+
+    if ((st = cpu__attr_int(call, "has_min", 1, 0, &has_min)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "has_max", 1, 0, &has_max)) != SES_DRV_OK)
+        return st;
+    has_min = has_min != 0;
+    has_max = has_max != 0;
+    int ok = (int64_t)call->n_in == 1 + has_min + has_max && cpu__same_shape(x, y);
+    for (uint32_t i = 1; ok && i < call->n_in; i++)
+        ok = call->in[i].count == 1;
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "expected the input, then one element per bound given (has_min "
+                              "%" PRId64 ", has_max %" PRId64
+                              "), and an output of the input's "
+                              "shape; got %" PRIu32 " inputs",
+                              has_min, has_max, call->n_in);
+    switch (x->dtype) {
+    case SES_DRV_DTYPE_F32: CPU__CLIP(float); break;
+    case SES_DRV_DTYPE_F64: CPU__CLIP(double); break;
+    case SES_DRV_DTYPE_I32: CPU__CLIP(int32_t); break;
+    default: CPU__CLIP(int64_t); break;
+    }
+    return SES_DRV_OK;
+}
+
+int32_t cpu__split(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    int64_t axis, total = 0;
+    int32_t st;
+
+    if ((st = cpu__attr_int(call, "axis", 0, 0, &axis)) != SES_DRV_OK)
+        return st;
+    int ok = axis >= 0 && axis < (int64_t)x->rank;
+    for (uint32_t k = 0; ok && k < call->n_out; k++) {
+        const cpu__tensor_t *o = &call->outs[k];
+        ok = o->rank == x->rank;
+        for (uint32_t d = 0; ok && d < x->rank; d++)
+            ok = (int64_t)d == axis || o->dims[d] == x->dims[d];
+        total += ok ? o->dims[axis] : 0;
+    }
+    if (!ok || total != x->dims[axis])
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "the outputs do not split the input along axis %" PRId64, axis);
+    if (x->count == 0)
+        return SES_DRV_OK;
+    const int64_t outer = cpu__product(x->dims, (uint32_t)axis);
+    const int64_t inner = (int64_t)x->count / (outer * x->dims[axis]);
+    const size_t row = (size_t)(inner * (int64_t)x->esize);
+    int64_t offset = 0;
+    for (uint32_t k = 0; k < call->n_out; k++) {
+        const int64_t size = call->outs[k].dims[axis];
+        for (int64_t o = 0; o < outer && size; o++)
+            memcpy(call->outs[k].data + (size_t)(o * size) * row,
+                   x->data + (size_t)(o * x->dims[axis] + offset) * row, (size_t)size * row);
+        offset += size;
+    }
+    return SES_DRV_OK;
+}
+
+int32_t cpu__shape(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    const cpu__tensor_t *y = &call->outs[0];
+    int64_t start, end;
+    int32_t st;
+
+    if ((st = cpu__attr_int(call, "start", 1, 0, &start)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "end", 1, (int64_t)x->rank, &end)) != SES_DRV_OK)
+        return st;
+    if (start < 0 || end < start || end > (int64_t)x->rank || y->rank != 1 ||
+        y->dims[0] != end - start)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "start %" PRId64 " and end %" PRId64 " do not fit rank %" PRIu32
+                              " and the output",
+                              start, end, x->rank);
+    for (int64_t d = start; d < end; d++)
+        ((int64_t *)(void *)y->data)[d - start] = x->dims[d];
+    return SES_DRV_OK;
+}
+
+int32_t cpu__constant_of_shape(const cpu__call_t *call) {
+    const cpu__tensor_t *y = &call->outs[0];
+    const int is_float = y->dtype == SES_DRV_DTYPE_F32 || y->dtype == SES_DRV_DTYPE_F64;
+    double f = 0.0;
+    int64_t i = 0;
+    int32_t st;
+
+    if (is_float)
+        st = cpu__attr_float(call, "value", 0.0, &f);
+    else
+        st = cpu__attr_int(call, "value", 1, 0, &i);
+    if (st != SES_DRV_OK)
+        return st;
+    for (uint64_t q = 0; q < y->count; q++) {
+        switch (y->dtype) {
+        case SES_DRV_DTYPE_F32: ((float *)(void *)y->data)[q] = (float)f; break;
+        case SES_DRV_DTYPE_F64: ((double *)(void *)y->data)[q] = f; break;
+        case SES_DRV_DTYPE_I32: ((int32_t *)(void *)y->data)[q] = (int32_t)i; break;
+        case SES_DRV_DTYPE_I64: ((int64_t *)(void *)y->data)[q] = i; break;
+        default: y->data[q] = i != 0; break;
+        }
+    }
+    return SES_DRV_OK;
+}
+
+int32_t cpu__range(const cpu__call_t *call) {
+    const cpu__tensor_t *y = &call->outs[0];
+    const uint32_t dt = y->dtype;
+    const int is_float = dt == SES_DRV_DTYPE_F32 || dt == SES_DRV_DTYPE_F64;
+    double f[3];
+    int64_t v[3];
+    int64_t count;
+
+    for (uint32_t k = 0; k < 3; k++) {
+        if (call->in[k].count != 1)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "start, limit and delta must be scalars");
+        const unsigned char *p = call->in[k].data;
+        switch (dt) {
+        case SES_DRV_DTYPE_F32: f[k] = *(const float *)(const void *)p; break;
+        case SES_DRV_DTYPE_F64: f[k] = *(const double *)(const void *)p; break;
+        case SES_DRV_DTYPE_I32:
+            v[k] = *(const int32_t *)(const void *)p;
+            f[k] = (double)v[k];
+            break;
+        default:
+            v[k] = *(const int64_t *)(const void *)p;
+            f[k] = (double)v[k];
+            break;
+        }
+    }
+    /* The host sized the output from the values it saw at compile time. */
+    {
+        double c = f[2] != 0.0 ? ceil((f[1] - f[0]) / f[2]) : -1.0;
+        count = c > 0 && c < 9.0e15 ? (int64_t)c : 0;
+    }
+    if (f[2] == 0.0 || y->rank != 1 || y->dims[0] != count)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "start %g, limit %g, delta %g give %" PRId64
+                              " elements, but the output holds %" PRIu64
+                              " (did the values change since the plan was compiled?)",
+                              f[0], f[1], f[2], count, y->count);
+    for (int64_t q = 0; q < count; q++) {
+        switch (dt) {
+        case SES_DRV_DTYPE_F32:
+            ((float *)(void *)y->data)[q] = (float)((float)f[0] + (float)q * (float)f[2]);
+            break;
+        case SES_DRV_DTYPE_F64: ((double *)(void *)y->data)[q] = f[0] + (double)q * f[2]; break;
+        case SES_DRV_DTYPE_I32: ((int32_t *)(void *)y->data)[q] = (int32_t)(v[0] + q * v[2]); break;
+        default: ((int64_t *)(void *)y->data)[q] = v[0] + q * v[2]; break;
+        }
+    }
+    (void)is_float;
+    return SES_DRV_OK;
+}

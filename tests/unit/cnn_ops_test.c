@@ -1,0 +1,1085 @@
+/*
+ * The CNN and model ops (src/ops/cnn.c, plugins/cpu/cpu_cnn.c) evaluated on the CPU driver:
+ * values checked by hand or against a direct convolution written here (no im2col), errors that
+ * name the node and the attribute at fault, and gradients that agree with central finite
+ * differences in f64 (as gradients_test.c does for the core ops).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <session/session.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+/* ---- helpers ----------------------------------------------------------------------------------
+ */
+
+static ses_edge_t constant(ses_graph_t *g, ses_dtype_t dtype, size_t rank, const int64_t *dims,
+                           const void *values, size_t bytes) {
+    ses_tensor_t *t = NULL;
+    ses_edge_t e = {NULL, 0};
+    assert_int_equal(ses_tensor_create_from(dtype, rank, dims, values, bytes, &t), SES_OK);
+    assert_int_equal(ses_graph_constant(g, NULL, t, &e), SES_OK);
+    ses_tensor_release(t);
+    return e;
+}
+
+static ses_edge_t const_i64(ses_graph_t *g, size_t n, const int64_t *values) {
+    int64_t dims[1] = {(int64_t)n};
+    return constant(g, SES_I64, 1, dims, values, n * sizeof *values);
+}
+
+static ses_edge_t const_f32(ses_graph_t *g, size_t rank, const int64_t *dims, const float *values) {
+    size_t n = 1;
+    for (size_t d = 0; d < rank; d++)
+        n *= (size_t)dims[d];
+    return constant(g, SES_F32, rank, dims, values, n * sizeof *values);
+}
+
+static ses_edge_t scalar_f32(ses_graph_t *g, float v) {
+    return constant(g, SES_F32, 0, NULL, &v, sizeof v);
+}
+
+/* Evaluates @p fetch on the CPU; fails the test with the library's message on error. */
+static ses_tensor_t *eval1(ses_graph_t *g, ses_edge_t fetch) {
+    const char *cpu = "cpu";
+    ses_session_t *s = NULL;
+    ses_tensor_t *out = NULL;
+
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    if (ses_session_eval(s, &fetch, 1, NULL, 0, NULL, 0, &out) != SES_OK)
+        fail_msg("eval: %s", ses_last_error());
+    ses_session_destroy(s);
+    return out;
+}
+
+/* Evaluating @p fetch fails with @p status and a message holding every string in @p parts. */
+static void expect_error(ses_graph_t *g, ses_edge_t fetch, ses_status_t status,
+                         const char *const *parts, size_t n_parts) {
+    const char *cpu = "cpu";
+    ses_session_t *s = NULL;
+    ses_tensor_t *out = NULL;
+    ses_status_t st;
+
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    st = ses_session_eval(s, &fetch, 1, NULL, 0, NULL, 0, &out);
+    if (st != status)
+        fail_msg("got status %d (want %d): %s", (int)st, (int)status, ses_last_error());
+    for (size_t i = 0; i < n_parts; i++)
+        if (!strstr(ses_last_error(), parts[i]))
+            fail_msg("message lacks \"%s\": %s", parts[i], ses_last_error());
+    assert_null(out);
+    ses_session_destroy(s);
+}
+
+static void assert_dims(const ses_tensor_t *t, size_t rank, const int64_t *dims) {
+    assert_int_equal(ses_tensor_rank(t), rank);
+    for (size_t d = 0; d < rank; d++)
+        assert_int_equal(ses_tensor_dims(t)[d], dims[d]);
+}
+
+static void assert_f32(ses_tensor_t *t, const float *want, size_t n, double tol) {
+    const float *got = ses_tensor_data(t);
+    assert_int_equal(ses_tensor_dtype(t), SES_F32);
+    assert_int_equal(ses_tensor_count(t), n);
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - (double)want[i]) <= tol))
+            fail_msg("element %zu: got %.9g, want %.9g", i, (double)got[i], (double)want[i]);
+}
+
+static void assert_i64(ses_tensor_t *t, const int64_t *want, size_t n) {
+    const int64_t *got = ses_tensor_data(t);
+    assert_int_equal(ses_tensor_dtype(t), SES_I64);
+    assert_int_equal(ses_tensor_count(t), n);
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i])
+            fail_msg("element %zu: got %lld, want %lld", i, (long long)got[i], (long long)want[i]);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static double uniform(double lo, double hi) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* ---- Conv against a direct convolution ------------------------------------------------------ */
+
+typedef struct conv_case {
+    const char *label;
+    size_t rank;        /* of X and W: 3, 4 or 5 */
+    int64_t x[5], w[5]; /* X [N,C,...], W [M,C/group,...] */
+    int64_t group;
+    int64_t strides[3], dilations[3], pads[6]; /* the attributes given (0 entries: absent) */
+    const char *auto_pad;                      /* NULL: absent */
+    int64_t want_pads[6]; /* the pads the test expects in effect (begins, then ends) */
+    int bias;
+} conv_case_t;
+
+/* y[n][m][o] = b[m] + sum over c, k of x[n][g*Cg + c][o*s - pb + k*d] * w[m][c][k], with every
+ * missing spatial dim taken as 1. Returns the output's dims in @p ydims. */
+static double *direct_conv(const conv_case_t *c, const double *x, const double *w, const double *b,
+                           int64_t *ydims) {
+    const size_t sp = c->rank - 2;
+    int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+    int64_t pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, out[3] = {1, 1, 1};
+    const int64_t n_img = c->x[0], ch = c->x[1], m_all = c->w[0], cg = c->w[1];
+    const int64_t mg = m_all / c->group;
+
+    for (size_t i = 0; i < sp; i++) {
+        in[i] = c->x[2 + i];
+        k[i] = c->w[2 + i];
+        s[i] = c->strides[i] ? c->strides[i] : 1;
+        d[i] = c->dilations[i] ? c->dilations[i] : 1;
+        pb[i] = c->want_pads[i];
+        pe[i] = c->want_pads[sp + i];
+        out[i] = (in[i] + pb[i] + pe[i] - (k[i] - 1) * d[i] - 1) / s[i] + 1;
+    }
+    ydims[0] = n_img;
+    ydims[1] = m_all;
+    for (size_t i = 0; i < sp; i++)
+        ydims[2 + i] = out[i];
+    double *y = calloc((size_t)(n_img * m_all * out[0] * out[1] * out[2]), sizeof *y);
+    assert_non_null(y);
+    for (int64_t n = 0; n < n_img; n++)
+        for (int64_t m = 0; m < m_all; m++)
+            for (int64_t o0 = 0; o0 < out[0]; o0++)
+                for (int64_t o1 = 0; o1 < out[1]; o1++)
+                    for (int64_t o2 = 0; o2 < out[2]; o2++) {
+                        double acc = b ? b[m] : 0.0;
+                        for (int64_t cc = 0; cc < cg; cc++)
+                            for (int64_t k0 = 0; k0 < k[0]; k0++)
+                                for (int64_t k1 = 0; k1 < k[1]; k1++)
+                                    for (int64_t k2 = 0; k2 < k[2]; k2++) {
+                                        int64_t i0 = o0 * s[0] - pb[0] + k0 * d[0];
+                                        int64_t i1 = o1 * s[1] - pb[1] + k1 * d[1];
+                                        int64_t i2 = o2 * s[2] - pb[2] + k2 * d[2];
+                                        if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] ||
+                                            i2 < 0 || i2 >= in[2])
+                                            continue;
+                                        int64_t xc = (m / mg) * cg + cc;
+                                        acc +=
+                                            x[(((n * ch + xc) * in[0] + i0) * in[1] + i1) * in[2] +
+                                              i2] *
+                                            w[(((m * cg + cc) * k[0] + k0) * k[1] + k1) * k[2] +
+                                              k2];
+                                    }
+                        y[(((n * m_all + m) * out[0] + o0) * out[1] + o1) * out[2] + o2] = acc;
+                    }
+    return y;
+}
+
+static const conv_case_t conv_cases[] = {
+    {"2-D plain", 4, {1, 1, 5, 5}, {1, 1, 3, 3}, 1, {0}, {0}, {0}, NULL, {0}, 0},
+    {"2-D stride 2 pads 1 bias",
+     4,
+     {2, 3, 7, 6},
+     {4, 3, 3, 3},
+     1,
+     {2, 2},
+     {0},
+     {1, 1, 1, 1},
+     NULL,
+     {1, 1, 1, 1},
+     1},
+    {"2-D group 2 dilation 2 asymmetric pads",
+     4,
+     {1, 4, 7, 7},
+     {6, 2, 3, 2},
+     2,
+     {1, 2},
+     {2, 1},
+     {1, 0, 2, 1},
+     NULL,
+     {1, 0, 2, 1},
+     1},
+    {"2-D depthwise SAME_UPPER stride 2",
+     4,
+     {1, 3, 6, 6},
+     {3, 1, 3, 3},
+     3,
+     {2, 2},
+     {0},
+     {0},
+     "SAME_UPPER",
+     {0, 0, 1, 1},
+     0},
+    {"2-D SAME_LOWER",
+     4,
+     {1, 2, 5, 5},
+     {2, 2, 2, 2},
+     1,
+     {0},
+     {0},
+     {0},
+     "SAME_LOWER",
+     {1, 1, 0, 0},
+     1},
+    {"2-D VALID", 4, {1, 2, 5, 6}, {3, 2, 2, 3}, 1, {2, 2}, {0}, {0}, "VALID", {0}, 0},
+    {"2-D 1x1", 4, {2, 5, 3, 4}, {3, 5, 1, 1}, 1, {0}, {0}, {0}, NULL, {0}, 1},
+    {"1-D", 3, {2, 3, 11}, {4, 3, 3}, 1, {2}, {3}, {2, 1}, NULL, {2, 1}, 1},
+    {"3-D",
+     5,
+     {1, 2, 4, 5, 4},
+     {3, 2, 2, 3, 2},
+     1,
+     {1, 2, 1},
+     {0},
+     {1, 1, 0, 0, 1, 1},
+     NULL,
+     {1, 1, 0, 0, 1, 1},
+     1},
+};
+
+static void conv_matches_a_direct_convolution(void **state) {
+    (void)state;
+    for (size_t ci = 0; ci < sizeof conv_cases / sizeof conv_cases[0]; ci++) {
+        const conv_case_t *c = &conv_cases[ci];
+        const size_t sp = c->rank - 2;
+        ses_graph_t *g = NULL;
+        ses_attr_t attrs[5];
+        size_t n_attrs = 0, nx = 1, nw = 1;
+        ses_edge_t in[3], y;
+        int64_t ydims[5];
+
+        for (size_t d = 0; d < c->rank; d++) {
+            nx *= (size_t)c->x[d];
+            nw *= (size_t)c->w[d];
+        }
+        double *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), b[8];
+        float *xf = malloc(nx * sizeof *xf), *wf = malloc(nw * sizeof *wf), bf[8];
+        assert_true(x && w && xf && wf);
+        for (size_t i = 0; i < nx; i++)
+            xf[i] = (float)(x[i] = (double)(float)uniform(-1, 1));
+        for (size_t i = 0; i < nw; i++)
+            wf[i] = (float)(w[i] = (double)(float)uniform(-1, 1));
+        for (size_t i = 0; i < 8; i++)
+            bf[i] = (float)(b[i] = (double)(float)uniform(-1, 1));
+        double *want = direct_conv(c, x, w, c->bias ? b : NULL, ydims);
+
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        in[0] = const_f32(g, c->rank, c->x, xf);
+        in[1] = const_f32(g, c->rank, c->w, wf);
+        in[2] = const_f32(g, 1, c->w, bf);
+        if (c->group != 1)
+            attrs[n_attrs++] = ses_attr_int("group", c->group);
+        if (c->strides[0])
+            attrs[n_attrs++] = ses_attr_ints("strides", c->strides, sp);
+        if (c->dilations[0])
+            attrs[n_attrs++] = ses_attr_ints("dilations", c->dilations, sp);
+        if (c->pads[0] || c->pads[1] || c->pads[2] || c->pads[3])
+            attrs[n_attrs++] = ses_attr_ints("pads", c->pads, 2 * sp);
+        if (c->auto_pad)
+            attrs[n_attrs++] = ses_attr_string("auto_pad", c->auto_pad);
+        if (ses_graph_op(g, "Conv", "conv", in, c->bias ? 3 : 2, attrs, n_attrs, &y) != SES_OK)
+            fail_msg("%s: %s", c->label, ses_last_error());
+        ses_tensor_t *got = eval1(g, y);
+        assert_dims(got, c->rank, ydims);
+        const float *v = ses_tensor_data(got);
+        for (size_t i = 0; i < ses_tensor_count(got); i++)
+            if (fabs((double)v[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+                fail_msg("%s: element %zu: got %.9g, want %.9g", c->label, i, (double)v[i],
+                         want[i]);
+        ses_tensor_release(got);
+        ses_graph_release(g);
+        free(want);
+        free(x);
+        free(w);
+        free(xf);
+        free(wf);
+    }
+}
+
+/* A 3x3 image of 1..9 against the 2x2 kernel [[1,0],[0,-1]] is x[i][j] - x[i+1][j+1] = -4. */
+static void conv_gives_hand_checked_values(void **state) {
+    static const float x[] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[] = {1, 0, 0, -1}, b[] = {10};
+    static const int64_t xd[] = {1, 1, 3, 3}, wd[] = {1, 1, 2, 2}, bd[] = {1};
+    static const float want[] = {6, 6, 6, 6};
+    static const int64_t yd[] = {1, 1, 2, 2};
+    ses_graph_t *g = NULL;
+    ses_edge_t in[3], y;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 4, xd, x);
+    in[1] = const_f32(g, 4, wd, w);
+    in[2] = const_f32(g, 1, bd, b);
+    assert_int_equal(ses_graph_op(g, "Conv", "c", in, 3, NULL, 0, &y), SES_OK);
+    ses_tensor_t *t = eval1(g, y);
+    assert_dims(t, 4, yd);
+    assert_f32(t, want, 4, 0);
+    ses_tensor_release(t);
+    ses_graph_release(g);
+}
+
+/* ---- pools, normalization ------------------------------------------------------------------- */
+
+static ses_tensor_t *unary(const char *op, size_t rank, const int64_t *dims, const float *x,
+                           const ses_attr_t *attrs, size_t n_attrs) {
+    ses_graph_t *g = NULL;
+    ses_edge_t in, y;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in = const_f32(g, rank, dims, x);
+    if (ses_graph_op(g, op, "node", &in, 1, attrs, n_attrs, &y) != SES_OK)
+        fail_msg("%s: %s", op, ses_last_error());
+    ses_tensor_t *t = eval1(g, y);
+    ses_graph_release(g);
+    return t;
+}
+
+static void max_pool_takes_window_maxima_with_ceil_mode(void **state) {
+    static const int64_t k2[] = {2, 2};
+    float x[25];
+    static const int64_t d4[] = {1, 1, 4, 4}, d5[] = {1, 1, 5, 5};
+    static const float want4[] = {6, 8, 14, 16};
+    static const float want5[] = {7, 9, 10, 17, 19, 20, 22, 24, 25};
+    ses_attr_t a[3] = {ses_attr_ints("kernel_shape", k2, 2), ses_attr_ints("strides", k2, 2),
+                       ses_attr_int("ceil_mode", 1)};
+
+    (void)state;
+    for (int i = 0; i < 25; i++)
+        x[i] = (float)(i + 1);
+    ses_tensor_t *t = unary("MaxPool", 4, d4, x, a, 2);
+    assert_f32(t, want4, 4, 0);
+    ses_tensor_release(t);
+    /* 5 = 2 + 2 + 1: ceil_mode adds a last window over the one remaining row and column. */
+    t = unary("MaxPool", 4, d5, x, a, 3);
+    static const int64_t yd[] = {1, 1, 3, 3};
+    assert_dims(t, 4, yd);
+    assert_f32(t, want5, 9, 0);
+    ses_tensor_release(t);
+    t = unary("MaxPool", 4, d5, x, a, 2); /* floor: 2x2 */
+    assert_int_equal(ses_tensor_count(t), 4);
+    ses_tensor_release(t);
+}
+
+static void average_pool_counts_padding_only_when_asked(void **state) {
+    static const int64_t k3[] = {3, 3}, p1[] = {1, 1, 1, 1}, d[] = {1, 1, 3, 3};
+    static const float ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const float with_pad[] = {4.f / 9, 6.f / 9, 4.f / 9, 6.f / 9, 1,
+                                     6.f / 9, 4.f / 9, 6.f / 9, 4.f / 9};
+    ses_attr_t a[3] = {ses_attr_ints("kernel_shape", k3, 2), ses_attr_ints("pads", p1, 4),
+                       ses_attr_int("count_include_pad", 1)};
+
+    (void)state;
+    ses_tensor_t *t = unary("AveragePool", 4, d, ones, a, 2);
+    assert_f32(t, ones, 9, 1e-7);
+    ses_tensor_release(t);
+    t = unary("AveragePool", 4, d, ones, a, 3);
+    assert_f32(t, with_pad, 9, 1e-6);
+    ses_tensor_release(t);
+}
+
+static void global_pools_reduce_every_spatial_axis(void **state) {
+    static const int64_t d[] = {1, 2, 2, 2}, yd[] = {1, 2, 1, 1};
+    static const float x[] = {1, 2, 3, 6, -1, -2, -3, 10};
+    static const float mean[] = {3, 1}, max[] = {6, 10};
+
+    (void)state;
+    ses_tensor_t *t = unary("GlobalAveragePool", 4, d, x, NULL, 0);
+    assert_dims(t, 4, yd);
+    assert_f32(t, mean, 2, 1e-7);
+    ses_tensor_release(t);
+    t = unary("GlobalMaxPool", 4, d, x, NULL, 0);
+    assert_f32(t, max, 2, 0);
+    ses_tensor_release(t);
+}
+
+/* y = scale * (x - mean) / sqrt(var + epsilon) + B per channel. */
+static void batch_normalization_applies_the_running_statistics(void **state) {
+    static const int64_t xd[] = {1, 2, 2}, cd[] = {2};
+    static const float x[] = {1, 2, 3, 4}, scale[] = {1, 2}, b[] = {0, 1}, mean[] = {1, 2},
+                       var[] = {1, 4};
+    static const float want[] = {0, 1, 2, 3};
+    ses_graph_t *g = NULL;
+    ses_edge_t in[5], y;
+    ses_attr_t eps = ses_attr_float("epsilon", 0.0);
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 3, xd, x);
+    in[1] = const_f32(g, 1, cd, scale);
+    in[2] = const_f32(g, 1, cd, b);
+    in[3] = const_f32(g, 1, cd, mean);
+    in[4] = const_f32(g, 1, cd, var);
+    assert_int_equal(ses_graph_op(g, "BatchNormalization", "bn", in, 5, &eps, 1, &y), SES_OK);
+    ses_tensor_t *t = eval1(g, y);
+    assert_f32(t, want, 4, 1e-6);
+    ses_tensor_release(t);
+    ses_graph_release(g);
+}
+
+static void dropout_is_the_identity_with_a_true_mask(void **state) {
+    static const int64_t d[] = {3};
+    static const float x[] = {1, -2, 3};
+    static const unsigned char yes = 1;
+    ses_graph_t *g = NULL;
+    ses_node_t *node = NULL;
+    ses_edge_t in[3], outs[2], y;
+    ses_tensor_t *got[2] = {0};
+    ses_session_t *s = NULL;
+    const char *cpu = "cpu";
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 1, d, x);
+    in[1] = scalar_f32(g, 0.5f);
+    assert_int_equal(ses_graph_add_node(g, "Dropout", "drop", in, 2, NULL, 0, 2, &node), SES_OK);
+    outs[0] = ses_node_output(node, 0);
+    outs[1] = ses_node_output(node, 1);
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    if (ses_session_eval(s, outs, 2, NULL, 0, NULL, 0, got) != SES_OK)
+        fail_msg("%s", ses_last_error());
+    assert_f32(got[0], x, 3, 0);
+    assert_int_equal(ses_tensor_dtype(got[1]), SES_BOOL);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(((const unsigned char *)ses_tensor_data(got[1]))[i], 1);
+    ses_tensor_release(got[0]);
+    ses_tensor_release(got[1]);
+    ses_session_destroy(s);
+
+    /* Training mode would need random masks: refused, naming it. */
+    in[2] = constant(g, SES_BOOL, 0, NULL, &yes, 1);
+    assert_int_equal(ses_graph_op(g, "Dropout", "train", in, 3, NULL, 0, &y), SES_OK);
+    static const char *const parts[] = {"Dropout \"train\"", "training_mode"};
+    expect_error(g, y, SES_UNIMPLEMENTED, parts, 2);
+    ses_graph_release(g);
+}
+
+/* ---- Pad, Clip, Expand, Split, Shape, ConstantOfShape, Range -------------------------------- */
+
+static ses_tensor_t *pad(const float *x, size_t rank, const int64_t *dims, const int64_t *pads,
+                         size_t n_pads, const char *mode, const float *value) {
+    ses_graph_t *g = NULL;
+    ses_edge_t in[3], y;
+    ses_attr_t m = ses_attr_string("mode", mode);
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, rank, dims, x);
+    in[1] = const_i64(g, n_pads, pads);
+    if (value)
+        in[2] = scalar_f32(g, *value);
+    if (ses_graph_op(g, "Pad", "pad", in, value ? 3 : 2, &m, 1, &y) != SES_OK)
+        fail_msg("%s", ses_last_error());
+    ses_tensor_t *t = eval1(g, y);
+    ses_graph_release(g);
+    return t;
+}
+
+static void pad_supports_constant_reflect_and_edge(void **state) {
+    static const float x[] = {1, 2, 3}, x2[] = {1, 2, 3, 4};
+    static const int64_t d[] = {3}, p[] = {2, 2}, d2[] = {2, 2}, p2[] = {1, 0, 0, 1};
+    static const int64_t crop[] = {-1, 1};
+    static const float constant_want[] = {0, 0, 1, 2, 3, 0, 0};
+    static const float reflect_want[] = {3, 2, 1, 2, 3, 2, 1};
+    static const float edge_want[] = {1, 1, 1, 2, 3, 3, 3};
+    static const float nine_want[] = {9, 9, 9, 1, 2, 9, 3, 4, 9};
+    static const float crop_want[] = {2, 3, 0};
+    const float nine = 9;
+
+    (void)state;
+    ses_tensor_t *t = pad(x, 1, d, p, 2, "constant", NULL);
+    assert_f32(t, constant_want, 7, 0);
+    ses_tensor_release(t);
+    t = pad(x, 1, d, p, 2, "reflect", NULL);
+    assert_f32(t, reflect_want, 7, 0);
+    ses_tensor_release(t);
+    t = pad(x, 1, d, p, 2, "edge", NULL);
+    assert_f32(t, edge_want, 7, 0);
+    ses_tensor_release(t);
+    t = pad(x2, 2, d2, p2, 4, "constant", &nine);
+    static const int64_t yd[] = {3, 3};
+    assert_dims(t, 2, yd);
+    assert_f32(t, nine_want, 9, 0);
+    ses_tensor_release(t);
+    /* A negative pad crops. */
+    t = pad(x, 1, d, crop, 2, "constant", NULL);
+    assert_f32(t, crop_want, 3, 0);
+    ses_tensor_release(t);
+}
+
+static void clip_bounds_by_the_inputs_given(void **state) {
+    static const int64_t d[] = {4}, e[] = {0};
+    static const float x[] = {-2, -0.5f, 0.5f, 2}, want[] = {-1, -0.5f, 0.5f, 1},
+                       want_max[] = {-2, -0.5f, 0.5f, 1};
+    static const int64_t xi[] = {-5, 0, 5, 9}, want_i[] = {-5, 0, 3, 3}, three = 3;
+    ses_graph_t *g = NULL;
+    ses_edge_t in[3], y;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 1, d, x);
+    in[1] = scalar_f32(g, -1);
+    in[2] = scalar_f32(g, 1);
+    assert_int_equal(ses_graph_op(g, "Clip", "both", in, 3, NULL, 0, &y), SES_OK);
+    ses_tensor_t *t = eval1(g, y);
+    assert_f32(t, want, 4, 0);
+    ses_tensor_release(t);
+    /* An empty min counts as absent. */
+    in[1] = const_f32(g, 1, e, NULL);
+    assert_int_equal(ses_graph_op(g, "Clip", "max_only", in, 3, NULL, 0, &y), SES_OK);
+    t = eval1(g, y);
+    assert_f32(t, want_max, 4, 0);
+    ses_tensor_release(t);
+    /* i64, max only. */
+    in[0] = const_i64(g, 4, xi);
+    in[1] = constant(g, SES_I64, 1, e, NULL, 0);
+    in[2] = constant(g, SES_I64, 0, NULL, &three, sizeof three);
+    assert_int_equal(ses_graph_op(g, "Clip", "ints", in, 3, NULL, 0, &y), SES_OK);
+    t = eval1(g, y);
+    assert_i64(t, want_i, 4);
+    ses_tensor_release(t);
+    ses_graph_release(g);
+}
+
+static void expand_broadcasts_both_ways(void **state) {
+    static const int64_t d[] = {3, 1}, shape[] = {2, 1, 4}, yd[] = {2, 3, 4};
+    static const float x[] = {1, 2, 3};
+    ses_graph_t *g = NULL;
+    ses_edge_t in[2], y;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 2, d, x);
+    in[1] = const_i64(g, 3, shape);
+    assert_int_equal(ses_graph_op(g, "Expand", "e", in, 2, NULL, 0, &y), SES_OK);
+    ses_tensor_t *t = eval1(g, y);
+    assert_dims(t, 3, yd);
+    const float *v = ses_tensor_data(t);
+    for (int i = 0; i < 24; i++)
+        assert_true(v[i] == x[(i / 4) % 3]);
+    ses_tensor_release(t);
+    ses_graph_release(g);
+}
+
+/* Splits @p x into @p n outputs and checks each against @p want (concatenated) and @p sizes. */
+static void check_split(const float *x, size_t rank, const int64_t *dims, const int64_t *split,
+                        const ses_attr_t *attrs, size_t n_attrs, size_t n, const int64_t *sizes,
+                        int64_t axis, const float *want) {
+    ses_graph_t *g = NULL;
+    ses_node_t *node = NULL;
+    ses_edge_t in[2], outs[8];
+    ses_tensor_t *got[8] = {0};
+    ses_session_t *s = NULL;
+    const char *cpu = "cpu";
+    size_t k = 0;
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, rank, dims, x);
+    if (split)
+        in[1] = const_i64(g, n, split);
+    if (ses_graph_add_node(g, "Split", "split", in, split ? 2 : 1, attrs, n_attrs, n, &node) !=
+        SES_OK)
+        fail_msg("%s", ses_last_error());
+    for (size_t o = 0; o < n; o++)
+        outs[o] = ses_node_output(node, (uint32_t)o);
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    if (ses_session_eval(s, outs, n, NULL, 0, NULL, 0, got) != SES_OK)
+        fail_msg("%s", ses_last_error());
+    for (size_t o = 0; o < n; o++) {
+        assert_int_equal(ses_tensor_dims(got[o])[axis], sizes[o]);
+        assert_f32(got[o], want + k, ses_tensor_count(got[o]), 0);
+        k += ses_tensor_count(got[o]);
+        ses_tensor_release(got[o]);
+    }
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void split_by_sizes_equal_parts_and_num_outputs(void **state) {
+    static const float x[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    static const int64_t d6[] = {6}, split[] = {1, 2, 3}, s123[] = {1, 2, 3};
+    static const int64_t d24[] = {2, 4}, s22[] = {2, 2}, d5[] = {5}, s221[] = {2, 2, 1};
+    static const float by_columns[] = {0, 1, 4, 5, 2, 3, 6, 7};
+    ses_attr_t axis1 = ses_attr_int("axis", 1), num3 = ses_attr_int("num_outputs", 3);
+
+    (void)state;
+    check_split(x, 1, d6, split, NULL, 0, 3, s123, 0, x);
+    check_split(x, 2, d24, NULL, &axis1, 1, 2, s22, 1, by_columns);
+    check_split(x, 1, d5, NULL, &num3, 1, 3, s221, 0, x);
+}
+
+static void shape_constant_of_shape_and_range(void **state) {
+    static const int64_t d[] = {2, 3, 4}, want_shape[] = {3, 4}, dims[] = {2, 3};
+    static const int64_t fives[] = {5, 5, 5, 5, 5, 5}, want_i[] = {10, 7};
+    static const float want_f[] = {1, 1.25f, 1.5f, 1.75f};
+    float x[24] = {0};
+    ses_graph_t *g = NULL;
+    ses_edge_t in[3], y;
+    ses_attr_t start = ses_attr_int("start", -2);
+
+    (void)state;
+    ses_tensor_t *t = unary("Shape", 3, d, x, &start, 1);
+    assert_i64(t, want_shape, 2);
+    ses_tensor_release(t);
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_i64(g, 2, dims);
+    ses_attr_t five = ses_attr_int("value", 5);
+    assert_int_equal(ses_graph_op(g, "ConstantOfShape", "ints", in, 1, &five, 1, &y), SES_OK);
+    t = eval1(g, y);
+    assert_dims(t, 2, dims);
+    assert_i64(t, fives, 6);
+    ses_tensor_release(t);
+    ses_attr_t half = ses_attr_float("value", 1.5);
+    assert_int_equal(ses_graph_op(g, "ConstantOfShape", "floats", in, 1, &half, 1, &y), SES_OK);
+    t = eval1(g, y);
+    assert_int_equal(ses_tensor_dtype(t), SES_F32);
+    assert_true(((const float *)ses_tensor_data(t))[5] == 1.5f);
+    ses_tensor_release(t);
+
+    in[0] = scalar_f32(g, 1);
+    in[1] = scalar_f32(g, 2);
+    in[2] = scalar_f32(g, 0.25f);
+    assert_int_equal(ses_graph_op(g, "Range", "rf", in, 3, NULL, 0, &y), SES_OK);
+    t = eval1(g, y);
+    assert_f32(t, want_f, 4, 0);
+    ses_tensor_release(t);
+    static const int64_t ten = 10, four = 4, minus3 = -3;
+    in[0] = constant(g, SES_I64, 0, NULL, &ten, 8);
+    in[1] = constant(g, SES_I64, 0, NULL, &four, 8);
+    in[2] = constant(g, SES_I64, 0, NULL, &minus3, 8);
+    assert_int_equal(ses_graph_op(g, "Range", "ri", in, 3, NULL, 0, &y), SES_OK);
+    t = eval1(g, y);
+    assert_i64(t, want_i, 2);
+    ses_tensor_release(t);
+    ses_graph_release(g);
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+static void bad_attributes_and_inputs_are_named(void **state) {
+    static const int64_t xd[] = {1, 3, 5, 5}, wd[] = {4, 3, 3, 3}, wd2[] = {4, 1, 3, 3};
+    static const int64_t neg[] = {1, -1, 1, 1}, k9[] = {9, 9}, two[] = {2, 2};
+    static const int64_t split_bad[] = {1, 1};
+    float x[75] = {0}, w[108] = {0};
+    ses_graph_t *g = NULL;
+    ses_edge_t in[3], y, t1;
+    ses_node_t *node = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 4, xd, x);
+    in[1] = const_f32(g, 4, wd2, w);
+    {
+        ses_attr_t a = ses_attr_int("group", 2);
+        static const char *const parts[] = {"Conv \"grouped\"", "group is 2", "f32[1,3,5,5]"};
+        assert_int_equal(ses_graph_op(g, "Conv", "grouped", in, 2, &a, 1, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 3);
+    }
+    in[1] = const_f32(g, 4, wd, w);
+    {
+        ses_attr_t a = ses_attr_ints("pads", neg, 4);
+        static const char *const parts[] = {"Conv \"negpad\"", "pads [1,-1,1,1]", "negative"};
+        assert_int_equal(ses_graph_op(g, "Conv", "negpad", in, 2, &a, 1, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 3);
+    }
+    {
+        ses_attr_t a = ses_attr_ints("kernel_shape", k9, 2);
+        static const char *const parts[] = {"MaxPool \"big\"", "bigger than the padded input"};
+        assert_int_equal(ses_graph_op(g, "MaxPool", "big", in, 1, &a, 1, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+    }
+    {
+        ses_attr_t a = ses_attr_ints("kernel_shape", two, 2);
+        static const char *const parts[] = {"MaxPool \"indices\"", "Indices"};
+        assert_int_equal(ses_graph_add_node(g, "MaxPool", "indices", in, 1, &a, 1, 2, &node),
+                         SES_OK);
+        expect_error(g, ses_node_output(node, 0), SES_UNIMPLEMENTED, parts, 2);
+    }
+    {
+        static const char *const parts[] = {"MaxPool \"noks\"", "kernel_shape is required"};
+        assert_int_equal(ses_graph_op(g, "MaxPool", "noks", in, 1, NULL, 0, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+    }
+    /* A shape-like input computed by another node is not known at compile time. */
+    {
+        static const int64_t p[] = {1, 1, 1, 1, 0, 0, 0, 0};
+        ses_edge_t pads = const_i64(g, 8, p), pin[2];
+        static const char *const parts[] = {"Pad \"computed\"", "pads", "constant or fed"};
+        pin[0] = pads;
+        pin[1] = pads;
+        assert_int_equal(ses_graph_op(g, "Add", "sum", pin, 2, NULL, 0, &t1), SES_OK);
+        pin[0] = in[0];
+        pin[1] = t1;
+        assert_int_equal(ses_graph_op(g, "Pad", "computed", pin, 2, NULL, 0, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 3);
+    }
+    {
+        static const int64_t p[] = {0, 0, 5, 0, 0, 0, 0, 0};
+        ses_edge_t pin[2] = {in[0], const_i64(g, 8, p)};
+        ses_attr_t m = ses_attr_string("mode", "reflect");
+        static const char *const parts[] = {"Pad \"reflect\"", "smaller than the axis"};
+        assert_int_equal(ses_graph_op(g, "Pad", "reflect", pin, 2, &m, 1, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+    }
+    {
+        ses_edge_t sin[2] = {in[0], const_i64(g, 2, split_bad)};
+        static const char *const parts[] = {"Split \"s\"", "split [1,1] adds up to 2",
+                                            "axis 0 of the input has 1"};
+        assert_int_equal(ses_graph_add_node(g, "Split", "s", sin, 2, NULL, 0, 2, &node), SES_OK);
+        expect_error(g, ses_node_output(node, 0), SES_INVALID_ARGUMENT, parts, 3);
+    }
+    {
+        ses_edge_t rin[3] = {scalar_f32(g, 0), scalar_f32(g, 1), scalar_f32(g, 0)};
+        static const char *const parts[] = {"Range \"r\"", "delta must be non-zero"};
+        assert_int_equal(ses_graph_op(g, "Range", "r", rin, 3, NULL, 0, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+    }
+    {
+        ses_attr_t a = ses_attr_string("auto_pad", "SAME");
+        static const char *const parts[] = {"Conv \"ap\"", "auto_pad is \"SAME\""};
+        assert_int_equal(ses_graph_op(g, "Conv", "ap", in, 2, &a, 1, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+    }
+    ses_graph_release(g);
+}
+
+/* ---- gradients ------------------------------------------------------------------------------ */
+
+#define MAX_X 3
+
+typedef ses_status_t (*build_fn)(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y);
+
+typedef struct gcase {
+    const char *label;
+    size_t n_x;
+    size_t rank[MAX_X];
+    int64_t dims[MAX_X][5];
+    int away; /* values at least 0.3 from the Clip bounds */
+    build_fn build;
+} gcase_t;
+
+static ses_status_t op(ses_graph_t *g, const char *name, const ses_edge_t *in, size_t n,
+                       const ses_attr_t *a, size_t na, ses_edge_t *y) {
+    return ses_graph_op(g, name, NULL, in, n, a, na, y);
+}
+
+static ses_status_t b_conv(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t s[] = {2, 1}, p[] = {1, 0, 1, 1}, d[] = {1, 2};
+    ses_attr_t a[4] = {ses_attr_ints("strides", s, 2), ses_attr_ints("pads", p, 4),
+                       ses_attr_ints("dilations", d, 2), ses_attr_int("group", 2)};
+    return op(g, "Conv", x, 3, a, 4, y);
+}
+
+static ses_status_t b_conv_1d(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t s[] = {2};
+    ses_attr_t a[2] = {ses_attr_ints("strides", s, 1), ses_attr_string("auto_pad", "SAME_UPPER")};
+    return op(g, "Conv", x, 2, a, 2, y);
+}
+
+static ses_status_t b_conv_1x1(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    return op(g, "Conv", x, 3, NULL, 0, y);
+}
+
+static ses_status_t b_max_pool(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t k[] = {3, 2}, s[] = {2, 1}, p[] = {1, 0, 1, 1};
+    ses_attr_t a[4] = {ses_attr_ints("kernel_shape", k, 2), ses_attr_ints("strides", s, 2),
+                       ses_attr_ints("pads", p, 4), ses_attr_int("ceil_mode", 1)};
+    return op(g, "MaxPool", x, 1, a, 4, y);
+}
+
+static ses_status_t b_average_pool(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t k[] = {3, 3}, s[] = {2, 2}, p[] = {1, 1, 1, 1};
+    ses_attr_t a[4] = {ses_attr_ints("kernel_shape", k, 2), ses_attr_ints("strides", s, 2),
+                       ses_attr_ints("pads", p, 4), ses_attr_int("ceil_mode", 1)};
+    return op(g, "AveragePool", x, 1, a, 4, y);
+}
+
+static ses_status_t b_average_pool_incl(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t k[] = {2, 3}, p[] = {1, 1, 0, 1};
+    ses_attr_t a[3] = {ses_attr_ints("kernel_shape", k, 2), ses_attr_ints("pads", p, 4),
+                       ses_attr_int("count_include_pad", 1)};
+    return op(g, "AveragePool", x, 1, a, 3, y);
+}
+
+static ses_status_t b_global_average_pool(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    return op(g, "GlobalAveragePool", x, 1, NULL, 0, y);
+}
+
+static ses_status_t b_clip(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    double lo = -0.5, hi = 0.7;
+    ses_edge_t in[3] = {x[0], constant(g, SES_F64, 0, NULL, &lo, 8),
+                        constant(g, SES_F64, 0, NULL, &hi, 8)};
+    return op(g, "Clip", in, 3, NULL, 0, y);
+}
+
+static ses_status_t b_clip_max_only(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t empty[] = {0};
+    double hi = 0.7;
+    ses_edge_t in[3] = {x[0], constant(g, SES_F64, 1, empty, NULL, 0),
+                        constant(g, SES_F64, 0, NULL, &hi, 8)};
+    return op(g, "Clip", in, 3, NULL, 0, y);
+}
+
+static ses_status_t b_expand(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t shape[] = {2, 3, 1, 4};
+    ses_edge_t in[2] = {x[0], const_i64(g, 4, shape)};
+    return op(g, "Expand", in, 2, NULL, 0, y);
+}
+
+static ses_status_t b_pad(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y, const char *mode) {
+    static const int64_t p[] = {1, 2, 2, 1};
+    ses_edge_t in[2] = {x[0], const_i64(g, 4, p)};
+    ses_attr_t m = ses_attr_string("mode", mode);
+    return op(g, "Pad", in, 2, &m, 1, y);
+}
+
+static ses_status_t b_pad_constant(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t p[] = {1, -1, 0, 2};
+    double v = 3.0;
+    ses_edge_t in[3] = {x[0], const_i64(g, 4, p), constant(g, SES_F64, 0, NULL, &v, 8)};
+    return op(g, "Pad", in, 3, NULL, 0, y);
+}
+
+static ses_status_t b_pad_reflect(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    return b_pad(g, x, y, "reflect");
+}
+
+static ses_status_t b_pad_edge(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    return b_pad(g, x, y, "edge");
+}
+
+/* Only outputs 0 and 2 of three reach the loss, so output 1's part of the gradient is zero. */
+static ses_status_t b_split(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t split[] = {1, 3, 2};
+    ses_edge_t in[2] = {x[0], const_i64(g, 3, split)}, parts[2];
+    ses_attr_t axis = ses_attr_int("axis", 1);
+    ses_node_t *node = NULL;
+    ses_status_t st = ses_graph_add_node(g, "Split", NULL, in, 2, &axis, 1, 3, &node);
+    if (st != SES_OK)
+        return st;
+    parts[0] = ses_node_output(node, 0);
+    parts[1] = ses_node_output(node, 2);
+    return op(g, "Concat", parts, 2, &axis, 1, y);
+}
+
+static ses_status_t b_dropout(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    return op(g, "Dropout", x, 1, NULL, 0, y);
+}
+
+#define D2(a, b) \
+    { a, b }
+#define D3(a, b, c) \
+    { a, b, c }
+#define D4(a, b, c, d) \
+    { a, b, c, d }
+
+static const gcase_t gcases[] = {
+    {"Conv group 2 strides pads dilations bias",
+     3,
+     {4, 4, 1},
+     {D4(2, 4, 5, 6), D4(4, 2, 3, 2), {4}},
+     0,
+     b_conv},
+    {"Conv 1-D SAME_UPPER", 2, {3, 3}, {D3(2, 3, 7), D3(2, 3, 3)}, 0, b_conv_1d},
+    {"Conv 1x1 bias", 3, {4, 4, 1}, {D4(2, 3, 2, 3), D4(4, 3, 1, 1), {4}}, 0, b_conv_1x1},
+    {"MaxPool ceil_mode pads", 1, {4}, {D4(2, 2, 6, 5)}, 0, b_max_pool},
+    {"AveragePool ceil_mode pads", 1, {4}, {D4(1, 2, 6, 6)}, 0, b_average_pool},
+    {"AveragePool count_include_pad", 1, {4}, {D4(1, 2, 4, 5)}, 0, b_average_pool_incl},
+    {"GlobalAveragePool", 1, {4}, {D4(2, 3, 2, 3)}, 0, b_global_average_pool},
+    {"Clip", 1, {2}, {D2(3, 4)}, 1, b_clip},
+    {"Clip max only", 1, {2}, {D2(3, 4)}, 1, b_clip_max_only},
+    {"Expand", 1, {2}, {D2(3, 1)}, 0, b_expand},
+    {"Pad constant, negative pads", 1, {2}, {D2(3, 4)}, 0, b_pad_constant},
+    {"Pad reflect", 1, {2}, {D2(3, 4)}, 0, b_pad_reflect},
+    {"Pad edge", 1, {2}, {D2(3, 4)}, 0, b_pad_edge},
+    {"Split", 1, {2}, {D2(2, 6)}, 0, b_split},
+    {"Dropout", 1, {2}, {D2(2, 3)}, 0, b_dropout},
+};
+
+static double eval_loss(ses_session_t *s, ses_edge_t loss, const ses_feed_t *feeds, size_t n) {
+    ses_tensor_t *value = NULL;
+    double sum = 0.0;
+    if (ses_session_eval(s, &loss, 1, feeds, n, NULL, 0, &value) != SES_OK)
+        fail_msg("eval: %s", ses_last_error());
+    for (size_t i = 0; i < ses_tensor_count(value); i++)
+        sum += ((const double *)ses_tensor_data(value))[i];
+    ses_tensor_release(value);
+    return sum;
+}
+
+static void check_gradient(const gcase_t *c) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s = NULL;
+    ses_edge_t x[MAX_X], y, sq, l1, l2, loss, dx[MAX_X], pair[2];
+    ses_feed_t feeds[MAX_X];
+    ses_tensor_t *grads[MAX_X] = {0};
+    const char *cpu = "cpu";
+    ses_attr_t keep = ses_attr_int("keepdims", 0);
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    for (size_t i = 0; i < c->n_x; i++) {
+        ses_tensor_t *t = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "x%zu", i);
+        assert_int_equal(ses_graph_placeholder(g, name, SES_F64, c->rank[i], c->dims[i], &x[i]),
+                         SES_OK);
+        assert_int_equal(ses_tensor_create(SES_F64, c->rank[i], c->dims[i], &t), SES_OK);
+        for (size_t k = 0; k < ses_tensor_count(t); k++) {
+            double v = uniform(-1.5, 1.5);
+            /* Keep Clip's inputs away from its kinks at -0.5 and 0.7. */
+            while (c->away && (fabs(v + 0.5) < 0.1 || fabs(v - 0.7) < 0.1))
+                v = uniform(-1.5, 1.5);
+            ((double *)ses_tensor_data(t))[k] = v;
+        }
+        feeds[i].edge = x[i];
+        feeds[i].value = t;
+    }
+    if (c->build(g, x, &y) != SES_OK)
+        fail_msg("%s: building: %s", c->label, ses_last_error());
+    /* loss = sum(y*y) + sum(y): the gradient flowing into y differs per element. */
+    pair[0] = pair[1] = y;
+    assert_int_equal(op(g, "Mul", pair, 2, NULL, 0, &sq), SES_OK);
+    assert_int_equal(op(g, "ReduceSum", &sq, 1, &keep, 1, &l1), SES_OK);
+    assert_int_equal(op(g, "ReduceSum", &y, 1, &keep, 1, &l2), SES_OK);
+    pair[0] = l1;
+    pair[1] = l2;
+    assert_int_equal(op(g, "Add", pair, 2, NULL, 0, &loss), SES_OK);
+    if (ses_gradients(g, NULL, &loss, 1, x, c->n_x, NULL, dx) != SES_OK)
+        fail_msg("%s: ses_gradients: %s", c->label, ses_last_error());
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    if (ses_session_eval(s, dx, c->n_x, feeds, c->n_x, NULL, 0, grads) != SES_OK)
+        fail_msg("%s: evaluating the gradients: %s", c->label, ses_last_error());
+    for (size_t i = 0; i < c->n_x; i++) {
+        double *v = ses_tensor_data(feeds[i].value);
+        const double *analytic = ses_tensor_data(grads[i]);
+        assert_int_equal(ses_tensor_count(grads[i]), ses_tensor_count(feeds[i].value));
+        for (size_t k = 0; k < ses_tensor_count(feeds[i].value); k++) {
+            const double h = 1e-6, keep_v = v[k];
+            v[k] = keep_v + h;
+            double up = eval_loss(s, loss, feeds, c->n_x);
+            v[k] = keep_v - h;
+            double down = eval_loss(s, loss, feeds, c->n_x);
+            v[k] = keep_v;
+            double numeric = (up - down) / (2 * h);
+            if (fabs(numeric - analytic[k]) > 1e-5 * fmax(1.0, fabs(numeric)))
+                fail_msg("%s: d loss / d x%zu[%zu]: gradient %.10g, finite difference %.10g",
+                         c->label, i, k, analytic[k], numeric);
+        }
+    }
+    for (size_t i = 0; i < c->n_x; i++) {
+        ses_tensor_release(feeds[i].value);
+        ses_tensor_release(grads[i]);
+    }
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void gradients_match_finite_differences(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof gcases / sizeof gcases[0]; i++)
+        check_gradient(&gcases[i]);
+}
+
+/* A small CNN (Conv, Relu, MaxPool, Dropout, Flatten, Gemm) learns to tell images bright on the
+ * left from images bright on the right with SGD: every op's gradient in one training graph. */
+static ses_edge_t variable(ses_graph_t *g, const char *name, size_t rank, const int64_t *dims,
+                           double scale) {
+    size_t n = 1;
+    float v[64];
+    ses_edge_t e;
+    for (size_t d = 0; d < rank; d++)
+        n *= (size_t)dims[d];
+    assert_true(n <= 64);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)uniform(-scale, scale);
+    assert_int_equal(ses_graph_variable(g, name, const_f32(g, rank, dims, v), &e), SES_OK);
+    return e;
+}
+
+static void a_small_cnn_trains_with_sgd(void **state) {
+    static const int64_t xd[] = {4, 1, 6, 6}, ld[] = {4}, wd[] = {3, 1, 3, 3}, bd[] = {3};
+    static const int64_t fd[] = {27, 2}, fbd[] = {2}, p1[] = {1, 1, 1, 1}, k2[] = {2, 2};
+    static const int64_t label_values[] = {0, 1, 0, 1};
+    ses_graph_t *g = NULL;
+    ses_session_t *s = NULL;
+    ses_edge_t x, labels, in[3], conv, relu, pool, drop, flat, logits, loss;
+    ses_node_t *step = NULL;
+    ses_optimizer_t sgd;
+    ses_feed_t feeds[2];
+    const char *cpu = "cpu";
+    float images[4 * 36];
+    double first = 0, last = 0;
+
+    (void)state;
+    for (int n = 0; n < 4; n++)
+        for (int i = 0; i < 36; i++)
+            images[n * 36 + i] = (float)(((i % 6 < 3) == (n % 2 == 0)) + uniform(-0.2, 0.2));
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd, &x), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "labels", SES_I64, 1, ld, &labels), SES_OK);
+    in[0] = x;
+    in[1] = variable(g, "conv/W", 4, wd, 0.5);
+    in[2] = variable(g, "conv/B", 1, bd, 0.1);
+    ses_attr_t pads = ses_attr_ints("pads", p1, 4);
+    assert_int_equal(op(g, "Conv", in, 3, &pads, 1, &conv), SES_OK);
+    assert_int_equal(op(g, "Relu", &conv, 1, NULL, 0, &relu), SES_OK);
+    ses_attr_t pool_attrs[2] = {ses_attr_ints("kernel_shape", k2, 2),
+                                ses_attr_ints("strides", k2, 2)};
+    assert_int_equal(op(g, "MaxPool", &relu, 1, pool_attrs, 2, &pool), SES_OK);
+    assert_int_equal(op(g, "Dropout", &pool, 1, NULL, 0, &drop), SES_OK);
+    assert_int_equal(op(g, "Flatten", &drop, 1, NULL, 0, &flat), SES_OK);
+    in[0] = flat;
+    in[1] = variable(g, "fc/W", 2, fd, 0.3);
+    in[2] = variable(g, "fc/b", 1, fbd, 0.1);
+    assert_int_equal(op(g, "Gemm", in, 3, NULL, 0, &logits), SES_OK);
+    assert_int_equal(
+        ses_softmax_cross_entropy(g, "loss", logits, labels, SES_REDUCTION_MEAN, &loss), SES_OK);
+    ses_optimizer_sgd(&sgd, 0.5);
+    if (ses_minimize(g, "train", loss, &sgd, NULL, 0, &step) != SES_OK)
+        fail_msg("ses_minimize: %s", ses_last_error());
+
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    feeds[0].edge = x;
+    feeds[1].edge = labels;
+    assert_int_equal(ses_tensor_create_from(SES_F32, 4, xd, images, sizeof images, &feeds[0].value),
+                     SES_OK);
+    assert_int_equal(
+        ses_tensor_create_from(SES_I64, 1, ld, label_values, sizeof label_values, &feeds[1].value),
+        SES_OK);
+    for (int i = 0; i < 40; i++) {
+        ses_tensor_t *value = NULL;
+        if (ses_session_eval(s, &loss, 1, feeds, 2, &step, 1, &value) != SES_OK)
+            fail_msg("step %d: %s", i, ses_last_error());
+        last = *(const float *)ses_tensor_data(value);
+        if (i == 0)
+            first = last;
+        ses_tensor_release(value);
+    }
+    if (!(last < 0.2 * first))
+        fail_msg("the loss went from %g to %g", first, last);
+    ses_tensor_release(feeds[0].value);
+    ses_tensor_release(feeds[1].value);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(conv_matches_a_direct_convolution),
+        cmocka_unit_test(conv_gives_hand_checked_values),
+        cmocka_unit_test(max_pool_takes_window_maxima_with_ceil_mode),
+        cmocka_unit_test(average_pool_counts_padding_only_when_asked),
+        cmocka_unit_test(global_pools_reduce_every_spatial_axis),
+        cmocka_unit_test(batch_normalization_applies_the_running_statistics),
+        cmocka_unit_test(dropout_is_the_identity_with_a_true_mask),
+        cmocka_unit_test(pad_supports_constant_reflect_and_edge),
+        cmocka_unit_test(clip_bounds_by_the_inputs_given),
+        cmocka_unit_test(expand_broadcasts_both_ways),
+        cmocka_unit_test(split_by_sizes_equal_parts_and_num_outputs),
+        cmocka_unit_test(shape_constant_of_shape_and_range),
+        cmocka_unit_test(bad_attributes_and_inputs_are_named),
+        cmocka_unit_test(gradients_match_finite_differences),
+        cmocka_unit_test(a_small_cnn_trains_with_sgd),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
