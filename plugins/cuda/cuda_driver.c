@@ -242,6 +242,70 @@ static void cuda_release_cache(ses_drv_device_t *device) {
     device->cached_bytes = 0;
 }
 
+/* ---- cuBLAS workspaces ------------------------------------------------------------------ */
+
+/* NVIDIA's recommendation: 32 MiB on Hopper (sm_90) and newer, 4 MiB before. */
+static uint64_t cuda_workspace_bytes(const ses_drv_device_t *device) {
+    const cuda_gpu_t *g = &device->driver->gpus[device->ordinal];
+    return g->major >= 9 ? UINT64_C(32) << 20 : UINT64_C(4) << 20;
+}
+
+/* Gives @p stream a workspace; takes device->lock. Returns 0, or -1 (no message recorded:
+ * the caller says what failed) when device or host memory ran out. */
+static int cuda_workspace_add(ses_drv_device_t *device, void *stream) {
+    struct cuda_workspace *grown;
+    void *ptr = NULL;
+    uint64_t bytes = cuda_workspace_bytes(device);
+
+    if (cudaMalloc(&ptr, (size_t)bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    pthread_mutex_lock(&device->lock);
+    grown = realloc(device->workspaces, (device->n_workspaces + 1) * sizeof *grown);
+    if (grown) {
+        grown[device->n_workspaces].stream = stream;
+        grown[device->n_workspaces].ptr = ptr;
+        grown[device->n_workspaces].bytes = bytes;
+        device->workspaces = grown;
+        device->n_workspaces++;
+    }
+    pthread_mutex_unlock(&device->lock);
+    if (!grown) {
+        cudaFree(ptr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Frees @p stream's workspace (after the stream is synchronized); takes device->lock. */
+static void cuda_workspace_remove(ses_drv_device_t *device, void *stream) {
+    void *ptr = NULL;
+
+    pthread_mutex_lock(&device->lock);
+    for (uint32_t i = 0; i < device->n_workspaces; i++)
+        if (device->workspaces[i].stream == stream) {
+            ptr = device->workspaces[i].ptr;
+            device->workspaces[i] = device->workspaces[--device->n_workspaces];
+            break;
+        }
+    pthread_mutex_unlock(&device->lock);
+    if (ptr)
+        cudaFree(ptr);
+}
+
+int cuda__stream_workspace(ses_drv_device_t *device, void *stream, void **ptr, uint64_t *bytes) {
+    *ptr = NULL;
+    *bytes = 0;
+    for (uint32_t i = 0; i < device->n_workspaces; i++)
+        if (device->workspaces[i].stream == stream) {
+            *ptr = device->workspaces[i].ptr;
+            *bytes = device->workspaces[i].bytes;
+            return 1;
+        }
+    return 0;
+}
+
 static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                                 ses_drv_device_t **out_device) {
     ses_drv_device_t *device;
@@ -293,6 +357,11 @@ static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                           e != cudaSuccess ? cudaGetErrorString(e) : "pthread_mutex_init failed");
     }
     device->allow_tf32 = cuda_allow_tf32(driver);
+    /* Without its workspace the device still works: cuBLAS falls back to its own pool. */
+    if (cuda_workspace_add(device, device->stream) != 0 && CUDA_HOST_HAS(driver->host, log))
+        driver->host->log(driver->ctx, SES_DRV_LOG_WARN,
+                          "no memory for a cuBLAS workspace on the device's own stream; cuBLAS "
+                          "uses its default pool");
     {
         cublasHandle_t h = NULL;
         if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
@@ -313,8 +382,13 @@ static void cuda_close_device(ses_drv_device_t *device) {
         cudaStreamSynchronize((cudaStream_t)device->stream);
     if (device->cublas)
         cublasDestroy((cublasHandle_t)device->cublas);
-    if (device->stream)
+    if (device->stream) {
+        cuda_workspace_remove(device, device->stream);
         cudaStreamDestroy((cudaStream_t)device->stream);
+    }
+    while (device->n_workspaces) /* streams the host did not destroy */
+        cuda_workspace_remove(device, device->workspaces[0].stream);
+    free(device->workspaces);
     cuda_release_cache(device);
     cudaFree(device->bad_dev);
     cudaFreeHost(device->bad_host);
@@ -573,6 +647,13 @@ static int32_t cuda_stream_create(ses_drv_device_t *device, ses_drv_stream_t **o
         return st;
     st = cuda_check_call(device, "cudaStreamCreate",
                          cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (st == SES_DRV_OK && cuda_workspace_add(device, (void *)s) != 0) {
+        cudaStreamDestroy(s);
+        st = CUDA_DEVICE_FAIL(device, SES_DRV_OUT_OF_MEMORY,
+                              "stream_create: cuda:%d has no memory for the stream's %llu-byte "
+                              "cuBLAS workspace",
+                              device->ordinal, (unsigned long long)cuda_workspace_bytes(device));
+    }
     if (st == SES_DRV_OK)
         *out_stream = (ses_drv_stream_t *)(void *)s;
     return st;
@@ -582,6 +663,8 @@ static void cuda_stream_destroy(ses_drv_device_t *device, ses_drv_stream_t *stre
     if (!device || !stream)
         return;
     cudaSetDevice(device->ordinal);
+    cudaStreamSynchronize((cudaStream_t)(void *)stream);
+    cuda_workspace_remove(device, (void *)stream);
     cudaStreamDestroy((cudaStream_t)(void *)stream);
 }
 

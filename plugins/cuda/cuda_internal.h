@@ -1,5 +1,5 @@
 /*
- * What cuda_driver.c (C) and cuda_kernels.cu (CUDA C++) share: the launchers of the device
+ * What cuda_ops.c (C) and cuda_kernels.cu (CUDA C++) share: the launchers of the device
  * kernels and their parameters. Plain C, no CUDA types, so that the C side needs only
  * <cuda_runtime_api.h> and the .cu file stays the only one nvcc compiles.
  */
@@ -12,15 +12,27 @@
 extern "C" {
 #endif
 
-/* Broadcasting supports ranks up to this; supports_node refuses larger ones. */
+/* Walks (broadcasting, strided copies, reductions) support ranks up to this; larger ones are
+ * refused in supports_node. */
 #define CUDA_MAX_RANK 8
 
-/* Storage types of the elementwise kernels (values of SES_DRV_DTYPE_*). */
+/* Storage types the launchers take (values of SES_DRV_DTYPE_*). */
 #define CUDA_DT_F32 1
+#define CUDA_DT_F64 2
 #define CUDA_DT_F16 3
 #define CUDA_DT_BF16 4
+#define CUDA_DT_I8 5
+#define CUDA_DT_I16 6
+#define CUDA_DT_I32 7
+#define CUDA_DT_I64 8
+#define CUDA_DT_U8 9
+#define CUDA_DT_U16 10
+#define CUDA_DT_U32 11
+#define CUDA_DT_U64 12
+#define CUDA_DT_BOOL 13
 
-/* Binary ops (two inputs, numpy broadcasting). */
+/* Binary ops (two inputs, numpy broadcasting). ADD to DIV also at i32 and i64 (wrapping; Div
+ * truncates, x / 0 gives 0 and the caller reports it, MIN / -1 gives MIN). */
 #define CUDA_BIN_ADD 0
 #define CUDA_BIN_SUB 1
 #define CUDA_BIN_MUL 2
@@ -30,9 +42,9 @@ extern "C" {
 #define CUDA_BIN_LEAKY_RELU_GRAD 6
 #define CUDA_BIN_SIGMOID_GRAD 7
 #define CUDA_BIN_TANH_GRAD 8
-#define CUDA_BIN_FIRST 9 /* alpha * a, broadcast: Gemm's C into Y, ExpandLike, ReduceGrad */
+#define CUDA_BIN_FIRST 9 /* alpha * a, broadcast: Gemm's C into Y, ReduceGrad */
 
-/* Unary ops. */
+/* Unary ops. NEG, ABS, RELU also at i32 and i64 (wrapping). */
 #define CUDA_UN_NEG 0
 #define CUDA_UN_ABS 1
 #define CUDA_UN_RELU 2
@@ -43,31 +55,69 @@ extern "C" {
 #define CUDA_UN_SIGMOID 7
 #define CUDA_UN_TANH 8
 #define CUDA_UN_LEAKY_RELU 9
-#define CUDA_UN_FILL 10 /* alpha; x is not read (ScalarLike) */
+#define CUDA_UN_SOFTPLUS 10
+#define CUDA_UN_ERF 11
+
+/* Comparisons (to bool). */
+#define CUDA_CMP_EQUAL 0
+#define CUDA_CMP_GREATER 1
+#define CUDA_CMP_LESS 2
 
 /* Reductions. */
 #define CUDA_RED_SUM 0
 #define CUDA_RED_MEAN 1
 #define CUDA_RED_MAX 2
 
-/* A broadcast walk: the output's dims and each input's element stride per output dim (0 where
- * that input is broadcast). `same` set: both inputs have the output's shape (plain index). */
+/* Softmax family along one axis. */
+#define CUDA_SM_SOFTMAX 0
+#define CUDA_SM_LOG_SOFTMAX 1
+#define CUDA_SM_SOFTMAX_GRAD 2     /* a = dy, b = y */
+#define CUDA_SM_LOG_SOFTMAX_GRAD 3 /* a = dy, b = y */
+
+/*
+ * A walk over the output's dims with up to three operands' element strides per dim (0 where an
+ * operand is broadcast; negative for a Slice that walks backwards). Broadcasting ops read
+ * operand k at stride[k]; strided copies read at stride[0] and write at stride[1]. `same` set:
+ * every operand is dense in output order, so its offset is the index itself.
+ */
 typedef struct cuda_bcast {
     int64_t dims[CUDA_MAX_RANK];
-    int64_t stride[2][CUDA_MAX_RANK];
+    int64_t stride[3][CUDA_MAX_RANK];
     int64_t count;
     uint32_t rank;
     uint32_t same;
 } cuda_bcast_t;
 
-/* A sum down to a broadcast shape (ReduceSumLike): the input's dims split into kept ones (in
- * the output's order) and summed ones, each with its element stride in the input. */
+/* A reduction (ReduceSum/Mean/Max over any axes, ReduceSumLike): the input's dims split into
+ * kept ones (in the output's order) and reduced ones, each with its element stride in the
+ * input. Output element i sums (or maxes) the red_count elements of its kept position. */
 typedef struct cuda_rsum {
     int64_t keep_dims[CUDA_MAX_RANK], keep_stride[CUDA_MAX_RANK];
     int64_t red_dims[CUDA_MAX_RANK], red_stride[CUDA_MAX_RANK];
     int64_t out_count, red_count;
     uint32_t n_keep, n_red;
 } cuda_rsum_t;
+
+/* The window of a pool or convolution over [N, C, spatial...]: kernel, strides, dilations, pads
+ * (begin, end) and the input's and output's spatial dims, one entry per spatial dim. */
+#define CUDA_SPATIAL_MAX (CUDA_MAX_RANK - 2)
+typedef struct cuda_win {
+    int64_t k[CUDA_SPATIAL_MAX], s[CUDA_SPATIAL_MAX], d[CUDA_SPATIAL_MAX];
+    int64_t pb[CUDA_SPATIAL_MAX], pe[CUDA_SPATIAL_MAX];
+    int64_t in[CUDA_SPATIAL_MAX], out[CUDA_SPATIAL_MAX];
+    int64_t k_count, in_count, out_count; /* products over the spatial dims */
+    int64_t batch, c, m, group; /* convolutions: X [batch, c, in...], W [m, c/group, k...] */
+    uint32_t n;                 /* spatial dims */
+} cuda_win_t;
+
+/* Pools (CUDA_POOL_*). */
+#define CUDA_POOL_MAX 0
+#define CUDA_POOL_AVG 1
+
+/* Pad's modes. */
+#define CUDA_PAD_CONSTANT 0
+#define CUDA_PAD_REFLECT 1
+#define CUDA_PAD_EDGE 2
 
 /* nvcc does not pass -fvisibility=hidden to the host compiler: mark the launchers, so that the
  * module exports only ses_drv_negotiate. */
@@ -77,38 +127,127 @@ typedef struct cuda_rsum {
 #define CUDA_HIDDEN
 #endif
 
-/* Launchers: enqueue on @p stream (a cudaStream_t) and return a cudaError_t (0 = success). */
-CUDA_HIDDEN int cuda__binary(uint32_t dtype, const cuda_bcast_t *g, int op, float alpha,
+/*
+ * Launchers: enqueue on @p stream (a cudaStream_t) and return a cudaError_t (0 = success); an
+ * unsupported dtype gives cudaErrorInvalidValue. None synchronizes, allocates or copies to the
+ * host, so each may be captured into a CUDA Graph.
+ */
+
+/* Binary op @p op over walk @p g (strides 0 and 1): f32, f64, f16, bf16 (computed in f32, f64
+ * in f64), or i32, i64 for ADD to DIV. */
+CUDA_HIDDEN int cuda__binary(uint32_t dtype, const cuda_bcast_t *g, int op, double alpha,
                              const void *a, const void *b, void *o, void *stream);
-CUDA_HIDDEN int cuda__unary(uint32_t dtype, int64_t n, int op, float alpha, const void *x, void *y,
+/* Unary op over @p n elements: f32, f64, f16, bf16; i32, i64 for NEG, ABS, RELU. */
+CUDA_HIDDEN int cuda__unary(uint32_t dtype, int64_t n, int op, double alpha, const void *x, void *y,
                             void *stream);
-CUDA_HIDDEN int cuda__reduce(int64_t outer, int64_t red, int64_t inner, int op, const float *x,
-                             float *y, void *stream);
-CUDA_HIDDEN int cuda__softmax(int64_t outer, int64_t red, int64_t inner, int log_softmax,
-                              const float *x, float *y, void *stream);
-CUDA_HIDDEN int cuda__rsum(const cuda_rsum_t *r, const float *x, float *y, void *stream);
-/* SoftmaxGrad (log_softmax 0) or LogSoftmaxGrad (1) along the middle dim of [outer, red, inner]. */
-CUDA_HIDDEN int cuda__softmax_grad(int64_t outer, int64_t red, int64_t inner, int log_softmax,
-                                   const float *dy, const float *y, float *dx, void *stream);
-/* SoftmaxCrossEntropyLoss over [N, C, inner...] scores: `positions` = N * inner, one block.
- * labels are i64 (labels64) or i32; weights, log_prob may be NULL; reduction 0 mean, 1 sum,
- * 2 none. The first position whose label is out of range and not ignored is atomically
- * min-ed into *bad (which the caller set to UINT64_MAX). */
-CUDA_HIDDEN int cuda__sce_loss(int64_t positions, int64_t classes, int64_t inner, const float *x,
-                               const void *labels, int labels64, const float *weights,
-                               int has_ignore, int64_t ignore_index, int reduction, float *loss,
-                               float *log_prob, unsigned long long *bad, void *stream);
+/* Comparison of a and b (strides 0 and 1) into bool: f32, f64, i32, i64, u8, bool. */
+CUDA_HIDDEN int cuda__compare(uint32_t dtype, const cuda_bcast_t *g, int op, const void *a,
+                              const void *b, uint8_t *o, void *stream);
+/* Where(c, a, b) (strides 0, 1, 2) by element size 1, 2, 4 or 8 bytes. */
+CUDA_HIDDEN int cuda__where(uint32_t esize, const cuda_bcast_t *g, const uint8_t *c, const void *a,
+                            const void *b, void *o, void *stream);
+/* Cast of @p n elements between f32, f64, i32, i64, u8, bool, and f32 <-> f16, bf16. */
+CUDA_HIDDEN int cuda__cast(uint32_t from, uint32_t to, int64_t n, const void *x, void *y,
+                           void *stream);
+/* @p n elements of @p dtype (any of the 13) set to @p value (ScalarLike): integers toward zero,
+ * saturating, NaN giving 0; bool value != 0; f16 and bf16 rounded through f32, as the CPU. */
+CUDA_HIDDEN int cuda__fill(uint32_t dtype, int64_t n, double value, void *y, void *stream);
+/* y[offset(stride[1], i)] = x[offset(stride[0], i)] over g's dims, by element size 1, 2, 4 or
+ * 8 bytes: Transpose, Slice, Concat, ExpandLike, SliceGrad. x and y point at element 0 of the
+ * walk; offsets may be negative. */
+CUDA_HIDDEN int cuda__strided(uint32_t esize, const cuda_bcast_t *g, const void *x, void *y,
+                              void *stream);
+/* ReduceSum, ReduceMean (f32, f64), ReduceMax over r: f32, f64, i32, i64 (sums wrap). */
+CUDA_HIDDEN int cuda__reduce(uint32_t dtype, const cuda_rsum_t *r, int op, const void *x, void *y,
+                             void *stream);
+/* The softmax family (CUDA_SM_*) along the middle dim of [outer, red, inner]: f32, f64. */
+CUDA_HIDDEN int cuda__softmax(uint32_t dtype, int64_t outer, int64_t red, int64_t inner, int mode,
+                              const void *a, const void *b, void *y, void *stream);
+/* ArgMax along the middle dim of [outer, red > 0, inner] into i64: f32, f64, i32, i64. NaN
+ * counts as largest; ties take the first index, or the last with @p last. */
+CUDA_HIDDEN int cuda__argmax(uint32_t dtype, int64_t outer, int64_t red, int64_t inner, int last,
+                             const void *x, int64_t *y, void *stream);
+/* Min-s into *bad the position of the first of @p n indices (i32, or i64 with idx64) outside
+ * [-dim, dim). The caller set *bad to UINT64_MAX. */
+CUDA_HIDDEN int cuda__check_indices(int64_t n, const void *idx, int idx64, int64_t dim,
+                                    unsigned long long *bad, void *stream);
+/* Min-s into *bad the position of the first zero among @p n i32 or i64 values. */
+CUDA_HIDDEN int cuda__find_zero(uint32_t dtype, int64_t n, const void *x, unsigned long long *bad,
+                                void *stream);
+/* Gather of data [outer, dim, inner] with nidx checked indices into [outer, nidx, inner], by
+ * element size 1, 2, 4 or 8 bytes. */
+CUDA_HIDDEN int cuda__gather(uint32_t esize, int64_t outer, int64_t dim, int64_t nidx,
+                             int64_t inner, const void *x, const void *idx, int idx64, void *y,
+                             void *stream);
+/* GatherGrad: out [outer, dim, inner] = the blocks of dy [outer, nidx, inner] summed where
+ * Gather took them, in the order of the indices (checked first): f32, f64. */
+CUDA_HIDDEN int cuda__gather_grad(uint32_t dtype, int64_t outer, int64_t dim, int64_t nidx,
+                                  int64_t inner, const void *dy, const void *idx, int idx64,
+                                  void *out, void *stream);
+/* Clip of @p n elements to the bounds at @p lo and @p hi (device scalars, NULL when absent): f32,
+ * f64, i32, i64. */
+CUDA_HIDDEN int cuda__clip(uint32_t dtype, int64_t n, const void *x, const void *lo, const void *hi,
+                           void *y, void *stream);
+/* Range: y[i] = *start + i * *delta for @p n elements (device scalars): f32, f64, i32, i64. */
+CUDA_HIDDEN int cuda__range(uint32_t dtype, int64_t n, const void *start, const void *delta,
+                            void *y, void *stream);
+/* @p n elements of @p esize bytes (1, 2, 4, 8) set to the low bytes of @p bits. */
+CUDA_HIDDEN int cuda__fill_bits(uint32_t esize, int64_t n, uint64_t bits, void *y, void *stream);
+/* y[0 .. n) = values[0 .. n), n <= CUDA_MAX_RANK, passed by value (capturable). */
+CUDA_HIDDEN int cuda__store_i64(int64_t n, const int64_t *values, int64_t *y, void *stream);
+/* MaxPool or AveragePool (@p include_pad: count_include_pad) over @p planes = N * C planes of
+ * window @p w: f32, f64. */
+CUDA_HIDDEN int cuda__pool(uint32_t dtype, const cuda_win_t *w, int64_t planes, int op,
+                           int include_pad, const void *x, void *y, void *stream);
+/* Their gradients into dx (zeroed here first): dy, and for MaxPoolGrad the forward input x. */
+CUDA_HIDDEN int cuda__pool_grad(uint32_t dtype, const cuda_win_t *w, int64_t planes, int op,
+                                int include_pad, const void *dy, const void *x, void *dx,
+                                void *stream);
+/* BatchNormalization (inference) of x [N, C, inner...] with per-channel scale, bias, mean, var. */
+CUDA_HIDDEN int cuda__batch_norm(uint32_t dtype, int64_t n, int64_t channels, int64_t inner,
+                                 const void *x, const void *scale, const void *bias,
+                                 const void *mean, const void *var, double eps, void *y,
+                                 void *stream);
+/* Pad of x (rank @p rank, dims @p xd) into y (dims @p yd) with @p begin pads per dim, by element
+ * size; constant mode fills from @p fill (one device element) or zeros when NULL. */
+CUDA_HIDDEN int cuda__pad(uint32_t esize, uint32_t rank, const int64_t *xd, const int64_t *yd,
+                          const int64_t *begin, int mode, const void *x, const void *fill, void *y,
+                          int64_t count, void *stream);
+/* PadGrad: dx (dims xd, zeroed here first) gets each dy element (dims yd) added where Pad read
+ * it: f32, f64. */
+CUDA_HIDDEN int cuda__pad_grad(uint32_t dtype, uint32_t rank, const int64_t *xd, const int64_t *yd,
+                               const int64_t *begin, int mode, const void *dy, void *dx,
+                               int64_t dx_count, int64_t dy_count, void *stream);
+/* Conv: y [batch, m, out...] = W * x (+ b when not NULL), direct: f32, f64. */
+CUDA_HIDDEN int cuda__conv(uint32_t dtype, const cuda_win_t *w, const void *x, const void *wt,
+                           const void *b, void *y, void *stream);
+/* ConvGrad: dx (@p input 0) or dW (1) from dy, x, W. */
+CUDA_HIDDEN int cuda__conv_grad(uint32_t dtype, const cuda_win_t *w, int input, const void *dy,
+                                const void *x, const void *wt, void *out, void *stream);
+/* SoftmaxCrossEntropyLoss over [N, C, inner...] scores (f32 or f64, as are weights, loss and
+ * log_prob): `positions` = N * inner, one block. labels are i64 (labels64) or i32; weights,
+ * log_prob may be NULL; reduction 0 mean, 1 sum, 2 none. The first position whose label is out
+ * of range and not ignored is atomically min-ed into *bad (which the caller set to UINT64_MAX). */
+CUDA_HIDDEN int cuda__sce_loss(uint32_t dtype, int64_t positions, int64_t classes, int64_t inner,
+                               const void *x, const void *labels, int labels64, const void *weights,
+                               int has_ignore, int64_t ignore_index, int reduction, void *loss,
+                               void *log_prob, unsigned long long *bad, void *stream);
 /* Its gradient: dloss (scalar, or per position for none), log_prob, labels, weights. */
-CUDA_HIDDEN int cuda__sce_grad(int64_t positions, int64_t classes, int64_t inner,
-                               const float *dloss, const float *log_prob, const void *labels,
-                               int labels64, const float *weights, int has_ignore,
-                               int64_t ignore_index, int reduction, float *dx,
+CUDA_HIDDEN int cuda__sce_grad(uint32_t dtype, int64_t positions, int64_t classes, int64_t inner,
+                               const void *dloss, const void *log_prob, const void *labels,
+                               int labels64, const void *weights, int has_ignore,
+                               int64_t ignore_index, int reduction, void *dx,
                                unsigned long long *bad, void *stream);
-CUDA_HIDDEN int cuda__sgd(int64_t n, float *var, const float *grad, const float *lr, void *stream);
-CUDA_HIDDEN int cuda__momentum(int64_t n, float *var, const float *grad, const float *lr,
-                               float *vel, float momentum, int nesterov, void *stream);
-CUDA_HIDDEN int cuda__adam(int64_t n, float *var, const float *grad, const float *lr, float *m,
-                           float *v, float *t, float beta1, float beta2, float eps, void *stream);
+/* The optimizers, in place, f32 or f64; lr (and Adam's t) are device scalars. Adam also adds 1
+ * to t, after the update. */
+CUDA_HIDDEN int cuda__sgd(uint32_t dtype, int64_t n, void *var, const void *grad, const void *lr,
+                          void *stream);
+CUDA_HIDDEN int cuda__momentum(uint32_t dtype, int64_t n, void *var, const void *grad,
+                               const void *lr, void *vel, double momentum, int nesterov,
+                               void *stream);
+CUDA_HIDDEN int cuda__adam(uint32_t dtype, int64_t n, void *var, const void *grad, const void *lr,
+                           void *m, void *v, void *t, double beta1, double beta2, double eps,
+                           void *stream);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,11 @@
  * stream, or on the device's own stream followed by a synchronize when the launch has none.
  * The semantics are the CPU driver's (plugins/cpu/README.md); ops or attribute combinations not
  * handled here are refused in supports_node and run on the next device.
+ *
+ * With a stream, a compute only enqueues (kernels, cudaMemsetAsync, d2d cudaMemcpyAsync,
+ * cuBLAS on that stream), so that it can be captured into a CUDA Graph. The kernels that must
+ * check device data on the host (Gather's and GatherGrad's indices, integer Div's divisor, the
+ * loss's labels) wait for the device and carry SES_DRV_KERNEL_NO_CAPTURE.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -15,7 +20,8 @@
 
 #include "cuda_private.h"
 
-#define CUDA_MAX_ARGS 8
+/* Concat takes up to 64 inputs; every other op fewer. */
+#define CUDA_MAX_INPUTS 64
 
 /* One checked argument of a launch: its device address and shape. */
 typedef struct cuda_arg {
@@ -30,35 +36,13 @@ typedef struct cuda_arg {
 /* Ops whose kernels read element i before writing it, so that an output may be exactly an
  * input's bytes (the CPU driver's rule); every other overlap is refused. */
 static int cuda_inplace_ok(const char *op) {
-    static const char *const ops[] = {"Add",
-                                      "Sub",
-                                      "Mul",
-                                      "Div",
-                                      "Pow",
-                                      "Neg",
-                                      "Abs",
-                                      "Relu",
-                                      "Exp",
-                                      "Log",
-                                      "Sqrt",
-                                      "Reciprocal",
-                                      "Sigmoid",
-                                      "Tanh",
-                                      "LeakyRelu",
-                                      "ReluGrad",
-                                      "LeakyReluGrad",
-                                      "SigmoidGrad",
-                                      "TanhGrad",
-                                      "Softmax",
-                                      "LogSoftmax",
-                                      "SoftmaxGrad",
-                                      "LogSoftmaxGrad",
-                                      "Identity",
-                                      "Reshape",
-                                      "Flatten",
-                                      "Squeeze",
-                                      "Unsqueeze",
-                                      "ScalarLike"};
+    static const char *const ops[] = {
+        "Add",         "Sub",      "Mul",      "Div",        "Pow",         "Neg",
+        "Abs",         "Relu",     "Exp",      "Log",        "Sqrt",        "Reciprocal",
+        "Sigmoid",     "Tanh",     "Softplus", "Erf",        "LeakyRelu",   "Equal",
+        "Greater",     "Less",     "Where",    "Cast",       "ReluGrad",    "LeakyReluGrad",
+        "SigmoidGrad", "TanhGrad", "Softmax",  "LogSoftmax", "SoftmaxGrad", "LogSoftmaxGrad",
+        "Identity",    "Reshape",  "Flatten",  "Squeeze",    "Unsqueeze",   "ScalarLike"};
     for (size_t i = 0; op && i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i]) == 0)
             return 1;
@@ -277,6 +261,80 @@ static int32_t cuda_attr_int(const ses_drv_node_t *node, const char *name, int64
     return SES_DRV_OK;
 }
 
+static int32_t cuda_attr_double(const ses_drv_node_t *node, const char *name, double def,
+                                double *out) {
+    double v = def;
+    uint64_t n = 1;
+    *out = def;
+    if (!node->attr)
+        return SES_DRV_OK;
+    int32_t st = node->attr(node, name, SES_DRV_ATTR_FLOAT, &n, &v);
+    if (st == SES_DRV_NOT_FOUND)
+        return SES_DRV_OK;
+    if (st != SES_DRV_OK || n != 1)
+        return SES_DRV_INVALID_ARGUMENT;
+    *out = v;
+    return SES_DRV_OK;
+}
+
+/* Reads INTS attribute @p name (required) of at most @p max entries. */
+static int32_t cuda_attr_ints_max(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                  const char *name, int64_t *out, uint32_t max,
+                                  uint32_t *out_count) {
+    uint64_t n = 0;
+
+    *out_count = 0;
+    if (!node->attr || node->attr(node, name, SES_DRV_ATTR_INTS, &n, NULL) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "attribute %s is missing or not INTS", name);
+    if (n > max)
+        return cuda_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                              "attribute %s has %" PRIu64 " entries; cuda handles up to %" PRIu32,
+                              name, n, max);
+    if (n && node->attr(node, name, SES_DRV_ATTR_INTS, &n, out) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "attribute %s cannot be read",
+                              name);
+    *out_count = (uint32_t)n;
+    return SES_DRV_OK;
+}
+
+/* Reads INTS attribute @p name (required) of at most CUDA_MAX_RANK entries. */
+static int32_t cuda_attr_ints(ses_drv_device_t *device, const ses_drv_node_t *node,
+                              const char *name, int64_t *out, uint32_t *out_count) {
+    return cuda_attr_ints_max(device, node, name, out, CUDA_MAX_RANK, out_count);
+}
+
+/* "[2,3,4]" into @p buf. */
+static const char *cuda_dims_str(const int64_t *dims, uint32_t rank, char *buf, size_t size) {
+    size_t used = 1;
+    uint32_t d = 0;
+
+    buf[0] = '[';
+    buf[1] = '\0';
+    for (; d < rank && used + 26 <= size; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64, d ? "," : "", dims[d]);
+    snprintf(buf + used, size - used, "%s]", d < rank ? "..." : "");
+    return buf;
+}
+
+/* A shape mismatch naming both sides: `what: [2,3] vs [3,2]`. */
+static int32_t cuda_shape_fail(ses_drv_device_t *device, const ses_drv_node_t *node,
+                               const char *what, const cuda_arg_t *a, const cuda_arg_t *b) {
+    char x[160], y[160];
+    return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "%s: %s vs %s", what,
+                          cuda_dims_str(a->dims, a->rank, x, sizeof x),
+                          cuda_dims_str(b->dims, b->rank, y, sizeof y));
+}
+
+/* Dense row-major element strides of @p dims. */
+static void cuda_strides(const int64_t *dims, uint32_t rank, int64_t *st) {
+    int64_t s = 1;
+    for (uint32_t d = rank; d-- > 0;) {
+        st[d] = s;
+        s *= dims[d];
+    }
+}
+
 static int cuda_same_shape(const cuda_arg_t *a, const cuda_arg_t *b) {
     if (a->rank != b->rank)
         return 0;
@@ -308,23 +366,66 @@ static int32_t cuda_rank_supports(ses_drv_device_t *device, const ses_drv_node_t
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Elementwise: binary with broadcasting, the activation gradients, unary ops.
+ * Device-side checks for the NO_CAPTURE kernels: the first bad position (an index out of
+ * range, a zero divisor) is min-ed into device->bad_dev, copied back and waited for.
  * ------------------------------------------------------------------------------------------- */
 
-/* Fills the broadcast walk of a, b to o; 0 when the shapes do not broadcast to o. */
-static int cuda_bcast(const cuda_arg_t *a, const cuda_arg_t *b, const cuda_arg_t *o,
-                      cuda_bcast_t *g) {
-    const cuda_arg_t *in[2] = {a, b};
+/* Locks the check slot and resets it on stream @p s. */
+static int cuda_check_begin(ses_drv_device_t *device, void *s) {
+    pthread_mutex_lock(&device->check_lock);
+    return (int)cudaMemsetAsync(device->bad_dev, 0xff, sizeof *device->bad_dev, (cudaStream_t)s);
+}
+
+/* After the work was enqueued (@p err its status): copies the slot back, waits for @p s and
+ * unlocks. *bad is the position found, or ~0 when none (or on error). */
+static int cuda_check_end(ses_drv_device_t *device, void *s, int err, unsigned long long *bad) {
+    cudaError_t e = (cudaError_t)err;
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(device->bad_host, device->bad_dev, sizeof *device->bad_host,
+                            cudaMemcpyDeviceToHost, (cudaStream_t)s);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize((cudaStream_t)s);
+    *bad = e == cudaSuccess ? *device->bad_host : ~0ULL;
+    pthread_mutex_unlock(&device->check_lock);
+    return (int)e;
+}
+
+/* Element @p at of an i32 or i64 tensor on the device (after the stream was waited for). */
+static int64_t cuda_read_int(const void *ptr, uint32_t dtype, unsigned long long at) {
+    if (dtype == SES_DRV_DTYPE_I64) {
+        int64_t v = 0;
+        if (cudaMemcpy(&v, (const int64_t *)ptr + at, sizeof v, cudaMemcpyDeviceToHost) !=
+            cudaSuccess)
+            (void)cudaGetLastError();
+        return v;
+    }
+    int32_t v = 0;
+    if (cudaMemcpy(&v, (const int32_t *)ptr + at, sizeof v, cudaMemcpyDeviceToHost) != cudaSuccess)
+        (void)cudaGetLastError();
+    return v;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Elementwise: arithmetic with broadcasting, the activation gradients, comparisons, Where, the
+ * unary ops, Cast.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Fills walk @p g of @p n operands broadcast (numpy, one way) to @p o; 0 when one does not. */
+static int cuda_bcast_n(const cuda_arg_t *const *in, uint32_t n, const cuda_arg_t *o,
+                        cuda_bcast_t *g) {
     memset(g, 0, sizeof *g);
     g->rank = o->rank;
     g->count = o->count;
-    g->same = cuda_same_shape(a, o) && cuda_same_shape(b, o);
-    if (a->rank > o->rank || b->rank > o->rank || o->rank > CUDA_MAX_RANK)
+    g->same = 1;
+    if (o->rank > CUDA_MAX_RANK)
         return 0;
     for (uint32_t d = 0; d < o->rank; d++)
         g->dims[d] = o->dims[d] > 0 ? o->dims[d] : 1;
-    for (uint32_t k = 0; k < 2; k++) {
+    for (uint32_t k = 0; k < n; k++) {
         int64_t step = 1;
+        if (in[k]->rank > o->rank)
+            return 0;
+        g->same = g->same && cuda_same_shape(in[k], o);
         const uint32_t lead = o->rank - in[k]->rank;
         for (uint32_t d = o->rank; d-- > 0;) {
             const int64_t dim = d < lead ? 1 : in[k]->dims[d - lead];
@@ -335,6 +436,12 @@ static int cuda_bcast(const cuda_arg_t *a, const cuda_arg_t *b, const cuda_arg_t
         }
     }
     return 1;
+}
+
+static int cuda_bcast(const cuda_arg_t *a, const cuda_arg_t *b, const cuda_arg_t *o,
+                      cuda_bcast_t *g) {
+    const cuda_arg_t *in[2] = {a, b};
+    return cuda_bcast_n(in, 2, o, g);
 }
 
 static int cuda_binary_code(const char *op) {
@@ -369,17 +476,23 @@ static int cuda_unary_code(const char *op) {
                {"Reciprocal", CUDA_UN_RECIPROCAL},
                {"Sigmoid", CUDA_UN_SIGMOID},
                {"Tanh", CUDA_UN_TANH},
-               {"LeakyRelu", CUDA_UN_LEAKY_RELU}};
+               {"LeakyRelu", CUDA_UN_LEAKY_RELU},
+               {"Softplus", CUDA_UN_SOFTPLUS},
+               {"Erf", CUDA_UN_ERF}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i].op) == 0)
             return ops[i].code;
     return -1;
 }
 
+static int cuda_is_int(uint32_t dtype) {
+    return dtype == SES_DRV_DTYPE_I32 || dtype == SES_DRV_DTYPE_I64;
+}
+
 static int32_t cuda_binary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[3];
     cuda_bcast_t g;
-    float alpha = 0.01f;
+    double alpha = 0.01;
     int32_t st;
 
     (void)state;
@@ -391,31 +504,52 @@ static int32_t cuda_binary(ses_drv_device_t *device, void *state, const ses_drv_
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "not a binary op");
     if ((st = cuda_dtypes_agree(device, node, a, 3)) != SES_DRV_OK)
         return st;
+    const uint32_t dt = a[2].dtype;
+    if (cuda_is_int(dt) && op > CUDA_BIN_DIV)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "%s takes floats only on cuda", node->op);
     if (op == CUDA_BIN_LEAKY_RELU_GRAD &&
-        cuda_attr_float(node, "alpha", 0.01f, &alpha) != SES_DRV_OK)
+        cuda_attr_double(node, "alpha", 0.01, &alpha) != SES_DRV_OK)
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                               "attribute alpha is not a FLOAT");
     if (op >= CUDA_BIN_RELU_GRAD &&
         !(cuda_same_shape(&a[0], &a[2]) && cuda_same_shape(&a[1], &a[2])))
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "dy, the forward tensor and the output must have one shape");
+        return cuda_shape_fail(device, node,
+                               "dy, the forward tensor and the output must have one shape", &a[0],
+                               &a[1]);
     if (!cuda_bcast(&a[0], &a[1], &a[2], &g))
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "shapes do not broadcast to the output (ranks %" PRIu32 ", %" PRIu32
-                              " -> %" PRIu32 ")",
-                              a[0].rank, a[1].rank, a[2].rank);
+        return cuda_shape_fail(device, node, "the inputs do not broadcast to the output", &a[0],
+                               &a[1]);
     if (a[2].count == 0)
         return SES_DRV_OK;
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
-    return cuda_finish(device, launch,
-                       cuda__binary(a[2].dtype, &g, op, alpha, a[0].ptr, a[1].ptr, a[2].ptr,
-                                    cuda_stream_of(device, launch)));
+    void *s = cuda_stream_of(device, launch);
+    if (!(cuda_is_int(dt) && op == CUDA_BIN_DIV))
+        return cuda_finish(device, launch,
+                           cuda__binary(dt, &g, op, alpha, a[0].ptr, a[1].ptr, a[2].ptr, s));
+    /* Integer Div: every divisor element is used (the output is not empty), so one zero
+     * anywhere is an error; the kernel itself gives 0 there and reads nothing out of range. */
+    unsigned long long bad;
+    int e = cuda_check_begin(device, s);
+    if (e == 0)
+        e = cuda__find_zero(dt, a[1].count, a[1].ptr, device->bad_dev, s);
+    if (e == 0)
+        e = cuda__binary(dt, &g, op, alpha, a[0].ptr, a[1].ptr, a[2].ptr, s);
+    e = cuda_check_end(device, s, e, &bad);
+    if (e != 0)
+        return cuda_finish(device, launch, e);
+    if (bad != ~0ULL)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "integer division by zero: input 1 (the divisor) holds 0 at "
+                              "element %llu",
+                              bad);
+    return SES_DRV_OK;
 }
 
 static int32_t cuda_unary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[2];
-    float alpha = 0.01f;
+    double alpha = 0.01;
     int32_t st;
 
     (void)state;
@@ -427,10 +561,12 @@ static int32_t cuda_unary(ses_drv_device_t *device, void *state, const ses_drv_l
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "not a unary op");
     if ((st = cuda_dtypes_agree(device, node, a, 2)) != SES_DRV_OK)
         return st;
+    if (cuda_is_int(a[1].dtype) && op > CUDA_UN_RELU)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "%s takes floats only",
+                              node->op);
     if (!cuda_same_shape(&a[0], &a[1]))
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "input and output shapes differ");
-    if (op == CUDA_UN_LEAKY_RELU && cuda_attr_float(node, "alpha", 0.01f, &alpha) != SES_DRV_OK)
+        return cuda_shape_fail(device, node, "input and output shapes differ", &a[0], &a[1]);
+    if (op == CUDA_UN_LEAKY_RELU && cuda_attr_double(node, "alpha", 0.01, &alpha) != SES_DRV_OK)
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                               "attribute alpha is not a FLOAT");
     if (a[1].count == 0)
@@ -440,6 +576,90 @@ static int32_t cuda_unary(ses_drv_device_t *device, void *state, const ses_drv_l
     return cuda_finish(device, launch,
                        cuda__unary(a[1].dtype, a[1].count, op, alpha, a[0].ptr, a[1].ptr,
                                    cuda_stream_of(device, launch)));
+}
+
+/* Equal, Greater, Less: T,T->bool with broadcasting. */
+static int32_t cuda_compare(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[3];
+    cuda_bcast_t g;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const int op = strcmp(node->op, "Equal") == 0     ? CUDA_CMP_EQUAL
+                   : strcmp(node->op, "Greater") == 0 ? CUDA_CMP_GREATER
+                                                      : CUDA_CMP_LESS;
+    if ((st = cuda_dtypes_agree(device, node, a, 2)) != SES_DRV_OK)
+        return st;
+    if (a[2].dtype != SES_DRV_DTYPE_BOOL)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "the output has dtype %" PRIu32 ", not bool", a[2].dtype);
+    if (!cuda_bcast(&a[0], &a[1], &a[2], &g))
+        return cuda_shape_fail(device, node, "the inputs do not broadcast to the output", &a[0],
+                               &a[1]);
+    if (a[2].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__compare(a[0].dtype, &g, op, a[0].ptr, a[1].ptr, a[2].ptr,
+                                     cuda_stream_of(device, launch)));
+}
+
+/* Where(condition, X, Y): bool,T,T->T with three-way broadcasting. */
+static int32_t cuda_where(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[4];
+    cuda_bcast_t g;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 3, 3, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if (a[0].dtype != SES_DRV_DTYPE_BOOL || a[1].dtype != a[3].dtype || a[2].dtype != a[3].dtype)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "dtypes are %" PRIu32 ", %" PRIu32 ", %" PRIu32 " -> %" PRIu32
+                              "; Where takes bool,T,T->T",
+                              a[0].dtype, a[1].dtype, a[2].dtype, a[3].dtype);
+    const cuda_arg_t *in[3] = {&a[0], &a[1], &a[2]};
+    if (!cuda_bcast_n(in, 3, &a[3], &g))
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "the inputs do not broadcast to the output");
+    if (a[3].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__where(cuda_dtype_size(a[3].dtype), &g, a[0].ptr, a[1].ptr, a[2].ptr,
+                                   a[3].ptr, cuda_stream_of(device, launch)));
+}
+
+/* Cast A->B; `to`, when present, must name the output's dtype. */
+static int32_t cuda_cast(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    int64_t to = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if (cuda_attr_int(node, "to", (int64_t)a[1].dtype, &to) != SES_DRV_OK ||
+        to != (int64_t)a[1].dtype)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "attribute to is %" PRId64 ", but the output's dtype is %" PRIu32, to,
+                              a[1].dtype);
+    if (!cuda_same_shape(&a[0], &a[1]))
+        return cuda_shape_fail(device, node, "input and output shapes differ", &a[0], &a[1]);
+    if (a[1].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__cast(a[0].dtype, a[1].dtype, a[1].count, a[0].ptr, a[1].ptr,
+                                  cuda_stream_of(device, launch)));
 }
 
 /* Identity, Reshape, Flatten, Squeeze, Unsqueeze: a device copy of the same element count. */
@@ -469,267 +689,208 @@ static int32_t cuda_copy_op(ses_drv_device_t *device, void *state, const ses_drv
 }
 
 /* ---------------------------------------------------------------------------------------------
- * MatMul and Gemm through cublasGemmEx (row-major: C^T = B^T A^T in cuBLAS's column-major).
+ * Data movement: Transpose, Slice, Concat, ExpandLike, SliceGrad (one strided-copy kernel), and
+ * Gather, GatherGrad.
  * ------------------------------------------------------------------------------------------- */
 
-static int cuda_cuda_type(uint32_t dtype) {
-    return dtype == SES_DRV_DTYPE_F16    ? (int)CUDA_R_16F
-           : dtype == SES_DRV_DTYPE_BF16 ? (int)CUDA_R_16BF
-                                         : (int)CUDA_R_32F;
-}
-
-/* Row-major Y[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * Y. */
-static int32_t cuda_gemm(ses_drv_device_t *device, const ses_drv_launch_t *launch, uint32_t dtype,
-                         int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                         const void *A, const void *B, float beta, void *Y) {
-    cublasStatus_t cs;
-    const int type = cuda_cuda_type(dtype);
-    const cublasComputeType_t ct = dtype == SES_DRV_DTYPE_F32 && device->allow_tf32
-                                       ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                       : CUBLAS_COMPUTE_32F;
-
-    if (!device->cublas)
-        return cuda_node_fail(device, launch->node, SES_DRV_UNAVAILABLE,
-                              "cuBLAS could not be initialised on cuda:%d", device->ordinal);
-    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
-        return cuda_node_fail(device, launch->node, SES_DRV_UNIMPLEMENTED,
-                              "dimensions beyond 2^31 are not supported");
-    pthread_mutex_lock(&device->lock);
-    cublasSetStream((cublasHandle_t)device->cublas, (cudaStream_t)cuda_stream_of(device, launch));
-    cs = cublasGemmEx((cublasHandle_t)device->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                      ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, B,
-                      (cudaDataType)type, tb ? (int)k : (int)n, A, (cudaDataType)type,
-                      ta ? (int)m : (int)k, &beta, Y, (cudaDataType)type, (int)n, ct,
-                      CUBLAS_GEMM_DEFAULT);
-    pthread_mutex_unlock(&device->lock);
-    if (cs != CUBLAS_STATUS_SUCCESS)
-        return cuda_node_fail(device, launch->node, SES_DRV_INTERNAL,
-                              "cublasGemmEx(%" PRId64 "x%" PRId64 "x%" PRId64 ") failed: status %d",
-                              m, n, k, (int)cs);
-    return cuda_finish(device, launch, (int)cudaGetLastError());
-}
-
-/* MatMul: A [..., M, K] (leading dims merged into M) times B [K, N]; other forms are refused. */
-static int32_t cuda_matmul_supports(ses_drv_device_t *device, const ses_drv_node_t *node) {
+/* Enqueues the strided copy of walk @p g (x read at stride[0], y written at stride[1]). */
+static int32_t cuda_run_strided(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                                uint32_t esize, const cuda_bcast_t *g, const void *x, void *y) {
     int32_t st;
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if ((st = cuda_check_node(device, node, 2, 2, 1)) != SES_DRV_OK)
+    if (g->count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
         return st;
-    const ses_drv_tensor_desc_t *a = cuda_desc_at(node->inputs, 0),
-                                *b = cuda_desc_at(node->inputs, 1);
-    if (a->rank < 2 || b->rank != 2)
-        return cuda_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
-                              "cuda runs MatMul of A with rank >= 2 and B with rank 2 only "
-                              "(A has rank %" PRIu32 ", B rank %" PRIu32 ")",
-                              a->rank, b->rank);
+    return cuda_finish(device, launch,
+                       cuda__strided(esize, g, x, y, cuda_stream_of(device, launch)));
+}
+
+static int32_t cuda_transpose(ses_drv_device_t *device, void *state,
+                              const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    int64_t perm[CUDA_MAX_RANK], ist[CUDA_MAX_RANK];
+    uint32_t np = 0;
+    cuda_bcast_t g;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = cuda_attr_ints(device, node, "perm", perm, &np)) != SES_DRV_OK)
+        return st;
+    if (np != a[0].rank || a[1].rank != a[0].rank)
+        return cuda_shape_fail(device, node, "perm does not fit the ranks", &a[0], &a[1]);
+    memset(&g, 0, sizeof g);
+    g.rank = a[1].rank;
+    g.count = a[1].count;
+    cuda_strides(a[0].dims, a[0].rank, ist);
+    cuda_strides(a[1].dims, a[1].rank, g.stride[1]);
+    unsigned seen = 0;
+    for (uint32_t d = 0; d < np; d++) {
+        if (perm[d] < 0 || perm[d] >= (int64_t)np || (seen & (1u << perm[d])) ||
+            a[0].dims[perm[d]] != a[1].dims[d])
+            return cuda_shape_fail(device, node,
+                                   "perm does not map the input's dims to the "
+                                   "output's",
+                                   &a[0], &a[1]);
+        seen |= 1u << perm[d];
+        g.dims[d] = a[1].dims[d];
+        g.stride[0][d] = ist[perm[d]];
+    }
+    return cuda_run_strided(device, launch, cuda_dtype_size(a[1].dtype), &g, a[0].ptr, a[1].ptr);
+}
+
+/*
+ * The walk of Slice (and, reversed, SliceGrad): @p big is the sliced tensor, @p small the part
+ * taken, `starts` and `steps` one per axis of big. Fills @p big_base (the element offset of the
+ * first element taken) and the strides in big of each step of small's dims.
+ */
+static int32_t cuda_slice_walk(ses_drv_device_t *device, const ses_drv_node_t *node,
+                               const cuda_arg_t *big, const cuda_arg_t *small, int64_t *big_base,
+                               int64_t *big_step) {
+    int64_t starts[CUDA_MAX_RANK], steps[CUDA_MAX_RANK], bst[CUDA_MAX_RANK];
+    uint32_t ns = 0, nt = 0;
+    int32_t st;
+
+    if ((st = cuda_attr_ints(device, node, "starts", starts, &ns)) != SES_DRV_OK ||
+        (st = cuda_attr_ints(device, node, "steps", steps, &nt)) != SES_DRV_OK)
+        return st;
+    if (ns != big->rank || nt != big->rank || small->rank != big->rank)
+        return cuda_shape_fail(device, node, "starts and steps do not fit the ranks", big, small);
+    cuda_strides(big->dims, big->rank, bst);
+    *big_base = 0;
+    for (uint32_t d = 0; d < ns; d++) {
+        if (steps[d] == 0)
+            return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                                  "axis %" PRIu32 ": step is 0", d);
+        big_step[d] = steps[d] * bst[d];
+        if (small->dims[d] == 0)
+            continue;
+        const int64_t last = starts[d] + (small->dims[d] - 1) * steps[d];
+        if (starts[d] < 0 || starts[d] >= big->dims[d] || last < 0 || last >= big->dims[d])
+            return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                                  "axis %" PRIu32 ": start %" PRId64 " step %" PRId64
+                                  " for %" PRId64 " elements leaves the dim of %" PRId64,
+                                  d, starts[d], steps[d], small->dims[d], big->dims[d]);
+        *big_base += starts[d] * bst[d];
+    }
     return SES_DRV_OK;
 }
 
-static int32_t cuda_matmul(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
-    cuda_arg_t a[3];
+static int32_t cuda_slice(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    cuda_bcast_t g;
+    int64_t base = 0;
     int32_t st;
 
     (void)state;
-    if ((st = cuda_check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
         return st;
-    const ses_drv_node_t *node = launch->node;
-    if ((st = cuda_matmul_supports(device, node)) != SES_DRV_OK ||
-        (st = cuda_dtypes_agree(device, node, a, 3)) != SES_DRV_OK)
+    memset(&g, 0, sizeof g);
+    if ((st = cuda_slice_walk(device, launch->node, &a[0], &a[1], &base, g.stride[0])) !=
+        SES_DRV_OK)
         return st;
-    const int64_t k = a[0].dims[a[0].rank - 1], n = a[1].dims[1];
-    const int64_t m = k > 0 ? a[0].count / k : 0;
-    int ok = a[1].dims[0] == k && a[2].rank == a[0].rank && a[2].dims[a[2].rank - 1] == n;
-    for (uint32_t d = 0; ok && d + 1 < a[0].rank; d++)
-        ok = a[2].dims[d] == a[0].dims[d];
-    if (!ok)
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "inner dimensions differ or the output shape is wrong: A's last "
-                              "dim is %" PRId64 ", B is [%" PRId64 ",%" PRId64 "]",
-                              k, a[1].dims[0], n);
-    if (a[2].count == 0)
+    if (a[1].count == 0)
         return SES_DRV_OK;
-    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
-        return st;
-    if (k == 0 || m == 0) {
-        const int e =
-            (int)cudaMemsetAsync(a[2].ptr, 0, (size_t)a[2].count * cuda_dtype_size(a[2].dtype),
-                                 (cudaStream_t)cuda_stream_of(device, launch));
-        return cuda_finish(device, launch, e);
-    }
-    return cuda_gemm(device, launch, a[2].dtype, 0, 0, m, n, k, 1.0f, a[0].ptr, a[1].ptr, 0.0f,
-                     a[2].ptr);
+    const uint32_t es = cuda_dtype_size(a[1].dtype);
+    g.rank = a[1].rank;
+    g.count = a[1].count;
+    memcpy(g.dims, a[1].dims, a[1].rank * sizeof(int64_t));
+    cuda_strides(a[1].dims, a[1].rank, g.stride[1]);
+    return cuda_run_strided(device, launch, es, &g, (const char *)a[0].ptr + base * (int64_t)es,
+                            a[1].ptr);
 }
 
-static int32_t cuda_gemm_op(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
-    cuda_arg_t a[4];
-    float alpha = 1.0f, beta = 1.0f;
-    int64_t ta = 0, tb = 0;
+/* SliceGrad: zeros of the output's shape, with dy written where Slice read. */
+static int32_t cuda_slice_grad(ses_drv_device_t *device, void *state,
+                               const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    cuda_bcast_t g;
+    int64_t base = 0;
     int32_t st;
 
     (void)state;
-    if ((st = cuda_check_launch(device, launch, 2, 3, 1, a)) != SES_DRV_OK)
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
+        return st;
+    memset(&g, 0, sizeof g);
+    if ((st = cuda_slice_walk(device, launch->node, &a[1], &a[0], &base, g.stride[1])) !=
+        SES_DRV_OK)
+        return st;
+    if (a[1].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
+        return st;
+    const uint32_t es = cuda_dtype_size(a[1].dtype);
+    int e = (int)cudaMemsetAsync(a[1].ptr, 0, (size_t)a[1].bytes,
+                                 (cudaStream_t)cuda_stream_of(device, launch));
+    if (e != 0 || a[0].count == 0)
+        return cuda_finish(device, launch, e);
+    g.rank = a[0].rank;
+    g.count = a[0].count;
+    memcpy(g.dims, a[0].dims, a[0].rank * sizeof(int64_t));
+    cuda_strides(a[0].dims, a[0].rank, g.stride[0]);
+    return cuda_run_strided(device, launch, es, &g, a[0].ptr,
+                            (char *)a[1].ptr + base * (int64_t)es);
+}
+
+static int32_t cuda_concat(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[CUDA_MAX_INPUTS + 1];
+    int64_t axis = -1, yst[CUDA_MAX_RANK];
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, CUDA_MAX_INPUTS, 1, a)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
     const uint32_t ni = node->n_inputs;
-    cuda_arg_t *y = &a[ni];
+    const cuda_arg_t *y = &a[ni];
     if ((st = cuda_dtypes_agree(device, node, a, ni + 1)) != SES_DRV_OK)
         return st;
-    if (cuda_attr_float(node, "alpha", 1.0f, &alpha) != SES_DRV_OK ||
-        cuda_attr_float(node, "beta", 1.0f, &beta) != SES_DRV_OK ||
-        cuda_attr_int(node, "transA", 0, &ta) != SES_DRV_OK ||
-        cuda_attr_int(node, "transB", 0, &tb) != SES_DRV_OK)
+    if (cuda_attr_int(node, "axis", -1, &axis) != SES_DRV_OK || axis < 0 ||
+        axis >= (int64_t)y->rank)
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "an attribute has the wrong type");
-    if (a[0].rank != 2 || a[1].rank != 2 || y->rank != 2)
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "A, B and Y must be 2-D");
-    const int64_t m = ta ? a[0].dims[1] : a[0].dims[0], k = ta ? a[0].dims[0] : a[0].dims[1];
-    const int64_t kb = tb ? a[1].dims[1] : a[1].dims[0], n = tb ? a[1].dims[0] : a[1].dims[1];
-    if (k != kb || y->dims[0] != m || y->dims[1] != n)
+                              "axis %" PRId64 " is missing or outside rank %" PRIu32, axis,
+                              y->rank);
+    int64_t at = 0;
+    for (uint32_t k = 0; k < ni; k++) {
+        int ok = a[k].rank == y->rank;
+        for (uint32_t d = 0; ok && d < y->rank; d++)
+            ok = d == (uint32_t)axis || a[k].dims[d] == y->dims[d];
+        if (!ok)
+            return cuda_shape_fail(device, node, "an input does not fit the output", &a[k], y);
+        at += a[k].dims[axis];
+    }
+    if (at != y->dims[axis])
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "shapes disagree: op(A) is [%" PRId64 ",%" PRId64 "], op(B) [%" PRId64
-                              ",%" PRId64 "], Y [%" PRId64 ",%" PRId64 "]",
-                              m, k, kb, n, y->dims[0], y->dims[1]);
+                              "the inputs add up to %" PRId64 " along axis %" PRId64
+                              ", the output has %" PRId64,
+                              at, axis, y->dims[axis]);
     if (y->count == 0)
         return SES_DRV_OK;
-    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
-        return st;
-    void *stream = cuda_stream_of(device, launch);
-    float b = 0.0f;
-    if (ni == 3 && beta != 0.0f) {
+    cuda_strides(y->dims, y->rank, yst);
+    const uint32_t es = cuda_dtype_size(y->dtype);
+    at = 0;
+    for (uint32_t k = 0; k < ni; k++) {
         cuda_bcast_t g;
-        if (!cuda_bcast(&a[2], &a[2], y, &g))
-            return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                                  "C does not broadcast to (M, N)");
-        if (a[2].ptr == y->ptr && !g.same)
-            return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                                  "C shares the output's bytes but is broadcast");
-        int e =
-            cuda__binary(y->dtype, &g, CUDA_BIN_FIRST, 1.0f, a[2].ptr, a[2].ptr, y->ptr, stream);
-        if (e != 0)
-            return cuda_finish(device, launch, e);
-        b = beta;
+        memset(&g, 0, sizeof g);
+        g.rank = a[k].rank;
+        g.count = a[k].count;
+        memcpy(g.dims, a[k].dims, a[k].rank * sizeof(int64_t));
+        cuda_strides(a[k].dims, a[k].rank, g.stride[0]);
+        memcpy(g.stride[1], yst, sizeof yst);
+        if ((st = cuda_run_strided(device, launch, es, &g, a[k].ptr,
+                                   (char *)y->ptr + at * yst[axis] * (int64_t)es)) != SES_DRV_OK)
+            return st;
+        at += a[k].dims[axis];
     }
-    if (k == 0) {
-        /* Y = beta * C, or 0: scale through a GEMM-free path is not worth it here. */
-        if (b == 0.0f)
-            return cuda_finish(
-                device, launch,
-                (int)cudaMemsetAsync(y->ptr, 0, (size_t)y->count * cuda_dtype_size(y->dtype),
-                                     (cudaStream_t)stream));
-        return cuda_node_fail(device, node, SES_DRV_UNIMPLEMENTED, "K = 0 with C");
-    }
-    return cuda_gemm(device, launch, y->dtype, (int)ta, (int)tb, m, n, k, alpha, a[0].ptr, a[1].ptr,
-                     b, y->ptr);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Reductions and Softmax: the reduced axes must be one contiguous run [first, last], so that the
- * input is a [outer, red, inner] view.
- * ------------------------------------------------------------------------------------------- */
-
-/* Reads the axes of a Reduce* node into [*first, *last]; 0 when they are not one run. */
-static int cuda_axes_run(const ses_drv_node_t *node, uint32_t rank, uint32_t *first,
-                         uint32_t *last) {
-    int64_t axes[CUDA_MAX_RANK];
-    uint64_t n = CUDA_MAX_RANK;
-
-    if (!node->attr || node->attr(node, "axes", SES_DRV_ATTR_INTS, &n, axes) != SES_DRV_OK ||
-        n == 0 || n > CUDA_MAX_RANK)
-        return 0;
-    for (uint64_t i = 0; i < n; i++)
-        if (axes[i] < 0 || axes[i] >= (int64_t)rank || (i > 0 && axes[i] != axes[i - 1] + 1))
-            return 0;
-    *first = (uint32_t)axes[0];
-    *last = (uint32_t)axes[n - 1];
-    return 1;
-}
-
-static int32_t cuda_reduce_supports(ses_drv_device_t *device, const ses_drv_node_t *node) {
-    uint32_t first, last;
-    int32_t st;
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if ((st = cuda_check_node(device, node, 1, 1, 1)) != SES_DRV_OK)
-        return st;
-    if (!cuda_axes_run(node, cuda_desc_at(node->inputs, 0)->rank, &first, &last))
-        return cuda_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
-                              "cuda reduces one contiguous run of axes only");
     return SES_DRV_OK;
 }
 
-static void cuda_view(const cuda_arg_t *x, uint32_t first, uint32_t last, int64_t *outer,
-                      int64_t *red, int64_t *inner) {
-    *outer = *red = *inner = 1;
-    for (uint32_t d = 0; d < x->rank; d++)
-        *(d < first ? outer : d <= last ? red : inner) *= x->dims[d];
-}
-
-static int32_t cuda_reduce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
-    cuda_arg_t a[2];
-    uint32_t first, last;
-    int64_t outer, red, inner;
-    int32_t st;
-
-    (void)state;
-    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
-        return st;
-    const ses_drv_node_t *node = launch->node;
-    if ((st = cuda_reduce_supports(device, node)) != SES_DRV_OK)
-        return st;
-    cuda_axes_run(node, a[0].rank, &first, &last);
-    cuda_view(&a[0], first, last, &outer, &red, &inner);
-    const int op = strcmp(node->op, "ReduceMax") == 0    ? CUDA_RED_MAX
-                   : strcmp(node->op, "ReduceMean") == 0 ? CUDA_RED_MEAN
-                                                         : CUDA_RED_SUM;
-    if (a[1].count != outer * inner)
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "output has %" PRId64 " elements, the reduction gives %" PRId64,
-                              a[1].count, outer * inner);
-    if (op == CUDA_RED_MAX && red == 0 && a[1].count > 0)
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "an empty reduction has no maximum");
-    if (a[1].count == 0)
-        return SES_DRV_OK;
-    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
-        return st;
-    return cuda_finish(
-        device, launch,
-        cuda__reduce(outer, red, inner, op, a[0].ptr, a[1].ptr, cuda_stream_of(device, launch)));
-}
-
-static int32_t cuda_softmax(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
-    cuda_arg_t a[2];
-    int64_t axis = -1, outer, red, inner;
-    int32_t st;
-
-    (void)state;
-    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
-        return st;
-    const ses_drv_node_t *node = launch->node;
-    if (!cuda_same_shape(&a[0], &a[1]))
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "input and output shapes differ");
-    if (cuda_attr_int(node, "axis", -1, &axis) != SES_DRV_OK || axis < 0 ||
-        axis >= (int64_t)a[0].rank)
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "axis is missing or out of range for rank %" PRIu32, a[0].rank);
-    if (a[1].count == 0)
-        return SES_DRV_OK;
-    cuda_view(&a[0], (uint32_t)axis, (uint32_t)axis, &outer, &red, &inner);
-    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
-        return st;
-    return cuda_finish(device, launch,
-                       cuda__softmax(outer, red, inner, strcmp(node->op, "LogSoftmax") == 0,
-                                     a[0].ptr, a[1].ptr, cuda_stream_of(device, launch)));
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Gradient helpers: ExpandLike, ReduceGrad (broadcast copies), ReduceSumLike, ScalarLike,
- * SoftmaxGrad, LogSoftmaxGrad, MatMulGrad.
- * ------------------------------------------------------------------------------------------- */
-
-/* ExpandLike: x broadcast (numpy, one way) to the output's shape. */
+/* ExpandLike: x broadcast (numpy, one way) to the output's shape, any dtype. */
 static int32_t cuda_expand_like(ses_drv_device_t *device, void *state,
                                 const ses_drv_launch_t *launch) {
     cuda_arg_t a[2];
@@ -740,26 +901,149 @@ static int32_t cuda_expand_like(ses_drv_device_t *device, void *state,
     if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
         (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
         return st;
-    if (!cuda_bcast(&a[0], &a[0], &a[1], &g))
-        return cuda_node_fail(device, launch->node, SES_DRV_INVALID_ARGUMENT,
-                              "the input does not broadcast to the output");
-    if (a[1].count == 0)
-        return SES_DRV_OK;
-    if ((st = cuda__use(device, "ExpandLike")) != SES_DRV_OK)
-        return st;
-    return cuda_finish(device, launch,
-                       cuda__binary(a[1].dtype, &g, CUDA_BIN_FIRST, 1.0f, a[0].ptr, a[0].ptr,
-                                    a[1].ptr, cuda_stream_of(device, launch)));
+    const cuda_arg_t *in[1] = {&a[0]};
+    if (!cuda_bcast_n(in, 1, &a[1], &g))
+        return cuda_shape_fail(device, launch->node, "the input does not broadcast to the output",
+                               &a[0], &a[1]);
+    cuda_strides(a[1].dims, a[1].rank, g.stride[1]);
+    return cuda_run_strided(device, launch, cuda_dtype_size(a[1].dtype), &g, a[0].ptr, a[1].ptr);
 }
 
-/* ReduceGrad: dy broadcast back over `axes` of the output, times `scale`. */
-static int32_t cuda_reduce_grad(ses_drv_device_t *device, void *state,
+/*
+ * Gather's and GatherGrad's geometry: @p data is [outer, dim, inner] along @p axis, @p ix the
+ * indices, @p g the gathered side ([outer, ix dims..., inner]). Checks the shapes.
+ */
+static int32_t cuda_gather_geometry(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                    const cuda_arg_t *data, const cuda_arg_t *ix,
+                                    const cuda_arg_t *gathered, int64_t *axis, int64_t *outer,
+                                    int64_t *inner) {
+    if (cuda_attr_int(node, "axis", 0, axis) != SES_DRV_OK || *axis < 0 ||
+        *axis >= (int64_t)data->rank)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "axis %" PRId64 " is outside rank %" PRIu32, *axis, data->rank);
+    if (!cuda_is_int(ix->dtype) || gathered->rank != data->rank - 1 + ix->rank ||
+        gathered->dtype != data->dtype)
+        return cuda_shape_fail(device, node, "data, indices and the gathered tensor disagree", data,
+                               gathered);
+    const uint32_t ax = (uint32_t)*axis;
+    *outer = *inner = 1;
+    for (uint32_t d = 0; d < data->rank; d++) {
+        if (d < ax)
+            *outer *= data->dims[d];
+        else if (d > ax)
+            *inner *= data->dims[d];
+    }
+    for (uint32_t d = 0; d < gathered->rank; d++) {
+        const int64_t want = d < ax              ? data->dims[d]
+                             : d < ax + ix->rank ? ix->dims[d - ax]
+                                                 : data->dims[d - ix->rank + 1];
+        if (gathered->dims[d] != want)
+            return cuda_shape_fail(device, node,
+                                   "the gathered shape does not match data and "
+                                   "indices",
+                                   data, gathered);
+    }
+    return SES_DRV_OK;
+}
+
+/* Checks the indices on the device, then runs @p what (0 Gather, 1 GatherGrad); waits. */
+static int32_t cuda_gather_run(ses_drv_device_t *device, const ses_drv_launch_t *launch, int grad,
+                               const cuda_arg_t *data, const cuda_arg_t *ix, const void *src,
+                               void *dst, int64_t axis, int64_t outer, int64_t inner) {
+    const int64_t dim = data->dims[axis];
+    const int idx64 = ix->dtype == SES_DRV_DTYPE_I64;
+    void *s = cuda_stream_of(device, launch);
+    unsigned long long bad;
+    int32_t st;
+
+    if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
+        return st;
+    int e = cuda_check_begin(device, s);
+    if (e == 0 && ix->count > 0)
+        e = cuda__check_indices(ix->count, ix->ptr, idx64, dim, device->bad_dev, s);
+    if (e == 0)
+        e = grad ? cuda__gather_grad(data->dtype, outer, dim, ix->count, inner, src, ix->ptr, idx64,
+                                     dst, s)
+                 : cuda__gather(cuda_dtype_size(data->dtype), outer, dim, ix->count, inner, src,
+                                ix->ptr, idx64, dst, s);
+    e = cuda_check_end(device, s, e, &bad);
+    if (e != 0)
+        return cuda_finish(device, launch, e);
+    if (bad != ~0ULL)
+        return cuda_node_fail(device, launch->node, SES_DRV_INVALID_ARGUMENT,
+                              "index %" PRId64
+                              " (element %llu of the indices) is outside [-%" PRId64 ", %" PRId64
+                              ") of axis %" PRId64,
+                              cuda_read_int(ix->ptr, ix->dtype, bad), bad, dim, dim, axis);
+    return SES_DRV_OK;
+}
+
+static int32_t cuda_gather(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[3];
+    int64_t axis = 0, outer, inner;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
+        return st;
+    if ((st = cuda_gather_geometry(device, launch->node, &a[0], &a[1], &a[2], &axis, &outer,
+                                   &inner)) != SES_DRV_OK)
+        return st;
+    if (a[2].count == 0)
+        return SES_DRV_OK;
+    return cuda_gather_run(device, launch, 0, &a[0], &a[1], a[0].ptr, a[2].ptr, axis, outer, inner);
+}
+
+/* GatherGrad: dy, indices -> zeros of the output's shape plus dy's blocks where Gather took
+ * them. The output plays Gather's data, dy the gathered tensor. */
+static int32_t cuda_gather_grad(ses_drv_device_t *device, void *state,
                                 const ses_drv_launch_t *launch) {
-    cuda_arg_t a[2], dy;
-    cuda_bcast_t g;
-    int64_t axes[CUDA_MAX_RANK], dims[CUDA_MAX_RANK];
-    uint64_t n_axes = CUDA_MAX_RANK;
-    float scale = 1.0f;
+    cuda_arg_t a[3];
+    int64_t axis = 0, outer, inner;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
+        return st;
+    if ((st = cuda_gather_geometry(device, launch->node, &a[2], &a[1], &a[0], &axis, &outer,
+                                   &inner)) != SES_DRV_OK)
+        return st;
+    if (a[2].count == 0)
+        return SES_DRV_OK;
+    return cuda_gather_run(device, launch, 1, &a[2], &a[1], a[0].ptr, a[2].ptr, axis, outer, inner);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Reductions over any axes, ReduceSumLike, the softmax family, ArgMax.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Splits x's dims into kept and reduced (reduced[d] set) for the reduction kernels. */
+static void cuda_rsum_of(const cuda_arg_t *x, const int *reduced, cuda_rsum_t *r) {
+    int64_t st[CUDA_MAX_RANK];
+
+    memset(r, 0, sizeof *r);
+    cuda_strides(x->dims, x->rank, st);
+    r->out_count = r->red_count = 1;
+    for (uint32_t d = 0; d < x->rank; d++) {
+        if (reduced[d]) {
+            r->red_dims[r->n_red] = x->dims[d];
+            r->red_stride[r->n_red++] = st[d];
+            r->red_count *= x->dims[d];
+        } else {
+            r->keep_dims[r->n_keep] = x->dims[d];
+            r->keep_stride[r->n_keep++] = st[d];
+            r->out_count *= x->dims[d];
+        }
+    }
+}
+
+/* ReduceSum, ReduceMean, ReduceMax over the sorted `axes` (any set), keepdims or not. */
+static int32_t cuda_reduce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    int64_t axes[CUDA_MAX_RANK], keepdims = 1, want[CUDA_MAX_RANK];
+    int reduced[CUDA_MAX_RANK] = {0};
+    uint32_t na = 0, nw = 0;
+    cuda_rsum_t r;
     int32_t st;
 
     (void)state;
@@ -767,11 +1051,203 @@ static int32_t cuda_reduce_grad(ses_drv_device_t *device, void *state,
         (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if (!node->attr || node->attr(node, "axes", SES_DRV_ATTR_INTS, &n_axes, axes) != SES_DRV_OK ||
-        n_axes > a[1].rank || cuda_attr_float(node, "scale", 1.0f, &scale) != SES_DRV_OK)
+    if ((st = cuda_attr_ints(device, node, "axes", axes, &na)) != SES_DRV_OK)
+        return st;
+    if (cuda_attr_int(node, "keepdims", 1, &keepdims) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "keepdims is not an INT");
+    for (uint32_t i = 0; i < na; i++) {
+        if (axes[i] < 0 || axes[i] >= (int64_t)a[0].rank || (i > 0 && axes[i] <= axes[i - 1]))
+            return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                                  "axes are not sorted distinct axes below rank %" PRIu32,
+                                  a[0].rank);
+        reduced[axes[i]] = 1;
+    }
+    for (uint32_t d = 0; d < a[0].rank; d++)
+        if (!reduced[d] || keepdims)
+            want[nw++] = reduced[d] ? 1 : a[0].dims[d];
+    int ok = a[1].rank == nw;
+    for (uint32_t d = 0; ok && d < nw; d++)
+        ok = a[1].dims[d] == want[d];
+    if (!ok)
+        return cuda_shape_fail(device, node, "the output does not match the reduction", &a[0],
+                               &a[1]);
+    const int op = strcmp(node->op, "ReduceMax") == 0    ? CUDA_RED_MAX
+                   : strcmp(node->op, "ReduceMean") == 0 ? CUDA_RED_MEAN
+                                                         : CUDA_RED_SUM;
+    cuda_rsum_of(&a[0], reduced, &r);
+    if (a[1].count == 0)
+        return SES_DRV_OK;
+    if (op == CUDA_RED_MAX && r.red_count == 0)
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "axes (INTS) or scale (FLOAT) missing or wrong");
-    /* dy at the output's rank, 1 on the reduced axes. */
+                              "reduces over an empty axis; the max of no elements is undefined");
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(
+        device, launch,
+        cuda__reduce(a[1].dtype, &r, op, a[0].ptr, a[1].ptr, cuda_stream_of(device, launch)));
+}
+
+/* ReduceSumLike: the input summed down to the output's shape (the reverse of broadcasting). */
+static int32_t cuda_reduce_sum_like(ses_drv_device_t *device, void *state,
+                                    const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    int reduced[CUDA_MAX_RANK] = {0};
+    cuda_rsum_t r;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
+        return st;
+    if (a[1].rank > a[0].rank)
+        return cuda_shape_fail(device, launch->node, "the output does not broadcast to the input",
+                               &a[1], &a[0]);
+    const uint32_t lead = a[0].rank - a[1].rank;
+    for (uint32_t d = 0; d < a[0].rank; d++) {
+        const int64_t in = a[0].dims[d], out = d < lead ? -1 : a[1].dims[d - lead];
+        if (out == in)
+            continue;
+        if (out != -1 && out != 1)
+            return cuda_shape_fail(device, launch->node,
+                                   "the output does not broadcast to the input", &a[1], &a[0]);
+        reduced[d] = 1;
+    }
+    cuda_rsum_of(&a[0], reduced, &r);
+    if (a[1].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__reduce(a[1].dtype, &r, CUDA_RED_SUM, a[0].ptr, a[1].ptr,
+                                    cuda_stream_of(device, launch)));
+}
+
+/* [outer, red, inner] around one axis of @p x (rank 0: one element). */
+static void cuda_view(const cuda_arg_t *x, uint32_t axis, int64_t *outer, int64_t *red,
+                      int64_t *inner) {
+    *outer = *inner = 1;
+    *red = x->rank ? x->dims[axis] : 1;
+    for (uint32_t d = 0; d < x->rank; d++) {
+        if (d < axis)
+            *outer *= x->dims[d];
+        else if (d > axis)
+            *inner *= x->dims[d];
+    }
+}
+
+/* The normalized `axis` of Softmax, LogSoftmax, their gradients and ArgMax. */
+static int32_t cuda_axis(ses_drv_device_t *device, const ses_drv_node_t *node, uint32_t rank,
+                         int64_t *axis) {
+    if (cuda_attr_int(node, "axis", -1, axis) != SES_DRV_OK ||
+        (rank == 0 ? *axis != 0 && *axis != -1 : *axis < 0 || *axis >= (int64_t)rank))
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "axis %" PRId64 " is missing or out of range for rank %" PRIu32,
+                              *axis, rank);
+    if (rank == 0)
+        *axis = 0;
+    return SES_DRV_OK;
+}
+
+/* Softmax, LogSoftmax (x), SoftmaxGrad, LogSoftmaxGrad (dy, y), all of one shape. */
+static int32_t cuda_softmax(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[3];
+    int64_t axis = -1, outer, red, inner;
+    int32_t st;
+
+    (void)state;
+    if (!launch || launch->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets) ||
+        !launch->node || !launch->node->op)
+        return device ? CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                         "the launch or its node is NULL")
+                      : SES_DRV_INVALID_ARGUMENT;
+    const ses_drv_node_t *node = launch->node;
+    const int mode = strcmp(node->op, "Softmax") == 0       ? CUDA_SM_SOFTMAX
+                     : strcmp(node->op, "LogSoftmax") == 0  ? CUDA_SM_LOG_SOFTMAX
+                     : strcmp(node->op, "SoftmaxGrad") == 0 ? CUDA_SM_SOFTMAX_GRAD
+                                                            : CUDA_SM_LOG_SOFTMAX_GRAD;
+    const uint32_t ni = mode >= CUDA_SM_SOFTMAX_GRAD ? 2 : 1;
+    if ((st = cuda_check_launch(device, launch, ni, ni, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, node, a, ni + 1)) != SES_DRV_OK)
+        return st;
+    const cuda_arg_t *y = &a[ni];
+    if (!cuda_same_shape(&a[0], y) || !cuda_same_shape(&a[ni - 1], y))
+        return cuda_shape_fail(device, node, "the inputs and the output must have one shape", &a[0],
+                               y);
+    if ((st = cuda_axis(device, node, y->rank, &axis)) != SES_DRV_OK)
+        return st;
+    if (y->count == 0)
+        return SES_DRV_OK;
+    cuda_view(y, (uint32_t)axis, &outer, &red, &inner);
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__softmax(y->dtype, outer, red, inner, mode, a[0].ptr, a[ni - 1].ptr,
+                                     y->ptr, cuda_stream_of(device, launch)));
+}
+
+static int32_t cuda_argmax(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    int64_t axis = 0, keepdims = 1, last = 0, want[CUDA_MAX_RANK], outer, red, inner;
+    uint32_t nw = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = cuda_axis(device, node, a[0].rank, &axis)) != SES_DRV_OK)
+        return st;
+    if (cuda_attr_int(node, "keepdims", 1, &keepdims) != SES_DRV_OK ||
+        cuda_attr_int(node, "select_last_index", 0, &last) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "keepdims or select_last_index is not an INT");
+    for (uint32_t d = 0; d < a[0].rank; d++)
+        if (d != (uint32_t)axis || keepdims)
+            want[nw++] = d == (uint32_t)axis ? 1 : a[0].dims[d];
+    int ok = a[1].dtype == SES_DRV_DTYPE_I64 && a[1].rank == nw;
+    for (uint32_t d = 0; ok && d < nw; d++)
+        ok = a[1].dims[d] == want[d];
+    if (!ok)
+        return cuda_shape_fail(device, node, "the output (i64) does not match the input and axis",
+                               &a[0], &a[1]);
+    if (a[1].count == 0)
+        return SES_DRV_OK;
+    cuda_view(&a[0], (uint32_t)axis, &outer, &red, &inner);
+    if (red == 0)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "axis %" PRId64 " is empty; there is no largest element", axis);
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__argmax(a[0].dtype, outer, red, inner, last != 0, a[0].ptr, a[1].ptr,
+                                    cuda_stream_of(device, launch)));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Gradient helpers: ReduceGrad, ScalarLike.
+ * ------------------------------------------------------------------------------------------- */
+
+/* ReduceGrad: dy broadcast back over `axes` of the output, times `scale`. */
+static int32_t cuda_reduce_grad(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2], dy;
+    cuda_bcast_t g;
+    int64_t axes[CUDA_MAX_RANK], dims[CUDA_MAX_RANK];
+    uint32_t n_axes = 0;
+    double scale = 1.0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = cuda_attr_ints(device, node, "axes", axes, &n_axes)) != SES_DRV_OK)
+        return st;
+    if (n_axes > a[1].rank || cuda_attr_double(node, "scale", 1.0, &scale) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "axes (INTS) or scale (FLOAT) is wrong");
+    /* dy at the output's rank, 1 on the reduced axes (it dropped them without keepdims). */
     dy = a[0];
     if (a[0].rank + n_axes == a[1].rank && n_axes > 0) {
         uint32_t k = 0, j = 0;
@@ -787,175 +1263,857 @@ static int32_t cuda_reduce_grad(ses_drv_device_t *device, void *state,
         dy.rank = a[1].rank;
     }
     if (!cuda_bcast(&dy, &dy, &a[1], &g))
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "dy does not broadcast back to the output");
+        return cuda_shape_fail(device, node, "dy does not broadcast back to the output", &a[0],
+                               &a[1]);
     if (a[1].count == 0)
         return SES_DRV_OK;
-    if ((st = cuda__use(device, "ReduceGrad")) != SES_DRV_OK)
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
     return cuda_finish(device, launch,
                        cuda__binary(a[1].dtype, &g, CUDA_BIN_FIRST, scale, a[0].ptr, a[0].ptr,
                                     a[1].ptr, cuda_stream_of(device, launch)));
 }
 
-/* ReduceSumLike: the input summed down to the output's shape (the reverse of broadcasting). */
-static int32_t cuda_reduce_sum_like(ses_drv_device_t *device, void *state,
-                                    const ses_drv_launch_t *launch) {
-    cuda_arg_t a[2];
-    cuda_rsum_t r;
-    int64_t stride[CUDA_MAX_RANK];
-    int32_t st;
-
-    (void)state;
-    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
-        (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
-        return st;
-    if (a[1].rank > a[0].rank)
-        return cuda_node_fail(device, launch->node, SES_DRV_INVALID_ARGUMENT,
-                              "the output's rank %" PRIu32 " exceeds the input's %" PRIu32,
-                              a[1].rank, a[0].rank);
-    memset(&r, 0, sizeof r);
-    const uint32_t lead = a[0].rank - a[1].rank;
-    int64_t step = 1;
-    for (uint32_t d = a[0].rank; d-- > 0;) {
-        stride[d] = step;
-        step *= a[0].dims[d];
-    }
-    r.red_count = 1;
-    for (uint32_t d = 0; d < a[0].rank; d++) {
-        const int64_t in = a[0].dims[d], out = d < lead ? 1 : a[1].dims[d - lead];
-        if (d >= lead && out == in) {
-            r.keep_dims[r.n_keep] = in;
-            r.keep_stride[r.n_keep++] = stride[d];
-        } else if (out == 1) {
-            r.red_dims[r.n_red] = in;
-            r.red_stride[r.n_red++] = stride[d];
-            r.red_count *= in;
-        } else {
-            return cuda_node_fail(device, launch->node, SES_DRV_INVALID_ARGUMENT,
-                                  "output dim %" PRIu32 " is %" PRId64 ", the input's is %" PRId64
-                                  "; it must be equal or 1",
-                                  d - lead, out, in);
-        }
-    }
-    r.out_count = a[1].count;
-    if (a[1].count == 0)
-        return SES_DRV_OK;
-    for (uint32_t d = 0; d < r.n_keep; d++)
-        if (r.keep_dims[d] == 0)
-            return SES_DRV_OK;
-    if ((st = cuda__use(device, "ReduceSumLike")) != SES_DRV_OK)
-        return st;
-    return cuda_finish(device, launch,
-                       cuda__rsum(&r, a[0].ptr, a[1].ptr, cuda_stream_of(device, launch)));
-}
-
-/* ScalarLike: a rank-0 output holding `value`; the input only selected the entry. */
+/* ScalarLike: a rank-0 output holding `value` (Cast's rules from f64); the input only selected
+ * the entry and is never read. */
 static int32_t cuda_scalar_like(ses_drv_device_t *device, void *state,
                                 const ses_drv_launch_t *launch) {
     cuda_arg_t a[2];
-    float value = 0.0f;
+    double value = 0.0;
     int32_t st;
 
     (void)state;
     if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
         return st;
-    if (cuda_attr_float(launch->node, "value", 0.0f, &value) != SES_DRV_OK || a[1].count != 1)
+    if (cuda_attr_double(launch->node, "value", 0.0, &value) != SES_DRV_OK || a[1].count != 1)
         return cuda_node_fail(device, launch->node, SES_DRV_INVALID_ARGUMENT,
                               "value (FLOAT) is wrong or the output is not one element");
-    if ((st = cuda__use(device, "ScalarLike")) != SES_DRV_OK)
+    if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
         return st;
     return cuda_finish(device, launch,
-                       cuda__unary(a[1].dtype, 1, CUDA_UN_FILL, value, a[1].ptr, a[1].ptr,
-                                   cuda_stream_of(device, launch)));
+                       cuda__fill(a[1].dtype, 1, value, a[1].ptr, cuda_stream_of(device, launch)));
 }
 
-/* SoftmaxGrad, LogSoftmaxGrad: dy, the forward output y; `axis`. */
-static int32_t cuda_softmax_grad(ses_drv_device_t *device, void *state,
-                                 const ses_drv_launch_t *launch) {
+/* ---------------------------------------------------------------------------------------------
+ * MatMul, Gemm, MatMulGrad through cuBLAS (row-major: C^T = B^T A^T in cuBLAS's column-major).
+ * ------------------------------------------------------------------------------------------- */
+
+static cudaDataType cuda_blas_type(uint32_t dtype) {
+    return dtype == SES_DRV_DTYPE_F16    ? CUDA_R_16F
+           : dtype == SES_DRV_DTYPE_BF16 ? CUDA_R_16BF
+           : dtype == SES_DRV_DTYPE_F64  ? CUDA_R_64F
+                                         : CUDA_R_32F;
+}
+
+/*
+ * Row-major Y[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * Y, @p batch times, the batches
+ * @p sa, @p sb, @p sy elements apart (0: the same matrix; sy is never 0 with batch > 1).
+ * Enqueued on the launch's stream; f64 computes in f64, the others in f32 (TF32 when allowed).
+ */
+static int32_t cuda_gemm(ses_drv_device_t *device, const ses_drv_launch_t *launch, uint32_t dtype,
+                         int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                         const void *A, int64_t sa, const void *B, int64_t sb, double beta, void *Y,
+                         int64_t sy, int64_t batch) {
+    cublasStatus_t cs = CUBLAS_STATUS_SUCCESS;
+    const cudaDataType type = cuda_blas_type(dtype);
+    const int f64 = dtype == SES_DRV_DTYPE_F64;
+    const cublasComputeType_t ct = f64 ? CUBLAS_COMPUTE_64F
+                                   : dtype == SES_DRV_DTYPE_F32 && device->allow_tf32
+                                       ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                       : CUBLAS_COMPUTE_32F;
+    const float alpha_f = (float)alpha, beta_f = (float)beta;
+    const void *al = f64 ? (const void *)&alpha : (const void *)&alpha_f;
+    const void *be = f64 ? (const void *)&beta : (const void *)&beta_f;
+    const int64_t es = cuda_dtype_size(dtype);
+
+    if (!device->cublas)
+        return cuda_node_fail(device, launch->node, SES_DRV_UNAVAILABLE,
+                              "cuBLAS could not be initialised on cuda:%d", device->ordinal);
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+        return cuda_node_fail(device, launch->node, SES_DRV_UNIMPLEMENTED,
+                              "dimensions beyond 2^31 are not supported");
+    const int lda = ta ? (int)m : (int)k, ldb = tb ? (int)k : (int)n;
+    const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    pthread_mutex_lock(&device->lock);
+    cublasSetStream((cublasHandle_t)device->cublas, (cudaStream_t)cuda_stream_of(device, launch));
+    {
+        /* cublasSetStream reset the workspace: the stream's own, so capture never allocates. */
+        void *ws;
+        uint64_t ws_bytes;
+        if (cuda__stream_workspace(device, cuda_stream_of(device, launch), &ws, &ws_bytes))
+            cublasSetWorkspace((cublasHandle_t)device->cublas, ws, (size_t)ws_bytes);
+    }
+    for (int64_t done = 0; done < batch && cs == CUBLAS_STATUS_SUCCESS;) {
+        const int64_t part = batch - done < INT32_MAX ? batch - done : INT32_MAX;
+        const char *a = (const char *)A + done * sa * es, *b = (const char *)B + done * sb * es;
+        char *y = (char *)Y + done * sy * es;
+        if (part == 1)
+            cs = cublasGemmEx((cublasHandle_t)device->cublas, opb, opa, (int)n, (int)m, (int)k, al,
+                              b, type, ldb, a, type, lda, be, y, type, (int)n, ct,
+                              CUBLAS_GEMM_DEFAULT);
+        else
+            cs = cublasGemmStridedBatchedEx((cublasHandle_t)device->cublas, opb, opa, (int)n,
+                                            (int)m, (int)k, al, b, type, ldb, (long long)sb, a,
+                                            type, lda, (long long)sa, be, y, type, (int)n,
+                                            (long long)sy, (int)part, ct, CUBLAS_GEMM_DEFAULT);
+        done += part;
+    }
+    pthread_mutex_unlock(&device->lock);
+    if (cs != CUBLAS_STATUS_SUCCESS)
+        return cuda_node_fail(device, launch->node, SES_DRV_INTERNAL,
+                              "cuBLAS GEMM (%" PRId64 "x%" PRId64 "x%" PRId64 ", %" PRId64
+                              " batches) failed: status %d",
+                              m, n, k, batch, (int)cs);
+    return cuda_finish(device, launch, (int)cudaGetLastError());
+}
+
+/* The batch walk of a batched product: dims and the element strides of its three matrices. */
+typedef struct cuda_batches {
+    uint32_t n;
+    int64_t dims[CUDA_MAX_RANK];
+    int64_t st[3][CUDA_MAX_RANK]; /* X (op(X) is [m,k]), Z ([k,n]), Y ([m,n]) */
+} cuda_batches_t;
+
+/* Drops batch dims of 1 and merges neighbours that every matrix walks contiguously. */
+static void cuda_batches_merge(cuda_batches_t *b) {
+    uint32_t w = 0;
+    for (uint32_t d = 0; d < b->n; d++) {
+        if (b->dims[d] == 1)
+            continue;
+        int merge = w > 0;
+        for (int k = 0; merge && k < 3; k++)
+            merge = b->st[k][w - 1] == b->st[k][d] * b->dims[d];
+        if (merge) {
+            b->dims[w - 1] *= b->dims[d];
+            for (int k = 0; k < 3; k++)
+                b->st[k][w - 1] = b->st[k][d];
+        } else {
+            b->dims[w] = b->dims[d];
+            for (int k = 0; k < 3; k++)
+                b->st[k][w] = b->st[k][d];
+            w++;
+        }
+    }
+    b->n = w;
+}
+
+/*
+ * Y_b = alpha op(X_b) op(Z_b) + beta Y_b over the batches of @p b: the innermost merged batch
+ * dim is one strided-batched GEMM, the outer ones a loop on the stream. When Y repeats along
+ * a batch dim (a gradient summed over broadcast batches), every batch is its own GEMM with
+ * beta 1, in order, so that the sums accumulate (the caller zeroed Y).
+ */
+static int32_t cuda_gemm_batches(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                                 uint32_t dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                                 const void *X, const void *Z, void *Y, cuda_batches_t *b) {
+    int32_t st = SES_DRV_OK;
+    const int64_t es = cuda_dtype_size(dtype);
+
+    cuda_batches_merge(b);
+    if (b->n == 0)
+        return cuda_gemm(device, launch, dtype, ta, tb, m, n, k, 1.0, X, 0, Z, 0, 0.0, Y, 0, 1);
+    /* One batch dim, Z shared, X's and Y's rows stacked: one GEMM of m * count rows. */
+    if (b->n == 1 && !ta && b->st[1][0] == 0 && b->st[0][0] == m * k && b->st[2][0] == m * n)
+        return cuda_gemm(device, launch, dtype, 0, tb, m * b->dims[0], n, k, 1.0, X, 0, Z, 0, 0.0,
+                         Y, 0, 1);
+    /* Y shared (summed over the batch), X and Z stacked along k (ta, !tb): one GEMM of k * count
+     * inner elements, which is that sum. */
+    if (b->n == 1 && ta && !tb && b->st[2][0] == 0 && b->st[0][0] == k * m && b->st[1][0] == k * n)
+        return cuda_gemm(device, launch, dtype, 1, 0, m, n, k * b->dims[0], 1.0, X, 0, Z, 0, 0.0, Y,
+                         0, 1);
+    int accumulate = 0;
+    for (uint32_t d = 0; d < b->n; d++)
+        accumulate |= b->st[2][d] == 0;
+    int64_t total = 1;
+    for (uint32_t d = 0; d < b->n; d++)
+        total *= b->dims[d];
+    const uint32_t outer_n = accumulate ? b->n : b->n - 1;
+    const int64_t inner = accumulate ? 1 : b->dims[b->n - 1];
+    for (int64_t i = 0; i < total / inner && st == SES_DRV_OK; i++) {
+        int64_t off[3] = {0, 0, 0}, rest = i;
+        for (uint32_t d = outer_n; d-- > 0;) {
+            const int64_t idx = rest % b->dims[d];
+            rest /= b->dims[d];
+            for (int q = 0; q < 3; q++)
+                off[q] += idx * b->st[q][d];
+        }
+        const int64_t last = b->n - 1;
+        st = cuda_gemm(device, launch, dtype, ta, tb, m, n, k, 1.0, (const char *)X + off[0] * es,
+                       accumulate ? 0 : b->st[0][last], (const char *)Z + off[1] * es,
+                       accumulate ? 0 : b->st[1][last], accumulate ? 1.0 : 0.0,
+                       (char *)Y + off[2] * es, accumulate ? 0 : b->st[2][last], inner);
+    }
+    return st;
+}
+
+/*
+ * numpy matmul shapes: A [..., M, K] (1-D: [K], M = 1), B [..., K, N] (1-D: [K], N = 1), Y
+ * [batch..., M, N] without the dims of 1-D operands; batch dims broadcast. Fills @p b with A's,
+ * B's and Y's matrix strides per batch dim of Y (in slots 0, 1, 2).
+ */
+static int32_t cuda_matmul_shapes(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                  const cuda_arg_t *A, const cuda_arg_t *B, const cuda_arg_t *Y,
+                                  int64_t *m, int64_t *n, int64_t *k, cuda_batches_t *b) {
+    if (A->rank < 1 || B->rank < 1)
+        return cuda_shape_fail(device, node, "MatMul needs operands of rank >= 1", A, B);
+    *m = A->rank == 1 ? 1 : A->dims[A->rank - 2];
+    *k = A->dims[A->rank - 1];
+    const int64_t kb = B->rank == 1 ? B->dims[0] : B->dims[B->rank - 2];
+    *n = B->rank == 1 ? 1 : B->dims[B->rank - 1];
+    if (*k != kb)
+        return cuda_shape_fail(device, node, "inner dimensions differ", A, B);
+    const uint32_t ab = A->rank > 2 ? A->rank - 2 : 0, bb = B->rank > 2 ? B->rank - 2 : 0;
+    const uint32_t yb = ab > bb ? ab : bb;
+    if (Y->rank != yb + (A->rank > 1) + (B->rank > 1) || (A->rank > 1 && Y->dims[yb] != *m) ||
+        (B->rank > 1 && Y->dims[Y->rank - 1] != *n))
+        return cuda_shape_fail(device, node, "the output (or dy) does not match MatMul(A, B)", A,
+                               Y);
+    int64_t sa = *m * *k, sb = *k * *n, sy = *m * *n;
+    memset(b, 0, sizeof *b);
+    b->n = yb;
+    for (uint32_t d = yb; d-- > 0;) {
+        const int64_t da = d + ab >= yb ? A->dims[d + ab - yb] : 1;
+        const int64_t db = d + bb >= yb ? B->dims[d + bb - yb] : 1;
+        if ((da != 1 && db != 1 && da != db) || Y->dims[d] != (da == 1 ? db : da))
+            return cuda_shape_fail(device, node, "batch dims do not broadcast", A, B);
+        b->dims[d] = Y->dims[d];
+        b->st[0][d] = da == 1 ? 0 : sa;
+        b->st[1][d] = db == 1 ? 0 : sb;
+        b->st[2][d] = sy;
+        sa *= da;
+        sb *= db;
+        sy *= Y->dims[d];
+    }
+    return SES_DRV_OK;
+}
+
+static int32_t cuda_matmul(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[3];
-    int64_t axis = -1, outer, red, inner;
+    cuda_batches_t b;
+    int64_t m, n, k;
     int32_t st;
 
     (void)state;
     if ((st = cuda_check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if (!cuda_same_shape(&a[0], &a[2]) || !cuda_same_shape(&a[1], &a[2]))
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "dy, y and the output must have one shape");
-    if (cuda_attr_int(node, "axis", -1, &axis) != SES_DRV_OK || axis < 0 ||
-        axis >= (int64_t)a[0].rank)
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "axis is missing or out of range for rank %" PRIu32, a[0].rank);
+    if ((st = cuda_dtypes_agree(device, node, a, 3)) != SES_DRV_OK ||
+        (st = cuda_matmul_shapes(device, node, &a[0], &a[1], &a[2], &m, &n, &k, &b)) != SES_DRV_OK)
+        return st;
     if (a[2].count == 0)
         return SES_DRV_OK;
-    cuda_view(&a[0], (uint32_t)axis, (uint32_t)axis, &outer, &red, &inner);
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
-    return cuda_finish(
-        device, launch,
-        cuda__softmax_grad(outer, red, inner, strcmp(node->op, "LogSoftmaxGrad") == 0, a[0].ptr,
-                           a[1].ptr, a[2].ptr, cuda_stream_of(device, launch)));
+    if (k == 0)
+        return cuda_finish(device, launch,
+                           (int)cudaMemsetAsync(a[2].ptr, 0, (size_t)a[2].bytes,
+                                                (cudaStream_t)cuda_stream_of(device, launch)));
+    return cuda_gemm_batches(device, launch, a[2].dtype, 0, 0, m, n, k, a[0].ptr, a[1].ptr,
+                             a[2].ptr, &b);
 }
 
-/* MatMulGrad for A [..., M, K] (leading dims merged) and B [K, N]: refuses other forms. */
-static int32_t cuda_matmul_grad_supports(ses_drv_device_t *device, const ses_drv_node_t *node) {
-    int32_t st;
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if ((st = cuda_check_node(device, node, 3, 3, 1)) != SES_DRV_OK)
-        return st;
-    const ses_drv_tensor_desc_t *dy = cuda_desc_at(node->inputs, 0),
-                                *a = cuda_desc_at(node->inputs, 1),
-                                *b = cuda_desc_at(node->inputs, 2);
-    if (a->rank < 2 || b->rank != 2 || dy->rank != a->rank)
-        return cuda_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
-                              "cuda runs MatMulGrad of A with rank >= 2 and B with rank 2 only");
-    return SES_DRV_OK;
-}
-
+/*
+ * MatMulGrad (dy, A, B; `input` 0 or 1): the gradient of A (dy B^T) or of B (A^T dy), summed
+ * over the batch dims that operand was broadcast along.
+ */
 static int32_t cuda_matmul_grad(ses_drv_device_t *device, void *state,
                                 const ses_drv_launch_t *launch) {
     cuda_arg_t a[4];
-    int64_t which = 0;
+    cuda_batches_t b, g;
+    int64_t which = 0, m, n, k;
     int32_t st;
 
     (void)state;
     if ((st = cuda_check_launch(device, launch, 3, 3, 1, a)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = cuda_matmul_grad_supports(device, node)) != SES_DRV_OK ||
-        (st = cuda_dtypes_agree(device, node, a, 4)) != SES_DRV_OK)
+    if ((st = cuda_dtypes_agree(device, node, a, 4)) != SES_DRV_OK)
         return st;
     if (cuda_attr_int(node, "input", 0, &which) != SES_DRV_OK || (which != 0 && which != 1))
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "input must be 0 or 1");
     const cuda_arg_t *dy = &a[0], *A = &a[1], *B = &a[2], *out = &a[3];
-    const int64_t k = A->dims[A->rank - 1], n = B->dims[1];
-    const int64_t m = k > 0 ? A->count / k : (n > 0 ? dy->count / n : 0);
-    if (B->dims[0] != k || dy->dims[dy->rank - 1] != n || dy->count != m * n ||
-        !cuda_same_shape(out, which == 0 ? A : B))
-        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "dy, A, B and the output's shapes disagree");
+    if ((st = cuda_matmul_shapes(device, node, A, B, dy, &m, &n, &k, &b)) != SES_DRV_OK)
+        return st;
+    if (!cuda_same_shape(out, which == 0 ? A : B))
+        return cuda_shape_fail(device, node, "the output differs from the operand's shape", out,
+                               which == 0 ? A : B);
     if (out->count == 0)
         return SES_DRV_OK;
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
-    if ((which == 0 ? n : m) == 0)
-        return cuda_finish(
-            device, launch,
-            (int)cudaMemsetAsync(out->ptr, 0, (size_t)out->count * cuda_dtype_size(out->dtype),
-                                 (cudaStream_t)cuda_stream_of(device, launch)));
-    /* dA = dy B^T ([M,N]·[N,K]); dB = A^T dy ([K,M]·[M,N]). */
-    if (which == 0)
-        return cuda_gemm(device, launch, out->dtype, 0, 1, m, k, n, 1.0f, dy->ptr, B->ptr, 0.0f,
-                         out->ptr);
-    return cuda_gemm(device, launch, out->dtype, 1, 0, k, n, m, 1.0f, A->ptr, dy->ptr, 0.0f,
-                     out->ptr);
+    void *s = cuda_stream_of(device, launch);
+    int accumulate = 0;
+    for (uint32_t d = 0; d < b.n; d++)
+        accumulate |= b.dims[d] > 1 && b.st[which == 0 ? 0 : 1][d] == 0;
+    /* Zeroed first when nothing is summed into it (dy empty) or when the batches accumulate. */
+    if (dy->count == 0 || accumulate) {
+        int e = (int)cudaMemsetAsync(out->ptr, 0, (size_t)out->bytes, (cudaStream_t)s);
+        if (e != 0 || dy->count == 0)
+            return cuda_finish(device, launch, e);
+    }
+    memset(&g, 0, sizeof g);
+    g.n = b.n;
+    memcpy(g.dims, b.dims, sizeof g.dims);
+    if (which == 0) {
+        /* dA_b[M,K] = dy_b[M,N] B_b[K,N]^T. */
+        memcpy(g.st[0], b.st[2], sizeof g.st[0]);
+        memcpy(g.st[1], b.st[1], sizeof g.st[1]);
+        memcpy(g.st[2], b.st[0], sizeof g.st[2]);
+        return cuda_gemm_batches(device, launch, out->dtype, 0, 1, m, k, n, dy->ptr, B->ptr,
+                                 out->ptr, &g);
+    }
+    /* dB_b[K,N] = A_b[M,K]^T dy_b[M,N]. */
+    memcpy(g.st[0], b.st[0], sizeof g.st[0]);
+    memcpy(g.st[1], b.st[2], sizeof g.st[1]);
+    memcpy(g.st[2], b.st[1], sizeof g.st[2]);
+    return cuda_gemm_batches(device, launch, out->dtype, 1, 0, k, n, m, A->ptr, dy->ptr, out->ptr,
+                             &g);
+}
+
+static int32_t cuda_gemm_op(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[4];
+    double alpha = 1.0, beta = 1.0;
+    int64_t ta = 0, tb = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 2, 3, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const uint32_t ni = node->n_inputs;
+    cuda_arg_t *y = &a[ni];
+    if ((st = cuda_dtypes_agree(device, node, a, ni + 1)) != SES_DRV_OK)
+        return st;
+    if (cuda_attr_double(node, "alpha", 1.0, &alpha) != SES_DRV_OK ||
+        cuda_attr_double(node, "beta", 1.0, &beta) != SES_DRV_OK ||
+        cuda_attr_int(node, "transA", 0, &ta) != SES_DRV_OK ||
+        cuda_attr_int(node, "transB", 0, &tb) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "an attribute has the wrong type");
+    if (a[0].rank != 2 || a[1].rank != 2 || y->rank != 2)
+        return cuda_shape_fail(device, node, "A, B and Y must be 2-D", &a[0], &a[1]);
+    const int64_t m = ta ? a[0].dims[1] : a[0].dims[0], k = ta ? a[0].dims[0] : a[0].dims[1];
+    const int64_t kb = tb ? a[1].dims[1] : a[1].dims[0], n = tb ? a[1].dims[0] : a[1].dims[1];
+    if (k != kb || y->dims[0] != m || y->dims[1] != n)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "shapes disagree: op(A) is [%" PRId64 ",%" PRId64 "], op(B) [%" PRId64
+                              ",%" PRId64 "], Y [%" PRId64 ",%" PRId64 "]",
+                              m, k, kb, n, y->dims[0], y->dims[1]);
+    if (y->count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    void *stream = cuda_stream_of(device, launch);
+    double b = 0.0;
+    if (ni == 3 && beta != 0.0) {
+        /* Y = C broadcast, then the GEMM adds alpha op(A) op(B) to beta Y. */
+        cuda_bcast_t g;
+        if (!cuda_bcast(&a[2], &a[2], y, &g))
+            return cuda_shape_fail(device, node, "C does not broadcast to (M, N)", &a[2], y);
+        if (a[2].ptr == y->ptr && !g.same)
+            return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                                  "C shares the output's bytes but is broadcast");
+        int e = cuda__binary(y->dtype, &g, CUDA_BIN_FIRST, k == 0 ? beta : 1.0, a[2].ptr, a[2].ptr,
+                             y->ptr, stream);
+        if (e != 0 || k == 0)
+            return cuda_finish(device, launch, e);
+        b = beta;
+    } else if (k == 0) {
+        return cuda_finish(device, launch,
+                           (int)cudaMemsetAsync(y->ptr, 0, (size_t)y->bytes, (cudaStream_t)stream));
+    }
+    return cuda_gemm(device, launch, y->dtype, (int)ta, (int)tb, m, n, k, alpha, a[0].ptr, 0,
+                     a[1].ptr, 0, b, y->ptr, 0, 1);
 }
 
 /* ---------------------------------------------------------------------------------------------
- * SoftmaxCrossEntropyLoss and its gradient: scores or log_prob [N, C, d...] f32, labels i32 or
+ * Clip, Split, Shape, ConstantOfShape, Range.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Clip(x[, min][, max]): the bounds given are one-element tensors, read on the device. */
+static int32_t cuda_clip(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[4];
+    int64_t has_min = 0, has_max = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 3, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const uint32_t ni = node->n_inputs;
+    if ((st = cuda_dtypes_agree(device, node, a, ni + 1)) != SES_DRV_OK)
+        return st;
+    if (cuda_attr_int(node, "has_min", 0, &has_min) != SES_DRV_OK ||
+        cuda_attr_int(node, "has_max", 0, &has_max) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "has_min or has_max is not an INT");
+    has_min = has_min != 0;
+    has_max = has_max != 0;
+    int ok = (int64_t)ni == 1 + has_min + has_max && cuda_same_shape(&a[0], &a[ni]);
+    for (uint32_t i = 1; ok && i < ni; i++)
+        ok = a[i].count == 1;
+    if (!ok)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "expected the input, one element per bound given (has_min %" PRId64
+                              ", has_max %" PRId64
+                              ") and an output of the input's shape; got %" PRIu32 " inputs",
+                              has_min, has_max, ni);
+    if (a[ni].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(
+        device, launch,
+        cuda__clip(a[0].dtype, a[0].count, a[0].ptr, has_min ? a[1].ptr : NULL,
+                   has_max ? a[1 + has_min].ptr : NULL, a[ni].ptr, cuda_stream_of(device, launch)));
+}
+
+/* Split: each output a slab of the input along `axis`, one strided copy each. */
+static int32_t cuda_split(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[1 + CUDA_MAX_RANK];
+    int64_t axis = 0, total = 0, xst[CUDA_MAX_RANK];
+    int32_t st;
+
+    (void)state;
+    if (!launch || launch->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets) ||
+        !launch->node || launch->node->n_outputs < 1 || launch->node->n_outputs > CUDA_MAX_RANK)
+        return device ? CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                         "Split: the launch is NULL or has no 1 to 8 outputs")
+                      : SES_DRV_INVALID_ARGUMENT;
+    const ses_drv_node_t *node = launch->node;
+    const uint32_t no = node->n_outputs;
+    if ((st = cuda_check_launch(device, launch, 1, 1, no, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, node, a, 1 + no)) != SES_DRV_OK)
+        return st;
+    const cuda_arg_t *x = &a[0];
+    if (cuda_attr_int(node, "axis", 0, &axis) != SES_DRV_OK || axis < 0 || axis >= (int64_t)x->rank)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "axis %" PRId64 " is outside rank %" PRIu32, axis, x->rank);
+    for (uint32_t k = 1; k <= no; k++) {
+        int ok = a[k].rank == x->rank;
+        for (uint32_t d = 0; ok && d < x->rank; d++)
+            ok = (int64_t)d == axis || a[k].dims[d] == x->dims[d];
+        if (!ok)
+            return cuda_shape_fail(device, node, "an output does not fit the input", &a[k], x);
+        total += a[k].dims[axis];
+    }
+    if (total != x->dims[axis])
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "the outputs add up to %" PRId64 " along axis %" PRId64
+                              ", the input has %" PRId64,
+                              total, axis, x->dims[axis]);
+    cuda_strides(x->dims, x->rank, xst);
+    const uint32_t es = cuda_dtype_size(x->dtype);
+    int64_t at = 0;
+    for (uint32_t k = 1; k <= no; k++) {
+        cuda_bcast_t g;
+        memset(&g, 0, sizeof g);
+        g.rank = a[k].rank;
+        g.count = a[k].count;
+        memcpy(g.dims, a[k].dims, a[k].rank * sizeof(int64_t));
+        memcpy(g.stride[0], xst, sizeof xst);
+        cuda_strides(a[k].dims, a[k].rank, g.stride[1]);
+        if ((st = cuda_run_strided(device, launch, es, &g,
+                                   (const char *)x->ptr + at * xst[axis] * (int64_t)es,
+                                   a[k].ptr)) != SES_DRV_OK)
+            return st;
+        at += a[k].dims[axis];
+    }
+    return SES_DRV_OK;
+}
+
+/* Shape: dims start to end of the input, known on the host, stored by one small kernel. */
+static int32_t cuda_shape(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    int64_t start = 0, end = -1;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if (cuda_attr_int(node, "start", 0, &start) != SES_DRV_OK ||
+        cuda_attr_int(node, "end", (int64_t)a[0].rank, &end) != SES_DRV_OK || start < 0 ||
+        end < start || end > (int64_t)a[0].rank || a[1].dtype != SES_DRV_DTYPE_I64 ||
+        a[1].rank != 1 || a[1].dims[0] != end - start)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "start %" PRId64 " and end %" PRId64 " do not fit rank %" PRIu32
+                              " and the i64 output",
+                              start, end, a[0].rank);
+    if (a[1].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(
+        device, launch,
+        cuda__store_i64(end - start, a[0].dims + start, a[1].ptr, cuda_stream_of(device, launch)));
+}
+
+/* ConstantOfShape: the output (its shape came from the input, never read) filled with `value`
+ * (FLOAT for f32 and f64, INT for i32, i64 and bool). */
+static int32_t cuda_constant_of_shape(ses_drv_device_t *device, void *state,
+                                      const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    double f = 0.0;
+    int64_t i = 0;
+    uint64_t bits = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const uint32_t dt = a[1].dtype;
+    const int is_float = dt == SES_DRV_DTYPE_F32 || dt == SES_DRV_DTYPE_F64;
+    if ((is_float ? cuda_attr_double(node, "value", 0.0, &f)
+                  : cuda_attr_int(node, "value", 0, &i)) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "value is not a %s",
+                              is_float ? "FLOAT" : "INT");
+    if (dt == SES_DRV_DTYPE_F32) {
+        const float v = (float)f;
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        bits = u;
+    } else if (dt == SES_DRV_DTYPE_F64) {
+        memcpy(&bits, &f, sizeof bits);
+    } else if (dt == SES_DRV_DTYPE_BOOL) {
+        bits = i != 0;
+    } else {
+        bits = (uint64_t)i; /* i32 keeps the low 32 bits: the CPU's (int32_t) conversion */
+    }
+    if (a[1].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__fill_bits(cuda_dtype_size(dt), a[1].count, bits, a[1].ptr,
+                                       cuda_stream_of(device, launch)));
+}
+
+/* Range(start, limit, delta): the output's length was fixed by the host from the values it saw
+ * at compile time; start and delta are read on the device. */
+static int32_t cuda_range(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[4];
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 3, 3, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, launch->node, a, 4)) != SES_DRV_OK)
+        return st;
+    if (a[0].count != 1 || a[1].count != 1 || a[2].count != 1 || a[3].rank != 1)
+        return cuda_node_fail(device, launch->node, SES_DRV_INVALID_ARGUMENT,
+                              "start, limit and delta must be scalars and the output 1-D");
+    if (a[3].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__range(a[3].dtype, a[3].count, a[0].ptr, a[2].ptr, a[3].ptr,
+                                   cuda_stream_of(device, launch)));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The CNN ops: Conv, ConvGrad, the pools and their gradients, BatchNormalization (inference),
+ * Dropout (inference), Pad, PadGrad. Direct kernels, f32 and f64 (Pad: number types).
+ * ------------------------------------------------------------------------------------------- */
+
+/* The window from x ([N, C, in...]) to y ([N, M, out...]) and the attributes, checked. */
+static int32_t cuda_window(ses_drv_device_t *device, const ses_drv_node_t *node,
+                           const cuda_arg_t *x, const cuda_arg_t *y, cuda_win_t *w) {
+    int64_t pads[2 * CUDA_SPATIAL_MAX];
+    uint32_t nk = 0, ns = 0, nd = 0, np = 0;
+    int32_t st;
+
+    memset(w, 0, sizeof *w);
+    if (x->rank < 3 || y->rank != x->rank || y->dims[0] != x->dims[0])
+        return cuda_shape_fail(device, node, "expected [N, C, spatial...] in and out", x, y);
+    w->n = x->rank - 2;
+    if ((st = cuda_attr_ints_max(device, node, "kernel_shape", w->k, CUDA_SPATIAL_MAX, &nk)) !=
+            SES_DRV_OK ||
+        (st = cuda_attr_ints_max(device, node, "strides", w->s, CUDA_SPATIAL_MAX, &ns)) !=
+            SES_DRV_OK ||
+        (st = cuda_attr_ints_max(device, node, "dilations", w->d, CUDA_SPATIAL_MAX, &nd)) !=
+            SES_DRV_OK ||
+        (st = cuda_attr_ints_max(device, node, "pads", pads, 2 * CUDA_SPATIAL_MAX, &np)) !=
+            SES_DRV_OK)
+        return st;
+    if (nk != w->n || ns != w->n || nd != w->n || np != 2 * w->n)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "kernel_shape, strides, dilations and pads have %" PRIu32 ", %" PRIu32
+                              ", %" PRIu32 " and %" PRIu32 " entries; the input has %" PRIu32
+                              " spatial dims",
+                              nk, ns, nd, np, w->n);
+    w->k_count = w->in_count = w->out_count = 1;
+    for (uint32_t i = 0; i < w->n; i++) {
+        w->pb[i] = pads[i];
+        w->pe[i] = pads[w->n + i];
+        w->in[i] = x->dims[2 + i];
+        w->out[i] = y->dims[2 + i];
+        if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0 ||
+            w->k[i] > INT32_MAX || w->s[i] > INT32_MAX || w->d[i] > INT32_MAX ||
+            w->pb[i] > INT32_MAX || w->pe[i] > INT32_MAX)
+            return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                                  "window attributes out of range along spatial dim %" PRIu32
+                                  ": kernel %" PRId64 ", stride %" PRId64 ", dilation %" PRId64
+                                  ", pads %" PRId64 " and %" PRId64,
+                                  i, w->k[i], w->s[i], w->d[i], w->pb[i], w->pe[i]);
+        w->k_count *= w->k[i];
+        w->in_count *= w->in[i];
+        w->out_count *= w->out[i];
+    }
+    w->batch = x->dims[0];
+    w->c = x->dims[1];
+    w->m = y->dims[1];
+    return SES_DRV_OK;
+}
+
+/* Conv's shapes: W [M, C / group, k...] and the group. */
+static int32_t cuda_conv_shapes(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                const cuda_arg_t *x, const cuda_arg_t *wt, const cuda_arg_t *y,
+                                cuda_win_t *w) {
+    int32_t st;
+    if ((st = cuda_window(device, node, x, y, w)) != SES_DRV_OK)
+        return st;
+    if (cuda_attr_int(node, "group", 1, &w->group) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "group is not an INT");
+    int ok = wt->rank == x->rank && w->group >= 1 && wt->dims[0] == w->m && w->c % w->group == 0 &&
+             w->m % w->group == 0 && wt->dims[1] == w->c / w->group;
+    for (uint32_t i = 0; ok && i < w->n; i++)
+        ok = wt->dims[2 + i] == w->k[i];
+    if (!ok)
+        return cuda_shape_fail(device, node, "X and W do not fit a convolution", x, wt);
+    return SES_DRV_OK;
+}
+
+static int32_t cuda_conv(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[4];
+    cuda_win_t w;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 2, 3, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const uint32_t ni = node->n_inputs;
+    if ((st = cuda_dtypes_agree(device, node, a, ni + 1)) != SES_DRV_OK ||
+        (st = cuda_conv_shapes(device, node, &a[0], &a[1], &a[ni], &w)) != SES_DRV_OK)
+        return st;
+    if (ni == 3 && (a[2].rank != 1 || a[2].dims[0] != w.m))
+        return cuda_shape_fail(device, node, "B must have one entry per filter", &a[2], &a[1]);
+    if (a[ni].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__conv(a[0].dtype, &w, a[0].ptr, a[1].ptr, ni == 3 ? a[2].ptr : NULL,
+                                  a[ni].ptr, cuda_stream_of(device, launch)));
+}
+
+/* ConvGrad(dy, X, W; input): dX (input 0) or dW (input 1). */
+static int32_t cuda_conv_grad(ses_drv_device_t *device, void *state,
+                              const ses_drv_launch_t *launch) {
+    cuda_arg_t a[4];
+    cuda_win_t w;
+    int64_t input = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 3, 3, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = cuda_dtypes_agree(device, node, a, 4)) != SES_DRV_OK ||
+        (st = cuda_conv_shapes(device, node, &a[1], &a[2], &a[0], &w)) != SES_DRV_OK)
+        return st;
+    if (cuda_attr_int(node, "input", 0, &input) != SES_DRV_OK || (input != 0 && input != 1) ||
+        !cuda_same_shape(&a[3], input ? &a[2] : &a[1]))
+        return cuda_node_fail(
+            device, node, SES_DRV_INVALID_ARGUMENT,
+            "attribute input is %" PRId64 "; it must be 0 (output shaped as X) or 1 (as W)", input);
+    if (a[3].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__conv_grad(a[3].dtype, &w, (int)input, a[0].ptr, a[1].ptr, a[2].ptr,
+                                       a[3].ptr, cuda_stream_of(device, launch)));
+}
+
+/* MaxPool, AveragePool (X), MaxPoolGrad (dy, X), AveragePoolGrad (dy). */
+static int32_t cuda_pool(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[3];
+    cuda_win_t w;
+    int64_t include_pad = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 2, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const uint32_t ni = node->n_inputs;
+    const int max = strncmp(node->op, "MaxPool", 7) == 0;
+    const int grad = strstr(node->op, "Grad") != NULL;
+    if ((ni == 2) != (max && grad))
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "has %" PRIu32 " inputs; %s takes %d", ni, node->op,
+                              max && grad ? 2 : 1);
+    if ((st = cuda_dtypes_agree(device, node, a, ni + 1)) != SES_DRV_OK)
+        return st;
+    /* The forward pool's input and output. */
+    const cuda_arg_t *fx = grad ? &a[ni] : &a[0], *fy = grad ? &a[0] : &a[ni];
+    if ((st = cuda_window(device, node, fx, fy, &w)) != SES_DRV_OK)
+        return st;
+    if (fx->dims[1] != fy->dims[1] || (max && grad && !cuda_same_shape(&a[1], &a[2])))
+        return cuda_shape_fail(device, node, "channels differ between the pool's input and output",
+                               fx, fy);
+    if (!max && cuda_attr_int(node, "count_include_pad", 0, &include_pad) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "count_include_pad is not an INT");
+    if (a[ni].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    const int op = max ? CUDA_POOL_MAX : CUDA_POOL_AVG;
+    const int64_t planes = fx->dims[0] * fx->dims[1];
+    void *s = cuda_stream_of(device, launch);
+    return cuda_finish(
+        device, launch,
+        grad ? cuda__pool_grad(a[ni].dtype, &w, planes, op, include_pad != 0, a[0].ptr,
+                               max ? a[1].ptr : NULL, a[ni].ptr, s)
+             : cuda__pool(a[ni].dtype, &w, planes, op, include_pad != 0, a[0].ptr, a[ni].ptr, s));
+}
+
+/* BatchNormalization in inference: X [N, C, ...], scale, B, mean, var [C]. */
+static int32_t cuda_batch_norm(ses_drv_device_t *device, void *state,
+                               const ses_drv_launch_t *launch) {
+    cuda_arg_t a[6];
+    double eps = 1e-5;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 5, 5, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, launch->node, a, 6)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if (cuda_attr_double(node, "epsilon", 1e-5, &eps) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "epsilon is not a FLOAT");
+    int ok = a[0].rank >= 2 && cuda_same_shape(&a[0], &a[5]);
+    for (uint32_t i = 1; ok && i < 5; i++)
+        ok = a[i].rank == 1 && a[i].dims[0] == a[0].dims[1];
+    if (!ok)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "X must be [N, C, ...] with Y its shape and each parameter [C]");
+    if (a[5].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    const int64_t c = a[0].dims[1], inner = a[0].count / (a[0].dims[0] * c);
+    return cuda_finish(
+        device, launch,
+        cuda__batch_norm(a[0].dtype, a[0].count, c, inner, a[0].ptr, a[1].ptr, a[2].ptr, a[3].ptr,
+                         a[4].ptr, eps, a[5].ptr, cuda_stream_of(device, launch)));
+}
+
+/* Dropout in inference: the data unchanged and a mask of all true. */
+static int32_t cuda_dropout(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[3];
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 2, a)) != SES_DRV_OK)
+        return st;
+    if (a[0].dtype != a[1].dtype || a[2].dtype != SES_DRV_DTYPE_BOOL ||
+        !cuda_same_shape(&a[0], &a[1]) || !cuda_same_shape(&a[0], &a[2]))
+        return cuda_shape_fail(device, launch->node,
+                               "output and mask (bool) must have the data's shape", &a[0], &a[1]);
+    if (a[0].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
+        return st;
+    cudaStream_t s = (cudaStream_t)cuda_stream_of(device, launch);
+    cudaError_t e = cudaSuccess;
+    if (a[0].ptr != a[1].ptr)
+        e = cudaMemcpyAsync(a[1].ptr, a[0].ptr, (size_t)a[0].bytes, cudaMemcpyDeviceToDevice, s);
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(a[2].ptr, 1, (size_t)a[2].bytes, s);
+    return cuda_finish(device, launch, (int)e);
+}
+
+/* Pad's and PadGrad's geometry: @p x the unpadded tensor, @p y the padded one. */
+static int32_t cuda_pad_shapes(ses_drv_device_t *device, const ses_drv_node_t *node,
+                               const cuda_arg_t *x, const cuda_arg_t *y, int64_t *begin,
+                               int64_t *mode) {
+    int64_t pads[2 * CUDA_MAX_RANK];
+    uint32_t np = 0;
+    int32_t st;
+
+    if ((st = cuda_attr_ints_max(device, node, "pads", pads, 2 * CUDA_MAX_RANK, &np)) != SES_DRV_OK)
+        return st;
+    if (cuda_attr_int(node, "mode", 0, mode) != SES_DRV_OK)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "mode is not an INT");
+    int ok = np == 2 * x->rank && y->rank == x->rank && *mode >= 0 && *mode <= 2;
+    for (uint32_t d = 0; ok && d < x->rank; d++) {
+        begin[d] = pads[d];
+        ok = x->dims[d] + pads[d] + pads[x->rank + d] == y->dims[d] &&
+             (*mode != CUDA_PAD_REFLECT || x->dims[d] > 0 || y->dims[d] == 0);
+    }
+    if (!ok)
+        return cuda_shape_fail(device, node, "pads and mode do not take the input to the output", x,
+                               y);
+    return SES_DRV_OK;
+}
+
+static int32_t cuda_pad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[3];
+    int64_t begin[CUDA_MAX_RANK], mode = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 2, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const uint32_t ni = node->n_inputs;
+    if ((st = cuda_dtypes_agree(device, node, a, ni + 1)) != SES_DRV_OK ||
+        (st = cuda_pad_shapes(device, node, &a[0], &a[ni], begin, &mode)) != SES_DRV_OK)
+        return st;
+    if (ni == 2 && a[1].count != 1)
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "constant_value must hold one element");
+    if (a[ni].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(device, launch,
+                       cuda__pad(cuda_dtype_size(a[0].dtype), a[0].rank, a[0].dims, a[ni].dims,
+                                 begin, (int)mode, a[0].ptr, ni == 2 ? a[1].ptr : NULL, a[ni].ptr,
+                                 a[ni].count, cuda_stream_of(device, launch)));
+}
+
+/* PadGrad(dy): dx of Pad's input shape, each dy element added where Pad read it. */
+static int32_t cuda_pad_grad(ses_drv_device_t *device, void *state,
+                             const ses_drv_launch_t *launch) {
+    cuda_arg_t a[2];
+    int64_t begin[CUDA_MAX_RANK], mode = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda_check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
+        (st = cuda_dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK ||
+        (st = cuda_pad_shapes(device, launch->node, &a[1], &a[0], begin, &mode)) != SES_DRV_OK)
+        return st;
+    if (a[1].count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
+        return st;
+    return cuda_finish(
+        device, launch,
+        cuda__pad_grad(a[1].dtype, a[1].rank, a[1].dims, a[0].dims, begin, (int)mode, a[0].ptr,
+                       a[1].ptr, a[1].count, a[0].count, cuda_stream_of(device, launch)));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * SoftmaxCrossEntropyLoss and its gradient: scores or log_prob [N, C, d...] f32 or f64, labels
+ * i32 or
  * i64 [N, d...], optional weights [C]. Labels are checked on the device; the call waits for
  * the check, so that an out-of-range label is an error naming its position and value.
  * ------------------------------------------------------------------------------------------- */
@@ -990,27 +2148,28 @@ static int32_t cuda_sce(ses_drv_device_t *device, void *state, const ses_drv_lau
         cuda_attr_int(node, "ignore_index", 0, &ignore_index) != SES_DRV_OK)
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                               "reduction (0, 1, 2), has_ignore_index or ignore_index is wrong");
-    int ok = x->rank >= 2 && x->dtype == SES_DRV_DTYPE_F32 && out0->dtype == SES_DRV_DTYPE_F32 &&
+    const uint32_t ft = x->dtype; /* f32 or f64 */
+    int ok = x->rank >= 2 && (ft == SES_DRV_DTYPE_F32 || ft == SES_DRV_DTYPE_F64) &&
+             out0->dtype == ft &&
              (labels->dtype == SES_DRV_DTYPE_I64 || labels->dtype == SES_DRV_DTYPE_I32) &&
              labels->rank + 1 == x->rank;
     for (uint32_t d = 0; ok && d < labels->rank; d++)
         ok = labels->dims[d] == x->dims[d == 0 ? 0 : d + 1];
     if (ok && weights)
-        ok = weights->dtype == SES_DRV_DTYPE_F32 && weights->rank == 1 &&
-             weights->dims[0] == x->dims[1];
+        ok = weights->dtype == ft && weights->rank == 1 && weights->dims[0] == x->dims[1];
     const cuda_arg_t *per_pos = grad ? dloss : out0; /* the loss's shape */
     if (ok)
-        ok = per_pos->dtype == SES_DRV_DTYPE_F32 &&
+        ok = per_pos->dtype == ft &&
              (reduction == 2 ? cuda_same_shape(per_pos, labels) : per_pos->rank == 0);
     if (ok && grad)
         ok = cuda_same_shape(out0, x);
     if (ok && log_prob)
-        ok = log_prob->dtype == SES_DRV_DTYPE_F32 && cuda_same_shape(log_prob, x);
+        ok = log_prob->dtype == ft && cuda_same_shape(log_prob, x);
     if (!ok)
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                              "dtypes or shapes disagree: %s must be f32 [N, C, d...], labels "
-                              "i32/i64 [N, d...], weights f32 [C], the loss a scalar (or [N, "
-                              "d...] for reduction none)",
+                              "dtypes or shapes disagree: %s must be f32 or f64 [N, C, d...], "
+                              "labels i32/i64 [N, d...], weights [C] and the loss of its dtype, "
+                              "the loss a scalar (or [N, d...] for reduction none)",
                               grad ? "log_prob" : "scores");
     const int64_t classes = x->dims[1];
     const int64_t inner = classes > 0 && x->dims[0] > 0 ? x->count / x->dims[0] / classes : 1;
@@ -1026,12 +2185,12 @@ static int32_t cuda_sce(ses_drv_device_t *device, void *state, const ses_drv_lau
     pthread_mutex_lock(&device->check_lock);
     e = cudaMemsetAsync(device->bad_dev, 0xff, sizeof *device->bad_dev, (cudaStream_t)s);
     if (e == cudaSuccess)
-        e = (cudaError_t)(grad ? cuda__sce_grad(positions, classes, inner, dloss->ptr, x->ptr,
+        e = (cudaError_t)(grad ? cuda__sce_grad(ft, positions, classes, inner, dloss->ptr, x->ptr,
                                                 labels->ptr, l64, weights ? weights->ptr : NULL,
                                                 (int)has_ignore, ignore_index, (int)reduction,
                                                 out0->ptr, device->bad_dev, s)
-                               : cuda__sce_loss(positions, classes, inner, x->ptr, labels->ptr, l64,
-                                                weights ? weights->ptr : NULL, (int)has_ignore,
+                               : cuda__sce_loss(ft, positions, classes, inner, x->ptr, labels->ptr,
+                                                l64, weights ? weights->ptr : NULL, (int)has_ignore,
                                                 ignore_index, (int)reduction, out0->ptr,
                                                 log_prob ? log_prob->ptr : NULL, device->bad_dev,
                                                 s));
@@ -1091,115 +2250,195 @@ static int32_t cuda_optimizer(ses_drv_device_t *device, void *state,
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
     if (sgd)
-        return a[0].count == 0
-                   ? SES_DRV_OK
-                   : cuda_finish(device, launch,
-                                 cuda__sgd(a[0].count, a[0].ptr, a[1].ptr, a[2].ptr, s));
+        return a[0].count == 0 ? SES_DRV_OK
+                               : cuda_finish(device, launch,
+                                             cuda__sgd(a[0].dtype, a[0].count, a[0].ptr, a[1].ptr,
+                                                       a[2].ptr, s));
     if (mom) {
-        float momentum = 0.9f;
+        double momentum = 0.9;
         int64_t nesterov = 0;
-        if (cuda_attr_float(node, "momentum", 0.9f, &momentum) != SES_DRV_OK ||
+        if (cuda_attr_double(node, "momentum", 0.9, &momentum) != SES_DRV_OK ||
             cuda_attr_int(node, "nesterov", 0, &nesterov) != SES_DRV_OK)
             return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                                   "an attribute has the wrong type");
         return a[0].count == 0
                    ? SES_DRV_OK
                    : cuda_finish(device, launch,
-                                 cuda__momentum(a[0].count, a[0].ptr, a[1].ptr, a[2].ptr, a[3].ptr,
-                                                momentum, nesterov != 0, s));
+                                 cuda__momentum(a[0].dtype, a[0].count, a[0].ptr, a[1].ptr,
+                                                a[2].ptr, a[3].ptr, momentum, nesterov != 0, s));
     }
-    float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
-    if (cuda_attr_float(node, "beta1", 0.9f, &b1) != SES_DRV_OK ||
-        cuda_attr_float(node, "beta2", 0.999f, &b2) != SES_DRV_OK ||
-        cuda_attr_float(node, "epsilon", 1e-8f, &eps) != SES_DRV_OK)
+    double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    if (cuda_attr_double(node, "beta1", 0.9, &b1) != SES_DRV_OK ||
+        cuda_attr_double(node, "beta2", 0.999, &b2) != SES_DRV_OK ||
+        cuda_attr_double(node, "epsilon", 1e-8, &eps) != SES_DRV_OK)
         return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                               "an attribute has the wrong type");
+    if (!(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0))
+        return cuda_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "beta1 %g and beta2 %g must be in [0, 1)", b1, b2);
     return cuda_finish(device, launch,
-                       cuda__adam(a[0].count, a[0].ptr, a[1].ptr, a[2].ptr, a[3].ptr, a[4].ptr,
-                                  a[5].ptr, b1, b2, eps, s));
+                       cuda__adam(a[0].dtype, a[0].count, a[0].ptr, a[1].ptr, a[2].ptr, a[3].ptr,
+                                  a[4].ptr, a[5].ptr, b1, b2, eps, s));
 }
 
 /* ---------------------------------------------------------------------------------------------
  * The table.
  * ------------------------------------------------------------------------------------------- */
 
-#define K(o, sig, fn, sup)                                                                     \
-    {                                                                                          \
-        .struct_size = sizeof(ses_drv_kernel_t), .op = (o), .signature = (sig), .priority = 0, \
-        .supports_node = (sup), .compute = (fn)                                                \
-    }
-#define K3(o, n, fn, sup)                                    \
-    K(o, n == 2 ? "f32,f32->f32" : "f32->f32", fn, sup),     \
-        K(o, n == 2 ? "f16,f16->f16" : "f16->f16", fn, sup), \
-        K(o, n == 2 ? "bf16,bf16->bf16" : "bf16->bf16", fn, sup)
-#define KCOPY(o)                                              \
-    K(o, "f32->f32", cuda_copy_op, cuda_rank_supports),       \
-        K(o, "f16->f16", cuda_copy_op, cuda_rank_supports),   \
-        K(o, "bf16->bf16", cuda_copy_op, cuda_rank_supports), \
-        K(o, "i32->i32", cuda_copy_op, cuda_rank_supports),   \
-        K(o, "i64->i64", cuda_copy_op, cuda_rank_supports),   \
-        K(o, "u8->u8", cuda_copy_op, cuda_rank_supports),     \
-        K(o, "bool->bool", cuda_copy_op, cuda_rank_supports)
+/* One entry; F is its flags (SES_DRV_KERNEL_NO_CAPTURE for the kernels that wait). */
+#define KF(o, sig, fn, sup, f)                \
+    {.struct_size = sizeof(ses_drv_kernel_t), \
+     .op = (o),                               \
+     .signature = (sig),                      \
+     .priority = 0,                           \
+     .flags = (f),                            \
+     .supports_node = (sup),                  \
+     .compute = (fn)},
+#define K(o, sig, fn) KF(o, sig, fn, cuda_rank_supports, 0)
+#define NC SES_DRV_KERNEL_NO_CAPTURE
+
+/* Dtype lists: M(args..., T) for each T. */
+/* clang-format off */
+#define FP(M, ...) M(__VA_ARGS__, "f32") M(__VA_ARGS__, "f64") M(__VA_ARGS__, "f16") \
+    M(__VA_ARGS__, "bf16")
+#define FLOATS(M, ...) M(__VA_ARGS__, "f32") M(__VA_ARGS__, "f64")
+#define NUMBERS(M, ...) FLOATS(M, __VA_ARGS__) M(__VA_ARGS__, "i32") M(__VA_ARGS__, "i64")
+#define ORDERED(M, ...) NUMBERS(M, __VA_ARGS__) M(__VA_ARGS__, "u8")
+#define BASIC(M, ...) ORDERED(M, __VA_ARGS__) M(__VA_ARGS__, "bool")
+#define ANY(M, ...) BASIC(M, __VA_ARGS__) M(__VA_ARGS__, "f16") M(__VA_ARGS__, "bf16") \
+    M(__VA_ARGS__, "i8") M(__VA_ARGS__, "i16") M(__VA_ARGS__, "u16") M(__VA_ARGS__, "u32") \
+    M(__VA_ARGS__, "u64")
+/* clang-format on */
+
+/* Entry shapes by signature. */
+#define UN(o, fn, T) K(o, T "->" T, fn)
+#define BIN(o, fn, T) K(o, T "," T "->" T, fn)
+#define BIN_NC(o, fn, T) KF(o, T "," T "->" T, fn, cuda_rank_supports, NC)
+#define TER(o, fn, T) K(o, T "," T "," T "->" T, fn)
+#define CMP(o, fn, T) K(o, T "," T "->bool", fn)
+#define WHERE(o, fn, T) K(o, "bool," T "," T "->" T, fn)
+#define VAR(o, fn, T) K(o, T "...->" T, fn)
+#define TO_I64(o, fn, T) K(o, T "->i64", fn)
+#define FROM_I64(o, fn, T) K(o, "i64->" T, fn)
+#define SCE_L(o, fn, T, L)                                  \
+    KF(o, T "," L "->" T, fn, cuda_rank_supports, NC)       \
+    KF(o, T "," L "->" T "," T, fn, cuda_rank_supports, NC) \
+    KF(o, T "," L "," T "->" T, fn, cuda_rank_supports, NC) \
+    KF(o, T "," L "," T "->" T "," T, fn, cuda_rank_supports, NC)
+#define SCE(o, fn, T) SCE_L(o, fn, T, "i64") SCE_L(o, fn, T, "i32")
+#define SCE_GRAD_L(o, fn, T, L)                             \
+    KF(o, T "," T "," L "->" T, fn, cuda_rank_supports, NC) \
+    KF(o, T "," T "," L "," T "->" T, fn, cuda_rank_supports, NC)
+#define SCE_GRAD(o, fn, T) SCE_GRAD_L(o, fn, T, "i64") SCE_GRAD_L(o, fn, T, "i32")
+/* SGD, Momentum, Adam: no outputs, the signature ends in the arrow. */
+#define OPTIMIZERS(unused, fn, T)               \
+    K("SGD", T "," T "," T "->", fn)            \
+    K("Momentum", T "," T "," T "," T "->", fn) \
+    K("Adam", T "," T "," T "," T "," T "," T "->", fn)
+#define BN(o, fn, T) K(o, T "," T "," T "," T "," T "->" T, fn)
+#define DROPOUT(o, fn, T) K(o, T "->" T ",bool", fn)
+#define SPLIT(o, fn, T)                                                 \
+    K(o, T "->" T, fn)                                                  \
+    K(o, T "->" T "," T, fn)                                            \
+    K(o, T "->" T "," T "," T, fn) K(o, T "->" T "," T "," T "," T, fn) \
+        K(o, T "->" T "," T "," T "," T "," T, fn)                      \
+            K(o, T "->" T "," T "," T "," T "," T "," T, fn)            \
+                K(o, T "->" T "," T "," T "," T "," T "," T "," T, fn)  \
+                    K(o, T "->" T "," T "," T "," T "," T "," T "," T "," T, fn)
+#define IDX(o, fn, T) \
+    KF(o, T ",i32->" T, fn, cuda_rank_supports, NC) KF(o, T ",i64->" T, fn, cuda_rank_supports, NC)
+#define CAST_TO(o, fn, A, B) K(o, A "->" B, fn)
+/* BASIC spelled again: a macro is not expanded inside its own expansion. */
+#define CAST_FROM(o, fn, A)                                                   \
+    CAST_TO(o, fn, A, "f32")                                                  \
+    CAST_TO(o, fn, A, "f64")                                                  \
+    CAST_TO(o, fn, A, "i32") CAST_TO(o, fn, A, "i64") CAST_TO(o, fn, A, "u8") \
+        CAST_TO(o, fn, A, "bool")
 
 static const ses_drv_kernel_t cuda_kernels[] = {
-    K3("Add", 2, cuda_binary, cuda_rank_supports),
-    K3("Sub", 2, cuda_binary, cuda_rank_supports),
-    K3("Mul", 2, cuda_binary, cuda_rank_supports),
-    K3("Div", 2, cuda_binary, cuda_rank_supports),
-    K3("Pow", 2, cuda_binary, cuda_rank_supports),
-    K3("Neg", 1, cuda_unary, cuda_rank_supports),
-    K3("Abs", 1, cuda_unary, cuda_rank_supports),
-    K3("Relu", 1, cuda_unary, cuda_rank_supports),
-    K3("Exp", 1, cuda_unary, cuda_rank_supports),
-    K3("Log", 1, cuda_unary, cuda_rank_supports),
-    K3("Sqrt", 1, cuda_unary, cuda_rank_supports),
-    K3("Reciprocal", 1, cuda_unary, cuda_rank_supports),
-    K3("Sigmoid", 1, cuda_unary, cuda_rank_supports),
-    K3("Tanh", 1, cuda_unary, cuda_rank_supports),
-    K3("LeakyRelu", 1, cuda_unary, cuda_rank_supports),
-    K("ReluGrad", "f32,f32->f32", cuda_binary, cuda_rank_supports),
-    K("LeakyReluGrad", "f32,f32->f32", cuda_binary, cuda_rank_supports),
-    K("SigmoidGrad", "f32,f32->f32", cuda_binary, cuda_rank_supports),
-    K("TanhGrad", "f32,f32->f32", cuda_binary, cuda_rank_supports),
-    KCOPY("Identity"),
-    KCOPY("Reshape"),
-    KCOPY("Flatten"),
-    KCOPY("Squeeze"),
-    KCOPY("Unsqueeze"),
-    K3("MatMul", 2, cuda_matmul, cuda_matmul_supports),
-    K3("Gemm", 2, cuda_gemm_op, cuda_rank_supports),
-    K("Gemm", "f32,f32,f32->f32", cuda_gemm_op, cuda_rank_supports),
-    K("Gemm", "f16,f16,f16->f16", cuda_gemm_op, cuda_rank_supports),
-    K("Gemm", "bf16,bf16,bf16->bf16", cuda_gemm_op, cuda_rank_supports),
-    K("ReduceSum", "f32->f32", cuda_reduce, cuda_reduce_supports),
-    K("ReduceMean", "f32->f32", cuda_reduce, cuda_reduce_supports),
-    K("ReduceMax", "f32->f32", cuda_reduce, cuda_reduce_supports),
-    K("Softmax", "f32->f32", cuda_softmax, cuda_rank_supports),
-    K("LogSoftmax", "f32->f32", cuda_softmax, cuda_rank_supports),
-    K3("ExpandLike", 1, cuda_expand_like, cuda_rank_supports),
-    K3("ReduceGrad", 1, cuda_reduce_grad, cuda_rank_supports),
-    K3("ScalarLike", 1, cuda_scalar_like, cuda_rank_supports),
-    K("ReduceSumLike", "f32->f32", cuda_reduce_sum_like, cuda_rank_supports),
-    K("SoftmaxGrad", "f32,f32->f32", cuda_softmax_grad, cuda_rank_supports),
-    K("LogSoftmaxGrad", "f32,f32->f32", cuda_softmax_grad, cuda_rank_supports),
-    K("MatMulGrad", "f32,f32,f32->f32", cuda_matmul_grad, cuda_matmul_grad_supports),
-    K("MatMulGrad", "f16,f16,f16->f16", cuda_matmul_grad, cuda_matmul_grad_supports),
-    K("MatMulGrad", "bf16,bf16,bf16->bf16", cuda_matmul_grad, cuda_matmul_grad_supports),
-    K("SoftmaxCrossEntropyLoss", "f32,i64->f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLoss", "f32,i64->f32,f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLoss", "f32,i64,f32->f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLoss", "f32,i64,f32->f32,f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLoss", "f32,i32->f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLoss", "f32,i32->f32,f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLoss", "f32,i32,f32->f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLoss", "f32,i32,f32->f32,f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLossGrad", "f32,f32,i64->f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLossGrad", "f32,f32,i64,f32->f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLossGrad", "f32,f32,i32->f32", cuda_sce, cuda_rank_supports),
-    K("SoftmaxCrossEntropyLossGrad", "f32,f32,i32,f32->f32", cuda_sce, cuda_rank_supports),
-    K("SGD", "f32,f32,f32->", cuda_optimizer, cuda_rank_supports),
-    K("Momentum", "f32,f32,f32,f32->", cuda_optimizer, cuda_rank_supports),
-    K("Adam", "f32,f32,f32,f32,f32,f32->", cuda_optimizer, cuda_rank_supports),
+    /* clang-format off */
+    ANY(UN, "Identity", cuda_copy_op)
+    ANY(UN, "Reshape", cuda_copy_op)
+    ANY(UN, "Flatten", cuda_copy_op)
+    ANY(UN, "Squeeze", cuda_copy_op)
+    ANY(UN, "Unsqueeze", cuda_copy_op)
+    FP(BIN, "Add", cuda_binary) BIN("Add", cuda_binary, "i32") BIN("Add", cuda_binary, "i64")
+    FP(BIN, "Sub", cuda_binary) BIN("Sub", cuda_binary, "i32") BIN("Sub", cuda_binary, "i64")
+    FP(BIN, "Mul", cuda_binary) BIN("Mul", cuda_binary, "i32") BIN("Mul", cuda_binary, "i64")
+    FP(BIN, "Div", cuda_binary)
+    BIN_NC("Div", cuda_binary, "i32") BIN_NC("Div", cuda_binary, "i64")
+    FP(BIN, "Pow", cuda_binary)
+    BASIC(CMP, "Equal", cuda_compare)
+    ORDERED(CMP, "Greater", cuda_compare)
+    ORDERED(CMP, "Less", cuda_compare)
+    BASIC(WHERE, "Where", cuda_where) WHERE("Where", cuda_where, "f16")
+    WHERE("Where", cuda_where, "bf16")
+    FP(UN, "Neg", cuda_unary) UN("Neg", cuda_unary, "i32") UN("Neg", cuda_unary, "i64")
+    FP(UN, "Abs", cuda_unary) UN("Abs", cuda_unary, "i32") UN("Abs", cuda_unary, "i64")
+    FP(UN, "Relu", cuda_unary) UN("Relu", cuda_unary, "i32") UN("Relu", cuda_unary, "i64")
+    FP(UN, "Exp", cuda_unary)
+    FP(UN, "Log", cuda_unary)
+    FP(UN, "Sqrt", cuda_unary)
+    FP(UN, "Reciprocal", cuda_unary)
+    FP(UN, "Sigmoid", cuda_unary)
+    FP(UN, "Tanh", cuda_unary)
+    FP(UN, "Softplus", cuda_unary)
+    FP(UN, "Erf", cuda_unary)
+    FP(UN, "LeakyRelu", cuda_unary)
+    BASIC(CAST_FROM, "Cast", cuda_cast)
+    CAST_TO("Cast", cuda_cast, "f32", "f16") CAST_TO("Cast", cuda_cast, "f32", "bf16")
+    CAST_TO("Cast", cuda_cast, "f16", "f32") CAST_TO("Cast", cuda_cast, "bf16", "f32")
+    FP(BIN, "MatMul", cuda_matmul)
+    FP(BIN, "Gemm", cuda_gemm_op)
+    FP(TER, "Gemm", cuda_gemm_op)
+    NUMBERS(UN, "ReduceSum", cuda_reduce)
+    NUMBERS(UN, "ReduceMax", cuda_reduce)
+    FLOATS(UN, "ReduceMean", cuda_reduce)
+    FLOATS(UN, "Softmax", cuda_softmax)
+    FLOATS(UN, "LogSoftmax", cuda_softmax)
+    NUMBERS(TO_I64, "ArgMax", cuda_argmax)
+    ANY(UN, "Transpose", cuda_transpose)
+    ANY(VAR, "Concat", cuda_concat)
+    ANY(UN, "Slice", cuda_slice)
+    ANY(IDX, "Gather", cuda_gather)
+    ANY(UN, "ExpandLike", cuda_expand_like)
+    NUMBERS(UN, "ReduceSumLike", cuda_reduce_sum_like)
+    ANY(UN, "ScalarLike", cuda_scalar_like)
+    FP(BIN, "ReluGrad", cuda_binary)
+    FP(BIN, "LeakyReluGrad", cuda_binary)
+    FP(BIN, "SigmoidGrad", cuda_binary)
+    FP(BIN, "TanhGrad", cuda_binary)
+    FLOATS(BIN, "SoftmaxGrad", cuda_softmax)
+    FLOATS(BIN, "LogSoftmaxGrad", cuda_softmax)
+    FP(TER, "MatMulGrad", cuda_matmul_grad)
+    FP(UN, "ReduceGrad", cuda_reduce_grad)
+    FLOATS(IDX, "GatherGrad", cuda_gather_grad)
+    ANY(UN, "SliceGrad", cuda_slice_grad)
+    NUMBERS(UN, "Clip", cuda_clip)
+    NUMBERS(BIN, "Clip", cuda_clip)
+    NUMBERS(TER, "Clip", cuda_clip)
+    NUMBERS(TER, "Range", cuda_range)
+    NUMBERS(FROM_I64, "ConstantOfShape", cuda_constant_of_shape)
+    FROM_I64("ConstantOfShape", cuda_constant_of_shape, "bool")
+    ANY(TO_I64, "Shape", cuda_shape)
+    NUMBERS(SPLIT, "Split", cuda_split)
+    FLOATS(BIN, "Conv", cuda_conv)
+    FLOATS(TER, "Conv", cuda_conv)
+    FLOATS(TER, "ConvGrad", cuda_conv_grad)
+    FLOATS(UN, "MaxPool", cuda_pool)
+    FLOATS(UN, "AveragePool", cuda_pool)
+    FLOATS(BIN, "MaxPoolGrad", cuda_pool)
+    FLOATS(UN, "AveragePoolGrad", cuda_pool)
+    FLOATS(BN, "BatchNormalization", cuda_batch_norm)
+    FLOATS(DROPOUT, "Dropout", cuda_dropout)
+    NUMBERS(UN, "Pad", cuda_pad)
+    NUMBERS(BIN, "Pad", cuda_pad)
+    FLOATS(UN, "PadGrad", cuda_pad_grad)
+    /* The loss ops check their labels on the device and wait for the check. */
+    FLOATS(SCE, "SoftmaxCrossEntropyLoss", cuda_sce)
+    FLOATS(SCE_GRAD, "SoftmaxCrossEntropyLossGrad", cuda_sce)
+    FLOATS(OPTIMIZERS, "", cuda_optimizer)
+    /* clang-format on */
 };
 
 int32_t cuda__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,

@@ -55,6 +55,15 @@ struct ses_drv_device {
     unsigned long long *bad_dev, *bad_host;
     pthread_mutex_t check_lock;
     uint64_t cached_bytes;
+    /* cuBLAS workspaces, one per stream (the device's own included), so that a GEMM never
+     * allocates (CUDA Graph capture) and GEMMs on two streams never share one; guarded by
+     * lock. cublasSetStream resets the handle's workspace, so each GEMM sets it after. */
+    struct cuda_workspace {
+        void *stream; /* cudaStream_t */
+        void *ptr;
+        uint64_t bytes;
+    } *workspaces;
+    uint32_t n_workspaces;
 };
 
 struct ses_drv_buffer {
@@ -72,6 +81,10 @@ int32_t cuda__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t 
 
 /* Makes @p device current on the calling thread; a message and code when that fails. */
 int32_t cuda__use(ses_drv_device_t *device, const char *what);
+
+/* The cuBLAS workspace of @p stream (a cudaStream_t); call with device->lock held. Returns 0 and
+ * leaves *ptr NULL when the stream has none (cuBLAS then uses its default pool). */
+int cuda__stream_workspace(ses_drv_device_t *device, void *stream, void **ptr, uint64_t *bytes);
 
 /* The kernel table (cuda_ops.c). */
 int32_t cuda__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
