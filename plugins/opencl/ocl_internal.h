@@ -59,6 +59,42 @@ enum {
     OCL_K_COUNT
 };
 
+/*
+ * More kernels of the same program, created by ocl__make_table (ocl_ops.c) into
+ * ses_drv_device.xkernels and released by ocl__free_table. The f64 ones exist only on devices
+ * with cl_khr_fp64 (the source compiles them only there); their slots stay NULL elsewhere.
+ */
+enum {
+    OCL_X_COMPARE_I32,
+    OCL_X_COMPARE_I64,
+    OCL_X_COMPARE_U8,
+    OCL_X_IM2COL,
+    OCL_X_COL2IM,
+    OCL_X_CHANNEL_FILL,
+    OCL_X_POOL,
+    OCL_X_POOL_GRAD,
+    OCL_X_BATCH_NORM,
+    OCL_X_PAD4,
+    OCL_X_PAD8,
+    OCL_X_CLIP_F32,
+    OCL_X_CLIP_I32,
+    OCL_X_CLIP_I64,
+    OCL_X_PAD_GRAD,
+    OCL_X_FP64_FIRST, /* the kernels below need cl_khr_fp64 */
+    OCL_X_CAST_F32_F64 = OCL_X_FP64_FIRST,
+    OCL_X_CAST_F64_F32,
+    OCL_X_CLIP_F64,
+    OCL_X_BATCH_NORM_F64,
+    OCL_X_IM2COL_F64,
+    OCL_X_COL2IM_F64,
+    OCL_X_CHANNEL_FILL_F64,
+    OCL_X_POOL_F64,
+    OCL_X_POOL_GRAD_F64,
+    OCL_X_PAD_GRAD_F64,
+    OCL_X_COMPARE_F64,
+    OCL_X_COUNT
+};
+
 /* What one platform device is, found at open. */
 typedef struct ocl_devinfo {
     cl_platform_id platform;
@@ -87,6 +123,8 @@ struct ses_drv_device {
     cl_command_queue queue;
     cl_program program;
     cl_kernel kernels[OCL_K_COUNT];
+    cl_kernel xkernels[OCL_X_COUNT]; /* ocl_ops.c's; NULL where the device lacks them */
+    int fp64;                        /* the device has cl_khr_fp64 */
     /* cl_kernel arguments are shared state: one launch sets and enqueues at a time. */
     pthread_mutex_t lock;
     const ses_drv_kernel_t *table;

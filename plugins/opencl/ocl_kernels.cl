@@ -319,3 +319,398 @@ CAST(cast_i32_f32, int, float, convert_float(v))
 CAST(cast_i64_f32, long, float, convert_float(v))
 CAST(cast_u8_f32, uchar, float, convert_float(v))
 CAST(cast_bool_f32, uchar, float, v ? 1.0f : 0.0f)
+
+/* ---------------------------------------------------------------------------------------------
+ * Comparisons of integers, and Cast between f32 and f64
+ * ------------------------------------------------------------------------------------------- */
+
+/* Equal, Greater, Less of T to bool (0 Equal, 1 Greater, 2 Less), with broadcasting. */
+#define COMPARE(NAME, T)                                                                        \
+    kernel void NAME(global const T *a, ulong ao, global const T *b, ulong bo, global uchar *y, \
+                     ulong yo, ulong n, bc_t bc, int op) {                                      \
+        FOR_EACH(i, n) {                                                                        \
+            T u = a[ao + bc_off(&bc, 0, i)], v = b[bo + bc_off(&bc, 1, i)];                     \
+            int r = op == 0 ? u == v : op == 1 ? u > v : u < v;                                 \
+            y[yo + i] = (uchar)(r ? 1 : 0);                                                     \
+        }                                                                                       \
+    }
+COMPARE(compare_i32, int)
+COMPARE(compare_i64, long)
+COMPARE(compare_u8, uchar)
+
+/* Only where the device has doubles: the host creates these kernels only then. */
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+CAST(cast_f32_f64, float, double, convert_double(v))
+CAST(cast_f64_f32, double, float, convert_float(v))
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * The CNN ops
+ * ------------------------------------------------------------------------------------------- */
+
+/* A pool's or convolution's sliding window over up to 6 spatial dims: kernel, strides,
+ * dilations, pad begins and ends, input and output dims. Mirrors ocl_win_t in ocl_ops.c. */
+typedef struct {
+    long k[6], s[6], d[6], pb[6], pe[6], in[6], out[6];
+    long k_count, in_count, out_count;
+    int n;
+} win_t;
+
+/* Unravels @p idx row-major over dims[0..n) into c. */
+static inline void unravel(ulong idx, const long *dims, int n, long *c) {
+    for (int i = n - 1; i >= 0; i--) {
+        c[i] = (long)(idx % (ulong)dims[i]);
+        idx /= (ulong)dims[i];
+    }
+}
+
+/* im2col of whole (image, channel) planes of x: row (plane, kernel offset kk) of the column
+ * matrix, column p (an output position) holds the input at p * stride - pad_begin + kk *
+ * dilation, or 0 outside the input. */
+#define IM2COL(NAME, T)                                                                        \
+    kernel void NAME(global const T *x, ulong xo, global T *col, ulong co, ulong total,        \
+                     win_t w) {                                                                \
+        FOR_EACH(t, total) {                                                                   \
+            ulong r = t / (ulong)w.out_count;                                                  \
+            ulong plane = r / (ulong)w.k_count;                                                \
+            long o[6], k[6], off = 0;                                                          \
+            int inside = 1;                                                                    \
+            unravel(t % (ulong)w.out_count, w.out, w.n, o);                                    \
+            unravel(r % (ulong)w.k_count, w.k, w.n, k);                                        \
+            for (int i = 0; i < w.n; i++) {                                                    \
+                long c = o[i] * w.s[i] - w.pb[i] + k[i] * w.d[i];                              \
+                inside = inside && c >= 0 && c < w.in[i];                                      \
+                off = off * w.in[i] + c;                                                       \
+            }                                                                                  \
+            col[co + t] = inside ? x[xo + plane * (ulong)w.in_count + (ulong)off] : (T)0;      \
+        }                                                                                      \
+    }
+IM2COL(im2col_f32, float)
+
+/* col2im: each input element of the planes sums, in kernel-offset order, the column entries
+ * that im2col read from it. */
+#define COL2IM(NAME, T)                                                                        \
+    kernel void NAME(global const T *col, ulong co, global T *dx, ulong xo, ulong total,       \
+                     win_t w) {                                                                \
+        FOR_EACH(t, total) {                                                                   \
+            ulong plane = t / (ulong)w.in_count;                                               \
+            long c[6], k[6];                                                                   \
+            T acc = (T)0;                                                                      \
+            unravel(t % (ulong)w.in_count, w.in, w.n, c);                                      \
+            for (long kk = 0; kk < w.k_count; kk++) {                                          \
+                long pos = 0;                                                                  \
+                int hit = 1;                                                                   \
+                unravel((ulong)kk, w.k, w.n, k);                                               \
+                for (int i = 0; i < w.n && hit; i++) {                                         \
+                    long num = c[i] + w.pb[i] - k[i] * w.d[i];                                 \
+                    hit = num >= 0 && num % w.s[i] == 0 && num / w.s[i] < w.out[i];            \
+                    pos = pos * w.out[i] + num / w.s[i];                                       \
+                }                                                                              \
+                if (hit) {                                                                     \
+                    ulong row = plane * (ulong)w.k_count + (ulong)kk;                          \
+                    acc += col[co + row * (ulong)w.out_count + (ulong)pos];                    \
+                }                                                                              \
+            }                                                                                  \
+            dx[xo + t] = acc;                                                                  \
+        }                                                                                      \
+    }
+COL2IM(col2im_f32, float)
+
+/* y[i] = b[channel of i] over [outer, C, inner]: a convolution's bias, before the GEMM adds. */
+#define CHANNEL_FILL(NAME, T)                                                                  \
+    kernel void NAME(global const T *b, ulong bo, global T *y, ulong yo, ulong n,              \
+                     ulong inner, ulong C) {                                                   \
+        FOR_EACH(i, n) {                                                                       \
+            y[yo + i] = b[bo + (i / inner) % C];                                               \
+        }                                                                                      \
+    }
+CHANNEL_FILL(channel_fill_f32, float)
+
+/* MaxPool (op 0) and AveragePool (op 1), one work item per output element. Padding never wins
+ * the max, NaN does; the average divides by the positions inside x, or with include_pad by
+ * those inside the padded input. */
+#define POOL(NAME, T)                                                                          \
+    kernel void NAME(global const T *x, ulong xo, global T *y, ulong yo, ulong total,          \
+                     win_t w, int op, int include_pad) {                                       \
+        FOR_EACH(t, total) {                                                                   \
+            ulong plane = t / (ulong)w.out_count;                                              \
+            long o[6], k[6];                                                                   \
+            long valid = 0, padded = 0;                                                        \
+            int found = 0;                                                                     \
+            T best = -INFINITY, acc = (T)0;                                                    \
+            unravel(t % (ulong)w.out_count, w.out, w.n, o);                                    \
+            for (long kk = 0; kk < w.k_count; kk++) {                                          \
+                long off = 0;                                                                  \
+                int inside = 1, in_pad = 1;                                                    \
+                unravel((ulong)kk, w.k, w.n, k);                                               \
+                for (int i = 0; i < w.n; i++) {                                                \
+                    long c = o[i] * w.s[i] - w.pb[i] + k[i] * w.d[i];                          \
+                    inside = inside && c >= 0 && c < w.in[i];                                  \
+                    in_pad = in_pad && c >= -w.pb[i] && c < w.in[i] + w.pe[i];                 \
+                    off = off * w.in[i] + c;                                                   \
+                }                                                                              \
+                padded += in_pad;                                                              \
+                if (!inside)                                                                   \
+                    continue;                                                                  \
+                valid++;                                                                       \
+                T v = x[xo + plane * (ulong)w.in_count + (ulong)off];                          \
+                if (op == 0) {                                                                 \
+                    if (!found || v > best || (isnan(v) && !isnan(best)))                      \
+                        best = v;                                                              \
+                    found = 1;                                                                 \
+                } else {                                                                       \
+                    acc += v;                                                                  \
+                }                                                                              \
+            }                                                                                  \
+            long divisor = include_pad ? padded : valid;                                       \
+            y[yo + t] = op == 0 ? best : divisor ? acc / (T)divisor : NAN;                     \
+        }                                                                                      \
+    }
+POOL(pool_f32, float)
+
+/* MaxPoolGrad (op 0: dy added at each window's first max in x) and AveragePoolGrad (op 1: dy
+ * over the window's divisor added at its positions inside x), one work item per plane, so that
+ * the additions land in the order of the output positions. */
+#define POOL_GRAD(NAME, T)                                                                     \
+    kernel void NAME(global const T *dy, ulong dyo, global const T *x, ulong xo,               \
+                     global T *dx, ulong dxo, ulong planes, win_t w, int op,                   \
+                     int include_pad) {                                                        \
+        FOR_EACH(plane, planes) {                                                              \
+            ulong ib = dxo + plane * (ulong)w.in_count, xb = xo + plane * (ulong)w.in_count;   \
+            long o[6], k[6];                                                                   \
+            for (long q = 0; q < w.in_count; q++)                                              \
+                dx[ib + (ulong)q] = (T)0;                                                      \
+            for (long p = 0; p < w.out_count; p++) {                                           \
+                long valid = 0, padded = 0, best_at = -1;                                      \
+                T best = -INFINITY;                                                            \
+                unravel((ulong)p, w.out, w.n, o);                                              \
+                for (long kk = 0; kk < w.k_count; kk++) {                                      \
+                    long off = 0;                                                              \
+                    int inside = 1, in_pad = 1;                                                \
+                    unravel((ulong)kk, w.k, w.n, k);                                           \
+                    for (int i = 0; i < w.n; i++) {                                            \
+                        long c = o[i] * w.s[i] - w.pb[i] + k[i] * w.d[i];                      \
+                        inside = inside && c >= 0 && c < w.in[i];                              \
+                        in_pad = in_pad && c >= -w.pb[i] && c < w.in[i] + w.pe[i];             \
+                        off = off * w.in[i] + c;                                               \
+                    }                                                                          \
+                    padded += in_pad;                                                          \
+                    if (!inside)                                                               \
+                        continue;                                                              \
+                    valid++;                                                                   \
+                    if (op == 0) {                                                             \
+                        T v = x[xb + (ulong)off];                                              \
+                        if (best_at < 0 || v > best || (isnan(v) && !isnan(best))) {           \
+                            best = v;                                                          \
+                            best_at = off;                                                     \
+                        }                                                                      \
+                    }                                                                          \
+                }                                                                              \
+                T g = dy[dyo + plane * (ulong)w.out_count + (ulong)p];                         \
+                if (op == 0) {                                                                 \
+                    if (best_at >= 0)                                                          \
+                        dx[ib + (ulong)best_at] += g;                                          \
+                    continue;                                                                  \
+                }                                                                              \
+                long divisor = include_pad ? padded : valid;                                   \
+                if (!divisor)                                                                  \
+                    continue;                                                                  \
+                g = g / (T)divisor;                                                            \
+                for (long kk = 0; kk < w.k_count; kk++) {                                      \
+                    long off = 0;                                                              \
+                    int inside = 1;                                                            \
+                    unravel((ulong)kk, w.k, w.n, k);                                           \
+                    for (int i = 0; i < w.n; i++) {                                            \
+                        long c = o[i] * w.s[i] - w.pb[i] + k[i] * w.d[i];                      \
+                        inside = inside && c >= 0 && c < w.in[i];                              \
+                        off = off * w.in[i] + c;                                               \
+                    }                                                                          \
+                    if (inside)                                                                \
+                        dx[ib + (ulong)off] += g;                                              \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+POOL_GRAD(pool_grad_f32, float)
+
+/* BatchNormalization, inference: y = x * scale + shift per channel of [outer, C, inner], with
+ * scale = s / sqrt(var + epsilon) and shift = B - mean * scale. */
+kernel void batch_norm_f32(global const float *x, ulong xo, global const float *s, ulong so,
+                           global const float *b, ulong bo, global const float *m, ulong mo,
+                           global const float *v, ulong vo, global float *y, ulong yo, ulong n,
+                           ulong inner, ulong C, float eps) {
+    FOR_EACH(i, n) {
+        ulong c = (i / inner) % C;
+        float scale = s[so + c] / sqrt(v[vo + c] + eps);
+        float shift = b[bo + c] - m[mo + c] * scale;
+        y[yo + i] = x[xo + i] * scale + shift;
+    }
+}
+
+/* Pad geometry: output and input dims, the begins (negative ones crop), the mode (0 constant,
+ * 1 reflect, 2 edge). Mirrors ocl_pad_t in ocl_ops.c. */
+typedef struct {
+    long odims[8];
+    long idims[8];
+    long begin[8];
+    int rank;
+    int mode;
+} pad_t;
+
+/* The input index output coordinate o reads along one axis, or -1 for the constant. */
+static inline long pad_source(long o, long begin, long dim, int mode) {
+    long i = o - begin;
+    if (i >= 0 && i < dim)
+        return i;
+    if (mode == 0 || dim == 0)
+        return -1;
+    if (mode == 2)
+        return i < 0 ? 0 : dim - 1;
+    if (dim == 1)
+        return 0;
+    if (i < 0)
+        i = -i;
+    if (i >= dim)
+        i = 2 * (dim - 1) - i;
+    return i < 0 ? 0 : i >= dim ? dim - 1 : i;
+}
+
+/* Pad by element size; the constant is c[co] when has_c, else 0. */
+#define PAD(NAME, T)                                                                            \
+    kernel void NAME(global const T *x, ulong xo, global const T *c, ulong co, int has_c,       \
+                     global T *y, ulong yo, ulong n, pad_t pd) {                                \
+        FOR_EACH(i, n) {                                                                        \
+            long o[8], off = 0;                                                                 \
+            int valid = 1;                                                                      \
+            unravel(i, pd.odims, pd.rank, o);                                                   \
+            for (int d = 0; d < pd.rank; d++) {                                                 \
+                long s = pad_source(o[d], pd.begin[d], pd.idims[d], pd.mode);                   \
+                valid = valid && s >= 0;                                                        \
+                off = off * pd.idims[d] + (s < 0 ? 0 : s);                                      \
+            }                                                                                   \
+            y[yo + i] = valid ? x[xo + (ulong)off] : has_c ? c[co] : (T)0;                     \
+        }                                                                                       \
+    }
+PAD(pad4, uint)
+PAD(pad8, ulong)
+
+/* Clip by dtype: below min gives min, then above max gives max (NaN passes). */
+#define CLIP(NAME, T)                                                                           \
+    kernel void NAME(global const T *x, ulong xo, global const T *lo, ulong loo, int has_min,   \
+                     global const T *hi, ulong hio, int has_max, global T *y, ulong yo,         \
+                     ulong n) {                                                                 \
+        T l = has_min ? lo[loo] : (T)0, h = has_max ? hi[hio] : (T)0;                           \
+        FOR_EACH(i, n) {                                                                        \
+            T v = x[xo + i];                                                                    \
+            if (has_min && v < l)                                                               \
+                v = l;                                                                          \
+            if (has_max && v > h)                                                               \
+                v = h;                                                                          \
+            y[yo + i] = v;                                                                      \
+        }                                                                                       \
+    }
+CLIP(clip_f32, float)
+CLIP(clip_i32, int)
+CLIP(clip_i64, long)
+
+/* The output coordinates along one axis that Pad reads input index i from, as up to three
+ * ascending ranges [lo, hi) within [0, odim); returns how many. Edge and constant give one range,
+ * reflect up to three points (the host keeps reflect pads below the dim: one bounce). */
+static inline int pad_preimage(long i, long begin, long dim, long odim, int mode, long *lo,
+                               long *hi) {
+    int n = 0;
+    if (mode == 1 && dim > 1) {
+        long pts[3] = {begin - i, begin + i, begin + 2 * (dim - 1) - i};
+        for (int k = 0; k < 3; k++) {
+            if ((k > 0 && pts[k] == pts[k - 1]) || pts[k] < 0 || pts[k] >= odim)
+                continue;
+            lo[n] = pts[k];
+            hi[n++] = pts[k] + 1;
+        }
+        return n;
+    }
+    long a = i + begin, b = i + begin + 1;
+    if (mode != 0 && dim == 1) { /* every position reads the one element */
+        a = 0;
+        b = odim;
+    } else if (mode == 2) {
+        if (i == 0)
+            a = 0;
+        if (i == dim - 1)
+            b = odim;
+    }
+    a = a < 0 ? 0 : a;
+    b = b > odim ? odim : b;
+    if (a < b) {
+        lo[n] = a;
+        hi[n++] = b;
+    }
+    return n;
+}
+
+/* PadGrad: each element of dx sums, in dy's row-major order, the elements of dy that Pad read
+ * from it (pd: odims are dy's dims, idims dx's). */
+#define PAD_GRAD(NAME, T)                                                                      \
+    kernel void NAME(global const T *dy, ulong dyo, global T *dx, ulong dxo, ulong n,          \
+                     pad_t pd) {                                                               \
+        FOR_EACH(t, n) {                                                                       \
+            long c[8], lo[8][3], hi[8][3], o[8];                                               \
+            int nr[8], r[8], empty = 0;                                                        \
+            T acc = (T)0;                                                                      \
+            unravel(t, pd.idims, pd.rank, c);                                                  \
+            for (int d = 0; d < pd.rank; d++) {                                                \
+                nr[d] = pad_preimage(c[d], pd.begin[d], pd.idims[d], pd.odims[d], pd.mode,     \
+                                     lo[d], hi[d]);                                            \
+                empty = empty || nr[d] == 0;                                                   \
+                r[d] = 0;                                                                      \
+                o[d] = lo[d][0];                                                               \
+            }                                                                                  \
+            while (!empty) {                                                                   \
+                long off = 0;                                                                  \
+                int d;                                                                         \
+                for (d = 0; d < pd.rank; d++)                                                  \
+                    off = off * pd.odims[d] + o[d];                                            \
+                acc += dy[dyo + (ulong)off];                                                   \
+                for (d = pd.rank - 1; d >= 0; d--) {                                           \
+                    if (++o[d] < hi[d][r[d]])                                                  \
+                        break;                                                                 \
+                    if (++r[d] < nr[d]) {                                                      \
+                        o[d] = lo[d][r[d]];                                                    \
+                        break;                                                                 \
+                    }                                                                          \
+                    r[d] = 0;                                                                  \
+                    o[d] = lo[d][0];                                                           \
+                }                                                                              \
+                if (d < 0)                                                                     \
+                    break;                                                                     \
+            }                                                                                  \
+            dx[dxo + t] = acc;                                                                 \
+        }                                                                                      \
+    }
+PAD_GRAD(pad_grad_f32, float)
+
+/* The f64 forms, only where the device has doubles (the host creates them only then). */
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+CLIP(clip_f64, double)
+COMPARE(compare_f64, double)
+IM2COL(im2col_f64, double)
+COL2IM(col2im_f64, double)
+CHANNEL_FILL(channel_fill_f64, double)
+POOL(pool_f64, double)
+POOL_GRAD(pool_grad_f64, double)
+PAD_GRAD(pad_grad_f64, double)
+
+kernel void batch_norm_f64(global const double *x, ulong xo, global const double *s, ulong so,
+                           global const double *b, ulong bo, global const double *m, ulong mo,
+                           global const double *v, ulong vo, global double *y, ulong yo, ulong n,
+                           ulong inner, ulong C, double eps) {
+    FOR_EACH(i, n) {
+        ulong c = (i / inner) % C;
+        double scale = s[so + c] / sqrt(v[vo + c] + eps);
+        double shift = b[bo + c] - m[mo + c] * scale;
+        y[yo + i] = x[xo + i] * scale + shift;
+    }
+}
+#endif

@@ -166,8 +166,8 @@ static int32_t ocl_check_tensor(ses_drv_device_t *device, const ses_drv_node_t *
  * Checks a launch and fills @p in and @p out. @p exact_ok: an output may be exactly an input's
  * bytes (elementwise kernels read element i before writing it); otherwise no overlap at all.
  */
-static int32_t ocl_prepare(ses_drv_device_t *device, const ses_drv_launch_t *launch,
-                           int exact_ok, ocl_arg_t *in, ocl_arg_t *out) {
+static int32_t ocl_prepare_n(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                             int exact_ok, ocl_arg_t *in, ocl_arg_t *out, uint32_t max_out) {
     const size_t desc_min = SES_DRV_SIZEOF_1_0(ses_drv_tensor_desc_t, dims);
     int32_t st;
 
@@ -183,7 +183,7 @@ static int32_t ocl_prepare(ses_drv_device_t *device, const ses_drv_launch_t *lau
     if (launch->stream)
         return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                              "got a stream, but " OCL_NAME " has no streams; pass NULL");
-    if (node->n_inputs > OCL_MAX_ARGS - 2 || node->n_outputs > 2)
+    if (node->n_inputs > OCL_MAX_ARGS - 2 || node->n_outputs > max_out)
         return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                              "has %" PRIu32 " inputs and %" PRIu32 " outputs, more than " OCL_NAME
                              " takes",
@@ -223,6 +223,12 @@ static int32_t ocl_prepare(ses_drv_device_t *device, const ses_drv_launch_t *lau
     return SES_DRV_OK;
 }
 
+/* ocl_prepare_n for the ops of at most two outputs. */
+static int32_t ocl_prepare(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                           int exact_ok, ocl_arg_t *in, ocl_arg_t *out) {
+    return ocl_prepare_n(device, launch, exact_ok, in, out, 2);
+}
+
 static int32_t ocl_attr_int(const ses_drv_node_t *node, const char *name, int64_t *out) {
     uint64_t n = 1;
     return node->attr ? node->attr(node, name, SES_DRV_ATTR_INT, &n, out) : SES_DRV_NOT_FOUND;
@@ -233,9 +239,10 @@ static int32_t ocl_attr_float(const ses_drv_node_t *node, const char *name, doub
     return node->attr ? node->attr(node, name, SES_DRV_ATTR_FLOAT, &n, out) : SES_DRV_NOT_FOUND;
 }
 
-/* Reads an INTS attribute of at most OCL_MAX_RANK entries. */
-static int32_t ocl_attr_ints(ses_drv_device_t *device, const ses_drv_node_t *node,
-                             const char *name, int64_t *out, uint32_t *out_count) {
+/* Reads an INTS attribute of at most @p max entries. */
+static int32_t ocl_attr_ints_max(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                 const char *name, int64_t *out, uint32_t max,
+                                 uint32_t *out_count) {
     uint64_t n = 0;
     int32_t st;
 
@@ -244,15 +251,21 @@ static int32_t ocl_attr_ints(ses_drv_device_t *device, const ses_drv_node_t *nod
     if ((st = node->attr(node, name, SES_DRV_ATTR_INTS, &n, NULL)) != SES_DRV_OK)
         return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                              "attribute %s is missing or not INTS", name);
-    if (n > OCL_MAX_RANK)
+    if (n > max)
         return ocl_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
-                             "attribute %s has %" PRIu64 " entries, more than %d", name, n,
-                             OCL_MAX_RANK);
+                             "attribute %s has %" PRIu64 " entries, more than %" PRIu32, name,
+                             n, max);
     if (n && (st = node->attr(node, name, SES_DRV_ATTR_INTS, &n, out)) != SES_DRV_OK)
         return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                              "attribute %s cannot be read", name);
     *out_count = (uint32_t)n;
     return SES_DRV_OK;
+}
+
+/* Reads an INTS attribute of at most OCL_MAX_RANK entries. */
+static int32_t ocl_attr_ints(ses_drv_device_t *device, const ses_drv_node_t *node,
+                             const char *name, int64_t *out, uint32_t *out_count) {
+    return ocl_attr_ints_max(device, node, name, out, OCL_MAX_RANK, out_count);
 }
 
 static int32_t ocl_need_attr(ses_drv_device_t *device, const ses_drv_node_t *node,
@@ -325,15 +338,17 @@ typedef struct ocl_args {
 
 #define OCL_ARG(a, v) ((a)->size[(a)->n] = sizeof(v), (a)->ptr[(a)->n++] = &(v))
 
-/* Sets the arguments of kernel @p k, runs it over @p n elements and waits. */
-static int32_t ocl_run(ses_drv_device_t *device, const ses_drv_node_t *node, int k, uint64_t n,
-                       const ocl_args_t *args) {
-    cl_kernel kernel = device->kernels[k];
+/* Sets the arguments of @p kernel, runs it over @p n elements and waits. */
+static int32_t ocl_run_kernel(ses_drv_device_t *device, const ses_drv_node_t *node,
+                              cl_kernel kernel, uint64_t n, const ocl_args_t *args) {
     cl_int err = CL_SUCCESS;
     cl_uint i;
 
     if (n == 0)
         return SES_DRV_OK;
+    if (!kernel)
+        return ocl_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                             "the device's program lacks this kernel");
     size_t global = n < (UINT64_C(1) << 20) ? (size_t)n : (size_t)1 << 20;
     pthread_mutex_lock(&device->lock);
     for (i = 0; i < args->n && err == CL_SUCCESS; i++)
@@ -348,6 +363,18 @@ static int32_t ocl_run(ses_drv_device_t *device, const ses_drv_node_t *node, int
         return ocl_node_fail(device, node, SES_DRV_INTERNAL, "running its kernel failed: %s",
                              ocl__error_name(err));
     return SES_DRV_OK;
+}
+
+/* ocl_run_kernel with one of ocl_driver.c's kernels (OCL_K_*). */
+static int32_t ocl_run(ses_drv_device_t *device, const ses_drv_node_t *node, int k, uint64_t n,
+                       const ocl_args_t *args) {
+    return ocl_run_kernel(device, node, device->kernels[k], n, args);
+}
+
+/* ocl_run_kernel with one of this file's kernels (OCL_X_*). */
+static int32_t ocl_run_x(ses_drv_device_t *device, const ses_drv_node_t *node, int k,
+                         uint64_t n, const ocl_args_t *args) {
+    return ocl_run_kernel(device, node, device->xkernels[k], n, args);
 }
 
 static int32_t ocl_fill_zero(ses_drv_device_t *device, const ses_drv_node_t *node,
@@ -518,8 +545,24 @@ static int32_t ocl_k_compare(ses_drv_device_t *device, void *state,
         return st;
     const ses_drv_node_t *node = launch->node;
     cl_int cop = !strcmp(node->op, "Equal") ? 0 : !strcmp(node->op, "Greater") ? 1 : 2;
-    if (node->n_inputs != 2 || node->n_outputs != 1)
+    if (node->n_inputs != 2 || node->n_outputs != 1 || in[0].dtype != in[1].dtype)
         return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a comparison");
+    cl_kernel kernel = NULL;
+    switch (in[0].dtype) {
+    case SES_DRV_DTYPE_F32: kernel = device->kernels[OCL_K_COMPARE]; break;
+    case SES_DRV_DTYPE_F64: kernel = device->xkernels[OCL_X_COMPARE_F64]; break;
+    case SES_DRV_DTYPE_I32: kernel = device->xkernels[OCL_X_COMPARE_I32]; break;
+    case SES_DRV_DTYPE_I64: kernel = device->xkernels[OCL_X_COMPARE_I64]; break;
+    case SES_DRV_DTYPE_U8: kernel = device->xkernels[OCL_X_COMPARE_U8]; break;
+    case SES_DRV_DTYPE_BOOL: /* bool is not ordered: Equal only */
+        kernel = cop == 0 ? device->xkernels[OCL_X_COMPARE_U8] : NULL;
+        break;
+    default: break;
+    }
+    if (!kernel)
+        return ocl_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                             "%s of dtype %" PRIu32 " is not implemented", node->op,
+                             in[0].dtype);
     if ((st = ocl_bcast_all(device, node, in, 2, &out[0], &bc)) != SES_DRV_OK)
         return st;
     cl_ulong ao = in[0].off, bo = in[1].off, yo = out[0].off, n = out[0].count;
@@ -532,7 +575,7 @@ static int32_t ocl_k_compare(ses_drv_device_t *device, void *state,
     OCL_ARG(&a, n);
     OCL_ARG(&a, bc);
     OCL_ARG(&a, cop);
-    return ocl_run(device, node, OCL_K_COMPARE, n, &a);
+    return ocl_run_kernel(device, node, kernel, n, &a);
 }
 
 static int32_t ocl_k_where(ses_drv_device_t *device, void *state,
@@ -736,12 +779,14 @@ static int32_t ocl_k_expand(ses_drv_device_t *device, void *state,
                        out[0].buf->mem, (cl_long)out[0].off, out[0].count, &bc);
 }
 
-/* Cast between f32 and i32, i64, u8, bool. */
+/* Cast between f32 and i32, i64, u8, bool, f64 (the last only with cl_khr_fp64). */
 static int32_t ocl_k_cast(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     static const struct {
         uint32_t from, to;
-        int kernel;
+        int kernel; /* OCL_K_*, or OCL_X_* + OCL_K_COUNT */
     } pairs[] = {
+        {SES_DRV_DTYPE_F32, SES_DRV_DTYPE_F64, OCL_K_COUNT + OCL_X_CAST_F32_F64},
+        {SES_DRV_DTYPE_F64, SES_DRV_DTYPE_F32, OCL_K_COUNT + OCL_X_CAST_F64_F32},
         {SES_DRV_DTYPE_F32, SES_DRV_DTYPE_I32, OCL_K_CAST_F32_I32},
         {SES_DRV_DTYPE_F32, SES_DRV_DTYPE_I64, OCL_K_CAST_F32_I64},
         {SES_DRV_DTYPE_F32, SES_DRV_DTYPE_U8, OCL_K_CAST_F32_U8},
@@ -775,6 +820,8 @@ static int32_t ocl_k_cast(ses_drv_device_t *device, void *state, const ses_drv_l
     OCL_ARG(&a, out[0].buf->mem);
     OCL_ARG(&a, yo);
     OCL_ARG(&a, n);
+    if (k >= OCL_K_COUNT)
+        return ocl_run_x(device, node, k - OCL_K_COUNT, n, &a);
     return ocl_run(device, node, k, n, &a);
 }
 
@@ -1105,7 +1152,7 @@ static int32_t ocl_k_argmax(ses_drv_device_t *device, void *state,
 
 static int32_t ocl_blast_fail(ses_drv_device_t *device, const ses_drv_node_t *node,
                               CLBlastStatusCode s) {
-    return ocl_node_fail(device, node, SES_DRV_INTERNAL, "CLBlastSgemm failed: status %d (%s)",
+    return ocl_node_fail(device, node, SES_DRV_INTERNAL, "the CLBlast GEMM failed: status %d (%s)",
                          (int)s, (int)s > -1000 ? ocl__error_name((cl_int)s) : "a CLBlast error");
 }
 
@@ -1118,8 +1165,18 @@ static CLBlastStatusCode ocl_sgemm(ses_drv_device_t *device, int ta, int tb, siz
                         ta ? m : k, b, bo, tb ? k : n, beta, y, yo, n, &device->queue, NULL);
 }
 
-static int32_t ocl_k_matmul(ses_drv_device_t *device, void *state,
-                            const ses_drv_launch_t *launch) {
+/* ocl_sgemm in f32 or, with @p f64, CLBlastDgemm. */
+static CLBlastStatusCode ocl_gemm(ses_drv_device_t *device, int f64, int ta, int tb, size_t m,
+                                  size_t n, size_t k, double alpha, cl_mem a, size_t ao, cl_mem b,
+                                  size_t bo, double beta, cl_mem y, size_t yo) {
+    if (!f64)
+        return ocl_sgemm(device, ta, tb, m, n, k, (float)alpha, a, ao, b, bo, (float)beta, y, yo);
+    return CLBlastDgemm(CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                        tb ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha, a, ao,
+                        ta ? m : k, b, bo, tb ? k : n, beta, y, yo, n, &device->queue, NULL);
+}
+
+static int32_t ocl_k_matmul(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     ocl_arg_t in[2], out[1];
     int32_t st;
 
@@ -1648,6 +1705,832 @@ static int32_t ocl_k_optim(ses_drv_device_t *device, void *state,
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The CNN ops: Conv (im2col and CLBlast), ConvGrad (col2im), the pools and their gradients,
+ * BatchNormalization (inference), Dropout's mask, Pad, Clip, Split, Shape, ConstantOfShape and
+ * Range. Window attributes come normalized from the host (DRV-54); every coordinate a kernel
+ * reaches is checked against the input's dims on the device, so nothing is read outside it.
+ * ------------------------------------------------------------------------------------------- */
+
+#define OCL_SPATIAL_MAX (OCL_MAX_RANK - 2)
+#define OCL_SCRATCH_BYTES (UINT64_C(64) << 20) /* im2col columns per chunk of images */
+
+/* Mirrors win_t in ocl_kernels.cl. */
+typedef struct ocl_win {
+    cl_long k[OCL_SPATIAL_MAX], s[OCL_SPATIAL_MAX], d[OCL_SPATIAL_MAX];
+    cl_long pb[OCL_SPATIAL_MAX], pe[OCL_SPATIAL_MAX];
+    cl_long in[OCL_SPATIAL_MAX], out[OCL_SPATIAL_MAX];
+    cl_long k_count, in_count, out_count;
+    cl_int n;
+} ocl_win_t;
+
+/* Mirrors pad_t in ocl_kernels.cl. */
+typedef struct ocl_pad {
+    cl_long odims[OCL_MAX_RANK];
+    cl_long idims[OCL_MAX_RANK];
+    cl_long begin[OCL_MAX_RANK];
+    cl_int rank;
+    cl_int mode;
+} ocl_pad_t;
+
+/*
+ * Reads the window of a pool or convolution from @p x ([N, C, in...]) to @p y ([N, M, out...]):
+ * ranks agree and are at least 3, N agrees, the four attributes have one entry per spatial dim
+ * (pads two), kernel, strides and dilations >= 1 and pads >= 0.
+ */
+static int32_t ocl_read_window(ses_drv_device_t *device, const ses_drv_node_t *node,
+                               const ocl_arg_t *x, const ocl_arg_t *y, ocl_win_t *w) {
+    int64_t k[OCL_SPATIAL_MAX], s[OCL_SPATIAL_MAX], d[OCL_SPATIAL_MAX];
+    int64_t pads[2 * OCL_SPATIAL_MAX];
+    uint32_t nk = 0, ns = 0, nd = 0, np = 0;
+    int32_t st;
+
+    if (x->rank < 3 || y->rank != x->rank || y->dims[0] != x->dims[0])
+        return ocl_shape_fail(device, node, "expected [N, C, spatial...] in and out", x, y);
+    memset(w, 0, sizeof *w);
+    w->n = (cl_int)(x->rank - 2);
+    if ((st = ocl_attr_ints_max(device, node, "kernel_shape", k, OCL_SPATIAL_MAX, &nk)) ||
+        (st = ocl_attr_ints_max(device, node, "strides", s, OCL_SPATIAL_MAX, &ns)) ||
+        (st = ocl_attr_ints_max(device, node, "dilations", d, OCL_SPATIAL_MAX, &nd)) ||
+        (st = ocl_attr_ints_max(device, node, "pads", pads, 2 * OCL_SPATIAL_MAX, &np)))
+        return st;
+    if (nk != (uint32_t)w->n || ns != (uint32_t)w->n || nd != (uint32_t)w->n ||
+        np != 2 * (uint32_t)w->n)
+        return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                             "kernel_shape, strides, dilations and pads have %" PRIu32 ", %" PRIu32
+                             ", %" PRIu32 " and %" PRIu32 " entries; the input has %d spatial dims",
+                             nk, ns, nd, np, (int)w->n);
+    w->k_count = w->in_count = w->out_count = 1;
+    for (cl_int i = 0; i < w->n; i++) {
+        w->k[i] = k[i];
+        w->s[i] = s[i];
+        w->d[i] = d[i];
+        w->pb[i] = pads[i];
+        w->pe[i] = pads[w->n + i];
+        w->in[i] = x->dims[2 + i];
+        w->out[i] = y->dims[2 + i];
+        if (k[i] < 1 || s[i] < 1 || d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0 || k[i] > INT32_MAX ||
+            s[i] > INT32_MAX || d[i] > INT32_MAX || w->pb[i] > INT32_MAX || w->pe[i] > INT32_MAX)
+            return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                                 "window attributes out of range along spatial dim %d: kernel "
+                                 "%" PRId64 ", stride %" PRId64 ", dilation %" PRId64
+                                 ", pads %" PRId64 " and %" PRId64,
+                                 (int)i, k[i], s[i], d[i], (int64_t)w->pb[i], (int64_t)w->pe[i]);
+        w->k_count *= w->k[i];
+        w->in_count *= w->in[i];
+        w->out_count *= w->out[i];
+    }
+    return SES_DRV_OK;
+}
+
+/* Whether the column matrix is the image itself: 1x1 kernel, stride 1, no padding. */
+static int ocl_col_is_image(const ocl_win_t *w) {
+    for (cl_int i = 0; i < w->n; i++)
+        if (w->k[i] != 1 || w->s[i] != 1 || w->pb[i] || w->pe[i] || w->in[i] != w->out[i])
+            return 0;
+    return 1;
+}
+
+typedef struct ocl_conv {
+    ocl_win_t w;
+    int64_t batch, c, m, group, cg, mg, kdim; /* kdim = cg * k_count */
+    uint64_t chunk;                           /* images per im2col chunk */
+    int f64;                                  /* f64 rather than f32 */
+    uint32_t esize;
+} ocl_conv_t;
+
+/* Checks X, W and Y (the convolution's output, or dy) against each other and the attributes. */
+static int32_t ocl_conv_check(ses_drv_device_t *device, const ses_drv_node_t *node,
+                              const ocl_arg_t *x, const ocl_arg_t *wt, const ocl_arg_t *y,
+                              ocl_conv_t *sh) {
+    int32_t st;
+
+    if ((st = ocl_read_window(device, node, x, y, &sh->w)) != SES_DRV_OK)
+        return st;
+    if ((st = ocl_need_attr(device, node, "group", ocl_attr_int(node, "group", &sh->group))) !=
+        SES_DRV_OK)
+        return st;
+    sh->batch = x->dims[0];
+    sh->c = x->dims[1];
+    sh->m = y->dims[1];
+    int ok = wt->rank == x->rank && sh->group >= 1 && wt->dims[0] == sh->m &&
+             sh->c % sh->group == 0 && sh->m % sh->group == 0 && wt->dims[1] == sh->c / sh->group;
+    for (cl_int i = 0; ok && i < sh->w.n; i++)
+        ok = wt->dims[2 + i] == sh->w.k[i];
+    if (!ok)
+        return ocl_shape_fail(device, node, "X and W do not fit a convolution with this group", x,
+                              wt);
+    sh->cg = sh->c / sh->group;
+    sh->mg = sh->m / sh->group;
+    sh->kdim = sh->cg * sh->w.k_count;
+    sh->f64 = x->dtype == SES_DRV_DTYPE_F64;
+    sh->esize = x->esize;
+    uint64_t per_image =
+        (uint64_t)sh->c * (uint64_t)sh->w.k_count * (uint64_t)sh->w.out_count * sh->esize;
+    uint64_t limit =
+        OCL_SCRATCH_BYTES < device->info->max_alloc ? OCL_SCRATCH_BYTES : device->info->max_alloc;
+    if (per_image > device->info->max_alloc)
+        return ocl_node_fail(device, node, SES_DRV_OUT_OF_MEMORY,
+                             "one image's column matrix takes %" PRIu64
+                             " bytes, more than the device's largest allocation (%" PRIu64 ")",
+                             per_image, device->info->max_alloc);
+    sh->chunk = per_image ? limit / per_image : (uint64_t)sh->batch;
+    if (sh->chunk < 1)
+        sh->chunk = 1;
+    if (sh->chunk > (uint64_t)sh->batch)
+        sh->chunk = (uint64_t)sh->batch;
+    return SES_DRV_OK;
+}
+
+/* A scratch buffer of @p bytes (at least 1) for one launch. */
+static int32_t ocl_scratch(ses_drv_device_t *device, const ses_drv_node_t *node, uint64_t bytes,
+                           cl_mem *out) {
+    cl_int err = CL_SUCCESS;
+    *out =
+        clCreateBuffer(device->context, CL_MEM_READ_WRITE, (size_t)(bytes ? bytes : 1), NULL, &err);
+    if (!*out || err != CL_SUCCESS) {
+        *out = NULL;
+        return ocl_node_fail(device, node, SES_DRV_OUT_OF_MEMORY,
+                             "cannot allocate %" PRIu64 " bytes of scratch memory: %s", bytes,
+                             ocl__error_name(err));
+    }
+    return SES_DRV_OK;
+}
+
+/* im2col of @p planes whole (image, channel) planes of x, from element offset @p xo, into the
+ * column buffer. */
+static int32_t ocl_im2col(ses_drv_device_t *device, const ses_drv_node_t *node, int f64, cl_mem x,
+                          cl_ulong xo, uint64_t planes, const ocl_win_t *w, cl_mem col) {
+    ocl_args_t a = {0};
+    cl_ulong co = 0, total = planes * (uint64_t)w->k_count * (uint64_t)w->out_count;
+    OCL_ARG(&a, x);
+    OCL_ARG(&a, xo);
+    OCL_ARG(&a, col);
+    OCL_ARG(&a, co);
+    OCL_ARG(&a, total);
+    OCL_ARG(&a, *w);
+    return ocl_run_x(device, node, f64 ? OCL_X_IM2COL_F64 : OCL_X_IM2COL, total, &a);
+}
+
+/* Waits for the GEMMs queued under the device lock, unlocks it and reports the first failure. */
+static int32_t ocl_blast_finish(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                CLBlastStatusCode s) {
+    cl_int err = clFinish(device->queue);
+    pthread_mutex_unlock(&device->lock);
+    if (s != CLBlastSuccess)
+        return ocl_blast_fail(device, node, s);
+    if (err != CL_SUCCESS)
+        return ocl_node_fail(device, node, SES_DRV_INTERNAL, "clFinish failed: %s",
+                             ocl__error_name(err));
+    return SES_DRV_OK;
+}
+
+static int32_t ocl_k_conv(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[3], out[1];
+    ocl_conv_t sh;
+    cl_mem col = NULL;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const ocl_arg_t *x = &in[0], *wt = &in[1], *y = &out[0];
+    const ocl_arg_t *b = node->n_inputs == 3 ? &in[2] : NULL;
+    if ((st = ocl_conv_check(device, node, x, wt, y, &sh)) != SES_DRV_OK)
+        return st;
+    if (b && (b->rank != 1 || b->dims[0] != sh.m))
+        return ocl_shape_fail(device, node, "B must have one entry per filter", b, wt);
+    if (!y->count)
+        return SES_DRV_OK;
+    const uint64_t P = (uint64_t)sh.w.out_count;
+    double beta = 0.0;
+    if (b) {
+        /* y starts as the bias; the GEMMs add the products onto it. */
+        ocl_args_t a = {0};
+        cl_ulong bo = b->off, yo = y->off, n = y->count, inner = P, C = (cl_ulong)sh.m;
+        OCL_ARG(&a, b->buf->mem);
+        OCL_ARG(&a, bo);
+        OCL_ARG(&a, y->buf->mem);
+        OCL_ARG(&a, yo);
+        OCL_ARG(&a, n);
+        OCL_ARG(&a, inner);
+        OCL_ARG(&a, C);
+        if ((st = ocl_run_x(device, node, sh.f64 ? OCL_X_CHANNEL_FILL_F64 : OCL_X_CHANNEL_FILL, n,
+                            &a)) != SES_DRV_OK)
+            return st;
+        beta = 1.0;
+    }
+    if (sh.kdim == 0)
+        return b ? SES_DRV_OK : ocl_fill_zero(device, node, y);
+    const int direct = ocl_col_is_image(&sh.w);
+    const uint64_t plane_cols = (uint64_t)sh.w.k_count * P; /* one channel's column rows */
+    if (!direct &&
+        (st = ocl_scratch(device, node, sh.chunk * (uint64_t)sh.c * plane_cols * sh.esize, &col)) !=
+            SES_DRV_OK)
+        return st;
+    for (uint64_t n0 = 0; n0 < (uint64_t)sh.batch && st == SES_DRV_OK; n0 += sh.chunk) {
+        uint64_t nb = (uint64_t)sh.batch - n0 < sh.chunk ? (uint64_t)sh.batch - n0 : sh.chunk;
+        if (!direct && (st = ocl_im2col(device, node, sh.f64, x->buf->mem,
+                                        x->off + n0 * (uint64_t)sh.c * (uint64_t)sh.w.in_count,
+                                        nb * (uint64_t)sh.c, &sh.w, col)) != SES_DRV_OK)
+            break;
+        CLBlastStatusCode s = CLBlastSuccess;
+        pthread_mutex_lock(&device->lock);
+        for (uint64_t n = 0; n < nb && s == CLBlastSuccess; n++)
+            for (int64_t g = 0; g < sh.group && s == CLBlastSuccess; g++) {
+                uint64_t plane = n * (uint64_t)sh.c + (uint64_t)(g * sh.cg);
+                cl_mem bm = direct ? x->buf->mem : col;
+                size_t bo =
+                    direct
+                        ? (size_t)(x->off + (n0 * (uint64_t)sh.c + plane) * (uint64_t)sh.w.in_count)
+                        : (size_t)(plane * plane_cols);
+                size_t yo =
+                    (size_t)(y->off + ((n0 + n) * (uint64_t)sh.m + (uint64_t)(g * sh.mg)) * P);
+                s = ocl_gemm(device, sh.f64, 0, 0, (size_t)sh.mg, (size_t)P, (size_t)sh.kdim, 1.0,
+                             wt->buf->mem, (size_t)(wt->off + (uint64_t)(g * sh.mg * sh.kdim)), bm,
+                             bo, beta, y->buf->mem, yo);
+            }
+        st = ocl_blast_finish(device, node, s);
+    }
+    if (col)
+        clReleaseMemObject(col);
+    return st;
+}
+
+/* ConvGrad: inputs dy, X, W; input 0 gives dX (col2im of W^T dy), 1 gives dW (dy col^T). */
+static int32_t ocl_k_conv_grad(ses_drv_device_t *device, void *state,
+                               const ses_drv_launch_t *launch) {
+    ocl_arg_t in[3], out[1];
+    ocl_conv_t sh;
+    cl_mem col = NULL;
+    int64_t input = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const ocl_arg_t *dy = &in[0], *x = &in[1], *wt = &in[2], *g_out = &out[0];
+    if ((st = ocl_conv_check(device, node, x, wt, dy, &sh)) != SES_DRV_OK ||
+        (st = ocl_need_attr(device, node, "input", ocl_attr_int(node, "input", &input))) !=
+            SES_DRV_OK)
+        return st;
+    if ((input != 0 && input != 1) || !ocl_same_shape(g_out, input ? wt : x))
+        return ocl_shape_fail(device, node,
+                              "the output must be shaped as X (input 0) or W (input 1)", g_out,
+                              input ? wt : x);
+    if (!g_out->count)
+        return SES_DRV_OK;
+    if (input == 1 || !dy->count || !sh.kdim)
+        if ((st = ocl_fill_zero(device, node, g_out)) != SES_DRV_OK)
+            return st;
+    if (!dy->count || !sh.kdim)
+        return SES_DRV_OK;
+    const uint64_t P = (uint64_t)sh.w.out_count, C = (uint64_t)sh.c;
+    const uint64_t plane_cols = (uint64_t)sh.w.k_count * P;
+    const int direct = ocl_col_is_image(&sh.w);
+    if (!direct &&
+        (st = ocl_scratch(device, node, sh.chunk * C * plane_cols * sh.esize, &col)) != SES_DRV_OK)
+        return st;
+    for (uint64_t n0 = 0; n0 < (uint64_t)sh.batch && st == SES_DRV_OK; n0 += sh.chunk) {
+        uint64_t nb = (uint64_t)sh.batch - n0 < sh.chunk ? (uint64_t)sh.batch - n0 : sh.chunk;
+        uint64_t x0 = n0 * C * (uint64_t)sh.w.in_count; /* the chunk's first element of X */
+        if (input == 1 && !direct &&
+            (st = ocl_im2col(device, node, sh.f64, x->buf->mem, x->off + x0, nb * C, &sh.w, col)) !=
+                SES_DRV_OK)
+            break;
+        CLBlastStatusCode s = CLBlastSuccess;
+        pthread_mutex_lock(&device->lock);
+        for (uint64_t n = 0; n < nb && s == CLBlastSuccess; n++)
+            for (int64_t g = 0; g < sh.group && s == CLBlastSuccess; g++) {
+                uint64_t plane = n * C + (uint64_t)(g * sh.cg);
+                size_t dyo =
+                    (size_t)(dy->off + ((n0 + n) * (uint64_t)sh.m + (uint64_t)(g * sh.mg)) * P);
+                size_t wo = (size_t)(wt->off + (uint64_t)(g * sh.mg * sh.kdim));
+                cl_mem cm = direct ? (input ? x->buf->mem : g_out->buf->mem) : col;
+                size_t co = direct ? (size_t)((input ? x->off : g_out->off) + x0 +
+                                              plane * (uint64_t)sh.w.in_count)
+                                   : (size_t)(plane * plane_cols);
+                if (input == 1) /* dW_g[mg, kdim] += dy_g[mg, P] * col[kdim, P]^T */
+                    s = ocl_gemm(device, sh.f64, 0, 1, (size_t)sh.mg, (size_t)sh.kdim, (size_t)P,
+                                 1.0, dy->buf->mem, dyo, cm, co, 1.0, g_out->buf->mem,
+                                 (size_t)(g_out->off + (uint64_t)(g * sh.mg * sh.kdim)));
+                else /* col[kdim, P] = W_g[mg, kdim]^T * dy_g[mg, P] */
+                    s = ocl_gemm(device, sh.f64, 1, 0, (size_t)sh.kdim, (size_t)P, (size_t)sh.mg,
+                                 1.0, wt->buf->mem, wo, dy->buf->mem, dyo, 0.0, cm, co);
+            }
+        st = ocl_blast_finish(device, node, s);
+        if (st == SES_DRV_OK && input == 0 && !direct) {
+            ocl_args_t a = {0};
+            cl_ulong co = 0, xo = g_out->off + x0, total = nb * C * (uint64_t)sh.w.in_count;
+            OCL_ARG(&a, col);
+            OCL_ARG(&a, co);
+            OCL_ARG(&a, g_out->buf->mem);
+            OCL_ARG(&a, xo);
+            OCL_ARG(&a, total);
+            OCL_ARG(&a, sh.w);
+            st = ocl_run_x(device, node, sh.f64 ? OCL_X_COL2IM_F64 : OCL_X_COL2IM, total, &a);
+        }
+    }
+    if (col)
+        clReleaseMemObject(col);
+    return st;
+}
+
+/* MaxPool, AveragePool (input X) and MaxPoolGrad (dy, X), AveragePoolGrad (dy). */
+static int32_t ocl_k_pool(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[2], out[1];
+    ocl_win_t w;
+    int64_t include_pad = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const int avg = !strncmp(node->op, "AveragePool", 11);
+    const int grad = strstr(node->op, "Grad") != NULL;
+    /* The forward pool's input and output. */
+    const ocl_arg_t *fx = grad ? &out[0] : &in[0], *fy = grad ? &in[0] : &out[0];
+    if ((st = ocl_read_window(device, node, fx, fy, &w)) != SES_DRV_OK)
+        return st;
+    if (fx->dims[1] != fy->dims[1] || (grad && !avg && !ocl_same_shape(&in[1], &out[0])))
+        return ocl_shape_fail(device, node, "the pool's input and output do not agree", fx, fy);
+    if (avg &&
+        (st = ocl_need_attr(device, node, "count_include_pad",
+                            ocl_attr_int(node, "count_include_pad", &include_pad))) != SES_DRV_OK)
+        return st;
+    cl_int op = avg, inc = include_pad != 0;
+    const int f64 = fx->dtype == SES_DRV_DTYPE_F64;
+    ocl_args_t a = {0};
+    if (!grad) {
+        cl_ulong xo = fx->off, yo = fy->off, total = fy->count;
+        OCL_ARG(&a, fx->buf->mem);
+        OCL_ARG(&a, xo);
+        OCL_ARG(&a, fy->buf->mem);
+        OCL_ARG(&a, yo);
+        OCL_ARG(&a, total);
+        OCL_ARG(&a, w);
+        OCL_ARG(&a, op);
+        OCL_ARG(&a, inc);
+        return ocl_run_x(device, node, f64 ? OCL_X_POOL_F64 : OCL_X_POOL, total, &a);
+    }
+    if (!fy->count)
+        return ocl_fill_zero(device, node, fx);
+    const ocl_arg_t *x = avg ? &in[0] : &in[1]; /* AveragePoolGrad reads no X */
+    cl_ulong dyo = fy->off, xo = x->off, dxo = fx->off;
+    cl_ulong planes = (cl_ulong)fx->dims[0] * (cl_ulong)fx->dims[1];
+    OCL_ARG(&a, fy->buf->mem);
+    OCL_ARG(&a, dyo);
+    OCL_ARG(&a, x->buf->mem);
+    OCL_ARG(&a, xo);
+    OCL_ARG(&a, fx->buf->mem);
+    OCL_ARG(&a, dxo);
+    OCL_ARG(&a, planes);
+    OCL_ARG(&a, w);
+    OCL_ARG(&a, op);
+    OCL_ARG(&a, inc);
+    return ocl_run_x(device, node, f64 ? OCL_X_POOL_GRAD_F64 : OCL_X_POOL_GRAD, planes, &a);
+}
+
+static int32_t ocl_k_batch_norm(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch) {
+    ocl_arg_t in[5], out[1];
+    double eps = 0.0;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = ocl_need_attr(device, node, "epsilon", ocl_attr_float(node, "epsilon", &eps))) !=
+        SES_DRV_OK)
+        return st;
+    const ocl_arg_t *x = &in[0], *y = &out[0];
+    int ok = node->n_inputs == 5 && x->rank >= 2 && ocl_same_shape(x, y);
+    for (uint32_t i = 1; ok && i < 5; i++)
+        ok = in[i].rank == 1 && in[i].dims[0] == x->dims[1];
+    if (!ok)
+        return ocl_shape_fail(
+            device, node, "X must be [N, C, ...] with Y its shape and each parameter [C]", x, y);
+    if (!y->count)
+        return SES_DRV_OK;
+    ocl_args_t a = {0};
+    cl_ulong C = (cl_ulong)x->dims[1], n = y->count, inner = n / ((cl_ulong)x->dims[0] * C);
+    cl_ulong off[6] = {in[0].off, in[1].off, in[2].off, in[3].off, in[4].off, y->off};
+    float feps = (float)eps;
+    for (uint32_t i = 0; i < 5; i++) {
+        OCL_ARG(&a, in[i].buf->mem);
+        OCL_ARG(&a, off[i]);
+    }
+    OCL_ARG(&a, y->buf->mem);
+    OCL_ARG(&a, off[5]);
+    OCL_ARG(&a, n);
+    OCL_ARG(&a, inner);
+    OCL_ARG(&a, C);
+    if (x->dtype == SES_DRV_DTYPE_F64) {
+        OCL_ARG(&a, eps);
+        return ocl_run_x(device, node, OCL_X_BATCH_NORM_F64, n, &a);
+    }
+    OCL_ARG(&a, feps);
+    return ocl_run_x(device, node, OCL_X_BATCH_NORM, n, &a);
+}
+
+/* Dropout in inference: the data unchanged, and a mask of all true. */
+static int32_t ocl_k_dropout(ses_drv_device_t *device, void *state,
+                             const ses_drv_launch_t *launch) {
+    ocl_arg_t in[1], out[2];
+    const cl_uchar one = 1;
+    int32_t st;
+    cl_int err = CL_SUCCESS;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if (node->n_outputs != 2 || !ocl_same_shape(&in[0], &out[0]) ||
+        !ocl_same_shape(&in[0], &out[1]) || out[1].esize != 1 || in[0].bytes != out[0].bytes)
+        return ocl_shape_fail(device, node, "the output and mask must have the data's shape",
+                              &in[0], &out[1]);
+    if (!in[0].count)
+        return SES_DRV_OK;
+    pthread_mutex_lock(&device->lock);
+    err =
+        clEnqueueCopyBuffer(device->queue, in[0].buf->mem, out[0].buf->mem, (size_t)in[0].byte_off,
+                            (size_t)out[0].byte_off, (size_t)out[0].bytes, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueFillBuffer(device->queue, out[1].buf->mem, &one, 1, (size_t)out[1].byte_off,
+                                  (size_t)out[1].bytes, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clFinish(device->queue);
+    pthread_mutex_unlock(&device->lock);
+    if (err != CL_SUCCESS)
+        return ocl_node_fail(device, node, SES_DRV_INTERNAL, "copying the data failed: %s",
+                             ocl__error_name(err));
+    return SES_DRV_OK;
+}
+
+/* Reads pads and mode for data @p x padded into @p y (Pad, and PadGrad backwards) into @p pd. */
+static int32_t ocl_pad_setup(ses_drv_device_t *device, const ses_drv_node_t *node,
+                             const ocl_arg_t *x, const ocl_arg_t *y, ocl_pad_t *pd) {
+    int64_t pads[2 * OCL_MAX_RANK], mode = 0;
+    uint32_t np = 0;
+    int32_t st;
+
+    if ((st = ocl_attr_ints_max(device, node, "pads", pads, 2 * OCL_MAX_RANK, &np)) ||
+        (st = ocl_need_attr(device, node, "mode", ocl_attr_int(node, "mode", &mode))))
+        return st;
+    int ok =
+        np == 2 * x->rank && y->rank == x->rank && mode >= 0 && mode <= 2 && y->esize == x->esize;
+    memset(pd, 0, sizeof *pd);
+    for (uint32_t d = 0; ok && d < x->rank; d++) {
+        pd->odims[d] = y->dims[d];
+        pd->idims[d] = x->dims[d];
+        pd->begin[d] = pads[d];
+        ok = x->dims[d] + pads[d] + pads[x->rank + d] == y->dims[d] &&
+             (mode != 1 || x->dims[d] > 0 || y->dims[d] == 0);
+    }
+    if (!ok)
+        return ocl_shape_fail(device, node, "pads and mode do not take the data to the output", x,
+                              y);
+    pd->rank = (cl_int)x->rank;
+    pd->mode = (cl_int)mode;
+    return SES_DRV_OK;
+}
+
+static int32_t ocl_k_pad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[2], out[1];
+    ocl_pad_t pd;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const ocl_arg_t *x = &in[0], *y = &out[0];
+    const ocl_arg_t *c = node->n_inputs == 2 ? &in[1] : NULL;
+    if ((st = ocl_pad_setup(device, node, x, y, &pd)) != SES_DRV_OK)
+        return st;
+    if (c && (c->count != 1 || c->esize != x->esize))
+        return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                             "constant_value must hold one element of the data's dtype");
+    if (!y->count)
+        return SES_DRV_OK;
+    int k = x->esize == 4 ? OCL_X_PAD4 : x->esize == 8 ? OCL_X_PAD8 : -1;
+    if (k < 0)
+        return ocl_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                             "Pad of %" PRIu32 "-byte elements is not implemented", x->esize);
+    ocl_args_t a = {0};
+    cl_ulong xo = x->off, co = c ? c->off : 0, yo = y->off, n = y->count;
+    cl_int has_c = c != NULL;
+    cl_mem cm = c ? c->buf->mem : x->buf->mem;
+    OCL_ARG(&a, x->buf->mem);
+    OCL_ARG(&a, xo);
+    OCL_ARG(&a, cm);
+    OCL_ARG(&a, co);
+    OCL_ARG(&a, has_c);
+    OCL_ARG(&a, y->buf->mem);
+    OCL_ARG(&a, yo);
+    OCL_ARG(&a, n);
+    OCL_ARG(&a, pd);
+    return ocl_run_x(device, node, k, n, &a);
+}
+
+/* PadGrad: one work item per element of dx, gathering the elements of dy Pad read from it. */
+static int32_t ocl_k_pad_grad(ses_drv_device_t *device, void *state,
+                              const ses_drv_launch_t *launch) {
+    ocl_arg_t in[1], out[1];
+    ocl_pad_t pd;
+    ocl_args_t a = {0};
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const ocl_arg_t *dy = &in[0], *dx = &out[0];
+    if ((st = ocl_pad_setup(device, node, dx, dy, &pd)) != SES_DRV_OK)
+        return st;
+    cl_ulong dyo = dy->off, dxo = dx->off, n = dx->count;
+    OCL_ARG(&a, dy->buf->mem);
+    OCL_ARG(&a, dyo);
+    OCL_ARG(&a, dx->buf->mem);
+    OCL_ARG(&a, dxo);
+    OCL_ARG(&a, n);
+    OCL_ARG(&a, pd);
+    return ocl_run_x(device, node,
+                     dx->dtype == SES_DRV_DTYPE_F64 ? OCL_X_PAD_GRAD_F64 : OCL_X_PAD_GRAD, n, &a);
+}
+
+static int32_t ocl_k_clip(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[3], out[1];
+    int64_t has_min = 0, has_max = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 1, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = ocl_need_attr(device, node, "has_min", ocl_attr_int(node, "has_min", &has_min))) ||
+        (st = ocl_need_attr(device, node, "has_max", ocl_attr_int(node, "has_max", &has_max))))
+        return st;
+    has_min = has_min != 0;
+    has_max = has_max != 0;
+    int ok = (int64_t)node->n_inputs == 1 + has_min + has_max && ocl_same_shape(&in[0], &out[0]);
+    for (uint32_t i = 1; ok && i < node->n_inputs; i++)
+        ok = in[i].count == 1 && in[i].dtype == in[0].dtype;
+    if (!ok)
+        return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                             "expected the input, one element per bound given (has_min %" PRId64
+                             ", has_max %" PRId64
+                             ") and an output of the input's shape; got %" PRIu32 " inputs",
+                             has_min, has_max, node->n_inputs);
+    int k = in[0].dtype == SES_DRV_DTYPE_F32   ? OCL_X_CLIP_F32
+            : in[0].dtype == SES_DRV_DTYPE_I32 ? OCL_X_CLIP_I32
+            : in[0].dtype == SES_DRV_DTYPE_I64 ? OCL_X_CLIP_I64
+            : in[0].dtype == SES_DRV_DTYPE_F64 ? OCL_X_CLIP_F64
+                                               : -1;
+    if (k < 0)
+        return ocl_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                             "Clip of dtype %" PRIu32 " is not implemented", in[0].dtype);
+    const ocl_arg_t *lo = has_min ? &in[1] : &in[0], *hi = has_max ? &in[1 + has_min] : &in[0];
+    ocl_args_t a = {0};
+    cl_ulong xo = in[0].off, loo = lo->off, hio = hi->off, yo = out[0].off, n = out[0].count;
+    cl_int hmin = (cl_int)has_min, hmax = (cl_int)has_max;
+    OCL_ARG(&a, in[0].buf->mem);
+    OCL_ARG(&a, xo);
+    OCL_ARG(&a, lo->buf->mem);
+    OCL_ARG(&a, loo);
+    OCL_ARG(&a, hmin);
+    OCL_ARG(&a, hi->buf->mem);
+    OCL_ARG(&a, hio);
+    OCL_ARG(&a, hmax);
+    OCL_ARG(&a, out[0].buf->mem);
+    OCL_ARG(&a, yo);
+    OCL_ARG(&a, n);
+    return ocl_run_x(device, node, k, n, &a);
+}
+
+/* Split: one strided copy per output, from its slab of the input along the axis. */
+static int32_t ocl_k_split(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[1], out[8];
+    int64_t axis = 0, total = 0;
+    cl_long xst[OCL_MAX_RANK];
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare_n(device, launch, 0, in, out, 8)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = ocl_need_attr(device, node, "axis", ocl_attr_int(node, "axis", &axis))) != SES_DRV_OK)
+        return st;
+    const ocl_arg_t *x = &in[0];
+    int ok = node->n_outputs >= 1 && axis >= 0 && axis < (int64_t)x->rank;
+    for (uint32_t k = 0; ok && k < node->n_outputs; k++) {
+        const ocl_arg_t *o = &out[k];
+        ok = o->rank == x->rank && o->esize == x->esize;
+        for (uint32_t d = 0; ok && d < x->rank; d++)
+            ok = (int64_t)d == axis || o->dims[d] == x->dims[d];
+        total += ok ? o->dims[axis] : 0;
+    }
+    if (!ok || total != x->dims[axis])
+        return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                             "the outputs do not split the input along axis %" PRId64, axis);
+    ocl_strides(x->dims, x->rank, xst);
+    int64_t at = 0;
+    for (uint32_t k = 0; k < node->n_outputs; k++) {
+        const ocl_arg_t *o = &out[k];
+        ocl_bcast_t bc;
+        ocl_bcast_init(&bc, o);
+        memcpy(bc.st[0], xst, sizeof xst);
+        ocl_strides(o->dims, o->rank, bc.st[1]);
+        if ((st = ocl_strided(device, node, o->esize, x->buf->mem, (cl_long)x->off + at * xst[axis],
+                              o->buf->mem, (cl_long)o->off, o->count, &bc)) != SES_DRV_OK)
+            return st;
+        at += o->dims[axis];
+    }
+    return SES_DRV_OK;
+}
+
+/* Writes @p bytes from @p host at the output; blocking. */
+static int32_t ocl_write_out(ses_drv_device_t *device, const ses_drv_node_t *node,
+                             const ocl_arg_t *y, const void *host, size_t bytes) {
+    cl_int err;
+    if (!bytes)
+        return SES_DRV_OK;
+    pthread_mutex_lock(&device->lock);
+    err = clEnqueueWriteBuffer(device->queue, y->buf->mem, CL_TRUE, (size_t)y->byte_off, bytes,
+                               host, 0, NULL, NULL);
+    pthread_mutex_unlock(&device->lock);
+    if (err != CL_SUCCESS)
+        return ocl_node_fail(device, node, SES_DRV_INTERNAL, "clEnqueueWriteBuffer failed: %s",
+                             ocl__error_name(err));
+    return SES_DRV_OK;
+}
+
+/* Shape: the dims are in the descriptor, so the output is one buffer write. */
+static int32_t ocl_k_shape(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[1], out[1];
+    int64_t start = 0, end = 0;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if ((st = ocl_need_attr(device, node, "start", ocl_attr_int(node, "start", &start))) ||
+        (st = ocl_need_attr(device, node, "end", ocl_attr_int(node, "end", &end))))
+        return st;
+    const ocl_arg_t *x = &in[0], *y = &out[0];
+    if (start < 0 || end < start || end > (int64_t)x->rank || y->rank != 1 ||
+        y->dims[0] != end - start || y->dtype != SES_DRV_DTYPE_I64)
+        return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                             "start %" PRId64 " and end %" PRId64 " do not fit rank %" PRIu32
+                             " and the output",
+                             start, end, x->rank);
+    if (end == start)
+        return SES_DRV_OK;
+    return ocl_write_out(device, node, y, x->dims + start, (size_t)(end - start) * 8);
+}
+
+/* ConstantOfShape: a fill with the value's bytes. */
+static int32_t ocl_k_constant_of_shape(ses_drv_device_t *device, void *state,
+                                       const ses_drv_launch_t *launch) {
+    ocl_arg_t in[1], out[1];
+    unsigned char pattern[8];
+    double f = 0.0;
+    int64_t i = 0;
+    int32_t st;
+    cl_int err;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const ocl_arg_t *y = &out[0];
+    const int is_float = y->dtype == SES_DRV_DTYPE_F32 || y->dtype == SES_DRV_DTYPE_F64;
+    if ((st = ocl_need_attr(device, node, "value",
+                            is_float ? ocl_attr_float(node, "value", &f)
+                                     : ocl_attr_int(node, "value", &i))) != SES_DRV_OK)
+        return st;
+    switch (y->dtype) {
+        case SES_DRV_DTYPE_F32: {
+            float v = (float)f;
+            memcpy(pattern, &v, 4);
+            break;
+        }
+        case SES_DRV_DTYPE_F64: memcpy(pattern, &f, 8); break;
+        case SES_DRV_DTYPE_I32: {
+            int32_t v = (int32_t)i;
+            memcpy(pattern, &v, 4);
+            break;
+        }
+        case SES_DRV_DTYPE_I64: memcpy(pattern, &i, 8); break;
+        case SES_DRV_DTYPE_BOOL: pattern[0] = i != 0; break;
+        default:
+            return ocl_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                                 "ConstantOfShape of dtype %" PRIu32 " is not implemented",
+                                 y->dtype);
+    }
+    if (!y->bytes)
+        return SES_DRV_OK;
+    pthread_mutex_lock(&device->lock);
+    err = clEnqueueFillBuffer(device->queue, y->buf->mem, pattern, y->esize, (size_t)y->byte_off,
+                              (size_t)y->bytes, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clFinish(device->queue);
+    pthread_mutex_unlock(&device->lock);
+    if (err != CL_SUCCESS)
+        return ocl_node_fail(device, node, SES_DRV_INTERNAL, "clEnqueueFillBuffer failed: %s",
+                             ocl__error_name(err));
+    return SES_DRV_OK;
+}
+
+/* Range: the three scalars are read back, the count checked against the output's (the host
+ * sized it at compile time) and the values computed on the host as the CPU driver does, in T,
+ * then written: one small transfer each way, and bit-identical results. */
+static int32_t ocl_k_range(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[3], out[1];
+    unsigned char raw[3][8];
+    double f[3];
+    int64_t v[3] = {0, 0, 0};
+    int32_t st;
+    cl_int err = CL_SUCCESS;
+
+    (void)state;
+    if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const ocl_arg_t *y = &out[0];
+    const uint32_t dt = y->dtype;
+    for (uint32_t k = 0; k < 3; k++)
+        if (in[k].count != 1 || in[k].dtype != dt)
+            return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                                 "start, limit and delta must be scalars of the output's dtype");
+    pthread_mutex_lock(&device->lock);
+    for (uint32_t k = 0; k < 3 && err == CL_SUCCESS; k++)
+        err = clEnqueueReadBuffer(device->queue, in[k].buf->mem, CL_TRUE, (size_t)in[k].byte_off,
+                                  in[k].esize, raw[k], 0, NULL, NULL);
+    pthread_mutex_unlock(&device->lock);
+    if (err != CL_SUCCESS)
+        return ocl_node_fail(device, node, SES_DRV_INTERNAL, "reading the scalars failed: %s",
+                             ocl__error_name(err));
+    for (uint32_t k = 0; k < 3; k++) {
+        switch (dt) {
+            case SES_DRV_DTYPE_F32: {
+                float x;
+                memcpy(&x, raw[k], 4);
+                f[k] = x;
+                break;
+            }
+            case SES_DRV_DTYPE_F64: memcpy(&f[k], raw[k], 8); break;
+            case SES_DRV_DTYPE_I32: {
+                int32_t x;
+                memcpy(&x, raw[k], 4);
+                v[k] = x;
+                f[k] = (double)x;
+                break;
+            }
+            case SES_DRV_DTYPE_I64:
+                memcpy(&v[k], raw[k], 8);
+                f[k] = (double)v[k];
+                break;
+            default:
+                return ocl_node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                                     "Range of dtype %" PRIu32 " is not implemented", dt);
+        }
+    }
+    double c = f[2] != 0.0 ? ceil((f[1] - f[0]) / f[2]) : -1.0;
+    int64_t count = c > 0 && c < 9.0e15 ? (int64_t)c : 0;
+    if (f[2] == 0.0 || y->rank != 1 || y->dims[0] != count)
+        return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                             "start %g, limit %g, delta %g give %" PRId64
+                             " elements, but the output holds %" PRIu64
+                             " (did the values change since the plan was compiled?)",
+                             f[0], f[1], f[2], count, y->count);
+    if (!count)
+        return SES_DRV_OK;
+    unsigned char *host = malloc((size_t)y->bytes);
+    if (!host)
+        return ocl_node_fail(device, node, SES_DRV_OUT_OF_MEMORY, "out of host memory");
+    for (int64_t q = 0; q < count; q++) {
+        switch (dt) {
+            case SES_DRV_DTYPE_F32:
+                ((float *)(void *)host)[q] = (float)((float)f[0] + (float)q * (float)f[2]);
+                break;
+            case SES_DRV_DTYPE_F64: ((double *)(void *)host)[q] = f[0] + (double)q * f[2]; break;
+            case SES_DRV_DTYPE_I32:
+                ((int32_t *)(void *)host)[q] = (int32_t)(v[0] + q * v[2]);
+                break;
+            default: ((int64_t *)(void *)host)[q] = v[0] + q * v[2]; break;
+        }
+    }
+    st = ocl_write_out(device, node, y, host, (size_t)y->bytes);
+    free(host);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The table
  * ------------------------------------------------------------------------------------------- */
 
@@ -1669,6 +2552,31 @@ static int32_t ocl_k_optim(ses_drv_device_t *device, void *state,
     GIDX("f32", I) GIDX("f64", I) GIDX("f16", I) GIDX("bf16", I) GIDX("i8", I) GIDX("i16", I) \
     GIDX("i32", I) GIDX("i64", I) GIDX("u8", I) GIDX("u16", I) GIDX("u32", I) GIDX("u64", I)  \
     GIDX("bool", I)
+#define PAD(T) E("Pad", T "->" T, ocl_k_pad) E("Pad", T "," T "->" T, ocl_k_pad)
+#define CLIP(T)                                                                            \
+    E("Clip", T "->" T, ocl_k_clip) E("Clip", T "," T "->" T, ocl_k_clip)                 \
+    E("Clip", T "," T "," T "->" T, ocl_k_clip)
+#define SPLIT(T)                                                                           \
+    E("Split", T "->" T, ocl_k_split) E("Split", T "->" T "," T, ocl_k_split)             \
+    E("Split", T "->" T "," T "," T, ocl_k_split)                                         \
+    E("Split", T "->" T "," T "," T "," T, ocl_k_split)                                   \
+    E("Split", T "->" T "," T "," T "," T "," T, ocl_k_split)                             \
+    E("Split", T "->" T "," T "," T "," T "," T "," T, ocl_k_split)                       \
+    E("Split", T "->" T "," T "," T "," T "," T "," T "," T, ocl_k_split)                 \
+    E("Split", T "->" T "," T "," T "," T "," T "," T "," T "," T, ocl_k_split)
+/* The entries that need cl_khr_fp64 (f64 arithmetic), X(op, signature, compute). */
+#define OCL_FP64_KERNELS(X)                                                                 \
+    X("Cast", "f32->f64", ocl_k_cast) X("Cast", "f64->f32", ocl_k_cast)                     \
+    X("Clip", "f64->f64", ocl_k_clip) X("Clip", "f64,f64->f64", ocl_k_clip)                 \
+    X("Clip", "f64,f64,f64->f64", ocl_k_clip)                                               \
+    X("BatchNormalization", "f64,f64,f64,f64,f64->f64", ocl_k_batch_norm)                   \
+    X("Conv", "f64,f64->f64", ocl_k_conv) X("Conv", "f64,f64,f64->f64", ocl_k_conv)         \
+    X("ConvGrad", "f64,f64,f64->f64", ocl_k_conv_grad)                                      \
+    X("MaxPool", "f64->f64", ocl_k_pool) X("AveragePool", "f64->f64", ocl_k_pool)           \
+    X("MaxPoolGrad", "f64,f64->f64", ocl_k_pool) X("AveragePoolGrad", "f64->f64", ocl_k_pool) \
+    X("PadGrad", "f64->f64", ocl_k_pad_grad)                                                \
+    X("Equal", "f64,f64->bool", ocl_k_compare) X("Greater", "f64,f64->bool", ocl_k_compare) \
+    X("Less", "f64,f64->bool", ocl_k_compare)
 #define U(OP) E(OP, "f32->f32", ocl_k_unary)
 #define B(OP) E(OP, "f32,f32->f32", ocl_k_binary)
 
@@ -1725,15 +2633,131 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     E("SGD", "f32,f32,f32->", ocl_k_optim)
     E("Momentum", "f32,f32,f32,f32->", ocl_k_optim)
     E("Adam", "f32,f32,f32,f32,f32,f32->", ocl_k_optim)
+    E("Equal", "i32,i32->bool", ocl_k_compare)
+    E("Equal", "i64,i64->bool", ocl_k_compare)
+    E("Equal", "u8,u8->bool", ocl_k_compare)
+    E("Equal", "bool,bool->bool", ocl_k_compare)
+    E("Greater", "i32,i32->bool", ocl_k_compare)
+    E("Greater", "i64,i64->bool", ocl_k_compare)
+    E("Greater", "u8,u8->bool", ocl_k_compare)
+    E("Less", "i32,i32->bool", ocl_k_compare)
+    E("Less", "i64,i64->bool", ocl_k_compare)
+    E("Less", "u8,u8->bool", ocl_k_compare)
+    E("Conv", "f32,f32->f32", ocl_k_conv)
+    E("Conv", "f32,f32,f32->f32", ocl_k_conv)
+    E("ConvGrad", "f32,f32,f32->f32", ocl_k_conv_grad)
+    E("MaxPool", "f32->f32", ocl_k_pool)
+    E("AveragePool", "f32->f32", ocl_k_pool)
+    E("MaxPoolGrad", "f32,f32->f32", ocl_k_pool)
+    E("AveragePoolGrad", "f32->f32", ocl_k_pool)
+    E("BatchNormalization", "f32,f32,f32,f32,f32->f32", ocl_k_batch_norm)
+    E("Dropout", "f32->f32,bool", ocl_k_dropout)
+    E("Dropout", "f64->f64,bool", ocl_k_dropout)
+    E("PadGrad", "f32->f32", ocl_k_pad_grad)
+    PAD("f32") PAD("f64") PAD("i32") PAD("i64")
+    CLIP("f32") CLIP("i32") CLIP("i64")
+    SPLIT("f32") SPLIT("f64") SPLIT("i32") SPLIT("i64")
+    E("Shape", "f32->i64", ocl_k_shape) E("Shape", "f64->i64", ocl_k_shape)
+    E("Shape", "f16->i64", ocl_k_shape) E("Shape", "bf16->i64", ocl_k_shape)
+    E("Shape", "i8->i64", ocl_k_shape) E("Shape", "i16->i64", ocl_k_shape)
+    E("Shape", "i32->i64", ocl_k_shape) E("Shape", "i64->i64", ocl_k_shape)
+    E("Shape", "u8->i64", ocl_k_shape) E("Shape", "u16->i64", ocl_k_shape)
+    E("Shape", "u32->i64", ocl_k_shape) E("Shape", "u64->i64", ocl_k_shape)
+    E("Shape", "bool->i64", ocl_k_shape)
+    E("ConstantOfShape", "i64->f32", ocl_k_constant_of_shape)
+    E("ConstantOfShape", "i64->f64", ocl_k_constant_of_shape)
+    E("ConstantOfShape", "i64->i32", ocl_k_constant_of_shape)
+    E("ConstantOfShape", "i64->i64", ocl_k_constant_of_shape)
+    E("ConstantOfShape", "i64->bool", ocl_k_constant_of_shape)
+    E("Range", "f32,f32,f32->f32", ocl_k_range)
+    E("Range", "f64,f64,f64->f64", ocl_k_range)
+    E("Range", "i32,i32,i32->i32", ocl_k_range)
+    E("Range", "i64,i64,i64->i64", ocl_k_range)
+    /* Last: the entries that need cl_khr_fp64, left out of the table on devices without it. */
+    OCL_FP64_KERNELS(E)
 };
 
+/* One mark per entry at the end of ocl_kernels that needs cl_khr_fp64. */
+#define OCL_MARK(OP, SIG, FN) 1,
+static const char ocl_fp64_marks[] = {OCL_FP64_KERNELS(OCL_MARK)};
+
+/* The kernels of ocl_kernels.cl that ocl_driver.c does not create, by OCL_X_*. */
+static const char *const ocl_xkernel_names[OCL_X_COUNT] = {
+    [OCL_X_COMPARE_I32] = "compare_i32",     [OCL_X_COMPARE_I64] = "compare_i64",
+    [OCL_X_COMPARE_U8] = "compare_u8",       [OCL_X_IM2COL] = "im2col_f32",
+    [OCL_X_COL2IM] = "col2im_f32",           [OCL_X_CHANNEL_FILL] = "channel_fill_f32",
+    [OCL_X_POOL] = "pool_f32",               [OCL_X_POOL_GRAD] = "pool_grad_f32",
+    [OCL_X_BATCH_NORM] = "batch_norm_f32",   [OCL_X_PAD4] = "pad4",
+    [OCL_X_PAD8] = "pad8",                   [OCL_X_CLIP_F32] = "clip_f32",
+    [OCL_X_CLIP_I32] = "clip_i32",           [OCL_X_CLIP_I64] = "clip_i64",
+    [OCL_X_PAD_GRAD] = "pad_grad_f32",
+    [OCL_X_CAST_F32_F64] = "cast_f32_f64",   [OCL_X_CAST_F64_F32] = "cast_f64_f32",
+    [OCL_X_CLIP_F64] = "clip_f64",           [OCL_X_BATCH_NORM_F64] = "batch_norm_f64",
+    [OCL_X_IM2COL_F64] = "im2col_f64",       [OCL_X_COL2IM_F64] = "col2im_f64",
+    [OCL_X_CHANNEL_FILL_F64] = "channel_fill_f64", [OCL_X_POOL_F64] = "pool_f64",
+    [OCL_X_POOL_GRAD_F64] = "pool_grad_f64", [OCL_X_PAD_GRAD_F64] = "pad_grad_f64",
+    [OCL_X_COMPARE_F64] = "compare_f64",
+};
+
+/* Whether the device lists cl_khr_fp64 among its extensions. */
+static int ocl_has_fp64(cl_device_id id) {
+    size_t size = 0;
+    int has = 0;
+    if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &size) != CL_SUCCESS || !size)
+        return 0;
+    char *ext = malloc(size + 1);
+    if (!ext)
+        return 0;
+    if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, size, ext, NULL) == CL_SUCCESS) {
+        ext[size] = '\0';
+        const char *p = ext;
+        while (!has && (p = strstr(p, "cl_khr_fp64")) != NULL) {
+            has = (p == ext || p[-1] == ' ') && (p[11] == '\0' || p[11] == ' ');
+            p++;
+        }
+    }
+    free(ext);
+    return has;
+}
+
+/* Creates this file's kernels from the built program (the f64 ones only where the device has
+ * cl_khr_fp64; without it they are not compiled and their Cast entries are left out). */
 int32_t ocl__make_table(ses_drv_device_t *device) {
+    cl_int err = CL_SUCCESS;
+
+    device->fp64 = ocl_has_fp64(device->info->id);
+    for (int k = 0; k < OCL_X_COUNT; k++) {
+        if (k >= OCL_X_FP64_FIRST && !device->fp64)
+            break;
+        device->xkernels[k] = clCreateKernel(device->program, ocl_xkernel_names[k], &err);
+        if (device->xkernels[k] && err == CL_SUCCESS)
+            continue;
+        device->xkernels[k] = NULL;
+        if (k < OCL_X_FP64_FIRST)
+            return OCL_DEVICE_FAIL(device, SES_DRV_INTERNAL,
+                                   "open_device: clCreateKernel(%s) failed: %s",
+                                   ocl_xkernel_names[k], ocl__error_name(err));
+        /* The extension is listed but its kernels did not compile: go without f64. */
+        for (int j = OCL_X_FP64_FIRST; j < k; j++) {
+            clReleaseKernel(device->xkernels[j]);
+            device->xkernels[j] = NULL;
+        }
+        device->fp64 = 0;
+        break;
+    }
     device->table = ocl_kernels;
     device->n_table = (uint32_t)(sizeof ocl_kernels / sizeof ocl_kernels[0]);
+    if (!device->fp64)
+        device->n_table -= (uint32_t)sizeof ocl_fp64_marks;
     return SES_DRV_OK;
 }
 
 void ocl__free_table(ses_drv_device_t *device) {
+    for (int k = 0; k < OCL_X_COUNT; k++) {
+        if (device->xkernels[k])
+            clReleaseKernel(device->xkernels[k]);
+        device->xkernels[k] = NULL;
+    }
     device->table = NULL;
     device->n_table = 0;
 }
