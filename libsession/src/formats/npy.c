@@ -67,10 +67,12 @@ static ses_status_t parse_header(const char *h, size_t len, ses_dtype_t *dtype, 
     }
     if (*dtype == SES_DTYPE_INVALID) {
         const char *q = memchr(p + 1, *p, (size_t)(end - p - 1));
+        /* Quote the descriptor, never past the header's end. */
+        int shown = q ? (int)(q - p + 1) : (end - p < 8 ? (int)(end - p) : 8);
         return ses__fail(SES_UNIMPLEMENTED,
                          "npy: dtype %.*s is not supported (little-endian f2/f4/f8, i1-i8, u1-u8 "
                          "and b1 are)",
-                         q ? (int)(q - p + 1) : 8, p);
+                         shown, p);
     }
     if (!(p = find_key(h, end, "fortran_order")))
         return ses__fail(SES_INVALID_ARGUMENT, "npy: the header has no 'fortran_order'");

@@ -329,7 +329,7 @@ typedef struct pending {
     const char *op;
     ses_edge_t inputs[SES__MAX_INPUTS];
     size_t n_inputs;
-    const char *skip[4];
+    const char *skip[8]; /* NULL-terminated: at most 2 (op sets before 7) + 3 (Slice before 10) */
     size_t n_skip;
 } pending_t;
 

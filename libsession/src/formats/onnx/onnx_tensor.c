@@ -72,7 +72,7 @@ static ses_status_t from_int32(const int32_t *v, size_t n, ses_dtype_t dtype, vo
 
 ses_status_t ses__onnx_tensor(const Onnx__TensorProto *t, uint64_t max_elements,
                               const char *what, ses_tensor_t **out_tensor) {
-    int32_t type = t->has_data_type ? t->data_type : 0;
+    int32_t type = t && t->has_data_type ? t->data_type : 0;
     ses_dtype_t dtype = ses__onnx_dtype(type);
     int64_t dims[SES_MAX_RANK];
     uint64_t count = 1, bytes;
@@ -82,6 +82,8 @@ ses_status_t ses__onnx_tensor(const Onnx__TensorProto *t, uint64_t max_elements,
     ses_status_t st;
 
     *out_tensor = NULL;
+    if (!t) /* an attribute of type TENSOR without one */
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: the tensor is missing", what);
     if (dtype == SES_DTYPE_INVALID)
         return ses__fail(type == 0 ? SES_INVALID_ARGUMENT : SES_UNIMPLEMENTED,
                          "%s: data type %d (%s) is not supported", what, (int)type,
