@@ -282,6 +282,35 @@ static void bytes_that_are_not_protobuf_are_refused(void **state) {
     assert_non_null(strstr(ses_last_error(), "not a regular file"));
 }
 
+static void null_arguments_are_named(void **state) {
+    ses_onnx_model_t *m = (ses_onnx_model_t *)0x1;
+    ses_tensor_t *t = (ses_tensor_t *)0x1;
+    ses_onnx_options_t o;
+
+    (void)state;
+    assert_int_equal(ses_onnx_import(NULL, 5, NULL, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "data is NULL"));
+    assert_null(m);
+    assert_int_equal(ses_onnx_import("x", 1, NULL, NULL), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_onnx_import_file(NULL, NULL, &m), SES_INVALID_ARGUMENT);
+    memset(&o, 0, sizeof o);
+    assert_int_equal(ses_onnx_import("x", 1, &o, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "ses_onnx_options_init"));
+    assert_int_equal(ses_onnx_read_tensor(NULL, 3, &t), SES_INVALID_ARGUMENT);
+    assert_null(t);
+    assert_int_equal(ses_onnx_read_tensor_file(NULL, &t), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_npy_read(NULL, 3, &t), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_npy_read_file("/nonexistent.npy", &t), SES_NOT_FOUND);
+    assert_int_equal(ses_npy_write_file(NULL, NULL), SES_INVALID_ARGUMENT);
+    /* Accessors of a NULL model answer emptily. */
+    assert_null(ses_onnx_model_graph(NULL));
+    assert_int_equal(ses_onnx_model_input_count(NULL), 0);
+    assert_null(ses_onnx_model_input_name(NULL, 0));
+    assert_null(ses_onnx_model_input(NULL, 0).node);
+    assert_int_equal(ses_onnx_model_input_dtype(NULL, 0), SES_DTYPE_INVALID);
+    ses_onnx_model_destroy(NULL);
+}
+
 static void every_truncation_of_a_model_is_an_error(void **state) {
     size_t size, tried = 0;
     uint8_t *data = read_all(MODELS "/mlp/model.onnx", &size);
@@ -489,6 +518,7 @@ int main(void) {
         cmocka_unit_test(the_mlp_matches_numpy),
         cmocka_unit_test(an_old_softmax_flattens_at_its_axis),
         cmocka_unit_test(bytes_that_are_not_protobuf_are_refused),
+        cmocka_unit_test(null_arguments_are_named),
         cmocka_unit_test(every_truncation_of_a_model_is_an_error),
         cmocka_unit_test(absurd_dimensions_are_refused_before_allocating),
         cmocka_unit_test(a_cycle_and_an_undefined_value_are_named),
