@@ -1,0 +1,148 @@
+/*
+ * The CUDA driver's own code on an emulated GPU: cuda_driver.c, cuda_ops.c and the kernels of
+ * cuda_kernels.cu compiled as host C++ (one thread a block), over the emulated cudart and cuBLAS
+ * of this folder. session-driver-test runs it as the "cuda" driver and compares every kernel
+ * with the CPU driver's; a kernel whose result differs fails this test. Kernels the CPU driver
+ * cannot run (f16, bf16) are skipped there, and only those may be. README.md in plugins/cuda
+ * says what this proves and what only a GPU can.
+ *
+ * Built without a C++ compiler, python3 or the CUDA toolkit's headers, it skips (exit 77) with
+ * the reason.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#ifndef EMU_SKIP
+/* One run of session-driver-test for every test of the group. */
+static run_result_t run;
+
+/* Every line of the run that starts with @p prefix, for a failure's message. */
+static void print_lines_starting(const char *prefix) {
+    const size_t length = strlen(prefix);
+
+    for (const char *line = run.output; line && *line;) {
+        const char *end = strchr(line, '\n');
+        const int size = end ? (int)(end - line) : (int)strlen(line);
+        if (strncmp(line, prefix, length) == 0)
+            print_message("%.*s\n", size, line);
+        line = end ? end + 1 : NULL;
+    }
+}
+
+/* The last @p n lines of the run: where a crash or a sanitizer's report shows. */
+static void print_tail(int n) {
+    const char *start = run.output + strlen(run.output);
+
+    while (start > run.output && n >= 0)
+        if (*--start == '\n')
+            n--;
+    print_message("[   INFO   ] the end of the output of session-driver-test cuda:\n%s\n", start);
+}
+
+static int run_driver_test(void **state) {
+    char command[4096];
+
+    (void)state;
+    setenv("SESSION_DRIVER_FILES", CPU_MANIFEST, 1);
+    setenv("SESSION_ADD_DRIVER_FILES", EMU_MANIFEST, 1);
+    snprintf(command, sizeof command, "'%s' cuda", SESSION_DRIVER_TEST);
+    run = run_command(command);
+    return 0;
+}
+
+static int free_run(void **state) {
+    (void)state;
+    free(run.output);
+    return 0;
+}
+
+/* Starts with "PASS" or names the line's check in the failure. */
+static void assert_line_passes(const char *needle) {
+    char line[1024];
+
+    if (!line_containing(run.output, needle, line, sizeof line)) {
+        print_tail(40);
+        fail_msg("no \"%s\" line in the output of session-driver-test cuda", needle);
+    }
+    if (strncmp(line, "PASS", 4) != 0)
+        fail_msg("%s", line);
+}
+
+static void session_driver_test_passes_on_the_emulated_gpu(void **state) {
+    (void)state;
+    if (run.exit_code != 0) {
+        print_lines_starting("FAIL");
+        print_tail(40);
+        fail_msg("session-driver-test cuda: exit %d; its FAIL lines and its end are above",
+                 run.exit_code);
+    }
+    assert_null(strstr(run.output, "\nFAIL "));
+    assert_non_null(strstr(run.output, "PASSED: 0 of "));
+}
+
+static void the_emulated_gpu_is_open_as_cuda_0(void **state) {
+    (void)state;
+    assert_line_passes("device  open\n");
+    assert_line_passes("device  descriptor cuda:0: libsession CUDA emulator");
+}
+
+/* Capture records the kernels on the stream; each graph_launch replays them. */
+static void graphs_capture_replay_and_abandon_on_the_emulated_streams(void **state) {
+    (void)state;
+    assert_line_passes("graph   capture, launch twice, synchronize");
+    assert_line_passes("graph   abandon a capture");
+}
+
+static void every_kernel_matches_the_cpu_driver_or_has_no_reference(void **state) {
+    unsigned passed = 0, failed = 0, skipped = 0, total = 0;
+    char line[1024];
+
+    (void)state;
+    if (!line_containing(run.output, "  kernels: ", line, sizeof line) ||
+        sscanf(strstr(line, "kernels: "), "kernels: %u passed, %u failed, %u skipped (of %u)",
+               &passed, &failed, &skipped, &total) != 4) {
+        print_tail(40);
+        fail_msg("no kernel summary in the output of session-driver-test cuda (its end is above)");
+    }
+    print_message("[   INFO   ] emulated cuda kernels: %u passed, %u failed, %u skipped (of %u; "
+                  "skipped: the CPU driver has no reference)\n",
+                  passed, failed, skipped, total);
+    if (failed) {
+        print_lines_starting("FAIL  kernel");
+        fail_msg("%u of %u kernels differ from the CPU driver's (listed above)", failed, total);
+    }
+    assert_true(passed > 0);
+    assert_int_equal(passed + skipped, total);
+    /* A skip for any other reason (every case refused, say) would hide a kernel. */
+    for (const char *p = run.output; (p = strstr(p, "\nSKIP  kernel")) != NULL; p++) {
+        const char *end = strchr(p + 1, '\n');
+        if (!strstr(p, "reference cannot run") || (end && strstr(p, "reference cannot run") > end))
+            fail_msg("a kernel was skipped for another reason than a missing reference:%.*s",
+                     end ? (int)(end - p) : (int)strlen(p), p);
+    }
+}
+#endif
+
+int main(void) {
+#ifdef EMU_SKIP
+    printf("cuda_emulated: skipped: %s\n", EMU_SKIP);
+    return 77;
+#else
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(session_driver_test_passes_on_the_emulated_gpu),
+        cmocka_unit_test(the_emulated_gpu_is_open_as_cuda_0),
+        cmocka_unit_test(graphs_capture_replay_and_abandon_on_the_emulated_streams),
+        cmocka_unit_test(every_kernel_matches_the_cpu_driver_or_has_no_reference),
+    };
+    return cmocka_run_group_tests(tests, run_driver_test, free_run);
+#endif
+}
