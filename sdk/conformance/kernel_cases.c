@@ -73,6 +73,7 @@ static const char *const reduce_sum[] = {
     "[0,4] axes=i64:[0]",
     "[0,4] axes=i64:[1]",
     "[256,256] axes=i64:[1]",
+    "[4,3000] axes=i64:[1]", /* few long rows: GPU drivers' block-per-output path */
     NULL,
 };
 static const char *const reduce_attr[] = {
@@ -83,6 +84,7 @@ static const char *const reduce_attr[] = {
     "[7,9]",
     "[0,4] axes=[1]",
     "[256,256] axes=[1]",
+    "[4,3000] axes=[1]",
     NULL,
 };
 static const char *const softmax[] = {
