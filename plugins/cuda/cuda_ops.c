@@ -229,52 +229,43 @@ static int32_t cuda_finish(ses_drv_device_t *device, const ses_drv_launch_t *lau
     return SES_DRV_OK;
 }
 
-static int32_t cuda_attr_float(const ses_drv_node_t *node, const char *name, float def,
-                               float *out) {
-    double v = def;
+/* Reads one scalar attribute of @p type into @p value (8 bytes: a double or an int64_t);
+ * leaves it as it is when the node has no such attribute. */
+static int32_t cuda_attr_scalar(const ses_drv_node_t *node, const char *name, uint32_t type,
+                                void *value) {
     uint64_t n = 1;
-    *out = def;
-    if (!node->attr)
-        return SES_DRV_OK;
-    int32_t st = node->attr(node, name, SES_DRV_ATTR_FLOAT, &n, &v);
-    if (st == SES_DRV_NOT_FOUND)
-        return SES_DRV_OK;
-    if (st != SES_DRV_OK || n != 1)
-        return SES_DRV_INVALID_ARGUMENT;
-    *out = (float)v;
-    return SES_DRV_OK;
-}
+    int32_t st;
 
-static int32_t cuda_attr_int(const ses_drv_node_t *node, const char *name, int64_t def,
-                             int64_t *out) {
-    int64_t v = def;
-    uint64_t n = 1;
-    *out = def;
     if (!node->attr)
         return SES_DRV_OK;
-    int32_t st = node->attr(node, name, SES_DRV_ATTR_INT, &n, &v);
+    st = node->attr(node, name, type, &n, value);
     if (st == SES_DRV_NOT_FOUND)
         return SES_DRV_OK;
-    if (st != SES_DRV_OK || n != 1)
-        return SES_DRV_INVALID_ARGUMENT;
-    *out = v;
-    return SES_DRV_OK;
+    return st != SES_DRV_OK || n != 1 ? SES_DRV_INVALID_ARGUMENT : SES_DRV_OK;
 }
 
 static int32_t cuda_attr_double(const ses_drv_node_t *node, const char *name, double def,
                                 double *out) {
     double v = def;
-    uint64_t n = 1;
-    *out = def;
-    if (!node->attr)
-        return SES_DRV_OK;
-    int32_t st = node->attr(node, name, SES_DRV_ATTR_FLOAT, &n, &v);
-    if (st == SES_DRV_NOT_FOUND)
-        return SES_DRV_OK;
-    if (st != SES_DRV_OK || n != 1)
-        return SES_DRV_INVALID_ARGUMENT;
-    *out = v;
-    return SES_DRV_OK;
+    int32_t st = cuda_attr_scalar(node, name, SES_DRV_ATTR_FLOAT, &v);
+    *out = st == SES_DRV_OK ? v : def;
+    return st;
+}
+
+static int32_t cuda_attr_float(const ses_drv_node_t *node, const char *name, float def,
+                               float *out) {
+    double v;
+    int32_t st = cuda_attr_double(node, name, def, &v);
+    *out = (float)v;
+    return st;
+}
+
+static int32_t cuda_attr_int(const ses_drv_node_t *node, const char *name, int64_t def,
+                             int64_t *out) {
+    int64_t v = def;
+    int32_t st = cuda_attr_scalar(node, name, SES_DRV_ATTR_INT, &v);
+    *out = st == SES_DRV_OK ? v : def;
+    return st;
 }
 
 /* Reads INTS attribute @p name (required) of at most @p max entries. */
