@@ -490,6 +490,69 @@ static void nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices(voi
     ses_registry_destroy(reg);
 }
 
+/* ses_node_set_device: the device asked for comes first, whatever the session's order. */
+static void a_device_request_comes_before_the_priority_order(void **state) {
+    ses_registry_t *reg = registry_with_fake();
+    ses_session_options_t options;
+    ses_graph_t *g = NULL;
+    ses_session_t *s = NULL;
+    ses_plan_t *plan = NULL;
+    ses_edge_t x, id, id2, y;
+    const char *devices[] = {"accel:0"};
+    float values[2] = {1.5f, -2};
+    ses_tensor_t *in = vector(values, 2), *out = NULL;
+    int64_t two = 2;
+    char long_name[300];
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 1, &two, &x), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Identity", "id", &x, 1, NULL, 0, &id), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Identity", "id2", &id, 1, NULL, 0, &id2), SES_OK);
+    y = binary(g, "Add", "y", id2, id2);
+    assert_null(ses_node_device(id.node));
+    assert_int_equal(ses_node_set_device(id.node, "cpu"), SES_OK);
+    assert_string_equal(ses_node_device(id.node), "cpu");
+    ses_session_options_init(&options);
+    options.registry = reg;
+    options.fallback = SES_FALLBACK_DENY;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_OK);
+    assert_int_equal(ses_session_compile(s, &id2, 1, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_OK);
+    assert_true(((float *)ses_tensor_data(out))[1] == -2.0f);
+    assert_string_equal(ses_plan_node_device(plan, id.node), "cpu:0");
+    assert_string_equal(ses_plan_node_device(plan, id2.node), "fake_good:0");
+    ses_tensor_release(out);
+    out = NULL;
+
+    /* A request for a device without the kernel falls under the fallback policy. */
+    assert_int_equal(ses_node_set_device(y.node, "fake_good:0"), SES_OK);
+    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_UNIMPLEMENTED);
+    assert_non_null(strstr(ses_last_error(), "Add \"y\": cannot run on fake_good:0"));
+
+    /* A device the session does not have names the node and the session's devices. */
+    assert_int_equal(ses_node_set_device(y.node, "gpu:7"), SES_OK);
+    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_NOT_FOUND);
+    assert_null(out);
+    assert_non_null(strstr(ses_last_error(), "Add \"y\" asks for device gpu:7"));
+    assert_non_null(strstr(ses_last_error(), "fake_good:0, cpu:0"));
+
+    /* Removing the request, and bad arguments. */
+    assert_int_equal(ses_node_set_device(y.node, NULL), SES_OK);
+    assert_null(ses_node_device(y.node));
+    assert_int_equal(ses_node_set_device(NULL, "cpu"), SES_INVALID_ARGUMENT);
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = 0;
+    assert_int_equal(ses_node_set_device(y.node, long_name), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "299 characters"));
+    ses_session_destroy(s);
+    ses_tensor_release(in);
+    ses_graph_release(g);
+    ses_registry_destroy(reg);
+}
+
 static void an_unknown_device_name_fails_listing_the_devices(void **state) {
     ses_graph_t *g = NULL;
     ses_session_t *s = (ses_session_t *)0x1;
@@ -762,6 +825,7 @@ int main(void) {
         cmocka_unit_test(the_memory_plan_reuses_buffers_along_a_chain),
         cmocka_unit_test(zero_size_values_flow_through_a_plan),
         cmocka_unit_test(nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices),
+        cmocka_unit_test(a_device_request_comes_before_the_priority_order),
         cmocka_unit_test(an_unknown_device_name_fails_listing_the_devices),
         cmocka_unit_test(session_options_reach_the_drivers_and_bad_ones_are_refused),
         cmocka_unit_test(a_debug_log_level_prints_the_placement_of_each_plan),

@@ -141,6 +141,18 @@ SES_API size_t ses_node_output_count(const ses_node_t *n);
 /** Output @p index of @p n as an edge ({NULL, 0} when out of range). */
 SES_API ses_edge_t ses_node_output(ses_node_t *n, uint32_t index);
 
+/**
+ * Asks for @p n to run on @p device ("gpu:0", "cuda:1", "cpu", or "/task:K/gpu:0" for a device
+ * of worker K of a remote session, see <session/remote.h>); NULL or "" removes the request. The
+ * device must be one of the session's: it is tried first, and the session's fallback policy
+ * applies when it has no kernel for the node. A compile fails, naming the node, when the session
+ * has no such device. Copied; bumps the graph's version. SES_INVALID_ARGUMENT for a NULL node
+ * or a name of more than 255 characters.
+ */
+SES_API ses_status_t ses_node_set_device(ses_node_t *n, const char *device);
+/** The device asked for with ses_node_set_device, or NULL. */
+SES_API const char *ses_node_device(const ses_node_t *n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,6 +47,54 @@ SES_API int ses_mpi_any(ses_mpi_t *mpi, int flag);
 SES_API ses_status_t ses_mpi_allreduce_sum(ses_mpi_t *mpi, void *data, size_t count,
                                            ses_dtype_t dtype);
 
+/* ---- jobs: remote sessions over worker processes ---------------------------------------- */
+
+/** A set of worker processes started by this process (MPI_Comm_spawn). */
+typedef struct ses_job ses_job_t;
+
+typedef struct ses_job_options {
+    uint32_t struct_size;       /* sizeof(ses_job_options_t), set by ses_job_options_init */
+    const char *name;           /* in messages; NULL: "job" */
+    uint32_t workers;           /* processes to start, 1 to 4096 (default 1) */
+    const char *const *devices; /* devices every worker must have ("cpu", "gpu:0"), checked as
+                                   it starts */
+    size_t n_devices;
+    const char *program;        /* the worker program; NULL: $SESSION_WORKER, else the installed
+                                   session-worker */
+} ses_job_options_t;
+
+SES_API void ses_job_options_init(ses_job_options_t *options);
+
+/**
+ * Starts @p options->workers processes of the worker program (collective over MPI_COMM_SELF:
+ * only this process takes part) and waits until each has checked its devices. Workers inherit
+ * this process's environment as it was at startup. Fails with SES_INVALID_ARGUMENT for bad
+ * options, SES_UNAVAILABLE when MPI cannot start them (MPI's message), or a worker's own status
+ * and message ("job \"j\": worker 1: no device gpu:0 ...") when it lacks a device.
+ */
+SES_API ses_status_t ses_mpi_job_create(ses_mpi_t *mpi, const ses_job_options_t *options,
+                                        ses_job_t **out_job);
+
+/**
+ * Opens a remote session (<session/remote.h>) on the job's workers: @p devices may name
+ * "/task:K/<device>" for worker K. On success the session owns the job: closing the session
+ * ends it (the workers exit). On failure the job stays the caller's.
+ */
+SES_API ses_status_t ses_mpi_job_session_open(ses_job_t *job, ses_graph_t *graph,
+                                              const char *const *devices, size_t n_devices,
+                                              const ses_session_options_t *options,
+                                              ses_session_t **out_session);
+
+/** Ends a job that no session owns: its workers exit. Accepts NULL. */
+SES_API void ses_mpi_job_destroy(ses_job_t *job);
+
+/**
+ * The whole of a worker program (`session-worker` is this and nothing else): initializes MPI,
+ * checks the devices named by its arguments, reports to the job, then serves the session's
+ * requests until told to exit. Returns the process's exit status.
+ */
+SES_API int ses_mpi_worker_main(int argc, char **argv);
+
 #ifdef __cplusplus
 }
 #endif

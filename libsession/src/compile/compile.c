@@ -283,15 +283,51 @@ static void fill_desc(ses_drv_tensor_desc_t *d, const ses__type_t *t, int64_t *d
     d->dims = dims_storage;
 }
 
-/* Chooses the device of a node: the first in priority order with a kernel that accepts it. */
+/* The index of the session device @p node asks for (ses_node_set_device), 0 without a request. */
+static ses_status_t requested_device(const ses_session_t *s, const ses_node_t *node,
+                                     size_t *out_index) {
+    const ses_device_t *device = NULL;
+    char names[512] = "";
+    size_t used = 0;
+
+    *out_index = 0;
+    if (!node->device)
+        return SES_OK;
+    if (strncmp(node->device, "/task:", 6) != 0 &&
+        ses_registry_find_device(s->registry, node->device, &device) == SES_OK)
+        for (size_t d = 0; d < s->n_devices; d++)
+            if (s->devices[d].device == device) {
+                *out_index = d;
+                return SES_OK;
+            }
+    for (size_t d = 0; d < s->n_devices && used < sizeof names; d++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", d ? ", " : "",
+                                 device_name(s, d));
+    return ses__fail(SES_NOT_FOUND,
+                     "%s \"%s\" asks for device %s, which is not one of the session's (%s)%s",
+                     node->op, node->name, node->device, names,
+                     strncmp(node->device, "/task:", 6) == 0
+                         ? "; devices of workers need a remote session (<session/remote.h>)"
+                         : "");
+}
+
+/*
+ * Chooses the device of a node: the one it asks for, if any, then the session's in priority
+ * order; the first with a kernel that accepts it.
+ */
 static ses_status_t place(builder_t *b, const ses_node_t *node, const char *kernel_op,
                           const char *signature, const ses_drv_node_t *drv_node,
                           size_t *out_device, const ses_drv_kernel_t **out_kernel) {
     ses_session_t *s = b->s;
     char tried[1024] = "";
-    size_t used = 0;
+    size_t used = 0, first;
+    ses_status_t st;
 
-    for (size_t d = 0; d < s->n_devices; d++) {
+    if ((st = requested_device(s, node, &first)) != SES_OK)
+        return st;
+    for (size_t i = 0; i < s->n_devices; i++) {
+        /* first, then every other device in priority order */
+        size_t d = i == 0 ? first : i <= first ? i - 1 : i;
         const ses_drv_kernel_t *refused[8];
         size_t n_refused = 0;
         const ses_drv_kernel_t *k = ses__find_kernel(&s->devices[d], kernel_op, signature, NULL, 0);
@@ -320,11 +356,11 @@ static ses_status_t place(builder_t *b, const ses_node_t *node, const char *kern
                      signature);
         }
         if (k) {
-            if (d > 0) {
+            if (i > 0) {
                 if (s->options.fallback == SES_FALLBACK_DENY)
                     return ses__fail(SES_UNIMPLEMENTED,
                                      "%s \"%s\": cannot run on %s and fallback is denied: %s",
-                                     node->op, node->name, device_name(s, 0), tried);
+                                     node->op, node->name, device_name(s, first), tried);
                 summary_add(b, "  fallback: %s \"%s\" (%s) on %s: %s\n", node->op, node->name,
                             signature, device_name(s, d), tried);
                 if (s->options.fallback == SES_FALLBACK_WARN)

@@ -57,7 +57,22 @@ struct ses_session {
     atomic_uint_fast64_t graph_captures;
     atomic_uint_fast64_t graph_launches;
     ses_communicator_t comm; /* comm.allreduce_sum NULL: a job of one process */
+    struct ses__remote *remote; /* a remote session's workers (distributed/remote.c), or NULL */
 };
+
+/* Remote sessions (distributed/remote.c): evals go through ses__remote_eval, which runs this
+ * process's segments with ses__session_eval_local; close says goodbye to the workers. */
+typedef struct ses__remote ses__remote_t;
+ses_status_t ses__remote_eval(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
+                              const ses_feed_t *feeds, size_t n_feeds,
+                              ses_node_t *const *targets, size_t n_targets,
+                              ses_tensor_t **out_values);
+void ses__remote_close(ses__remote_t *r);
+void ses__remote_free(ses__remote_t *r);
+ses_status_t ses__session_eval_local(ses_session_t *s, const ses_edge_t *fetches,
+                                     size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
+                                     ses_node_t *const *targets, size_t n_targets,
+                                     ses_tensor_t **out_values);
 
 /* Where a value lives during a run. */
 typedef enum ses__slot_kind {

@@ -89,6 +89,7 @@ static void node_free(ses_node_t *n) {
     free(n->name);
     free(n->op);
     free(n->inputs);
+    free(n->device);
     ses__attrs_clear(&n->attrs);
     ses_tensor_release(n->value);
     free(n);
@@ -477,4 +478,26 @@ ses_edge_t ses_node_output(ses_node_t *n, uint32_t index) {
     if (n && index < n->n_outputs)
         e = (ses_edge_t){n, index};
     return e;
+}
+
+ses_status_t ses_node_set_device(ses_node_t *n, const char *device) {
+    char *copy = NULL;
+
+    if (!n)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_node_set_device: node is NULL");
+    if (device && strlen(device) > NAME_MAX_LENGTH - 1)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_node_set_device: %s \"%s\": a device name of %zu characters "
+                         "(the most is %d)",
+                         n->op, n->name, strlen(device), NAME_MAX_LENGTH - 1);
+    if (device && *device && !(copy = strdup(device)))
+        return ses__fail(SES_OUT_OF_MEMORY, "ses_node_set_device: out of memory");
+    free(n->device);
+    n->device = copy;
+    n->graph->version++;
+    return SES_OK;
+}
+
+const char *ses_node_device(const ses_node_t *n) {
+    return n ? n->device : NULL;
 }

@@ -35,6 +35,7 @@ struct ses_node {
     ses_dtype_t dtype;        /* SES__NODE_PLACEHOLDER: declared type */
     uint32_t rank;
     int64_t dims[SES_MAX_RANK]; /* -1: any size */
+    char *device;               /* ses_node_set_device's request, or NULL */
 };
 
 struct ses_graph {

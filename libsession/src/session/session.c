@@ -539,6 +539,15 @@ ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, si
         return st;
     if ((st = ses__session_enter(s, "ses_session_eval")) != SES_OK)
         return st;
+    if (s->remote) {
+        st = options && options->struct_size >= sizeof(uint32_t) * 2 && options->private_scope
+                 ? ses__fail(SES_UNIMPLEMENTED,
+                             "ses_session_eval: a remote session has no private scopes")
+                 : ses__remote_eval(s, fetches, n_fetches, feeds, n_feeds, targets, n_targets,
+                                    out_values);
+        ses__session_leave(s);
+        return st;
+    }
     scope = s->scope;
     if (options && options->struct_size >= sizeof(uint32_t) * 2 && options->private_scope)
         st = ses_scope_create_child(s->scope, &scope);
@@ -549,6 +558,14 @@ ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, si
         ses_scope_destroy(scope);
     ses__session_leave(s);
     return st;
+}
+
+ses_status_t ses__session_eval_local(ses_session_t *s, const ses_edge_t *fetches,
+                                     size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
+                                     ses_node_t *const *targets, size_t n_targets,
+                                     ses_tensor_t **out_values) {
+    return eval_in(s, s->scope, fetches, n_fetches, feeds, n_feeds, targets, n_targets,
+                   out_values, 0);
 }
 
 ses_status_t ses_session_eval(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
@@ -573,6 +590,10 @@ ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches, si
                          !s ? "session" : "array with a non-zero count");
     if (!n_fetches && !n_targets)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_compile: nothing to fetch or run");
+    if (s->remote)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "ses_session_compile: a remote session has no plans; use "
+                         "ses_session_eval");
     if ((st = ses__session_enter(s, "ses_session_compile")) != SES_OK)
         return st;
     st = ses__prune(s->graph, fetches, n_fetches, fed, n_fed, targets, n_targets, &pruned);
@@ -760,6 +781,7 @@ ses_status_t ses_session_close(ses_session_t *s) {
     free(s->plans);
     s->plans = NULL;
     s->n_plans = 0;
+    ses__remote_close(s->remote); /* ends the job: workers exit */
     close_devices(s);
     /* An empty scope stays, so ses_session_scope never dangles. */
     st = ses_scope_destroy(s->scope);
@@ -773,6 +795,7 @@ void ses_session_destroy(ses_session_t *s) {
     if (!s)
         return;
     ses_session_close(s);
+    ses__remote_free(s->remote);
     ses_scope_destroy(s->scope);
     free(s->devices);
     free_driver_options(s);
