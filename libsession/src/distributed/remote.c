@@ -814,32 +814,31 @@ static ses_status_t worker_open(ses_remote_worker_t *w, ses__wire_reader_t *r) {
         st = ses__fail(SES_OUT_OF_MEMORY, "remote worker: out of memory");
         goto done;
     }
-    if ((st = ses_registry_default(&registry)) != SES_OK)
-        goto done;
+    for (uint64_t i = 0; i < count && st == SES_OK; i++)
+        if (!(names[i] = ses__wire_read_string(r)))
+            st = ses__fail(SES_INTERNAL, "remote message: device names cut short");
+    if (st == SES_OK)
+        st = ses__wire_read_graph(r, &g);
+    if (st == SES_OK)
+        st = ses_registry_default(&registry);
     /* One name per device: "gpu:0" and "cuda:0" may be the same one. */
     for (uint64_t i = 0; i < count && st == SES_OK; i++) {
-        char *name = ses__wire_read_string(r);
         const ses_device_t *device;
         int again = 0;
-        if (!name) {
-            st = ses__fail(SES_INTERNAL, "remote message: device names cut short");
+        if ((st = ses_registry_find_device(registry, names[i], &device)) != SES_OK)
             break;
-        }
-        if ((st = ses_registry_find_device(registry, name, &device)) != SES_OK) {
-            free(name);
-            break;
-        }
         for (size_t k = 0; k < n_devices; k++)
             again |= devices[k] == device;
         if (again) {
-            free(name);
+            free(names[i]);
+            names[i] = NULL;
             continue;
         }
         devices[n_devices++] = device;
-        names[n_names++] = name;
+        names[n_names++] = names[i];
+        if (n_names - 1 != i)
+            names[i] = NULL;
     }
-    if (st == SES_OK)
-        st = ses__wire_read_graph(r, &g);
     if (st != SES_OK)
         goto done;
     /* This worker's requests lose their "/task:K/"; other tasks' keep it (see the top). */
@@ -870,7 +869,7 @@ static ses_status_t worker_open(ses_remote_worker_t *w, ses__wire_reader_t *r) {
 done:
     ses_session_destroy(s);
     ses_graph_release(g);
-    for (size_t i = 0; i < n_names; i++)
+    for (size_t i = 0; names && i < count; i++)
         free(names[i]);
     free(names);
     free(devices);

@@ -134,27 +134,28 @@ const void *ses__wire_read_bytes(ses__wire_reader_t *r, size_t bytes) {
     return p;
 }
 
+/* Copies the next @p size bytes into @p out, or leaves it 0 when the message is too short. */
+static void read_value(ses__wire_reader_t *r, void *out, size_t size) {
+    const void *p = ses__wire_read_bytes(r, size);
+    if (p)
+        memcpy(out, p, size);
+}
+
 uint32_t ses__wire_read_u32(ses__wire_reader_t *r) {
     uint32_t v = 0;
-    const void *p = ses__wire_read_bytes(r, sizeof v);
-    if (p)
-        memcpy(&v, p, sizeof v);
+    read_value(r, &v, sizeof v);
     return v;
 }
 
 uint64_t ses__wire_read_u64(ses__wire_reader_t *r) {
     uint64_t v = 0;
-    const void *p = ses__wire_read_bytes(r, sizeof v);
-    if (p)
-        memcpy(&v, p, sizeof v);
+    read_value(r, &v, sizeof v);
     return v;
 }
 
 double ses__wire_read_f64(ses__wire_reader_t *r) {
     double v = 0;
-    const void *p = ses__wire_read_bytes(r, sizeof v);
-    if (p)
-        memcpy(&v, p, sizeof v);
+    read_value(r, &v, sizeof v);
     return v;
 }
 
