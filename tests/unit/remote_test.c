@@ -204,6 +204,10 @@ static void a_graph_placed_across_two_workers_trains_as_a_local_session(void **s
     build(&remote, 1);
     assert_int_equal(ses_session_open(local.g, &cpu, 1, NULL, &ls), SES_OK);
     assert_int_equal(ses_remote_session_open(remote.g, &t, &cpu, 1, NULL, &rs), SES_OK);
+    /* Initializing runs on the workers, which hold the variables. */
+    assert_int_equal(ses_session_initialize_variables(rs), SES_OK);
+    assert_int_equal(p.evals[0], 1);
+    assert_int_equal(p.evals[1], 1);
     train(ls, &local, 5, expected);
     train(rs, &remote, 5, got);
     for (int i = 0; i < 5 * 4; i++)

@@ -724,8 +724,10 @@ ses_status_t ses_session_initialize_variables(ses_session_t *s) {
             ses_tensor_release(value);
             continue;
         }
-        /* Fetching the variable initializes it (and any it is initialized from). */
-        st = eval_in(s, s->scope, &edge, 1, NULL, 0, NULL, 0, &value, 0);
+        /* Fetching the variable initializes it (and any it is initialized from), where it
+         * lives: a remote session's workers hold theirs. */
+        st = s->remote ? ses__remote_eval(s, &edge, 1, NULL, 0, NULL, 0, &value)
+                       : eval_in(s, s->scope, &edge, 1, NULL, 0, NULL, 0, &value, 0);
         ses_tensor_release(value);
     }
     ses__session_leave(s);
