@@ -70,15 +70,11 @@ char *ses__strdup_printf(const char *format, ...) {
     va_end(ap);
     if (n < 0)
         return NULL;
-    s = malloc((size_t)n + 1);
+    s = ses__malloc((size_t)n + 1);
     if (!s)
         return NULL;
     va_start(ap, format);
     vsnprintf(s, (size_t)n + 1, format, ap);
     va_end(ap);
     return s;
-}
-
-char *ses__strdup(const char *s) {
-    return s ? strdup(s) : NULL;
 }

@@ -4,6 +4,8 @@
 
 #include <session/status.h>
 
+#include "alloc.h" /* ses__malloc, ses__strdup (accepts NULL), ... */
+
 /** Sets the calling thread's message (printf format) and returns @p status. */
 ses_status_t ses__fail(ses_status_t status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
@@ -13,8 +15,5 @@ void ses__clear_error(void);
 
 /** printf into a new heap string; NULL when memory runs out. */
 char *ses__strdup_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
-
-/** strdup that accepts NULL (returns NULL). */
-char *ses__strdup(const char *s);
 
 #endif /* SES_ERROR_H */

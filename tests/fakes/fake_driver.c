@@ -28,11 +28,19 @@
  *                              stream is capturing, and a graph replays its records in order
  *   FAKE_MODE_GRAPHS_1_0       the same code speaking ABI 1.0 with a 1.0-sized table: the host
  *                              must never call its graph entries
+ *   FAKE_MODE_KERNEL_FAILS     healthy, but the 3rd Identity call on a device fails (INTERNAL,
+ *                              "injected failure"); every other call works
+ *   FAKE_MODE_ALLOC_NULL       healthy for allocations up to 4 KiB; up to 1 MiB alloc returns OK
+ *                              without a buffer (a driver bug), above that OUT_OF_MEMORY
+ *   FAKE_MODE_DEVICE_LOST      healthy until the 3rd Identity call on a device: from then on
+ *                              compute, alloc and every copy return UNAVAILABLE, "device lost"
+ *                              (DRV-81)
  */
 #include <session/driver.h>
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +50,8 @@
      defined(FAKE_MODE_NEGOTIATE_FAILS) + defined(FAKE_MODE_NULL_REQUIRED) +                 \
      defined(FAKE_MODE_MISSING_DEP) + defined(FAKE_MODE_ADD_ULP) +                          \
      defined(FAKE_MODE_ADD_WRONG) + defined(FAKE_MODE_GRAPHS) +                             \
-     defined(FAKE_MODE_GRAPHS_1_0)) != 1
+     defined(FAKE_MODE_GRAPHS_1_0) + defined(FAKE_MODE_KERNEL_FAILS) +                      \
+     defined(FAKE_MODE_ALLOC_NULL) + defined(FAKE_MODE_DEVICE_LOST)) != 1
 #error "compile fake_driver.c with exactly one -DFAKE_MODE_* flag"
 #endif
 
@@ -106,7 +115,15 @@ struct ses_drv_driver {
 
 struct ses_drv_device {
     ses_drv_driver_t *driver;
+    atomic_uint calls; /* Identity computes so far (KERNEL_FAILS, DEVICE_LOST) */
+    atomic_int lost;   /* DEVICE_LOST: every entry fails from now on */
 };
+
+/* KERNEL_FAILS fails this Identity call; DEVICE_LOST loses the device on it. */
+#define FAKE_FAULT_AT_CALL 3u
+/* ALLOC_NULL: allocations up to the first size work, up to the second return no buffer. */
+#define FAKE_ALLOC_WORKS_BYTES 4096u
+#define FAKE_ALLOC_NULL_BYTES (UINT64_C(1) << 20)
 
 struct ses_drv_buffer {
     uint64_t size;
@@ -147,6 +164,18 @@ static const ses_drv_info_t fake_info = {
 
 /* Attaches a message to @p code through the host; every driver-level error goes through here. */
 #define FAKE_FAIL(driver, code, ...) ((driver)->host->error((driver)->ctx, (code), __VA_ARGS__))
+
+#if defined(FAKE_MODE_DEVICE_LOST)
+/* After the device is lost every entry fails with UNAVAILABLE, as a GPU that fell off the bus. */
+#define FAKE_CHECK_LOST(device, entry)                                                         \
+    do {                                                                                       \
+        if (atomic_load(&(device)->lost))                                                      \
+            return FAKE_FAIL((device)->driver, SES_DRV_UNAVAILABLE,                            \
+                             "%s %s: device lost (it stopped answering)", FAKE_NAME, (entry)); \
+    } while (0)
+#else
+#define FAKE_CHECK_LOST(device, entry) ((void)0)
+#endif
 
 /* -- driver --------------------------------------------------------------------------------- */
 
@@ -254,6 +283,8 @@ static int32_t fake_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
         return FAKE_FAIL(driver, SES_DRV_OUT_OF_MEMORY, "%s open_device: out of host memory",
                          FAKE_NAME);
     device->driver = driver;
+    atomic_init(&device->calls, 0);
+    atomic_init(&device->lost, 0);
     *out_device = device;
     return SES_DRV_OK;
 }
@@ -291,6 +322,15 @@ static int32_t fake_alloc(ses_drv_device_t *device, uint64_t bytes, uint32_t mem
         return FAKE_FAIL(driver, SES_DRV_OUT_OF_MEMORY,
                          "%s alloc: %" PRIu64 " bytes asked, the device has %" PRIu64, FAKE_NAME,
                          bytes, FAKE_MEMORY_BYTES);
+    FAKE_CHECK_LOST(device, "alloc");
+#if defined(FAKE_MODE_ALLOC_NULL)
+    if (bytes > FAKE_ALLOC_NULL_BYTES)
+        return FAKE_FAIL(driver, SES_DRV_OUT_OF_MEMORY,
+                         "%s alloc: %" PRIu64 " bytes asked, %" PRIu64 " free", FAKE_NAME, bytes,
+                         FAKE_ALLOC_NULL_BYTES);
+    if (bytes > FAKE_ALLOC_WORKS_BYTES)
+        return SES_DRV_OK; /* the bug: OK, and *out_buffer still NULL */
+#endif
 
     buffer = calloc(1, sizeof(*buffer));
     if (!buffer)
@@ -351,6 +391,7 @@ static int32_t fake_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
 
     if (!device)
         return SES_DRV_INVALID_ARGUMENT;
+    FAKE_CHECK_LOST(device, "copy_h2d");
     if ((st = fake_check_no_stream(device, "copy_h2d", stream)) != SES_DRV_OK)
         return st;
     if ((st = fake_check_range(device, "copy_h2d", "destination", dst, dst_offset, bytes)) !=
@@ -372,6 +413,7 @@ static int32_t fake_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
 
     if (!device)
         return SES_DRV_INVALID_ARGUMENT;
+    FAKE_CHECK_LOST(device, "copy_d2h");
     if ((st = fake_check_no_stream(device, "copy_d2h", stream)) != SES_DRV_OK)
         return st;
     if ((st = fake_check_range(device, "copy_d2h", "source", src, src_offset, bytes)) != SES_DRV_OK)
@@ -392,6 +434,7 @@ static int32_t fake_copy_d2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
 
     if (!device)
         return SES_DRV_INVALID_ARGUMENT;
+    FAKE_CHECK_LOST(device, "copy_d2d");
     if ((st = fake_check_no_stream(device, "copy_d2d", stream)) != SES_DRV_OK)
         return st;
     if ((st = fake_check_range(device, "copy_d2d", "source", src, src_offset, bytes)) != SES_DRV_OK)
@@ -446,6 +489,16 @@ static int32_t fake_identity_compute(ses_drv_device_t *device, void *state,
                          "%s Identity: launch or node is NULL or older than ABI 1.0", FAKE_NAME);
     node = launch->node;
     name = node->name ? node->name : "?";
+#if defined(FAKE_MODE_KERNEL_FAILS)
+    if (atomic_fetch_add(&device->calls, 1) + 1 == FAKE_FAULT_AT_CALL)
+        return FAKE_FAIL(device->driver, SES_DRV_INTERNAL,
+                         "%s Identity \"%s\": injected failure on call %u", FAKE_NAME, name,
+                         FAKE_FAULT_AT_CALL);
+#elif defined(FAKE_MODE_DEVICE_LOST)
+    if (atomic_fetch_add(&device->calls, 1) + 1 >= FAKE_FAULT_AT_CALL)
+        atomic_store(&device->lost, 1);
+#endif
+    FAKE_CHECK_LOST(device, "Identity");
 #if FAKE_HAS_GRAPHS
     /* Streams are fine; being recorded is not (the host must run it outside the graph). */
     if (launch->stream && launch->stream->recording)

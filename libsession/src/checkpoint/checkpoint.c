@@ -52,8 +52,8 @@ ses_status_t ses_session_save(ses_session_t *s, const char *path, uint64_t step)
         return st;
     for (size_t i = 0; i < s->graph->n_nodes; i++)
         n_vars += s->graph->nodes[i]->kind == SES__NODE_VARIABLE;
-    names = calloc(n_vars ? n_vars : 1, sizeof *names);
-    tensors = calloc(n_vars ? n_vars : 1, sizeof *tensors);
+    names = ses__calloc(n_vars ? n_vars : 1, sizeof *names);
+    tensors = ses__calloc(n_vars ? n_vars : 1, sizeof *tensors);
     if (!names || !tensors) {
         st = ses__fail(SES_OUT_OF_MEMORY, "ses_session_save %s: out of memory", path);
         goto done;
@@ -214,7 +214,7 @@ static void mismatch_add(mismatches_t *m, const char *format, ...) {
     va_end(ap);
     if (m->n == m->capacity) {
         size_t capacity = m->capacity ? m->capacity * 2 : 8;
-        char **lines = realloc(m->lines, capacity * sizeof *lines);
+        char **lines = ses__realloc(m->lines, capacity * sizeof *lines);
         if (!lines) {
             m->oom = 1;
             return;
@@ -222,7 +222,7 @@ static void mismatch_add(mismatches_t *m, const char *format, ...) {
         m->lines = lines;
         m->capacity = capacity;
     }
-    if (!(m->lines[m->n] = strdup(line))) {
+    if (!(m->lines[m->n] = ses__strdup(line))) {
         m->oom = 1;
         return;
     }
@@ -309,9 +309,9 @@ static ses_status_t check_file(ses_session_t *s, const char *path,
 
     cache.graph = g;
     cache.scope = s->scope;
-    cache.state = calloc(g->n_nodes + 1, 1);
-    cache.types = calloc((g->n_nodes + 1) * SES__MAX_OUTPUTS, sizeof *cache.types);
-    in_file = calloc(g->n_nodes + 1, 1);
+    cache.state = ses__calloc(g->n_nodes + 1, 1);
+    cache.types = ses__calloc((g->n_nodes + 1) * SES__MAX_OUTPUTS, sizeof *cache.types);
+    in_file = ses__calloc(g->n_nodes + 1, 1);
     if (!cache.state || !cache.types || !in_file) {
         st = ses__fail(SES_OUT_OF_MEMORY, "restore %s: out of memory", path);
         goto done;
@@ -372,7 +372,7 @@ done:
 /* Puts the file's tensors into the scope; on failure the old values come back. */
 static ses_status_t apply(ses_session_t *s, const char *path, const ses_safetensors_t *file,
                           const ses_node_t *const *var_of_file) {
-    ses_tensor_t **old = calloc(file->n ? file->n : 1, sizeof *old);
+    ses_tensor_t **old = ses__calloc(file->n ? file->n : 1, sizeof *old);
     ses_status_t st = SES_OK;
     size_t i;
 
@@ -429,7 +429,7 @@ ses_status_t ses_session_restore(ses_session_t *s, const char *path, int allow_m
         st = SES_INVALID_ARGUMENT;
         goto done;
     }
-    var_of_file = calloc(file.n ? file.n : 1, sizeof *var_of_file);
+    var_of_file = ses__calloc(file.n ? file.n : 1, sizeof *var_of_file);
     if (!var_of_file) {
         st = ses__fail(SES_OUT_OF_MEMORY, "restore %s: out of memory", path);
         goto done;
@@ -502,13 +502,13 @@ static ses_status_t list_checkpoints(const char *dir, checkpoint_file_t **out_fi
             continue;
         if (n == capacity) {
             size_t new_capacity = capacity ? capacity * 2 : 16;
-            checkpoint_file_t *grown = realloc(files, new_capacity * sizeof *grown);
+            checkpoint_file_t *grown = ses__realloc(files, new_capacity * sizeof *grown);
             if (!grown)
                 goto oom;
             files = grown;
             capacity = new_capacity;
         }
-        files[n].name = strdup(ent->d_name);
+        files[n].name = ses__strdup(ent->d_name);
         if (!files[n].name)
             goto oom;
         files[n++].step = step;
@@ -528,7 +528,7 @@ oom:
 
 /* Creates @p dir and its missing parents (mode 0755), syncing each parent that gained one. */
 static ses_status_t make_folders(const char *dir) {
-    char *path = strdup(dir);
+    char *path = ses__strdup(dir);
     ses_status_t st = SES_OK;
     struct stat info;
     size_t len;
@@ -680,29 +680,31 @@ static ses_status_t check_checkpoint(const char *dir, const char *name, char **o
     return SES_OK;
 }
 
-/* The file name in dir/latest, or NULL with the reason in @p why. */
-static char *read_latest(const char *dir, char *why, size_t why_size) {
+/*
+ * The file name in dir/latest in *out_name, or NULL with the reason in @p why. Out of memory is
+ * an error of its own (SES_OUT_OF_MEMORY), never a reason to fall back to another checkpoint.
+ */
+static ses_status_t read_latest(const char *dir, char **out_name, char *why, size_t why_size) {
     char *path = ses__strdup_printf("%s/" LATEST_NAME, dir);
     char text[512];
     ssize_t k;
     size_t len;
     int fd;
 
-    if (!path) {
-        snprintf(why, why_size, "out of memory");
-        return NULL;
-    }
+    *out_name = NULL;
+    if (!path)
+        return ses__fail(SES_OUT_OF_MEMORY, "checkpoint folder %s: out of memory", dir);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     free(path);
     if (fd < 0) {
         snprintf(why, why_size, "\"" LATEST_NAME "\" cannot be opened (%s)", strerror(errno));
-        return NULL;
+        return SES_OK;
     }
     k = read(fd, text, sizeof text - 1);
     close(fd);
     if (k < 0) {
         snprintf(why, why_size, "\"" LATEST_NAME "\" cannot be read (%s)", strerror(errno));
-        return NULL;
+        return SES_OK;
     }
     len = (size_t)k;
     text[len] = '\0';
@@ -712,9 +714,12 @@ static char *read_latest(const char *dir, char *why, size_t why_size) {
     if (len == 0 || len == sizeof text - 1 || strlen(text) != len || strchr(text, '/') ||
         strcmp(text, ".") == 0 || strcmp(text, "..") == 0) {
         snprintf(why, why_size, "\"" LATEST_NAME "\" does not hold a file name");
-        return NULL;
+        return SES_OK;
     }
-    return strdup(text);
+    *out_name = ses__strdup(text);
+    if (!*out_name)
+        return ses__fail(SES_OUT_OF_MEMORY, "checkpoint folder %s: out of memory", dir);
+    return SES_OK;
 }
 
 ses_status_t ses_checkpoint_latest(const char *dir, char **out_path, uint64_t *out_step) {
@@ -732,11 +737,14 @@ ses_status_t ses_checkpoint_latest(const char *dir, char **out_path, uint64_t *o
         return ses__fail(SES_INVALID_ARGUMENT, "ses_checkpoint_latest: %s is NULL",
                          !dir ? "dir" : !out_path ? "out_path" : "out_step");
     why[0] = failures[0] = '\0';
-    latest = read_latest(dir, why, sizeof why);
+    st = read_latest(dir, &latest, why, sizeof why);
+    if (st != SES_OK)
+        return st;
     if (latest) {
-        if (check_checkpoint(dir, latest, out_path, out_step) == SES_OK) {
+        st = check_checkpoint(dir, latest, out_path, out_step);
+        if (st == SES_OK || st == SES_OUT_OF_MEMORY) {
             free(latest);
-            return SES_OK;
+            return st;
         }
         snprintf(why, sizeof why, "\"" LATEST_NAME "\" names %s, which does not read: %s",
                  latest, ses_last_error());
@@ -749,7 +757,13 @@ ses_status_t ses_checkpoint_latest(const char *dir, char **out_path, uint64_t *o
     for (size_t i = 0; i < n; i++) {
         if (latest && strcmp(files[i].name, latest) == 0)
             continue;
-        if (check_checkpoint(dir, files[i].name, out_path, out_step) == SES_OK) {
+        st = check_checkpoint(dir, files[i].name, out_path, out_step);
+        if (st == SES_OUT_OF_MEMORY) {
+            free(latest);
+            free_checkpoint_list(files, n);
+            return st;
+        }
+        if (st == SES_OK) {
             ses__log(SES__LOG_WARN, "checkpoint folder %s: %s; using %s (step %" PRIu64 ")", dir,
                      why, files[i].name, *out_step);
             free(latest);

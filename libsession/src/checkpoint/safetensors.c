@@ -94,7 +94,7 @@ static const char *find_duplicate(const char *const *names, size_t n, int *oom) 
     *oom = 0;
     if (n < 2)
         return NULL;
-    sorted = malloc(n * sizeof *sorted);
+    sorted = ses__malloc(n * sizeof *sorted);
     if (!sorted) {
         *oom = 1;
         return NULL;
@@ -186,10 +186,10 @@ static char *folder_of(const char *path) {
     const char *slash = strrchr(path, '/');
 
     if (!slash)
-        return strdup(".");
+        return ses__strdup(".");
     if (slash == path)
-        return strdup("/");
-    return strndup(path, (size_t)(slash - path));
+        return ses__strdup("/");
+    return ses__strndup(path, (size_t)(slash - path));
 }
 
 /* fsyncs the folder holding @p path, so that a rename into it survives a crash. */
@@ -411,8 +411,8 @@ ses_status_t ses_safetensors_write(const char *path, const char *const *names,
     }
     json_len = strlen(json);
     padded = (json_len + 7) & ~(size_t)7;
-    header = malloc(8 + padded);
-    chunks = malloc((n + 1) * sizeof *chunks);
+    header = ses__malloc(8 + padded);
+    chunks = ses__malloc((n + 1) * sizeof *chunks);
     if (!header || !chunks) {
         st = ses__fail(SES_OUT_OF_MEMORY, "ses_safetensors_write %s: out of memory", path);
         goto fail;
@@ -598,8 +598,8 @@ static ses_status_t parse_metadata(const char *path, const cJSON *metadata,
     n = (size_t)cJSON_GetArraySize(metadata);
     if (n == 0)
         return SES_OK;
-    out->metadata_keys = calloc(n, sizeof *out->metadata_keys);
-    out->metadata_values = calloc(n, sizeof *out->metadata_values);
+    out->metadata_keys = ses__calloc(n, sizeof *out->metadata_keys);
+    out->metadata_values = ses__calloc(n, sizeof *out->metadata_values);
     if (!out->metadata_keys || !out->metadata_values)
         return ses__fail(SES_OUT_OF_MEMORY, "safetensors %s: out of memory", path);
     cJSON_ArrayForEach(item, metadata) {
@@ -607,8 +607,8 @@ static ses_status_t parse_metadata(const char *path, const cJSON *metadata,
             return ses__fail(SES_INVALID_ARGUMENT,
                              "safetensors %s: metadata \"%s\" is not a string", path,
                              item->string);
-        out->metadata_keys[out->n_metadata] = strdup(item->string);
-        out->metadata_values[out->n_metadata] = strdup(item->valuestring);
+        out->metadata_keys[out->n_metadata] = ses__strdup(item->string);
+        out->metadata_values[out->n_metadata] = ses__strdup(item->valuestring);
         out->n_metadata++;
         if (!out->metadata_keys[out->n_metadata - 1] ||
             !out->metadata_values[out->n_metadata - 1])
@@ -659,7 +659,7 @@ static ses_status_t read_header(const char *path, int fd, uint64_t file_size,
         return ses__fail(SES_INVALID_ARGUMENT,
                          "safetensors %s: bad JSON: the header has %" PRIu64 " bytes", path,
                          header_len);
-    header = malloc((size_t)header_len + 1);
+    header = ses__malloc((size_t)header_len + 1);
     if (!header)
         return ses__fail(SES_OUT_OF_MEMORY, "safetensors %s: out of memory for a %" PRIu64
                          "-byte header", path, header_len);
@@ -675,8 +675,15 @@ static ses_status_t read_header(const char *path, int fd, uint64_t file_size,
                        "safetensors %s: bad JSON: the header does not start with '{'", path);
         goto done;
     }
+    errno = 0;
     root = cJSON_ParseWithLengthOpts(header, (size_t)header_len, &end, 0);
     if (!root) {
+        /* cJSON reports a failed allocation as a parse error; malloc's ENOMEM tells them apart. */
+        if (errno == ENOMEM) {
+            st = ses__fail(SES_OUT_OF_MEMORY, "safetensors %s: out of memory parsing the header",
+                           path);
+            goto done;
+        }
         st = ses__fail(SES_INVALID_ARGUMENT,
                        "safetensors %s: bad JSON in the header near byte %td of %" PRIu64, path,
                        end ? end - header : (ptrdiff_t)0, header_len);
@@ -755,8 +762,8 @@ ses_status_t ses__safetensors_read(const char *path, int load_data, ses_safetens
         } else
             metadata = item;
     }
-    entries = calloc(n ? n : 1, sizeof *entries);
-    names = calloc(n ? n : 1, sizeof *names);
+    entries = ses__calloc(n ? n : 1, sizeof *entries);
+    names = ses__calloc(n ? n : 1, sizeof *names);
     if (!entries || !names) {
         st = ses__fail(SES_OUT_OF_MEMORY, "safetensors %s: out of memory for %zu tensors", path,
                        n);
@@ -785,9 +792,9 @@ ses_status_t ses__safetensors_read(const char *path, int load_data, ses_safetens
         goto fail;
 
     /* The header is sound: only now is memory for the tensors allocated. */
-    result.names = calloc(n ? n : 1, sizeof *result.names);
+    result.names = ses__calloc(n ? n : 1, sizeof *result.names);
     if (load_data)
-        result.tensors = calloc(n ? n : 1, sizeof *result.tensors);
+        result.tensors = ses__calloc(n ? n : 1, sizeof *result.tensors);
     if (!result.names || (load_data && !result.tensors)) {
         st = ses__fail(SES_OUT_OF_MEMORY, "safetensors %s: out of memory", path);
         goto fail;
@@ -795,7 +802,7 @@ ses_status_t ses__safetensors_read(const char *path, int load_data, ses_safetens
     for (size_t i = 0; i < n; i++) {
         const entry_t *e = &entries[i];
 
-        result.names[i] = strdup(e->name);
+        result.names[i] = ses__strdup(e->name);
         result.n = i + 1;
         if (!result.names[i]) {
             st = ses__fail(SES_OUT_OF_MEMORY, "safetensors %s: out of memory", path);

@@ -26,6 +26,7 @@ typedef struct builder {
     char *summary;
     size_t summary_used;
     size_t summary_capacity;
+    int summary_oom; /* a line of the summary was lost: compile fails with SES_OUT_OF_MEMORY */
     size_t *per_device;
 } builder_t;
 
@@ -64,9 +65,11 @@ static void summary_add(builder_t *b, const char *format, ...) {
 
     if (b->summary_used + 512 > b->summary_capacity) {
         size_t capacity = b->summary_capacity ? b->summary_capacity * 2 : 1024;
-        char *text = realloc(b->summary, capacity);
-        if (!text)
+        char *text = ses__realloc(b->summary, capacity);
+        if (!text) {
+            b->summary_oom = 1;
             return;
+        }
         b->summary = text;
         b->summary_capacity = capacity;
     }
@@ -88,7 +91,7 @@ static ses_status_t new_slot(builder_t *b, ses__slot_kind_t kind, const ses__typ
 
     if (c->n_slots == b->slot_capacity) {
         size_t capacity = b->slot_capacity ? b->slot_capacity * 2 : 32;
-        ses__slot_t *slots = realloc(c->slots, capacity * sizeof *slots);
+        ses__slot_t *slots = ses__realloc(c->slots, capacity * sizeof *slots);
         if (!slots)
             return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
         c->slots = slots;
@@ -116,7 +119,7 @@ static ses_status_t new_step(builder_t *b, ses__step_kind_t kind, size_t device,
 
     if (c->n_steps == b->step_capacity) {
         size_t capacity = b->step_capacity ? b->step_capacity * 2 : 32;
-        ses__step_t *steps = realloc(c->steps, capacity * sizeof *steps);
+        ses__step_t *steps = ses__realloc(c->steps, capacity * sizeof *steps);
         if (!steps)
             return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
         c->steps = steps;
@@ -128,9 +131,9 @@ static ses_status_t new_step(builder_t *b, ses__step_kind_t kind, size_t device,
     step->device = device;
     step->node = node;
     step->n_args = n_args;
-    step->args = calloc(n_args + 1, sizeof *step->args);
-    step->buffers = calloc(n_args + 1, sizeof *step->buffers);
-    step->offsets = calloc(n_args + 1, sizeof *step->offsets);
+    step->args = ses__calloc(n_args + 1, sizeof *step->args);
+    step->buffers = ses__calloc(n_args + 1, sizeof *step->buffers);
+    step->offsets = ses__calloc(n_args + 1, sizeof *step->offsets);
     if (!step->args || !step->buffers || !step->offsets)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
     *out_step = step;
@@ -400,14 +403,15 @@ static ses_status_t check_inplace(builder_t *b, const ses_node_t *node, const si
 }
 
 /* In-place updates go last, in their order: nothing consumes them (they have no outputs), and
- * every other step of the plan then reads the variables before they change. */
-static void order_inplace_last(ses__pruned_t *pruned) {
+ * every other step of the plan then reads the variables before they change. Without this order
+ * an update could run before a reader of its variable, so running out of memory here fails. */
+static ses_status_t order_inplace_last(ses__pruned_t *pruned) {
     size_t n = pruned->n_nodes, k = 0;
-    const ses_node_t **moved = malloc((n + 1) * sizeof *moved);
+    const ses_node_t **moved = ses__malloc((n + 1) * sizeof *moved);
     size_t m = 0;
 
     if (!moved)
-        return; /* the order stays valid, only less strict */
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory ordering %zu nodes", n);
     for (size_t i = 0; i < n; i++) {
         const ses_node_t *x = pruned->nodes[i];
         if (x->kind == SES__NODE_OP && x->schema->inplace_inputs)
@@ -417,6 +421,7 @@ static void order_inplace_last(ses__pruned_t *pruned) {
     }
     memcpy(pruned->nodes + k, moved, m * sizeof *moved);
     free(moved);
+    return SES_OK;
 }
 
 /* An op the runtime runs itself: it reads (or, in place, writes) its inputs wherever they are,
@@ -562,7 +567,7 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     step_index = c->n_steps - 1;
     step->kernel = kernel;
     step->kernel_attrs = ctx.kernel_attrs;
-    step->descs = calloc(step->n_args, sizeof *step->descs);
+    step->descs = ses__calloc(step->n_args, sizeof *step->descs);
     if (!step->descs)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
     step->drv_node = drv_node;
@@ -609,7 +614,7 @@ static ses_status_t finalize_steps(builder_t *b) {
         if (step->kind != SES__STEP_KERNEL)
             continue;
         n_in = step->drv_node.n_inputs;
-        dims = calloc(step->n_args * SES_MAX_RANK + 1, sizeof *dims);
+        dims = ses__calloc(step->n_args * SES_MAX_RANK + 1, sizeof *dims);
         if (!dims)
             return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
         for (size_t a = 0; a < step->n_args; a++)
@@ -646,14 +651,24 @@ static ses_status_t allocate_arenas(builder_t *b) {
 
         if (!c->arena_bytes[d])
             continue;
+        c->arenas[d] = NULL;
         rc = dev->api->alloc(dev->handle, c->arena_bytes[d], SES_DRV_MEM_DEVICE, &c->arenas[d]);
-        if (rc != SES_DRV_OK) {
+        /* A driver that answers OK without a buffer is out of memory in all but name. */
+        if (rc == SES_DRV_OK && !c->arenas[d]) {
+            ses__host_take_message(NULL, 0);
+            rc = SES_DRV_OUT_OF_MEMORY;
+            snprintf(message, sizeof message, "alloc returned OK but no buffer");
+        } else if (rc != SES_DRV_OK) {
             ses__host_take_message(message, sizeof message);
             c->arenas[d] = NULL;
-            return ses__fail(rc == SES_DRV_OUT_OF_MEMORY ? SES_OUT_OF_MEMORY : (ses_status_t)rc,
-                             "compile: %s cannot allocate the plan's %llu bytes: %s",
-                             device_name(s, d), (unsigned long long)c->arena_bytes[d], message);
         }
+        if (rc != SES_DRV_OK)
+            return ses__fail(rc == SES_DRV_OUT_OF_MEMORY ? SES_OUT_OF_MEMORY : (ses_status_t)rc,
+                             "compile: %s (driver %s) cannot allocate the plan's %llu bytes: %s",
+                             device_name(s, d),
+                             ses_driver_name(ses_device_driver(dev->device)),
+                             (unsigned long long)c->arena_bytes[d],
+                             message[0] ? message : ses_status_name((ses_status_t)rc));
     }
     for (size_t i = 0; i < c->n_slots; i++)
         if (c->slots[i].kind == SES__SLOT_ARENA)
@@ -700,6 +715,8 @@ static ses_status_t make_summary(builder_t *b) {
     if (fallbacks)
         summary_add(b, "%.*s", (int)fallbacks_used, fallbacks);
     free(fallbacks);
+    if (b->summary_oom)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for the placement summary");
     c->placement = b->summary ? b->summary : ses__strdup("");
     b->summary = NULL;
     return c->placement ? SES_OK : ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
@@ -778,21 +795,25 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
                              ses__type_format(&got, bb, sizeof bb));
         }
     }
-    order_inplace_last(&pruned);
-    c = calloc(1, sizeof *c);
+    st = order_inplace_last(&pruned);
+    if (st != SES_OK) {
+        ses__pruned_clear(&pruned);
+        return st;
+    }
+    c = ses__calloc(1, sizeof *c);
     b.s = s;
     b.plan = plan;
     b.c = c;
     b.feeds = feeds;
     b.scope = scope;
-    b.slot_of = calloc(g->n_nodes * SES__MAX_OUTPUTS + 1, sizeof *b.slot_of);
-    b.per_device = calloc(s->n_devices, sizeof *b.per_device);
+    b.slot_of = ses__calloc(g->n_nodes * SES__MAX_OUTPUTS + 1, sizeof *b.slot_of);
+    b.per_device = ses__calloc(s->n_devices, sizeof *b.per_device);
     if (c) {
-        c->fetch_slots = calloc(plan->n_fetches + 1, sizeof *c->fetch_slots);
-        c->arena_bytes = calloc(s->n_devices, sizeof *c->arena_bytes);
-        c->arenas = calloc(s->n_devices, sizeof *c->arenas);
-        c->placed_nodes = calloc(pruned.n_nodes + 1, sizeof *c->placed_nodes);
-        c->placed_devices = calloc(pruned.n_nodes + 1, sizeof *c->placed_devices);
+        c->fetch_slots = ses__calloc(plan->n_fetches + 1, sizeof *c->fetch_slots);
+        c->arena_bytes = ses__calloc(s->n_devices, sizeof *c->arena_bytes);
+        c->arenas = ses__calloc(s->n_devices, sizeof *c->arenas);
+        c->placed_nodes = ses__calloc(pruned.n_nodes + 1, sizeof *c->placed_nodes);
+        c->placed_devices = ses__calloc(pruned.n_nodes + 1, sizeof *c->placed_devices);
     }
     if (!c || !b.slot_of || !b.per_device || !c->fetch_slots || !c->arena_bytes || !c->arenas ||
         !c->placed_nodes || !c->placed_devices)

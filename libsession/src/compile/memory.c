@@ -26,7 +26,7 @@ static uint64_t align_up(uint64_t v, uint64_t a) {
 }
 
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c) {
-    block_t *busy = malloc((c->n_slots + 1) * sizeof *busy);
+    block_t *busy = ses__malloc((c->n_slots + 1) * sizeof *busy);
 
     if (!busy)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory planning memory");

@@ -51,6 +51,9 @@ struct ses_session {
     pthread_cond_t idle;
     int closed;
     size_t in_flight;
+    /* Non-empty once a device is lost (DRV-81): "device D (driver N) was lost"; new evals are
+     * refused with SES_UNAVAILABLE, as after a close. Guarded by lock. */
+    char lost[256];
     struct ses_plan **plans;
     size_t n_plans;
     atomic_uint_fast64_t kernel_calls;
@@ -68,6 +71,12 @@ ses_status_t ses__remote_eval(ses_session_t *s, const ses_edge_t *fetches, size_
                               ses_node_t *const *targets, size_t n_targets,
                               ses_tensor_t **out_values);
 void ses__remote_close(ses__remote_t *r);
+
+/* Device @p d of @p s answered SES_DRV_UNAVAILABLE to work (DRV-81): marks the session lost, so
+ * later evals fail with SES_UNAVAILABLE. Thread-safe. */
+void ses__session_device_lost(ses_session_t *s, size_t d);
+/* Copies the lost-device sentence into @p buf and returns 1 if a device of @p s was lost. */
+int ses__session_lost(ses_session_t *s, char *buf, size_t size);
 void ses__remote_free(ses__remote_t *r);
 ses_status_t ses__session_eval_local(ses_session_t *s, const ses_edge_t *fetches,
                                      size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,

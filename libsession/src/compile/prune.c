@@ -125,10 +125,10 @@ ses_status_t ses__prune(const ses_graph_t *g, const ses_edge_t *fetches, size_t 
                              i, targets[i]->name);
     }
 
-    w.color = calloc(g->n_nodes + 1, 1);
-    w.order = malloc((g->n_nodes + 1) * sizeof *w.order);
-    w.stack = malloc((g->n_nodes + 1) * sizeof *w.stack);
-    w.next_input = malloc((g->n_nodes + 1) * sizeof *w.next_input);
+    w.color = ses__calloc(g->n_nodes + 1, 1);
+    w.order = ses__malloc((g->n_nodes + 1) * sizeof *w.order);
+    w.stack = ses__malloc((g->n_nodes + 1) * sizeof *w.stack);
+    w.next_input = ses__malloc((g->n_nodes + 1) * sizeof *w.next_input);
     if (!w.color || !w.order || !w.stack || !w.next_input) {
         st = ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
         goto done;
@@ -143,7 +143,7 @@ ses_status_t ses__prune(const ses_graph_t *g, const ses_edge_t *fetches, size_t 
 
     for (size_t i = 0; i < w.n_order; i++)
         n_vars += w.order[i]->kind == SES__NODE_VARIABLE;
-    out->variables = malloc((n_vars + 1) * sizeof *out->variables);
+    out->variables = ses__malloc((n_vars + 1) * sizeof *out->variables);
     if (!out->variables) {
         st = ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
         goto done;

@@ -34,7 +34,7 @@ static int capturable(const ses__compiled_t *c, const ses__step_t *step) {
 static ses_status_t find_segments(ses_session_t *s, ses__compiled_t *c) {
     size_t i = 0;
 
-    c->segments = calloc(c->n_steps + 1, sizeof *c->segments);
+    c->segments = ses__calloc(c->n_steps + 1, sizeof *c->segments);
     if (!c->segments)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
     while (i < c->n_steps) {
@@ -62,9 +62,9 @@ static ses_status_t find_segments(ses_session_t *s, ses__compiled_t *c) {
 }
 
 ses_status_t ses__plan_streams(ses_session_t *s, ses__compiled_t *c) {
-    c->streams = calloc(s->n_devices, sizeof *c->streams);
-    c->pending = calloc(s->n_devices, sizeof *c->pending);
-    c->last_enqueued = calloc(s->n_devices, sizeof *c->last_enqueued);
+    c->streams = ses__calloc(s->n_devices, sizeof *c->streams);
+    c->pending = ses__calloc(s->n_devices, sizeof *c->pending);
+    c->last_enqueued = ses__calloc(s->n_devices, sizeof *c->last_enqueued);
     if (!c->streams || !c->pending || !c->last_enqueued)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
     for (size_t i = 0; i < c->n_steps; i++) {

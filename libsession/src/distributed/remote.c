@@ -101,13 +101,17 @@ static ses_status_t call_worker(ses__remote_t *r, uint32_t task, ses__wire_write
         snprintf(r->broken, sizeof r->broken, "task %u: %s", task - 1,
                  st != SES_OK ? ses_last_error() : "no reply");
         free(reply);
-        return ses__fail(SES_UNAVAILABLE, "remote session: %s", r->broken);
+        /* The request's effect on the worker is unknown, so the job ends either way; running out
+         * of memory (here or in the worker's reply) is still reported as such. */
+        return ses__fail(st == SES_OUT_OF_MEMORY ? SES_OUT_OF_MEMORY : SES_UNAVAILABLE,
+                         "remote session: %s", r->broken);
     }
-    *reader = (ses__wire_reader_t){reply, bytes, 0, 0};
+    *reader = (ses__wire_reader_t){reply, bytes, 0, 0, 0};
     status = ses__wire_read_u32(reader);
     message = ses__wire_read_string(reader);
     if (reader->failed) {
-        st = ses__fail(SES_INTERNAL, "remote session: task %u sent a malformed reply", task - 1);
+        st = ses__wire_read_fail(reader, "remote session: task %u sent a malformed reply",
+                                 task - 1);
     } else if (status != SES_OK) {
         st = ses__fail(status <= SES_ALREADY_EXISTS ? (ses_status_t)status : SES_INTERNAL,
                        "task %u: %s", task - 1, message ? message : "");
@@ -130,9 +134,9 @@ static ses_status_t call_worker(ses__remote_t *r, uint32_t task, ses__wire_write
  */
 static ses_status_t assign_tasks(ses__remote_t *r, const ses_graph_t *g) {
     size_t n = g->n_nodes;
-    uint32_t *task = calloc(n ? n : 1, sizeof *task);
-    uint32_t *consumer = calloc(n ? n : 1, sizeof *consumer); /* UINT32_MAX: several */
-    unsigned char *requested = calloc(n ? n : 1, 1);
+    uint32_t *task = ses__calloc(n ? n : 1, sizeof *task);
+    uint32_t *consumer = ses__calloc(n ? n : 1, sizeof *consumer); /* UINT32_MAX: several */
+    unsigned char *requested = ses__calloc(n ? n : 1, 1);
     ses_status_t st = SES_OK;
 
     if (!task || !consumer || !requested) {
@@ -275,10 +279,10 @@ ses_status_t ses_remote_session_open(ses_graph_t *graph, const ses_remote_transp
                          transport->struct_size < sizeof *transport ? "a struct_size too small"
                          : !transport->call                        ? "no call function"
                                                                    : "no workers");
-    r = calloc(1, sizeof *r);
-    local = calloc(n_devices + 1, sizeof *local);
+    r = ses__calloc(1, sizeof *r);
+    local = ses__calloc(n_devices + 1, sizeof *local);
     if (r)
-        r->names = calloc(n_devices + 1, sizeof *r->names);
+        r->names = ses__calloc(n_devices + 1, sizeof *r->names);
     if (!r || !local || !r->names) {
         free(local);
         if (r)
@@ -302,7 +306,7 @@ ses_status_t ses_remote_session_open(ses_graph_t *graph, const ses_remote_transp
             r->default_task = task;
         if (task == LOCAL_TASK)
             local[n_local++] = devices[i];
-        if (!(r->names[r->n_names] = strdup(devices[i])))
+        if (!(r->names[r->n_names] = ses__strdup(devices[i])))
             st = ses__fail(SES_OUT_OF_MEMORY, "ses_remote_session_open: out of memory");
         else
             r->n_names++;
@@ -389,8 +393,8 @@ static int input_elsewhere(const eval_state_t *e, const ses_node_t *node, size_t
 static ses_status_t mark_needed(eval_state_t *e, const ses_edge_t *fetches, size_t n_fetches,
                                 ses_node_t *const *targets, size_t n_targets) {
     size_t n = e->g->n_nodes, top = 0;
-    size_t *stack = malloc((n ? n : 1) * sizeof *stack);
-    unsigned char *seen = calloc(n ? n : 1, 1);
+    size_t *stack = ses__malloc((n ? n : 1) * sizeof *stack);
+    unsigned char *seen = ses__calloc(n ? n : 1, 1);
 
     if (!stack || !seen) {
         free(stack);
@@ -469,7 +473,7 @@ static int ready(const eval_state_t *e, const ses_node_t *node, const unsigned c
  */
 static size_t cut_segments(eval_state_t *e, const uint32_t *task_of) {
     size_t n = e->g->n_nodes, count = 0;
-    unsigned char *done = calloc(n ? n : 1, 1);
+    unsigned char *done = ses__calloc(n ? n : 1, 1);
     size_t left = 0;
 
     if (!done)
@@ -626,7 +630,7 @@ ses_status_t ses__remote_eval(ses_session_t *s, const ses_edge_t *fetches, size_
     if ((!r->shipped || r->shipped_version != g->version) && (st = ship_graph(r, s)) != SES_OK)
         goto done;
     e.task_of = r->task_of;
-    e.offset = malloc((n + 1) * sizeof *e.offset);
+    e.offset = ses__malloc((n + 1) * sizeof *e.offset);
     if (!e.offset) {
         st = ses__fail(SES_OUT_OF_MEMORY, "ses_session_eval: out of memory");
         goto done;
@@ -635,17 +639,17 @@ ses_status_t ses__remote_eval(ses_session_t *s, const ses_edge_t *fetches, size_
     for (size_t i = 0; i < n; i++)
         e.offset[i + 1] = e.offset[i] + g->nodes[i]->n_outputs;
     n_edges = e.offset[n];
-    e.fed = calloc(n_edges + 1, sizeof *e.fed);
-    e.value = calloc(n_edges + 1, sizeof *e.value);
-    e.fetched = calloc(n_edges + 1, 1);
-    e.cross = calloc(n_edges + 1, 1);
-    seen = calloc(n_edges + 1, 1);
-    e.target = calloc(n + 1, 1);
-    e.segment = calloc(n + 1, sizeof *e.segment);
-    io.fetches = malloc((n_edges + 1) * sizeof *io.fetches);
-    io.feeds = malloc((n_edges + 1) * sizeof *io.feeds);
-    io.targets = malloc((n + 1) * sizeof *io.targets);
-    outs = calloc(n_edges + 1, sizeof *outs);
+    e.fed = ses__calloc(n_edges + 1, sizeof *e.fed);
+    e.value = ses__calloc(n_edges + 1, sizeof *e.value);
+    e.fetched = ses__calloc(n_edges + 1, 1);
+    e.cross = ses__calloc(n_edges + 1, 1);
+    seen = ses__calloc(n_edges + 1, 1);
+    e.target = ses__calloc(n + 1, 1);
+    e.segment = ses__calloc(n + 1, sizeof *e.segment);
+    io.fetches = ses__malloc((n_edges + 1) * sizeof *io.fetches);
+    io.feeds = ses__malloc((n_edges + 1) * sizeof *io.feeds);
+    io.targets = ses__malloc((n + 1) * sizeof *io.targets);
+    outs = ses__calloc(n_edges + 1, sizeof *outs);
     if (!e.fed || !e.value || !e.fetched || !e.cross || !seen || !e.target || !e.segment ||
         !io.fetches || !io.feeds || !io.targets || !outs) {
         st = ses__fail(SES_OUT_OF_MEMORY, "ses_session_eval: out of memory");
@@ -775,7 +779,7 @@ struct ses_remote_worker {
 ses_status_t ses_remote_worker_create(ses_remote_worker_t **out) {
     if (!out)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_remote_worker_create: out_worker is NULL");
-    *out = calloc(1, sizeof **out);
+    *out = ses__calloc(1, sizeof **out);
     return *out ? SES_OK
                 : ses__fail(SES_OUT_OF_MEMORY, "ses_remote_worker_create: out of memory");
 }
@@ -807,16 +811,16 @@ static ses_status_t worker_open(ses_remote_worker_t *w, ses__wire_reader_t *r) {
     options.graphs = (int)ses__wire_read_u32(r);
     count = ses__wire_read_u64(r);
     if (r->failed || count > r->size)
-        return ses__fail(SES_INTERNAL, "remote message: device names cut short");
-    names = calloc((size_t)count + 1, sizeof *names);
-    devices = calloc((size_t)count + 1, sizeof *devices);
+        return ses__wire_read_fail(r, "remote message: device names cut short");
+    names = ses__calloc((size_t)count + 1, sizeof *names);
+    devices = ses__calloc((size_t)count + 1, sizeof *devices);
     if (!names || !devices) {
         st = ses__fail(SES_OUT_OF_MEMORY, "remote worker: out of memory");
         goto done;
     }
     for (uint64_t i = 0; i < count && st == SES_OK; i++)
         if (!(names[i] = ses__wire_read_string(r)))
-            st = ses__fail(SES_INTERNAL, "remote message: device names cut short");
+            st = ses__wire_read_fail(r, "remote message: device names cut short");
     if (st == SES_OK)
         st = ses__wire_read_graph(r, &g);
     if (st == SES_OK)
@@ -847,7 +851,7 @@ static ses_status_t worker_open(ses_remote_worker_t *w, ses__wire_reader_t *r) {
         uint32_t k;
         size_t rest;
         if (node->device && parse_task(node->device, &k, &rest) > 0 && k == w->task) {
-            char *local = strdup(node->device + rest);
+            char *local = ses__strdup(node->device + rest);
             st = local ? ses_node_set_device(node, local)
                        : ses__fail(SES_OUT_OF_MEMORY, "remote worker: out of memory");
             free(local);
@@ -900,9 +904,9 @@ static ses_status_t worker_eval(ses_remote_worker_t *w, ses__wire_reader_t *r,
     if (!w->session)
         return ses__fail(SES_FAILED_PRECONDITION, "remote worker: no session is open");
     if (r->failed || n_fetches > r->size)
-        return ses__fail(SES_INTERNAL, "remote message: fetches cut short");
-    fetches = calloc((size_t)n_fetches + 1, sizeof *fetches);
-    outs = calloc((size_t)n_fetches + 1, sizeof *outs);
+        return ses__wire_read_fail(r, "remote message: fetches cut short");
+    fetches = ses__calloc((size_t)n_fetches + 1, sizeof *fetches);
+    outs = ses__calloc((size_t)n_fetches + 1, sizeof *outs);
     if (!fetches || !outs) {
         st = ses__fail(SES_OUT_OF_MEMORY, "remote worker: out of memory");
         goto done;
@@ -911,8 +915,8 @@ static ses_status_t worker_eval(ses_remote_worker_t *w, ses__wire_reader_t *r,
         st = read_edge(w, r, &fetches[i]);
     n_feeds = ses__wire_read_u64(r);
     if (st == SES_OK && (r->failed || n_feeds > r->size))
-        st = ses__fail(SES_INTERNAL, "remote message: feeds cut short");
-    if (st == SES_OK && !(feeds = calloc((size_t)n_feeds + 1, sizeof *feeds)))
+        st = ses__wire_read_fail(r, "remote message: feeds cut short");
+    if (st == SES_OK && !(feeds = ses__calloc((size_t)n_feeds + 1, sizeof *feeds)))
         st = ses__fail(SES_OUT_OF_MEMORY, "remote worker: out of memory");
     for (uint64_t i = 0; i < n_feeds && st == SES_OK; i++) {
         st = read_edge(w, r, &feeds[i].edge);
@@ -922,8 +926,8 @@ static ses_status_t worker_eval(ses_remote_worker_t *w, ses__wire_reader_t *r,
     if (st == SES_OK) {
         n_targets = ses__wire_read_u64(r);
         if (r->failed || n_targets > r->size)
-            st = ses__fail(SES_INTERNAL, "remote message: targets cut short");
-        else if (!(targets = calloc((size_t)n_targets + 1, sizeof *targets)))
+            st = ses__wire_read_fail(r, "remote message: targets cut short");
+        else if (!(targets = ses__calloc((size_t)n_targets + 1, sizeof *targets)))
             st = ses__fail(SES_OUT_OF_MEMORY, "remote worker: out of memory");
     }
     for (uint64_t i = 0; i < n_targets && st == SES_OK; i++) {
@@ -958,7 +962,7 @@ done:
 ses_status_t ses_remote_worker_handle(ses_remote_worker_t *w, const void *request,
                                       size_t request_bytes, void **out_reply,
                                       size_t *out_reply_bytes, int *out_exit) {
-    ses__wire_reader_t r = {request, request_bytes, 0, 0};
+    ses__wire_reader_t r = {request, request_bytes, 0, 0, 0};
     ses__wire_writer_t values = {0}, reply = {0};
     ses_status_t st;
     uint32_t kind;

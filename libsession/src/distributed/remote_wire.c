@@ -2,6 +2,8 @@
  * Messages of a remote session: see remote_wire.h. Fields are written in the host's byte order
  * (both ends run on one kind of machine in an MPI job; a heterogeneous job is not supported).
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +28,7 @@ void ses__wire_bytes(ses__wire_writer_t *w, const void *data, size_t bytes) {
             }
             capacity *= 2;
         }
-        grown = realloc(w->data, capacity);
+        grown = ses__realloc(w->data, capacity);
         if (!grown) {
             w->failed = 1;
             return;
@@ -159,6 +161,18 @@ double ses__wire_read_f64(ses__wire_reader_t *r) {
     return v;
 }
 
+ses_status_t ses__wire_read_fail(const ses__wire_reader_t *r, const char *format, ...) {
+    char message[512];
+    va_list ap;
+
+    if (r->oom)
+        return ses__fail(SES_OUT_OF_MEMORY, "remote message: out of memory reading it");
+    va_start(ap, format);
+    vsnprintf(message, sizeof message, format, ap);
+    va_end(ap);
+    return ses__fail(SES_INTERNAL, "%s", message);
+}
+
 char *ses__wire_read_string(ses__wire_reader_t *r) {
     uint32_t length = ses__wire_read_u32(r);
     const char *p;
@@ -168,8 +182,12 @@ char *ses__wire_read_string(ses__wire_reader_t *r) {
         return NULL;
     if (!(p = ses__wire_read_bytes(r, length)))
         return NULL;
-    if (memchr(p, 0, length) || !(s = malloc((size_t)length + 1))) {
+    if (memchr(p, 0, length)) {
         r->failed = 1;
+        return NULL;
+    }
+    if (!(s = ses__malloc((size_t)length + 1))) {
+        r->failed = r->oom = 1;
         return NULL;
     }
     memcpy(s, p, length);
@@ -185,13 +203,13 @@ ses_status_t ses__wire_read_tensor(ses__wire_reader_t *r, ses_tensor_t **out) {
 
     *out = NULL;
     if (r->failed || rank > SES_MAX_RANK)
-        return ses__fail(SES_INTERNAL, "remote message: a tensor of rank %u", rank);
+        return ses__wire_read_fail(r, "remote message: a tensor of rank %u", rank);
     for (uint32_t i = 0; i < rank; i++)
         dims[i] = (int64_t)ses__wire_read_u64(r);
     bytes = ses__wire_read_u64(r);
     data = ses__wire_read_bytes(r, (size_t)bytes);
     if (r->failed || bytes > SIZE_MAX)
-        return ses__fail(SES_INTERNAL, "remote message: a tensor cut short");
+        return ses__wire_read_fail(r, "remote message: a tensor cut short");
     /* ses_tensor_create_from checks the dtype, the dimensions and that bytes is their size. */
     return ses_tensor_create_from((ses_dtype_t)dtype, rank, dims, data, (size_t)bytes, out);
 }
@@ -206,7 +224,7 @@ static void clear_attrs(ses_attr_t *attrs, size_t count) {
 
 /* Reads @p count attributes; their arrays point into the message. */
 static ses_status_t read_attrs(ses__wire_reader_t *r, size_t count, ses_attr_t **out) {
-    ses_attr_t *attrs = calloc(count ? count : 1, sizeof *attrs);
+    ses_attr_t *attrs = ses__calloc(count ? count : 1, sizeof *attrs);
 
     *out = NULL;
     if (!attrs)
@@ -222,12 +240,13 @@ static ses_status_t read_attrs(ses__wire_reader_t *r, size_t count, ses_attr_t *
         a->count = (size_t)n;
         if (a->type == SES_ATTR_STRING) {
             const char *p = ses__wire_read_bytes(r, (size_t)n);
-            char *s = p ? malloc((size_t)n + 1) : NULL;
+            char *s = p ? ses__malloc((size_t)n + 1) : NULL;
             if (s) {
                 memcpy(s, p, (size_t)n);
                 s[n] = 0;
             } else {
                 r->failed = 1;
+                r->oom |= p != NULL;
             }
             a->s = s;
         } else if (a->type == SES_ATTR_INTS) {
@@ -241,7 +260,7 @@ static ses_status_t read_attrs(ses__wire_reader_t *r, size_t count, ses_attr_t *
     }
     if (r->failed) {
         clear_attrs(attrs, count);
-        return ses__fail(SES_INTERNAL, "remote message: attributes cut short");
+        return ses__wire_read_fail(r, "remote message: attributes cut short");
     }
     *out = attrs;
     return SES_OK;
@@ -260,10 +279,10 @@ static ses_status_t read_node(ses__wire_reader_t *r, ses_graph_t *g) {
     ses_status_t st = SES_OK;
 
     if (r->failed || !name || !op || n_inputs > r->size || n_outputs > UINT32_MAX) {
-        st = ses__fail(SES_INTERNAL, "remote message: node %zu cut short", g->n_nodes);
+        st = ses__wire_read_fail(r, "remote message: node %zu cut short", g->n_nodes);
         goto done;
     }
-    inputs = calloc(n_inputs ? (size_t)n_inputs : 1, sizeof *inputs);
+    inputs = ses__calloc(n_inputs ? (size_t)n_inputs : 1, sizeof *inputs);
     if (!inputs) {
         st = ses__fail(SES_OUT_OF_MEMORY, "remote message: out of memory");
         goto done;
@@ -280,7 +299,7 @@ static ses_status_t read_node(ses__wire_reader_t *r, ses_graph_t *g) {
     }
     n_attrs = ses__wire_read_u64(r);
     if (n_attrs > r->size || (st = read_attrs(r, (size_t)n_attrs, &attrs)) != SES_OK) {
-        st = st != SES_OK ? st : ses__fail(SES_INTERNAL, "remote message: attributes cut short");
+        st = st != SES_OK ? st : ses__wire_read_fail(r, "remote message: attributes cut short");
         goto done;
     }
     switch (kind) {
@@ -333,7 +352,7 @@ ses_status_t ses__wire_read_graph(ses__wire_reader_t *r, ses_graph_t **out_graph
 
     *out_graph = NULL;
     if (r->failed || n > r->size)
-        return ses__fail(SES_INTERNAL, "remote message: a graph cut short");
+        return ses__wire_read_fail(r, "remote message: a graph cut short");
     if ((st = ses_graph_create(&g)) != SES_OK)
         return st;
     for (uint64_t i = 0; i < n && st == SES_OK; i++)

@@ -38,6 +38,7 @@ typedef struct ses__wire_reader {
     size_t size;
     size_t at;
     int failed; /* read past the end or a bad value: every later read gives 0 */
+    int oom;    /* ...because memory ran out (failed is set too), not because of the message */
 } ses__wire_reader_t;
 
 uint32_t ses__wire_read_u32(ses__wire_reader_t *r);
@@ -49,6 +50,12 @@ const void *ses__wire_read_bytes(ses__wire_reader_t *r, size_t bytes);
 char *ses__wire_read_string(ses__wire_reader_t *r);
 /** A new tensor into @p out; a status naming what is wrong with the message otherwise. */
 ses_status_t ses__wire_read_tensor(ses__wire_reader_t *r, ses_tensor_t **out);
+/**
+ * The status for a read that failed: SES_OUT_OF_MEMORY when memory ran out while reading,
+ * else SES_INTERNAL with the printf message (what is wrong with the message).
+ */
+ses_status_t ses__wire_read_fail(const ses__wire_reader_t *r, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
 /** Builds a new graph from ses__wire_graph's output. */
 ses_status_t ses__wire_read_graph(ses__wire_reader_t *r, ses_graph_t **out_graph);
 

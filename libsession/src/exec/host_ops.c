@@ -21,8 +21,8 @@ static void edge_name(ses_edge_t e, char *buffer, size_t size) {
 static ses_status_t run_save(ses_session_t *s, ses__compiled_t *c, const ses__step_t *step,
                              const char *path) {
     const ses_node_t *n = step->node;
-    ses_tensor_t **tensors = calloc(step->n_args + 1, sizeof *tensors);
-    char **names = calloc(step->n_args + 1, sizeof *names);
+    ses_tensor_t **tensors = ses__calloc(step->n_args + 1, sizeof *tensors);
+    char **names = ses__calloc(step->n_args + 1, sizeof *names);
     static const char *const keys[] = {"format"};
     static const char *const values[] = {"libsession-checkpoint-1"};
     ses_status_t st = SES_OK;
@@ -33,7 +33,7 @@ static ses_status_t run_save(ses_session_t *s, ses__compiled_t *c, const ses__st
     }
     for (size_t i = 0; i < step->n_args && st == SES_OK; i++) {
         const ses__slot_t *slot = &c->slots[step->args[i]];
-        names[i] = malloc(300);
+        names[i] = ses__malloc(300);
         if (!names[i]) {
             st = ses__fail(SES_OUT_OF_MEMORY, "Save \"%s\": out of memory", n->name);
             break;
@@ -79,7 +79,7 @@ static ses_status_t run_restore(ses__compiled_t *c, const ses__step_t *step, con
         snprintf(message, sizeof message, "%s", ses_last_error());
         return ses__fail(st, "Restore \"%s\": %s", n->name, message);
     }
-    found = calloc(step->n_args + 1, sizeof *found);
+    found = ses__calloc(step->n_args + 1, sizeof *found);
     if (!found) {
         ses_safetensors_free(&file);
         return ses__fail(SES_OUT_OF_MEMORY, "Restore \"%s\": out of memory", n->name);
@@ -157,7 +157,7 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
         /* One buffer for both dtypes, kept with the step: no allocation (nor page faults on
          * fresh pages) per run. */
         if (step->scratch_bytes < bytes) {
-            void *grown = realloc(step->scratch, bytes);
+            void *grown = ses__realloc(step->scratch, bytes);
             if (!grown)
                 return ses__fail(SES_OUT_OF_MEMORY,
                                  "AllReduce \"%s\": out of memory for %zu bytes", n->name, bytes);

@@ -15,14 +15,27 @@ static const char *device_name(const ses_session_t *s, size_t d) {
     return ses_device_name(s->devices[d].device);
 }
 
-/* A driver failure as a libsession error naming the node and device. */
+static const char *driver_name(const ses_session_t *s, size_t d) {
+    return ses_driver_name(ses_device_driver(s->devices[d].device));
+}
+
+/* DRV-81: a device that answers SES_DRV_UNAVAILABLE to work it was given is lost; the session
+ * refuses later evals (ses__run adds that to this eval's error). */
+static void note_failure(ses_session_t *s, size_t d, int32_t rc) {
+    if (rc == SES_DRV_UNAVAILABLE)
+        ses__session_device_lost(s, d);
+}
+
+/* A driver failure as a libsession error naming the node, device and driver. */
 static ses_status_t driver_failed(ses_session_t *s, const ses__step_t *step, int32_t rc,
                                   const char *what) {
     char message[1024];
 
     ses__host_take_message(message, sizeof message);
-    return ses__fail((ses_status_t)rc, "%s \"%s\" on %s: %s failed: %s", step->node->op,
-                     step->node->name, device_name(s, step->device), what,
+    note_failure(s, step->device, rc);
+    return ses__fail((ses_status_t)rc, "%s \"%s\" on %s (driver %s): %s failed: %s",
+                     step->node->op, step->node->name, device_name(s, step->device),
+                     driver_name(s, step->device), what,
                      message[0] ? message : ses_status_name((ses_status_t)rc));
 }
 
@@ -68,8 +81,9 @@ ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *hos
     if (rc != SES_DRV_OK) {
         char message[1024];
         ses__host_take_message(message, sizeof message);
-        return ses__fail((ses_status_t)rc, "copy from %s: %s", device_name(s, slot->device),
-                         message);
+        note_failure(s, slot->device, rc);
+        return ses__fail((ses_status_t)rc, "copy from %s (driver %s): %s",
+                         device_name(s, slot->device), driver_name(s, slot->device), message);
     }
     return SES_OK;
 }
@@ -91,8 +105,9 @@ ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const vo
     if (rc != SES_DRV_OK) {
         char message[1024];
         ses__host_take_message(message, sizeof message);
-        return ses__fail((ses_status_t)rc, "copy to %s: %s", device_name(s, slot->device),
-                         message);
+        note_failure(s, slot->device, rc);
+        return ses__fail((ses_status_t)rc, "copy to %s (driver %s): %s",
+                         device_name(s, slot->device), driver_name(s, slot->device), message);
     }
     return SES_OK;
 }
@@ -109,13 +124,20 @@ ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses_
     if (src->device == dst->device && !src->tensor) {
         rc = to->api->copy_d2d(to->handle, NULL, src->buffer, src->offset, dst->buffer,
                                dst->offset, src->bytes);
-        return rc == SES_DRV_OK ? SES_OK : ses__fail((ses_status_t)rc, "device copy failed");
+        if (rc != SES_DRV_OK) {
+            char message[1024];
+            ses__host_take_message(message, sizeof message);
+            note_failure(s, dst->device, rc);
+            return ses__fail((ses_status_t)rc, "copy within %s (driver %s): %s",
+                             device_name(s, dst->device), driver_name(s, dst->device), message);
+        }
+        return SES_OK;
     }
     /* Otherwise through host memory: the source mapped or read into staging, then written. */
     p = map_slot(s, src, SES_DRV_MAP_READ);
     staging = p;
     if (!p) {
-        staging = malloc(src->bytes);
+        staging = ses__malloc(src->bytes);
         if (!staging)
             return ses__fail(SES_OUT_OF_MEMORY, "copy: out of memory");
         st = ses__read_slot(s, src, staging);
@@ -132,7 +154,9 @@ ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses_
     if (rc != SES_DRV_OK) {
         char message[1024];
         ses__host_take_message(message, sizeof message);
-        return ses__fail((ses_status_t)rc, "copy to %s: %s", device_name(s, dst->device), message);
+        note_failure(s, dst->device, rc);
+        return ses__fail((ses_status_t)rc, "copy to %s (driver %s): %s",
+                         device_name(s, dst->device), driver_name(s, dst->device), message);
     }
     return SES_OK;
 }
@@ -231,6 +255,7 @@ static ses_status_t wait_device(ses_session_t *s, ses__compiled_t *c, size_t d) 
         const ses__step_t *last = &c->steps[c->last_enqueued[d]];
         char message[1024];
         ses__host_take_message(message, sizeof message);
+        note_failure(s, d, rc);
         return ses__fail((ses_status_t)rc,
                          "%s: waiting for the plan's kernels (the last one enqueued: %s \"%s\") "
                          "failed: %s",
@@ -338,6 +363,7 @@ static ses_status_t run_segment(ses_session_t *s, ses__compiled_t *c, ses__segme
     if (rc != SES_DRV_OK) {
         char message[1024];
         ses__host_take_message(message, sizeof message);
+        note_failure(s, seg->device, rc);
         return ses__fail((ses_status_t)rc,
                          "%s: launching the graph of %zu kernels (%s \"%s\" to %s \"%s\") failed: "
                          "%s",
@@ -424,5 +450,12 @@ ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t 
     if (st == SES_OK)
         st = fetch_values(plan, out_values);
     unbind_externals(plan->session, plan->compiled);
+    if (st != SES_OK) {
+        char lost[256], message[2048];
+        if (ses__session_lost(plan->session, lost, sizeof lost)) {
+            snprintf(message, sizeof message, "%s", ses_last_error());
+            st = ses__fail(SES_UNAVAILABLE, "%s; %s: the session is closed", message, lost);
+        }
+    }
     return st;
 }

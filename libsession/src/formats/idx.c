@@ -240,7 +240,7 @@ ses_status_t ses_idx_read(const char *path, ses_tensor_t **out) {
     if (!path)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: path is NULL", __func__);
 
-    r = calloc(1, sizeof *r);
+    r = ses__calloc(1, sizeof *r);
     if (!r)
         return ses__fail(SES_OUT_OF_MEMORY, "idx file %s: out of memory", path);
     st = open_reader(r, path);

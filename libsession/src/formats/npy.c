@@ -176,7 +176,7 @@ ses_status_t ses_npy_read_file(const char *path, ses_tensor_t **out_tensor) {
         fclose(f);
         return ses__fail(SES_INVALID_ARGUMENT, "%s: not a regular file of at most 16 GiB", path);
     }
-    if (!(data = malloc((size_t)sb.st_size + 1))) {
+    if (!(data = ses__malloc((size_t)sb.st_size + 1))) {
         fclose(f);
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory", path);
     }

@@ -46,7 +46,7 @@ ses_status_t ses__attrs_set(ses__attrs_t *a, const ses_attr_t *v) {
                              v->name, v->count);
         }
         fresh.count = v->count;
-        fresh.ints = malloc((v->count ? v->count : 1) * sizeof(int64_t));
+        fresh.ints = ses__malloc((v->count ? v->count : 1) * sizeof(int64_t));
         if (!fresh.ints)
             goto oom;
         if (v->count)
@@ -59,7 +59,7 @@ ses_status_t ses__attrs_set(ses__attrs_t *a, const ses_attr_t *v) {
                              v->name, v->count);
         }
         fresh.count = v->count;
-        fresh.floats = malloc((v->count ? v->count : 1) * sizeof(double));
+        fresh.floats = ses__malloc((v->count ? v->count : 1) * sizeof(double));
         if (!fresh.floats)
             goto oom;
         if (v->count)
@@ -80,7 +80,7 @@ ses_status_t ses__attrs_set(ses__attrs_t *a, const ses_attr_t *v) {
         }
     }
     {
-        ses__attr_t *items = realloc(a->items, (a->count + 1) * sizeof *items);
+        ses__attr_t *items = ses__realloc(a->items, (a->count + 1) * sizeof *items);
         if (!items)
             goto oom;
         a->items = items;

@@ -51,7 +51,7 @@ static int table_grow(ses_graph_t *g) {
 
     if (g->table_size && (g->n_nodes + 1) * 2 <= g->table_size)
         return 0;
-    table = calloc(size, sizeof *table);
+    table = ses__calloc(size, sizeof *table);
     if (!table)
         return -1;
     free(g->table);
@@ -68,7 +68,7 @@ ses_status_t ses_graph_create(ses_graph_t **out_graph) {
     if (!out_graph)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_graph_create: out_graph is NULL");
     *out_graph = NULL;
-    g = calloc(1, sizeof *g);
+    g = ses__calloc(1, sizeof *g);
     if (!g)
         return ses__fail(SES_OUT_OF_MEMORY, "ses_graph_create: out of memory");
     atomic_init(&g->refs, 1);
@@ -180,7 +180,7 @@ static ses_status_t append_node(ses_graph_t *g, const char *what, const char *op
                              "output(s)",
                              what, name, i, inputs[i].index, src->name, src->n_outputs);
     }
-    n = calloc(1, sizeof *n);
+    n = ses__calloc(1, sizeof *n);
     if (!n || table_grow(g) != 0)
         goto oom;
     n->graph = g;
@@ -189,14 +189,14 @@ static ses_status_t append_node(ses_graph_t *g, const char *what, const char *op
     n->name = ses__strdup(name);
     n->op = ses__strdup(op);
     n->n_inputs = n_inputs;
-    n->inputs = malloc((n_inputs ? n_inputs : 1) * sizeof *n->inputs);
+    n->inputs = ses__malloc((n_inputs ? n_inputs : 1) * sizeof *n->inputs);
     if (!n->name || !n->op || !n->inputs)
         goto oom;
     if (n_inputs)
         memcpy(n->inputs, inputs, n_inputs * sizeof *inputs);
     if (g->n_nodes == g->capacity) {
         size_t capacity = g->capacity ? g->capacity * 2 : 32;
-        ses_node_t **nodes = realloc(g->nodes, capacity * sizeof *nodes);
+        ses_node_t **nodes = ses__realloc(g->nodes, capacity * sizeof *nodes);
         if (!nodes)
             goto oom;
         g->nodes = nodes;
@@ -377,7 +377,7 @@ ses_status_t ses_graph_group(ses_graph_t *g, const char *name, ses_node_t *const
     *out_node = NULL;
     if (!g || (n_nodes && !nodes))
         return ses__fail(SES_INVALID_ARGUMENT, "ses_graph_group: NULL %s", !g ? "graph" : "nodes");
-    edges = malloc((n_nodes ? n_nodes : 1) * sizeof *edges);
+    edges = ses__malloc((n_nodes ? n_nodes : 1) * sizeof *edges);
     if (!edges)
         return ses__fail(SES_OUT_OF_MEMORY, "ses_graph_group: out of memory");
     for (size_t i = 0; i < n_nodes; i++)
@@ -490,7 +490,7 @@ ses_status_t ses_node_set_device(ses_node_t *n, const char *device) {
                          "ses_node_set_device: %s \"%s\": a device name of %zu characters "
                          "(the most is %d)",
                          n->op, n->name, strlen(device), NAME_MAX_LENGTH - 1);
-    if (device && *device && !(copy = strdup(device)))
+    if (device && *device && !(copy = ses__strdup(device)))
         return ses__fail(SES_OUT_OF_MEMORY, "ses_node_set_device: out of memory");
     free(n->device);
     n->device = copy;

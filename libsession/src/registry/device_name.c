@@ -79,6 +79,11 @@ static ses_status_t resolve_in_driver(struct ses_registry *reg, struct ses_drive
         *out_device = &d->devices[index];
         return SES_OK;
     }
+    /* Running out of memory is no verdict on the driver: report it as such, not as a device
+     * that does not exist. */
+    if (d->state == SES_DRIVER_FAILED && d->error_code == SES_OUT_OF_MEMORY)
+        return ses__fail(SES_OUT_OF_MEMORY, "device \"%s\": driver %s ran out of memory: %s", name,
+                         d->manifest.name, d->error ? d->error : "out of memory");
     switch (d->state) {
     case SES_DRIVER_READY:
         snprintf(why, sizeof why, "driver %s has %zu device(s), %s:0 to %s:%zu", d->manifest.name,
@@ -103,6 +108,7 @@ static ses_status_t resolve_kind(struct ses_registry *reg, int kind, const char 
     const ses_device_t *seen[256];
     size_t n_seen = 0;
     char why[256];
+    const struct ses_driver *oom = NULL;
 
     for (size_t i = 0; i < reg->n_drivers; i++) {
         struct ses_driver *d = reg->drivers[i];
@@ -111,6 +117,8 @@ static ses_status_t resolve_kind(struct ses_registry *reg, int kind, const char 
         if (!(d->manifest.kinds_mask & (1u << kind)))
             continue;
         ses__driver_load(d);
+        if (d->state == SES_DRIVER_FAILED && d->error_code == SES_OUT_OF_MEMORY && !oom)
+            oom = d;
         for (size_t j = 0; j < d->n_devices; j++) {
             const ses_device_t *dev = &d->devices[j];
             int duplicate = 0;
@@ -130,6 +138,10 @@ static ses_status_t resolve_kind(struct ses_registry *reg, int kind, const char 
                 seen[n_seen++] = dev;
         }
     }
+    /* The device may be on a driver that could not be loaded for want of memory. */
+    if (oom)
+        return ses__fail(SES_OUT_OF_MEMORY, "device \"%s\": driver %s ran out of memory: %s", name,
+                         oom->manifest.name, oom->error ? oom->error : "out of memory");
     snprintf(why, sizeof why, "there %s %zu %s device%s", n_seen == 1 ? "is" : "are", n_seen,
              kind_names[kind], n_seen == 1 ? "" : "s");
     return not_found(reg, name, why);

@@ -248,7 +248,7 @@ static int enumerate(struct ses_driver *driver) {
         return -1;
     }
     if (rc == SES_DRV_OK && count > 0) {
-        descs = calloc(count, sizeof *descs);
+        descs = ses__calloc(count, sizeof *descs);
         if (!descs) {
             ses__driver_fail(driver, SES_OUT_OF_MEMORY, "enumerate_devices: out of memory");
             return -1;
@@ -277,7 +277,7 @@ static int enumerate(struct ses_driver *driver) {
         driver->error = ses__strdup(message[0] ? message : "the driver found no devices");
         return 0;
     }
-    driver->devices = calloc(count, sizeof *driver->devices);
+    driver->devices = ses__calloc(count, sizeof *driver->devices);
     if (!driver->devices) {
         free(descs);
         ses__driver_fail(driver, SES_OUT_OF_MEMORY, "enumerate_devices: out of memory");

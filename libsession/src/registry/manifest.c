@@ -56,7 +56,7 @@ static char *file_stem(const char *path) {
     n = strlen(base);
     if (n > 5 && strcmp(base + n - 5, ".json") == 0)
         n -= 5;
-    stem = malloc(n + 1);
+    stem = ses__malloc(n + 1);
     if (stem) {
         memcpy(stem, base, n);
         stem[n] = '\0';
@@ -97,7 +97,7 @@ static ses_status_t read_file(const char *path, char **out_text, size_t *out_siz
         return ses__fail(SES_INVALID_ARGUMENT, "manifest %s: %lld bytes, the limit is %d", path,
                          (long long)st.st_size, SES__MANIFEST_MAX_BYTES);
     }
-    text = malloc((size_t)st.st_size + 1);
+    text = ses__malloc((size_t)st.st_size + 1);
     if (!text) {
         fclose(f);
         return ses__fail(SES_OUT_OF_MEMORY, "manifest %s: out of memory", path);
@@ -224,7 +224,7 @@ static ses_status_t parse_string_array(const cJSON *root, const char *key, const
         return ses__fail(SES_INVALID_ARGUMENT,
                          "manifest %s: \"%s\" must be an array of strings, found %s", path, key,
                          json_type_name(array));
-    *out_items = calloc((size_t)cJSON_GetArraySize(array) + 1, sizeof(char *));
+    *out_items = ses__calloc((size_t)cJSON_GetArraySize(array) + 1, sizeof(char *));
     if (!*out_items)
         return ses__fail(SES_OUT_OF_MEMORY, "manifest %s: out of memory", path);
     cJSON_ArrayForEach(entry, array) {
@@ -281,8 +281,8 @@ static ses_status_t parse_options(const cJSON *root, const char *path, ses__mani
         return ses__fail(SES_INVALID_ARGUMENT, "manifest %s: \"options\" must be an object, found %s",
                          path, json_type_name(object));
     capacity = (size_t)cJSON_GetArraySize(object) + 1;
-    m->option_keys = calloc(capacity, sizeof(char *));
-    m->option_values = calloc(capacity, sizeof(char *));
+    m->option_keys = ses__calloc(capacity, sizeof(char *));
+    m->option_values = ses__calloc(capacity, sizeof(char *));
     if (!m->option_keys || !m->option_values)
         return ses__fail(SES_OUT_OF_MEMORY, "manifest %s: out of memory", path);
     cJSON_ArrayForEach(entry, object) {
@@ -383,11 +383,18 @@ ses_status_t ses__manifest_read(const char *path, ses__manifest_t *out) {
     st = read_file(path, &text, &size);
     if (st != SES_OK)
         return st;
+    errno = 0;
     root = cJSON_ParseWithLengthOpts(text, size, &end, 0);
     if (!root) {
         int line, column;
         char near[20];
 
+        /* cJSON reports a failed allocation as a syntax error; malloc's ENOMEM tells them
+         * apart. */
+        if (errno == ENOMEM) {
+            free(text);
+            return ses__fail(SES_OUT_OF_MEMORY, "manifest %s: out of memory parsing it", path);
+        }
         /* cJSON leaves end at the first character it could not take. */
         if (!end)
             end = text + size;

@@ -23,7 +23,7 @@ void ses__registry_note(struct ses_registry *reg, uint32_t level, const char *fo
     vsnprintf(line, sizeof line, format, ap);
     va_end(ap);
     ses__log(level, "%s", line);
-    notes = realloc(reg->notes, (reg->n_notes + 1) * sizeof *notes);
+    notes = ses__realloc(reg->notes, (reg->n_notes + 1) * sizeof *notes);
     if (!notes)
         return;
     reg->notes = notes;
@@ -127,13 +127,13 @@ static void check_library_exists(struct ses_driver *driver) {
 }
 
 static struct ses_driver *add_driver(struct ses_registry *reg, const char *manifest_path) {
-    struct ses_driver *driver = calloc(1, sizeof *driver);
+    struct ses_driver *driver = ses__calloc(1, sizeof *driver);
     struct ses_driver **drivers;
     ses_status_t st;
 
     if (!driver)
         return NULL;
-    drivers = realloc(reg->drivers, (reg->n_drivers + 1) * sizeof *drivers);
+    drivers = ses__realloc(reg->drivers, (reg->n_drivers + 1) * sizeof *drivers);
     if (!drivers) {
         free(driver);
         return NULL;
@@ -204,7 +204,7 @@ ses_status_t ses_registry_create(ses_registry_t **out_registry) {
     if (!out_registry)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: out_registry is NULL", __func__);
     *out_registry = NULL;
-    reg = calloc(1, sizeof *reg);
+    reg = ses__calloc(1, sizeof *reg);
     if (!reg)
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory", __func__);
     pthread_mutex_init(&reg->lock, NULL);

@@ -34,7 +34,7 @@ static int list_push(path_list_t *list, char *owned) {
         return -1;
     if (list->count == list->capacity) {
         size_t capacity = list->capacity ? list->capacity * 2 : 16;
-        char **items = realloc(list->items, capacity * sizeof *items);
+        char **items = ses__realloc(list->items, capacity * sizeof *items);
         if (!items) {
             free(owned);
             return -1;
@@ -108,7 +108,7 @@ static int add_entries(struct ses_registry *reg, path_list_t *files, const char 
         char *entry;
 
         if (n > 0) {
-            entry = malloc(n + 1);
+            entry = ses__malloc(n + 1);
             if (!entry)
                 return -1;
             memcpy(entry, p, n);

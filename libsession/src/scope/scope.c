@@ -117,7 +117,7 @@ static ses_status_t reserve_one(ses_scope_t *scope) {
 
         if (capacity > SIZE_MAX / sizeof entries[0])
             return ses__fail(SES_OUT_OF_MEMORY, "ses_scope_set: too many entries");
-        entries = realloc(scope->entries, capacity * sizeof entries[0]);
+        entries = ses__realloc(scope->entries, capacity * sizeof entries[0]);
         if (!entries)
             return ses__fail(SES_OUT_OF_MEMORY, "ses_scope_set: out of memory for %zu entries",
                              capacity);
@@ -130,7 +130,7 @@ static ses_status_t reserve_one(ses_scope_t *scope) {
 
         if (size > SIZE_MAX / sizeof index[0])
             return ses__fail(SES_OUT_OF_MEMORY, "ses_scope_set: too many entries");
-        index = malloc(size * sizeof index[0]);
+        index = ses__malloc(size * sizeof index[0]);
         if (!index)
             return ses__fail(SES_OUT_OF_MEMORY, "ses_scope_set: out of memory for the index");
         index_rebuild(scope, index, size);
@@ -145,14 +145,14 @@ static ses_status_t scope_new(const char *what, ses_scope_t *parent, ses_scope_t
     ses_scope_t *scope;
 
     *out_scope = NULL;
-    scope = calloc(1, sizeof *scope);
+    scope = ses__calloc(1, sizeof *scope);
     if (!scope)
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for a scope", what);
     scope->parent = parent;
     if (parent) {
         scope->tree = parent->tree;
     } else {
-        scope->tree = malloc(sizeof *scope->tree);
+        scope->tree = ses__malloc(sizeof *scope->tree);
         if (!scope->tree) {
             free(scope);
             return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for a scope", what);
@@ -292,7 +292,7 @@ ses_status_t ses_scope_set(ses_scope_t *scope, const char *name, ses_tensor_t *v
         st = reserve_one(scope);
         if (st != SES_OK)
             goto fail;
-        copy = strdup(name);
+        copy = ses__strdup(name);
         if (!copy) {
             st = ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for the name \"%s\"", __func__,
                            name);

@@ -79,7 +79,7 @@ static void free_driver_options(ses_session_t *s) {
 static ses_status_t copy_driver_options(ses_session_t *s) {
     size_t n = s->options.n_driver_options;
 
-    s->driver_options = calloc(n + 2, sizeof *s->driver_options);
+    s->driver_options = ses__calloc(n + 2, sizeof *s->driver_options);
     if (!s->driver_options)
         return ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
     if (s->options.threads) {
@@ -182,7 +182,7 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
                          "ses_session_open: options.struct_size is %u; call "
                          "ses_session_options_init first",
                          options->struct_size);
-    s = calloc(1, sizeof *s);
+    s = ses__calloc(1, sizeof *s);
     if (!s)
         return ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
     ses_session_options_init(&s->options);
@@ -203,7 +203,7 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
     s->registry = s->options.registry;
     if (!s->registry && (st = ses_registry_default(&s->registry)) != SES_OK)
         goto fail;
-    s->devices = calloc(n_devices + 1, sizeof *s->devices);
+    s->devices = ses__calloc(n_devices + 1, sizeof *s->devices);
     if (!s->devices || (st = ses_scope_create(&s->scope)) != SES_OK) {
         st = s->devices ? st : ses__fail(SES_OUT_OF_MEMORY, "ses_session_open: out of memory");
         goto fail;
@@ -262,9 +262,37 @@ ses_status_t ses__session_enter(ses_session_t *s, const char *what) {
         pthread_mutex_unlock(&s->lock);
         return ses__fail(SES_FAILED_PRECONDITION, "%s: the session is closed", what);
     }
+    if (s->lost[0]) {
+        ses_status_t st = ses__fail(SES_UNAVAILABLE,
+                                    "%s: the session is closed: %s; close it and open a new one",
+                                    what, s->lost);
+        pthread_mutex_unlock(&s->lock);
+        return st;
+    }
     s->in_flight++;
     pthread_mutex_unlock(&s->lock);
     return SES_OK;
+}
+
+void ses__session_device_lost(ses_session_t *s, size_t d) {
+    const ses_device_t *dev = s->devices[d].device;
+
+    pthread_mutex_lock(&s->lock);
+    if (!s->lost[0])
+        snprintf(s->lost, sizeof s->lost, "device %s (driver %s) was lost", ses_device_name(dev),
+                 ses_driver_name(ses_device_driver(dev)));
+    pthread_mutex_unlock(&s->lock);
+}
+
+int ses__session_lost(ses_session_t *s, char *buf, size_t size) {
+    int lost;
+
+    pthread_mutex_lock(&s->lock);
+    lost = s->lost[0] != 0;
+    if (lost && size)
+        snprintf(buf, size, "%s", s->lost);
+    pthread_mutex_unlock(&s->lock);
+    return lost;
 }
 
 void ses__session_leave(ses_session_t *s) {
@@ -303,15 +331,15 @@ static void plan_free(ses_plan_t *p) {
 static ses_status_t plan_create(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
                                 const ses_edge_t *fed, size_t n_fed, ses_node_t *const *targets,
                                 size_t n_targets, ses_plan_t **out_plan) {
-    ses_plan_t *p = calloc(1, sizeof *p);
+    ses_plan_t *p = ses__calloc(1, sizeof *p);
 
     *out_plan = NULL;
     if (!p)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
     p->session = s;
-    p->fetches = malloc((n_fetches + 1) * sizeof *p->fetches);
-    p->fed = malloc((n_fed + 1) * sizeof *p->fed);
-    p->targets = malloc((n_targets + 1) * sizeof *p->targets);
+    p->fetches = ses__malloc((n_fetches + 1) * sizeof *p->fetches);
+    p->fed = ses__malloc((n_fed + 1) * sizeof *p->fed);
+    p->targets = ses__malloc((n_targets + 1) * sizeof *p->targets);
     pthread_mutex_init(&p->lock, NULL);
     if (!p->fetches || !p->fed || !p->targets) {
         plan_free(p);
@@ -344,7 +372,7 @@ static ses_status_t add_plan(ses_session_t *s, ses_plan_t *p) {
     ses_plan_t **plans;
 
     pthread_mutex_lock(&s->lock);
-    plans = realloc(s->plans, (s->n_plans + 1) * sizeof *plans);
+    plans = ses__realloc(s->plans, (s->n_plans + 1) * sizeof *plans);
     if (plans) {
         s->plans = plans;
         s->plans[s->n_plans++] = p;
@@ -459,9 +487,9 @@ static ses_status_t eval_in(ses_session_t *s, ses_scope_t *scope, const ses_edge
     ses_status_t st;
 
     if (n_feeds > 16 || n_fetches > 16) {
-        fed = malloc((n_feeds + 1) * sizeof *fed);
-        values = malloc((n_feeds + 1) * sizeof *values);
-        outs = calloc(n_fetches + 1, sizeof *outs);
+        fed = ses__malloc((n_feeds + 1) * sizeof *fed);
+        values = ses__malloc((n_feeds + 1) * sizeof *values);
+        outs = ses__calloc(n_fetches + 1, sizeof *outs);
         if (!fed || !values || !outs) {
             st = ses__fail(SES_OUT_OF_MEMORY, "eval: out of memory");
             goto done;

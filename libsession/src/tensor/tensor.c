@@ -144,7 +144,7 @@ static ses_status_t tensor_new(const char *what, ses_dtype_t dtype, size_t rank,
     st = ses__tensor_check_shape(what, dtype, rank, dims, &count, &bytes);
     if (st != SES_OK)
         return st;
-    t = calloc(1, sizeof *t);
+    t = ses__calloc(1, sizeof *t);
     if (!t)
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for the tensor object", what);
     atomic_init(&t->refs, 1);
@@ -163,7 +163,7 @@ static ses_status_t tensor_new(const char *what, ses_dtype_t dtype, size_t rank,
 static ses_status_t tensor_alloc_data(const char *what, ses_tensor_t *t) {
     size_t size = t->bytes ? t->bytes : 1;
     void *data = NULL;
-    int rc = posix_memalign(&data, SES_TENSOR_ALIGNMENT, size);
+    int rc = ses__memalign(&data, SES_TENSOR_ALIGNMENT, size);
 
     if (rc != 0 || !data) {
         char text[SES_DIMS_TEXT_CAPACITY];

@@ -208,10 +208,10 @@ ses_status_t ses_gradients(ses_graph_t *g, const char *prefix, const ses_edge_t 
     c.g = g;
     c.prefix = prefix && *prefix ? prefix : "gradients";
     m.n = n_nodes;
-    m.from_x = calloc(n_nodes + 1, 1);
-    m.to_y = calloc(n_nodes + 1, 1);
+    m.from_x = ses__calloc(n_nodes + 1, 1);
+    m.to_y = ses__calloc(n_nodes + 1, 1);
     /* Sums for the edges of the nodes that exist now; new nodes never need one. */
-    sums = calloc(n_nodes * SES__MAX_OUTPUTS + 1, sizeof *sums);
+    sums = ses__calloc(n_nodes * SES__MAX_OUTPUTS + 1, sizeof *sums);
     if (!m.from_x || !m.to_y || !sums) {
         st = ses__fail(SES_OUT_OF_MEMORY, "ses_gradients: out of memory");
         goto done;

@@ -24,7 +24,7 @@ double ses__now_seconds(void) {
 }
 
 void *ses__hook_alloc(size_t size, const char *name, void (*destroy)(ses_hook_t *h)) {
-    ses_hook_t *h = calloc(1, size);
+    ses_hook_t *h = ses__calloc(1, size);
 
     if (!h)
         return NULL;

@@ -53,7 +53,7 @@ static int reserve(void **items, size_t *cap, size_t need, size_t size) {
         return 1;
     while (n < need)
         n *= 2;
-    p = realloc(*items, n * size);
+    p = ses__realloc(*items, n * size);
     if (!p)
         return 0;
     *items = p;
@@ -254,9 +254,9 @@ ses_status_t ses_monitored_create(ses_session_t *s, ses_hook_t *const *hooks, si
     }
     if ((st = check_hooks(hooks, n_hooks)) != SES_OK)
         goto fail;
-    m = calloc(1, sizeof *m);
+    m = ses__calloc(1, sizeof *m);
     if (m)
-        m->hooks = calloc(n_hooks + 1, sizeof *m->hooks);
+        m->hooks = ses__calloc(n_hooks + 1, sizeof *m->hooks);
     if (!m || !m->hooks) {
         st = ses__fail(SES_OUT_OF_MEMORY, "ses_monitored_create: out of memory");
         goto fail;

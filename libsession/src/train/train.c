@@ -316,8 +316,8 @@ static ses_status_t update_op(ses_graph_t *g, const char *name, const ses_optimi
 /* Every variable @p loss depends on (not through a variable's initializer). */
 static ses_status_t loss_variables(ses_graph_t *g, ses_edge_t loss, ses_node_t ***out,
                                    size_t *out_n) {
-    unsigned char *needed = calloc(g->n_nodes + 1, 1);
-    ses_node_t **vars = calloc(g->n_nodes + 1, sizeof *vars);
+    unsigned char *needed = ses__calloc(g->n_nodes + 1, 1);
+    ses_node_t **vars = ses__calloc(g->n_nodes + 1, sizeof *vars);
     size_t n = 0;
 
     if (!needed || !vars) {
@@ -427,9 +427,9 @@ static ses_status_t minimize(ses_graph_t *g, const char *name, ses_edge_t loss,
                              loss.node->name);
         }
     }
-    xs = calloc(n + 1, sizeof *xs);
-    dxs = calloc(n + 1, sizeof *dxs);
-    updates = calloc(n + 1, sizeof *updates);
+    xs = ses__calloc(n + 1, sizeof *xs);
+    dxs = ses__calloc(n + 1, sizeof *dxs);
+    updates = ses__calloc(n + 1, sizeof *updates);
     if (!xs || !dxs || !updates) {
         st = ses__fail(SES_OUT_OF_MEMORY, "ses_minimize: out of memory");
         goto done;

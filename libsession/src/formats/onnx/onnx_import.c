@@ -79,7 +79,7 @@ static ses_status_t define(importer_t *im, const char *name, ses_edge_t edge,
         return ses__fail(SES_INVALID_ARGUMENT, "value \"%s\" is defined twice", name);
     if ((im->count + 1) * 2 > im->capacity) {
         size_t capacity = im->capacity ? im->capacity * 2 : 64;
-        value_t *old = im->values, *grown = calloc(capacity, sizeof *grown);
+        value_t *old = im->values, *grown = ses__calloc(capacity, sizeof *grown);
         size_t old_capacity = im->capacity;
         if (!grown)
             return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
@@ -113,7 +113,7 @@ static ses_status_t define(importer_t *im, const char *name, ses_edge_t edge,
 static ses_status_t keep(importer_t *im, ses_tensor_t *t) {
     if (im->n_owned == im->owned_capacity) {
         size_t capacity = im->owned_capacity ? im->owned_capacity * 2 : 32;
-        ses_tensor_t **grown = realloc(im->owned, capacity * sizeof *grown);
+        ses_tensor_t **grown = ses__realloc(im->owned, capacity * sizeof *grown);
         if (!grown) {
             ses_tensor_release(t);
             return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
@@ -212,8 +212,8 @@ static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, cons
                                   const char *const *skip, attrs_t *out) {
     memset(out, 0, sizeof *out);
     /* Two slots per attribute: a tensor attribute may add its dtype (below). */
-    out->list = calloc(n->n_attribute * 2 + 1, sizeof *out->list);
-    out->blocks = calloc(n->n_attribute * 2 + 1, sizeof *out->blocks);
+    out->list = ses__calloc(n->n_attribute * 2 + 1, sizeof *out->list);
+    out->blocks = ses__calloc(n->n_attribute * 2 + 1, sizeof *out->blocks);
     if (!out->list || !out->blocks)
         return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
     for (size_t i = 0; i < n->n_attribute; i++) {
@@ -244,7 +244,7 @@ static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, cons
             if (a->s.len && memchr(a->s.data, 0, a->s.len))
                 return ses__fail(SES_INVALID_ARGUMENT, "%s: string attribute %s holds a NUL byte",
                                  label, name);
-            s = attrs_block(out, malloc(a->s.len + 1));
+            s = attrs_block(out, ses__malloc(a->s.len + 1));
             if (!s)
                 return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
             if (a->s.len)
@@ -260,7 +260,7 @@ static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, cons
             dst->count = a->n_ints;
             break;
         case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
-            double *d = attrs_block(out, malloc((a->n_floats + 1) * sizeof *d));
+            double *d = attrs_block(out, ses__malloc((a->n_floats + 1) * sizeof *d));
             if (!d)
                 return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
             for (size_t k = 0; k < a->n_floats; k++)
@@ -366,7 +366,7 @@ static ses_status_t input_to_ints_attr(importer_t *im, const Onnx__NodeProto *n,
         return ses__fail(SES_UNIMPLEMENTED,
                          "%s: input %zu (axes) must be a constant i64 vector for this op", label,
                          index);
-    ints = attrs_block(attrs, malloc((ses_tensor_count(t) + 1) * sizeof *ints));
+    ints = attrs_block(attrs, ses__malloc((ses_tensor_count(t) + 1) * sizeof *ints));
     if (!ints)
         return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
     memcpy(ints, ses_tensor_data((ses_tensor_t *)t), ses_tensor_count(t) * sizeof *ints);
@@ -686,11 +686,11 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
         return ses__fail(SES_UNIMPLEMENTED, "sparse initializers are not supported");
     if ((st = check_ops(im, g)) != SES_OK)
         return st;
-    im->m->inputs = calloc(g->n_input + 1, sizeof *im->m->inputs);
-    im->m->input_names = calloc(g->n_input + 1, sizeof *im->m->input_names);
-    im->m->outputs = calloc(g->n_output + 1, sizeof *im->m->outputs);
-    im->m->output_names = calloc(g->n_output + 1, sizeof *im->m->output_names);
-    im->m->input_dtypes = calloc(g->n_input + 1, sizeof *im->m->input_dtypes);
+    im->m->inputs = ses__calloc(g->n_input + 1, sizeof *im->m->inputs);
+    im->m->input_names = ses__calloc(g->n_input + 1, sizeof *im->m->input_names);
+    im->m->outputs = ses__calloc(g->n_output + 1, sizeof *im->m->outputs);
+    im->m->output_names = ses__calloc(g->n_output + 1, sizeof *im->m->output_names);
+    im->m->input_dtypes = ses__calloc(g->n_input + 1, sizeof *im->m->input_dtypes);
     if (!im->m->inputs || !im->m->input_names || !im->m->outputs || !im->m->output_names ||
         !im->m->input_dtypes)
         return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
@@ -765,7 +765,7 @@ ses_status_t ses_onnx_import(const void *data, size_t size, const ses_onnx_optio
     if (!model)
         return ses__fail(SES_INVALID_ARGUMENT,
                          "model: not a valid ONNX ModelProto (protobuf decoding failed)");
-    im.m = calloc(1, sizeof *im.m);
+    im.m = ses__calloc(1, sizeof *im.m);
     if (!im.m) {
         onnx__model_proto__free_unpacked(model, NULL);
         return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");

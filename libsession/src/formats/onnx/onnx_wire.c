@@ -120,7 +120,7 @@ ses_status_t ses__onnx_read_file(const char *path, uint64_t max_bytes, uint8_t *
         return ses__fail(SES_INVALID_ARGUMENT, "%s: %lld bytes, more than the limit of %llu",
                          path, (long long)st.st_size, (unsigned long long)max_bytes);
     }
-    data = malloc((size_t)st.st_size + 1);
+    data = ses__malloc((size_t)st.st_size + 1);
     if (!data) {
         fclose(f);
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for %lld bytes", path,
