@@ -206,6 +206,44 @@ static void a_folder_is_not_a_manifest(void **state) {
     assert_non_null(strstr(ses_last_error(), "not a regular file"));
 }
 
+/* A relative library path with a ".." component is refused, whether or not the file exists. */
+static void a_library_path_escaping_through_dotdot_is_refused(void **state) {
+    fixture_t *f = *state;
+
+    assert_int_equal(read_text(f, "x.json",
+                               "{\"file_format_version\": \"1.0.0\", \"name\": \"x\",\n"
+                               " \"library_path\": \"libs/../../ses_x.so\", \"abi_major\": 1}"),
+                     SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "x.json"));
+    assert_non_null(strstr(ses_last_error(), "libs/../../ses_x.so"));
+    assert_non_null(strstr(ses_last_error(), "\"..\""));
+}
+
+/* A relative path through a symlink that points outside the manifest's folder is refused. */
+static void a_library_path_escaping_through_a_symlink_is_refused(void **state) {
+    fixture_t *f = *state;
+    char outside[64];
+    char link_path[PATH_MAX];
+    char lib[PATH_MAX];
+
+    test_mkdtemp(outside, sizeof outside);
+    test_write_file(outside, "ses_x.so", "", lib, sizeof lib);
+    snprintf(link_path, sizeof link_path, "%s/libs", f->dir);
+    assert_int_equal(symlink(outside, link_path), 0);
+
+    ses_status_t st = read_text(f, "x.json",
+                                "{\"file_format_version\": \"1.0.0\", \"name\": \"x\",\n"
+                                " \"library_path\": \"libs/ses_x.so\", \"abi_major\": 1}");
+    char message[1024];
+    snprintf(message, sizeof message, "%s", ses_last_error());
+    test_rmtree(outside);
+
+    assert_int_equal(st, SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(message, "x.json"));
+    assert_non_null(strstr(message, "symlink"));
+    assert_non_null(strstr(message, "outside"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(a_complete_manifest_gives_every_field, setup, teardown),
@@ -221,6 +259,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(an_oversized_manifest_is_refused_before_parsing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_folder_is_not_a_manifest, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_library_path_escaping_through_dotdot_is_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_library_path_escaping_through_a_symlink_is_refused,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

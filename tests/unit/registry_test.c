@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <session/session.h>
@@ -355,6 +356,33 @@ static void environment_mistakes_become_notes(void **state) {
     test_rmtree(dir);
 }
 
+/* Anyone could add a driver to a world-writable folder: the registry warns, naming it. */
+static void a_world_writable_manifest_folder_is_warned_about(void **state) {
+    ses_registry_t *reg = NULL;
+    char dir[64];
+    const char *note;
+
+    (void)state;
+    test_mkdtemp(dir, sizeof dir);
+    assert_int_equal(chmod(dir, 0777), 0);
+    clear_environment();
+    setenv("SESSION_DRIVER_FILES", dir, 1);
+    assert_int_equal(ses_registry_create(&reg), SES_OK);
+    note = ses_registry_note(reg, 0);
+    assert_non_null(note);
+    assert_non_null(strstr(note, dir));
+    assert_non_null(strstr(note, "world-writable"));
+    ses_registry_destroy(reg);
+
+    /* The same folder without write permission for others draws no such warning. */
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(ses_registry_create(&reg), SES_OK);
+    for (size_t i = 0; ses_registry_note(reg, i); i++)
+        assert_null(strstr(ses_registry_note(reg, i), "world-writable"));
+    ses_registry_destroy(reg);
+    test_rmtree(dir);
+}
+
 static void a_loaded_driver_reports_what_it_says_about_itself(void **state) {
     ses_registry_t *reg = registry_with(NULL);
     const ses_driver_t *cpu;
@@ -534,6 +562,7 @@ int main(void) {
         cmocka_unit_test(the_default_search_reads_the_users_config_folder),
         cmocka_unit_test(a_listed_manifest_that_does_not_exist_is_reported),
         cmocka_unit_test(environment_mistakes_become_notes),
+        cmocka_unit_test(a_world_writable_manifest_folder_is_warned_about),
         cmocka_unit_test(a_loaded_driver_reports_what_it_says_about_itself),
         cmocka_unit_test(a_manifest_added_by_path_joins_the_registry_once),
         cmocka_unit_test(null_arguments_are_refused_with_a_message),

@@ -210,6 +210,49 @@ static char *resolve_library(const char *manifest_path, const char *library_path
     return joined;
 }
 
+/*
+ * A relative library path must stay inside the manifest's folder: no ".." component, and after
+ * symlinks are resolved the library must still lie under the folder's real path. An absolute
+ * path is the installer's explicit choice and is allowed.
+ */
+static ses_status_t check_library_inside(const char *manifest_path, const char *library_path,
+                                         const char *resolved) {
+    char folder[PATH_MAX];
+    char real_folder[PATH_MAX];
+    const char *slash = strrchr(manifest_path, '/');
+    const char *p = library_path;
+    size_t n;
+
+    if (library_path[0] == '/')
+        return SES_OK;
+    for (;;) {
+        n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "manifest %s: \"library_path\" \"%s\" leaves the manifest's "
+                             "folder through \"..\"",
+                             manifest_path, library_path);
+        if (p[n] == '\0')
+            break;
+        p += n + 1;
+    }
+    if (slash)
+        snprintf(folder, sizeof folder, "%.*s", (int)(slash - manifest_path), manifest_path);
+    else
+        snprintf(folder, sizeof folder, ".");
+    /* A library that does not exist yet cannot escape; loading it reports it missing. */
+    if (!resolved || resolved[0] != '/' || !realpath(folder[0] ? folder : "/", real_folder))
+        return SES_OK;
+    n = strlen(real_folder);
+    if (strcmp(real_folder, "/") != 0 &&
+        (strncmp(resolved, real_folder, n) != 0 || resolved[n] != '/'))
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "manifest %s: \"library_path\" \"%s\" leaves the manifest's folder "
+                         "through a symlink: it resolves to %s, outside %s",
+                         manifest_path, library_path, resolved, real_folder);
+    return SES_OK;
+}
+
 static ses_status_t parse_string_array(const cJSON *root, const char *key, const char *path,
                                        char ***out_items, size_t *out_count) {
     const cJSON *array = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -335,6 +378,11 @@ static ses_status_t parse_root(const cJSON *root, const char *path, ses__manifes
         return ses__fail(SES_INVALID_ARGUMENT, "manifest %s: \"library_path\" is empty", path);
     m->library_path = ses__strdup(item->valuestring);
     m->library_resolved = resolve_library(path, item->valuestring);
+    if (m->library_resolved) {
+        st = check_library_inside(path, item->valuestring, m->library_resolved);
+        if (st != SES_OK)
+            return st;
+    }
 
     item = cJSON_GetObjectItemCaseSensitive(root, "abi_major");
     if (!item)

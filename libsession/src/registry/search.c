@@ -76,6 +76,21 @@ static int add_folder(struct ses_registry *reg, path_list_t *files, const char *
             ses__log(SES__LOG_DEBUG, "manifest folder %s: absent", folder);
         return 0;
     }
+    /* Anyone may drop a manifest into a world-writable folder, and so run code in this process. */
+    struct stat st;
+    if (fstat(dirfd(dir), &st) == 0 && (st.st_mode & S_IWOTH)) {
+        if (getauxval(AT_SECURE) != 0) {
+            ses__registry_note(reg, SES__LOG_WARN,
+                               "manifest folder %s: world-writable; skipped because the process "
+                               "runs with elevated privileges",
+                               folder);
+            closedir(dir);
+            return 0;
+        }
+        ses__registry_note(reg, SES__LOG_WARN,
+                           "manifest folder %s: world-writable; any user can add drivers to it",
+                           folder);
+    }
     while ((entry = readdir(dir)) != NULL) {
         if (has_json_suffix(entry->d_name) && list_push(&names, ses__strdup(entry->d_name)) != 0) {
             closedir(dir);
@@ -190,6 +205,10 @@ ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files,
                 user[0] = '\0';
             if (user[0])
                 folders[n_folders++] = user;
+        } else {
+            ses__registry_note(reg, SES__LOG_WARN,
+                               "user manifest folder skipped: the process runs with elevated "
+                               "privileges (setuid, setgid or file capabilities)");
         }
         folders[n_folders++] = "/etc/session/drivers.d";
         if (strcmp(SES_MANIFEST_DIR, "/etc/session/drivers.d") != 0)
