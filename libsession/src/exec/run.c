@@ -64,6 +64,16 @@ static void unmap_slot(ses_session_t *s, const ses__slot_t *slot, void *p) {
 }
 
 /* Device to host: into @p host from a slot. */
+/* A copy to, from or within device @p device failed: the driver's message, naming both. */
+static ses_status_t copy_failed(ses_session_t *s, size_t device, int32_t rc, const char *how) {
+    char message[1024];
+
+    ses__host_take_message(message, sizeof message);
+    note_failure(s, device, rc);
+    return ses__fail((ses_status_t)rc, "copy %s %s (driver %s): %s", how, device_name(s, device),
+                     driver_name(s, device), message);
+}
+
 ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *host) {
     const ses__device_ctx_t *dev = &s->devices[slot->device];
     void *p;
@@ -78,14 +88,7 @@ ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *hos
         return SES_OK;
     }
     rc = dev->api->copy_d2h(dev->handle, NULL, slot->buffer, slot->offset, host, slot->bytes);
-    if (rc != SES_DRV_OK) {
-        char message[1024];
-        ses__host_take_message(message, sizeof message);
-        note_failure(s, slot->device, rc);
-        return ses__fail((ses_status_t)rc, "copy from %s (driver %s): %s",
-                         device_name(s, slot->device), driver_name(s, slot->device), message);
-    }
-    return SES_OK;
+    return rc == SES_DRV_OK ? SES_OK : copy_failed(s, slot->device, rc, "from");
 }
 
 ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const void *host) {
@@ -102,14 +105,7 @@ ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const vo
         return SES_OK;
     }
     rc = dev->api->copy_h2d(dev->handle, NULL, host, slot->buffer, slot->offset, slot->bytes);
-    if (rc != SES_DRV_OK) {
-        char message[1024];
-        ses__host_take_message(message, sizeof message);
-        note_failure(s, slot->device, rc);
-        return ses__fail((ses_status_t)rc, "copy to %s (driver %s): %s",
-                         device_name(s, slot->device), driver_name(s, slot->device), message);
-    }
-    return SES_OK;
+    return rc == SES_DRV_OK ? SES_OK : copy_failed(s, slot->device, rc, "to");
 }
 
 ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst) {
@@ -124,14 +120,7 @@ ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses_
     if (src->device == dst->device && !src->tensor) {
         rc = to->api->copy_d2d(to->handle, NULL, src->buffer, src->offset, dst->buffer,
                                dst->offset, src->bytes);
-        if (rc != SES_DRV_OK) {
-            char message[1024];
-            ses__host_take_message(message, sizeof message);
-            note_failure(s, dst->device, rc);
-            return ses__fail((ses_status_t)rc, "copy within %s (driver %s): %s",
-                             device_name(s, dst->device), driver_name(s, dst->device), message);
-        }
-        return SES_OK;
+        return rc == SES_DRV_OK ? SES_OK : copy_failed(s, dst->device, rc, "within");
     }
     /* Otherwise through host memory: the source mapped or read into staging, then written. */
     p = map_slot(s, src, SES_DRV_MAP_READ);
