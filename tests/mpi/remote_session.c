@@ -102,6 +102,22 @@ int main(int argc, char **argv) {
     ses_status_t st;
 
     CHECK(ses_mpi_init(&argc, &argv, &mpi));
+    /* Bad options are refused before anything starts. */
+    ses_job_options_init(&options);
+    options.workers = 0;
+    if (ses_mpi_job_create(mpi, &options, &job) != SES_INVALID_ARGUMENT || job)
+        return fprintf(stderr, "0 workers accepted\n"), 1;
+    options.workers = 1;
+    options.devices = (const char *[]){"/task:1/cpu"};
+    options.n_devices = 1;
+    if (ses_mpi_job_create(mpi, &options, &job) != SES_INVALID_ARGUMENT ||
+        !strstr(ses_last_error(), "worker's own device"))
+        return fprintf(stderr, "a /task: job device accepted: %s\n", ses_last_error()), 1;
+    options.struct_size = 4;
+    if (ses_mpi_job_create(mpi, &options, &job) != SES_INVALID_ARGUMENT ||
+        ses_mpi_job_create(mpi, NULL, &job) != SES_INVALID_ARGUMENT ||
+        ses_mpi_job_session_open(NULL, NULL, NULL, 0, NULL, &rs) != SES_INVALID_ARGUMENT)
+        return fprintf(stderr, "bad job arguments accepted\n"), 1;
     ses_job_options_init(&options);
     options.name = "remote-test";
     options.workers = 2;

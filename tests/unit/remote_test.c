@@ -360,6 +360,43 @@ static void bad_names_and_a_lost_worker_are_clear_errors(void **state) {
     free_workers(&p);
 }
 
+static void null_and_malformed_arguments_are_refused(void **state) {
+    in_process_t p = {0};
+    ses_remote_transport_t t = transport_of(&p), bad;
+    ses_graph_t *g = NULL;
+    ses_session_t *s = (ses_session_t *)&p;
+    const char *null_name[1] = {NULL};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_remote_session_open(g, &t, NULL, 0, NULL, NULL), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_remote_session_open(NULL, &t, NULL, 0, NULL, &s), SES_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(ses_last_error(), "graph"));
+    assert_int_equal(ses_remote_session_open(g, NULL, NULL, 0, NULL, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "transport"));
+    assert_int_equal(ses_remote_session_open(g, &t, NULL, 1, NULL, &s), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_remote_session_open(g, &t, null_name, 1, NULL, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "NULL"));
+    bad = t;
+    bad.struct_size = 8;
+    assert_int_equal(ses_remote_session_open(g, &bad, NULL, 0, NULL, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "struct_size"));
+    bad = t;
+    bad.call = NULL;
+    assert_int_equal(ses_remote_session_open(g, &bad, NULL, 0, NULL, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "call"));
+    bad = t;
+    bad.n_tasks = 0;
+    assert_int_equal(ses_remote_session_open(g, &bad, NULL, 0, NULL, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "no workers"));
+    assert_int_equal(ses_remote_worker_create(NULL), SES_INVALID_ARGUMENT);
+    ses_remote_worker_destroy(NULL);
+    assert_int_equal(p.closes, 0);
+    ses_graph_release(g);
+    free_workers(&p);
+}
+
 /* Requests cut at every length and with bytes flipped: an error in the reply, never a crash. */
 static void hostile_requests_to_a_worker_are_refused(void **state) {
     ses_remote_worker_t *w;
@@ -395,6 +432,7 @@ int main(void) {
         cmocka_unit_test(a_graph_placed_across_two_workers_trains_as_a_local_session),
         cmocka_unit_test(fed_and_fetched_edges_cross_in_both_directions),
         cmocka_unit_test(bad_names_and_a_lost_worker_are_clear_errors),
+        cmocka_unit_test(null_and_malformed_arguments_are_refused),
         cmocka_unit_test(hostile_requests_to_a_worker_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
