@@ -157,7 +157,8 @@ static ses_status_t get_integer(const cJSON *item, const char *key, const char *
         return ses__fail(SES_INVALID_ARGUMENT, "manifest %s: \"%s\" must be an integer, found %s",
                          path, key, json_type_name(item));
     v = item->valuedouble;
-    if (v != (double)(int64_t)v || v < lo || v > hi)
+    /* The range first: converting a double outside int64_t's range is undefined. */
+    if (!(v >= lo && v <= hi) || v != (double)(int64_t)v)
         return ses__fail(SES_INVALID_ARGUMENT,
                          "manifest %s: \"%s\" must be an integer in [%.0f, %.0f], found %g", path,
                          key, lo, hi, v);
