@@ -2,12 +2,15 @@
  * mpi-bench: libsession-mpi's costs, under mpirun (bench/mpi_bench.sh runs it with 1, 2 and 4
  * ranks). Prints on rank 0:
  *
- *   bench: allreduce_<N>r_vs_raw: R x      the AllReduce op of a plan (the gradients of the
- *                                          784-256-10 network, 203,530 floats in 4 tensors,
- *                                          read from the plan, fused, reduced, written back
- *                                          into the plan, as in training: run as a target) /
+ *   bench: allreduce_<N>r_vs_raw: R x      the AllReduce op in a plan, on the gradients of the
+ *                                          784-256-10 network (203,530 floats in 4 tensors)
+ *                                          computed in the plan, as in training, and run as a
+ *                                          target: a plan run with the op minus one without it
+ *                                          (the same gradients computed), per repetition /
  *                                          one raw MPI_Allreduce of the same bytes (medians,
  *                                          interleaved; target <= 1.1)
+ *   bench: allreduce_fed_<N>r_vs_raw: R x  the same op on fed tensors (the caller's: summed
+ *                                          from them into the plan's outputs, not in place)
  *   bench: train_step_<N>r: T ms           one data-parallel step of that network at a global
  *                                          batch of 64 (64/N examples per rank), median
  */
@@ -47,12 +50,13 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
     enum { REPS = 41 };
     ses_graph_t *g;
     ses_session_t *s;
-    ses_edge_t in[4];
+    ses_edge_t in[4], grads[4];
     ses_tensor_t *values[4];
-    ses_node_t *node;
+    ses_node_t *fed_op, *op, *producers[4];
+    ses_plan_t *fed_plan, *with_plan, *without_plan;
     size_t total = 0;
     float *raw;
-    double op_t[REPS], raw_t[REPS];
+    double fed_t[REPS], op_t[REPS], raw_t[REPS];
 
     if (ses_graph_create(&g) != SES_OK)
         die("graph");
@@ -62,39 +66,61 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
             die("inputs");
         memset(ses_tensor_data(values[i]), 0, ses_tensor_bytes(values[i]));
         total += ses_tensor_count(values[i]);
+        /* "Gradients" computed in the plan, as in training. */
+        if (ses_graph_op(g, "Identity", NULL, &in[i], 1, NULL, 0, &grads[i]) != SES_OK)
+            die("Identity");
+        producers[i] = grads[i].node;
     }
-    if (ses_graph_add_node(g, "AllReduce", "gradients", in, 4, NULL, 0, 4, &node) != SES_OK)
+    if (ses_graph_add_node(g, "AllReduce", "fed", in, 4, NULL, 0, 4, &fed_op) != SES_OK ||
+        ses_graph_add_node(g, "AllReduce", "gradients", grads, 4, NULL, 0, 4, &op) != SES_OK)
         die("AllReduce");
     if (ses_mpi_session_open(mpi, g, NULL, 0, NULL, &s) != SES_OK)
         die("session");
+    /* Run as targets, as in training: the fed tensors straight into the op; the computed ones
+     * with and without the op (its cost is the difference). */
+    if (ses_session_compile(s, NULL, 0, in, 4, &fed_op, 1, &fed_plan) != SES_OK ||
+        ses_session_compile(s, NULL, 0, in, 4, &op, 1, &with_plan) != SES_OK ||
+        ses_session_compile(s, NULL, 0, in, 4, producers, 4, &without_plan) != SES_OK)
+        die("compile");
     raw = calloc(total, sizeof *raw);
     for (int r = -3; r < REPS; r++) {
-        ses_feed_t feeds[4];
-        double t0, t1, t2;
-        for (int i = 0; i < 4; i++)
-            feeds[i] = (ses_feed_t){in[i], values[i]};
+        double t0, t1, t2, t3;
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = now();
-        if (ses_session_eval(s, NULL, 0, feeds, 4, &node, 1, NULL) != SES_OK)
-            die("eval");
+        if (ses_plan_run(fed_plan, values, 4, NULL) != SES_OK)
+            die("run");
         t1 = now();
+        MPI_Barrier(MPI_COMM_WORLD);
+        t2 = now();
+        if (ses_plan_run(with_plan, values, 4, NULL) != SES_OK)
+            die("run");
+        t3 = now();
+        MPI_Barrier(MPI_COMM_WORLD);
+        t3 -= t2;
+        t2 = now();
+        if (ses_plan_run(without_plan, values, 4, NULL) != SES_OK)
+            die("run");
+        t3 -= now() - t2;
         MPI_Barrier(MPI_COMM_WORLD);
         t2 = now();
         MPI_Allreduce(MPI_IN_PLACE, raw, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         if (r >= 0) {
-            op_t[r] = t1 - t0;
+            fed_t[r] = t1 - t0;
+            op_t[r] = t3;
             raw_t[r] = now() - t2;
         }
     }
     if (task->is_chief) {
-        double a = median(op_t, REPS), b = median(raw_t, REPS);
-        printf("allreduce of %zu floats (%.2f MB) on %u ranks: op %.1f us, raw MPI_Allreduce "
-               "%.1f us\n",
-               total, total * 4.0 / 1e6, task->size, a * 1e6, b * 1e6);
-        if (task->size > 1)
+        double a = median(op_t, REPS), f = median(fed_t, REPS), b = median(raw_t, REPS);
+        printf("allreduce of %zu floats (%.2f MB) on %u ranks: op %.1f us on computed gradients, "
+               "%.1f us on fed ones, raw MPI_Allreduce %.1f us\n",
+               total, total * 4.0 / 1e6, task->size, a * 1e6, f * 1e6, b * 1e6);
+        if (task->size > 1) {
             printf("bench: allreduce_%ur_vs_raw: %.3f x\n", task->size, a / b);
-        else /* one rank: MPI does nothing, the op still reads and writes the plan's values */
+            printf("bench: allreduce_fed_%ur_vs_raw: %.3f x\n", task->size, f / b);
+        } else { /* one rank: MPI does nothing, the op still reads and writes the plan's values */
             printf("bench: allreduce_1r_op: %.1f us\n", a * 1e6);
+        }
     }
     free(raw);
     for (int i = 0; i < 4; i++)

@@ -18,8 +18,11 @@
 
 /* Two other ranks whose values are 10 and 20 everywhere: the sum adds 30 to each element. */
 static int calls;
+static size_t counts[8]; /* the counts fake_allreduce was given, in order */
 static ses_status_t fake_allreduce(void *user, void *data, size_t count, ses_dtype_t dtype) {
     (void)user;
+    if (calls < 8)
+        counts[calls] = count;
     calls++;
     for (size_t i = 0; i < count; i++) {
         if (dtype == SES_F32)
@@ -56,7 +59,7 @@ static void allreduce_averages_each_input_over_the_job(void **state) {
     ses_edge_t in[2], out[2];
     ses_node_t *node;
     ses_tensor_t *a = vec(SES_F32, 3, 1), *b = vec(SES_F64, 2, 5), *res[2] = {NULL, NULL};
-    ses_communicator_t comm = {sizeof comm, 0, 3, fake_allreduce, NULL};
+    ses_communicator_t comm = {sizeof comm, 0, 3, fake_allreduce, NULL, NULL};
     ses_attr_t sum = ses_attr_string("reduction", "sum");
 
     (void)state;
@@ -104,7 +107,7 @@ static void a_failing_collective_names_the_node_and_bad_communicators_are_refuse
     ses_edge_t in, out;
     ses_node_t *node;
     ses_tensor_t *a = vec(SES_F32, 3, 1), *res = NULL;
-    ses_communicator_t comm = {sizeof comm, 1, 2, broken_allreduce, NULL};
+    ses_communicator_t comm = {sizeof comm, 1, 2, broken_allreduce, NULL, NULL};
     ses_attr_t bad = ses_attr_string("reduction", "max");
 
     (void)state;
@@ -131,6 +134,116 @@ static void a_failing_collective_names_the_node_and_bad_communicators_are_refuse
     assert_non_null(strstr(ses_last_error(), "\"mean\" or \"sum\""));
     ses_session_destroy(s);
     ses_tensor_release(a);
+    ses_graph_release(g);
+}
+
+/* Out of place, as MPI does it: recv = send + 30 (two other ranks holding 10 and 20). */
+static int into_calls;
+static size_t into_largest;
+static ses_status_t fake_allreduce_into(void *user, const void *send, void *recv, size_t count,
+                                        ses_dtype_t dtype) {
+    (void)user;
+    into_calls++;
+    into_largest = count > into_largest ? count : into_largest;
+    assert_ptr_not_equal(send, recv);
+    for (size_t i = 0; i < count; i++) {
+        if (dtype == SES_F32)
+            ((float *)recv)[i] = ((const float *)send)[i] + 30.0f;
+        else
+            ((double *)recv)[i] = ((const double *)send)[i] + 30.0;
+    }
+    return SES_OK;
+}
+
+static ses_status_t must_not_be_called(void *user, const void *send, void *recv, size_t count,
+                                       ses_dtype_t dtype) {
+    (void)user, (void)send, (void)recv, (void)count, (void)dtype;
+    fail_msg("allreduce_sum_into was called though struct_size leaves it out");
+    return SES_INTERNAL;
+}
+
+/*
+ * Large tensors (64 KiB and more, in host memory) are summed without copies: a computed one that
+ * only the AllReduce reads in place, in its own slot; a constant or fed one straight from input
+ * to output through allreduce_sum_into. The small ones are still fused into one in-place
+ * collective per dtype. The results are the same either way, and a communicator of the first
+ * version (struct_size ending at user) is used in place only.
+ */
+static void large_tensors_are_reduced_from_input_to_output_without_copies(void **state) {
+    enum { BIG = 20000 }; /* 80,000 bytes of f32 */
+    ses_graph_t *g;
+    ses_session_t *s;
+    ses_edge_t in[4], out[4], fed, doubled;
+    ses_node_t *node;
+    ses_tensor_t *big = vec(SES_F32, BIG, 1), *small = vec(SES_F32, 5, 2),
+                 *bigd = vec(SES_F64, BIG, 3), *feed = vec(SES_F32, BIG, 4), *res[4] = {0};
+    ses_communicator_t comm = {sizeof comm, 1, 3, fake_allreduce, NULL, fake_allreduce_into};
+    const int64_t bigdim = BIG;
+    ses_feed_t feeds[1];
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "big", big, &in[0]), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "small", small, &in[1]), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "bigd", bigd, &in[2]), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "fed", SES_F32, 1, &bigdim, &fed), SES_OK);
+    /* Computed in the plan's arena: fed + fed. */
+    assert_int_equal(ses_graph_op(g, "Add", "doubled", (ses_edge_t[]){fed, fed}, 2, NULL, 0,
+                                  &doubled), SES_OK);
+    in[3] = doubled;
+    assert_int_equal(ses_graph_add_node(g, "AllReduce", "ar", in, 4, NULL, 0, 4, &node), SES_OK);
+    for (int i = 0; i < 4; i++)
+        out[i] = ses_node_output(node, (uint32_t)i);
+    feeds[0] = (ses_feed_t){fed, feed};
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
+    for (int version = 2; version >= 1; version--) {
+        calls = into_calls = 0;
+        into_largest = 0;
+        if (version == 1) {
+            comm.struct_size = (uint32_t)(offsetof(ses_communicator_t, user) + sizeof(void *));
+            comm.allreduce_sum_into = must_not_be_called;
+        }
+        assert_int_equal(ses_session_set_communicator(s, &comm), SES_OK);
+        assert_int_equal(ses_session_eval(s, out, 4, feeds, 1, NULL, 0, res), SES_OK);
+        /* "doubled" is computed in the arena and read by the AllReduce alone: its output takes
+         * the input's slot and is summed there, in place, with either version. */
+        assert_int_equal(counts[0], BIG);
+        if (version == 2) {
+            assert_int_equal(into_calls, 2); /* big and bigd, from the constants' tensors */
+            assert_int_equal(into_largest, BIG);
+            assert_int_equal(calls, 2); /* doubled in place; small, alone in the f32 bucket */
+            assert_int_equal(counts[1], 5);
+        } else {
+            assert_int_equal(into_calls, 0);
+            assert_int_equal(calls, 3); /* doubled in place; big and small fused; bigd */
+            assert_int_equal(counts[1], BIG + 5);
+            assert_int_equal(counts[2], BIG);
+        }
+        for (int64_t i = 0; i < BIG; i += 997) {
+            assert_float_equal(((float *)ses_tensor_data(res[0]))[i], (1.0 + i + 30.0) / 3.0,
+                               1e-3);
+            assert_float_equal(((double *)ses_tensor_data(res[2]))[i], (3.0 + i + 30.0) / 3.0,
+                               1e-12);
+            assert_float_equal(((float *)ses_tensor_data(res[3]))[i],
+                               (2.0 * (4.0 + i) + 30.0) / 3.0, 1e-3);
+        }
+        assert_float_equal(((float *)ses_tensor_data(res[1]))[4], (6.0 + 30.0) / 3.0, 1e-6);
+        /* The inputs are untouched. */
+        assert_float_equal(((float *)ses_tensor_data(big))[7], 8.0, 0);
+        assert_float_equal(((float *)ses_tensor_data(feed))[7], 11.0, 0);
+        for (int i = 0; i < 4; i++) {
+            ses_tensor_release(res[i]);
+            res[i] = NULL;
+        }
+    }
+    /* A struct_size that does not reach user is refused. */
+    comm.struct_size = (uint32_t)offsetof(ses_communicator_t, user);
+    assert_int_equal(ses_session_set_communicator(s, &comm), SES_INVALID_ARGUMENT);
+    ses_session_destroy(s);
+    ses_tensor_release(big);
+    ses_tensor_release(small);
+    ses_tensor_release(bigd);
+    ses_tensor_release(feed);
     ses_graph_release(g);
 }
 
@@ -191,7 +304,7 @@ static ses_status_t identity_allreduce(void *user, void *data, size_t count, ses
 
 static void distributed_minimize_trains_as_minimize(void **state) {
     float plain[4], alone[4], pair[4];
-    ses_communicator_t comm = {sizeof comm, 0, 2, identity_allreduce, NULL};
+    ses_communicator_t comm = {sizeof comm, 0, 2, identity_allreduce, NULL, NULL};
 
     (void)state;
     train(0, NULL, plain);
@@ -243,6 +356,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(allreduce_averages_each_input_over_the_job),
         cmocka_unit_test(a_failing_collective_names_the_node_and_bad_communicators_are_refused),
+        cmocka_unit_test(large_tensors_are_reduced_from_input_to_output_without_copies),
         cmocka_unit_test(distributed_minimize_trains_as_minimize),
         cmocka_unit_test(many_gradients_are_bucketed_eight_per_collective),
     };

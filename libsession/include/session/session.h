@@ -149,6 +149,12 @@ typedef struct ses_communicator {
      *  Every rank calls it with the same count and dtype, in the same order. */
     ses_status_t (*allreduce_sum)(void *user, void *data, size_t count, ses_dtype_t dtype);
     void *user;
+    /** Optional (since libsession 0.1; NULL, or a struct_size that ends before it: not offered).
+     *  Sums @p count values at @p send over every rank into @p recv (the two do not overlap):
+     *  AllReduce then reads a gradient where it was computed and writes the result where it is
+     *  read next, without copying either. */
+    ses_status_t (*allreduce_sum_into)(void *user, const void *send, void *recv, size_t count,
+                                       ses_dtype_t dtype);
 } ses_communicator_t;
 
 /** Sets (copies) @p comm as @p s's communicator; NULL removes it. Not while evals run. */

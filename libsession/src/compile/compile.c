@@ -28,6 +28,7 @@ typedef struct builder {
     size_t summary_capacity;
     int summary_oom; /* a line of the summary was lost: compile fails with SES_OUT_OF_MEMORY */
     size_t *per_device;
+    const ses__pruned_t *pruned; /* what the plan runs */
 } builder_t;
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -424,9 +425,37 @@ static ses_status_t order_inplace_last(ses__pruned_t *pruned) {
     return SES_OK;
 }
 
+/*
+ * Whether AllReduce's output @p i may take over the slot of its input i, so that the collective
+ * sums the gradient where it was computed: a value computed in the CPU device's arena (not a
+ * copy of one), which nothing else in the plan reads (no other node, not this one twice, not a
+ * fetch): it is gone, replaced by the sum, once the AllReduce ran.
+ */
+static int reduce_in_place(const builder_t *b, const ses_node_t *node, size_t i,
+                           size_t slot_index) {
+    const ses__slot_t *slot = &b->c->slots[slot_index];
+    const ses_edge_t e = node->inputs[i];
+    size_t readers = 0;
+
+    if (strcmp(node->op, "AllReduce") || slot->kind != SES__SLOT_ARENA ||
+        slot->source != SIZE_MAX || slot->device != b->s->n_devices - 1)
+        return 0;
+    for (size_t k = 0; k < b->plan->n_fetches; k++)
+        if (b->plan->fetches[k].node == e.node && b->plan->fetches[k].index == e.index)
+            return 0;
+    for (size_t k = 0; k < b->pruned->n_nodes; k++) {
+        const ses_node_t *n = b->pruned->nodes[k];
+        for (size_t j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j].node == e.node && n->inputs[j].index == e.index && ++readers > 1)
+                return 0;
+    }
+    return readers == 1;
+}
+
 /* An op the runtime runs itself: it reads (or, in place, writes) its inputs wherever they are,
  * so it needs no kernel and no copies. Its step counts as on the CPU device, and its outputs
- * (AllReduce's) are values in the CPU device's arena: args are inputs then outputs. */
+ * (AllReduce's) are values in the CPU device's arena, each in its input's slot where
+ * reduce_in_place allows: args are inputs then outputs. */
 static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const size_t *in_slots,
                                     const ses__type_t *out_types) {
     ses__compiled_t *c = b->c;
@@ -447,12 +476,16 @@ static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const 
     }
     for (size_t o = 0; o < node->n_outputs; o++) {
         size_t out;
-        st = new_slot(b, SES__SLOT_ARENA, &out_types[o], cpu,
-                      (ses_edge_t){(ses_node_t *)node, (uint32_t)o}, &out);
-        if (st != SES_OK)
-            return st;
-        c->slots[out].first_step = step_index;
-        c->slots[out].last_step = step_index;
+        if (o < node->n_inputs && reduce_in_place(b, node, o, in_slots[o])) {
+            out = in_slots[o];
+        } else {
+            st = new_slot(b, SES__SLOT_ARENA, &out_types[o], cpu,
+                          (ses_edge_t){(ses_node_t *)node, (uint32_t)o}, &out);
+            if (st != SES_OK)
+                return st;
+            c->slots[out].first_step = step_index;
+            c->slots[out].last_step = step_index;
+        }
         c->steps[step_index].args[node->n_inputs + o] = out;
         b->slot_of[node->id * SES__MAX_OUTPUTS + o] = out + 1;
     }
@@ -727,6 +760,7 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     ses__compiled_t *c = b->c;
     ses_status_t st;
 
+    b->pruned = pruned;
     for (size_t i = 0; i < pruned->n_nodes; i++) {
         const ses_node_t *n = pruned->nodes[i];
         if (n->kind != SES__NODE_OP)

@@ -265,5 +265,11 @@ ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t 
 ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst);
 /** Host to device: @p host into a slot (mapped where the device allows, else copy_h2d). */
 ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const void *host);
+/**
+ * A host pointer to a slot's bytes: its host tensor, or its buffer mapped (SES_DRV_MAP_READ or
+ * _WRITE) when the device maps memory; NULL otherwise. Give it back with ses__unmap_slot.
+ */
+void *ses__map_slot(ses_session_t *s, const ses__slot_t *slot, uint32_t flags);
+void ses__unmap_slot(ses_session_t *s, const ses__slot_t *slot, void *p);
 
 #endif /* SES_PLAN_H */

@@ -34,19 +34,19 @@ static MPI_Datatype mpi_type(ses_dtype_t dtype) {
     }
 }
 
-ses_status_t ses_mpi_allreduce_sum(ses_mpi_t *mpi, void *data, size_t count, ses_dtype_t dtype) {
+/* Sums @p count values over every rank into @p recv: from @p send, or in place when it is NULL. */
+static ses_status_t sum_over_ranks(const void *send, void *recv, size_t count, ses_dtype_t dtype,
+                                   const char *who) {
     MPI_Datatype type = mpi_type(dtype);
     size_t esize = ses_dtype_size(dtype);
 
-    if (!mpi || (!data && count))
-        return ses_set_error(SES_INVALID_ARGUMENT, "ses_mpi_allreduce_sum: NULL argument");
     if (type == MPI_DATATYPE_NULL)
-        return ses_set_error(SES_UNIMPLEMENTED, "ses_mpi_allreduce_sum: %s is not summed",
+        return ses_set_error(SES_UNIMPLEMENTED, "%s: %s is not summed", who,
                              ses_dtype_name(dtype));
     for (size_t done = 0; done < count;) {
         int n = count - done > (size_t)INT_MAX ? INT_MAX : (int)(count - done);
-        int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)data + done * esize, n, type, MPI_SUM,
-                               MPI_COMM_WORLD);
+        int rc = MPI_Allreduce(send ? (const char *)send + done * esize : MPI_IN_PLACE,
+                               (char *)recv + done * esize, n, type, MPI_SUM, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS)
             return mpi_fail(rc, "MPI_Allreduce");
         done += (size_t)n;
@@ -54,8 +54,22 @@ ses_status_t ses_mpi_allreduce_sum(ses_mpi_t *mpi, void *data, size_t count, ses
     return SES_OK;
 }
 
+ses_status_t ses_mpi_allreduce_sum(ses_mpi_t *mpi, void *data, size_t count, ses_dtype_t dtype) {
+    if (!mpi || (!data && count))
+        return ses_set_error(SES_INVALID_ARGUMENT, "ses_mpi_allreduce_sum: NULL argument");
+    return sum_over_ranks(NULL, data, count, dtype, "ses_mpi_allreduce_sum");
+}
+
 static ses_status_t comm_allreduce(void *user, void *data, size_t count, ses_dtype_t dtype) {
     return ses_mpi_allreduce_sum(user, data, count, dtype);
+}
+
+/* Out of place: MPI reads @p send and writes @p recv, so AllReduce copies neither. */
+static ses_status_t comm_allreduce_into(void *user, const void *send, void *recv, size_t count,
+                                        ses_dtype_t dtype) {
+    if (!user || ((!send || !recv) && count))
+        return ses_set_error(SES_INVALID_ARGUMENT, "MPI allreduce_sum_into: NULL argument");
+    return sum_over_ranks(send, recv, count, dtype, "MPI allreduce_sum_into");
 }
 
 static unsigned env_override(const char *name, unsigned value) {
@@ -115,6 +129,7 @@ ses_status_t ses_mpi_init(int *argc, char ***argv, ses_mpi_t **out) {
     m->comm.rank = (uint32_t)rank;
     m->comm.size = (uint32_t)size;
     m->comm.allreduce_sum = comm_allreduce;
+    m->comm.allreduce_sum_into = comm_allreduce_into;
     m->comm.user = m;
     *out = m;
     return SES_OK;

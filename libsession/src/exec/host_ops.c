@@ -131,70 +131,192 @@ static ses_status_t run_restore(ses__compiled_t *c, const ses__step_t *step, con
 }
 
 /*
- * AllReduce: the inputs of each dtype fused into one host buffer, one collective per dtype, then
- * the outputs written from it. A session without a communicator is a job of one process.
+ * AllReduce. With several ranks, a tensor of at least ALLREDUCE_DIRECT_BYTES in host memory is
+ * summed by the communicator where it is: in place when the compiler gave its output the input's
+ * slot (a gradient nothing else reads: compile.c's reduce_in_place), else straight from input to
+ * output (allreduce_sum_into). No copy either way, and the mean is taken while the result is
+ * still in cache. The other inputs of each dtype are fused into one buffer kept with the step,
+ * reduced by one collective, and written out from it. A session without a communicator is a job
+ * of one process.
  */
+#define ALLREDUCE_DIRECT_BYTES (64 * 1024)
+
+/* The mean over @p ranks of @p count sums at @p data. Dividing by a power of two is multiplying
+ * by its reciprocal, exactly, and the multiply vectorizes; other counts divide. */
+static void divide_by_ranks(void *data, size_t count, ses_dtype_t dtype, uint32_t ranks) {
+    const int exact = (ranks & (ranks - 1)) == 0;
+
+    if (dtype == SES_F32) {
+        float *v = data;
+        const float n = (float)ranks, r = 1.0f / n;
+        if (exact)
+            for (size_t k = 0; k < count; k++)
+                v[k] *= r;
+        else
+            for (size_t k = 0; k < count; k++)
+                v[k] /= n;
+    } else {
+        double *v = data;
+        const double n = (double)ranks, r = 1.0 / n;
+        if (exact)
+            for (size_t k = 0; k < count; k++)
+                v[k] *= r;
+        else
+            for (size_t k = 0; k < count; k++)
+                v[k] /= n;
+    }
+}
+
+/* The step's buffer, grown to @p bytes; no allocation (nor page faults) on later runs. */
+static unsigned char *scratch_of(ses__step_t *step, size_t bytes) {
+    if (step->scratch_bytes < bytes) {
+        void *grown = ses__realloc(step->scratch, bytes);
+        if (!grown) {
+            ses__fail(SES_OUT_OF_MEMORY, "AllReduce \"%s\": out of memory for %zu bytes",
+                      step->node->name, bytes);
+            return NULL;
+        }
+        step->scratch = grown;
+        step->scratch_bytes = bytes;
+    }
+    return step->scratch;
+}
+
+/* Whether input @p in goes to output @p out straight through the communicator. */
+static int reduced_directly(const ses_session_t *s, const ses_communicator_t *comm,
+                            const ses__slot_t *in, const ses__slot_t *out) {
+    const ses__device_ctx_t *a = &s->devices[in->device], *b = &s->devices[out->device];
+
+    return comm->allreduce_sum && comm->size > 1 && in->bytes >= ALLREDUCE_DIRECT_BYTES &&
+           (in == out || comm->allreduce_sum_into) &&
+           (in->tensor || (a->host_visible && a->api->map)) &&
+           (out->tensor || (b->host_visible && b->api->map));
+}
+
+/* Sums @p count values of one dtype over the ranks, @p send into @p recv (NULL: in place). */
+static ses_status_t sum(const ses__step_t *step, const ses_communicator_t *comm, const void *send,
+                        void *recv, size_t count, ses_dtype_t dtype, int mean) {
+    ses_status_t st;
+
+    if (!comm->allreduce_sum || comm->size < 2)
+        return SES_OK;
+    st = send ? comm->allreduce_sum_into(comm->user, send, recv, count, dtype)
+              : comm->allreduce_sum(comm->user, recv, count, dtype);
+    if (st != SES_OK) {
+        char message[1024];
+        snprintf(message, sizeof message, "%s", ses_last_error());
+        return ses__fail(st, "AllReduce \"%s\": %s", step->node->name, message);
+    }
+    if (mean)
+        divide_by_ranks(recv, count, dtype, comm->size);
+    return SES_OK;
+}
+
+/* One input reduced into its output: straight from host memory, or through the step's buffer. */
+static ses_status_t reduce_one(ses_session_t *s, ses__step_t *step, const ses_communicator_t *comm,
+                               const ses__slot_t *in, const ses__slot_t *out, int mean) {
+    const size_t count = in->bytes / ses_dtype_size(in->type.dtype);
+    const void *src = in == out ? NULL : ses__map_slot(s, in, SES_DRV_MAP_READ);
+    void *dst = ses__map_slot(s, out, SES_DRV_MAP_WRITE | (in == out ? SES_DRV_MAP_READ : 0));
+    unsigned char *buffer;
+    ses_status_t st;
+
+    if (in == out && dst) {
+        st = sum(step, comm, NULL, dst, count, in->type.dtype, mean);
+        ses__unmap_slot(s, out, dst);
+        return st;
+    }
+    if (src && dst) {
+        st = sum(step, comm, src, dst, count, in->type.dtype, mean);
+        ses__unmap_slot(s, in, (void *)src);
+        ses__unmap_slot(s, out, dst);
+        return st;
+    }
+    ses__unmap_slot(s, in, (void *)src);
+    ses__unmap_slot(s, out, dst);
+    if (!(buffer = scratch_of(step, in->bytes)))
+        return SES_OUT_OF_MEMORY;
+    if ((st = ses__read_slot(s, in, buffer)) != SES_OK ||
+        (st = sum(step, comm, NULL, buffer, count, in->type.dtype, mean)) != SES_OK)
+        return st;
+    return ses__write_slot(s, out, buffer);
+}
+
+/* A job of one process: each input is its output (nothing to do in place), else copied once. */
+static ses_status_t copy_alone(ses_session_t *s, ses__compiled_t *c, ses__step_t *step) {
+    const ses_node_t *n = step->node;
+    ses_status_t st = SES_OK;
+
+    for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
+        const ses__slot_t *in = &c->slots[step->args[i]];
+        const ses__slot_t *out = &c->slots[step->args[n->n_inputs + i]];
+        void *dst;
+        unsigned char *buffer;
+        if (in == out)
+            continue;
+        if ((dst = ses__map_slot(s, out, SES_DRV_MAP_WRITE)) != NULL) {
+            st = ses__read_slot(s, in, dst);
+            ses__unmap_slot(s, out, dst);
+        } else if ((buffer = scratch_of(step, in->bytes)) != NULL) {
+            if ((st = ses__read_slot(s, in, buffer)) == SES_OK)
+                st = ses__write_slot(s, out, buffer);
+        } else {
+            st = SES_OUT_OF_MEMORY;
+        }
+    }
+    return st;
+}
+
 static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__step_t *step) {
     const ses_node_t *n = step->node;
     const char *reduction = "mean";
     ses_communicator_t comm;
     ses_status_t st = SES_OK;
+    int mean;
 
     pthread_mutex_lock(&s->lock);
     comm = s->comm;
     pthread_mutex_unlock(&s->lock);
     ses__attrs_get_string(&n->attrs, "reduction", &reduction);
+    mean = !strcmp(reduction, "mean");
+    if (!comm.allreduce_sum || comm.size < 2) /* alone, the sum and the mean are the value */
+        return copy_alone(s, c, step);
+    for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
+        const ses__slot_t *in = &c->slots[step->args[i]];
+        const ses__slot_t *out = &c->slots[step->args[n->n_inputs + i]];
+        if (reduced_directly(s, &comm, in, out))
+            st = reduce_one(s, step, &comm, in, out, mean);
+    }
     for (int pass = 0; pass < 2 && st == SES_OK; pass++) {
         ses_dtype_t dtype = pass ? SES_F64 : SES_F32;
-        size_t bytes = 0, at = 0, count;
+        size_t bytes = 0, at = 0;
         unsigned char *buffer;
 
-        for (size_t i = 0; i < n->n_inputs; i++)
-            if (c->slots[step->args[i]].type.dtype == dtype)
-                bytes += c->slots[step->args[i]].bytes;
+        for (size_t i = 0; i < n->n_inputs; i++) {
+            const ses__slot_t *in = &c->slots[step->args[i]];
+            if (in->type.dtype == dtype &&
+                !reduced_directly(s, &comm, in, &c->slots[step->args[n->n_inputs + i]]))
+                bytes += in->bytes;
+        }
         if (!bytes)
             continue;
-        /* One buffer for both dtypes, kept with the step: no allocation (nor page faults on
-         * fresh pages) per run. */
-        if (step->scratch_bytes < bytes) {
-            void *grown = ses__realloc(step->scratch, bytes);
-            if (!grown)
-                return ses__fail(SES_OUT_OF_MEMORY,
-                                 "AllReduce \"%s\": out of memory for %zu bytes", n->name, bytes);
-            step->scratch = grown;
-            step->scratch_bytes = bytes;
-        }
-        buffer = step->scratch;
+        if (!(buffer = scratch_of(step, bytes)))
+            return SES_OUT_OF_MEMORY;
         for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
-            const ses__slot_t *slot = &c->slots[step->args[i]];
-            if (slot->type.dtype != dtype)
+            const ses__slot_t *in = &c->slots[step->args[i]];
+            if (in->type.dtype != dtype ||
+                reduced_directly(s, &comm, in, &c->slots[step->args[n->n_inputs + i]]))
                 continue;
-            if (slot->tensor)
-                memcpy(buffer + at, slot->tensor->data, slot->bytes);
-            else
-                st = ses__read_slot(s, slot, buffer + at);
-            at += slot->bytes;
+            st = ses__read_slot(s, in, buffer + at);
+            at += in->bytes;
         }
-        count = bytes / ses_dtype_size(dtype);
-        if (st == SES_OK && comm.allreduce_sum && comm.size > 1) {
-            st = comm.allreduce_sum(comm.user, buffer, count, dtype);
-            if (st != SES_OK) {
-                char message[1024];
-                snprintf(message, sizeof message, "%s", ses_last_error());
-                st = ses__fail(st, "AllReduce \"%s\": %s", n->name, message);
-            } else if (!strcmp(reduction, "mean")) {
-                for (size_t k = 0; k < count; k++) {
-                    if (dtype == SES_F32)
-                        ((float *)(void *)buffer)[k] /= (float)comm.size;
-                    else
-                        ((double *)(void *)buffer)[k] /= (double)comm.size;
-                }
-            }
-        }
+        if (st == SES_OK)
+            st = sum(step, &comm, NULL, buffer, bytes / ses_dtype_size(dtype), dtype, mean);
         at = 0;
         for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
+            const ses__slot_t *in = &c->slots[step->args[i]];
             const ses__slot_t *out = &c->slots[step->args[n->n_inputs + i]];
-            if (c->slots[step->args[i]].type.dtype != dtype)
+            if (in->type.dtype != dtype || reduced_directly(s, &comm, in, out))
                 continue;
             st = ses__write_slot(s, out, buffer + at);
             at += out->bytes;

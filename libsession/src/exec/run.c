@@ -39,8 +39,7 @@ static ses_status_t driver_failed(ses_session_t *s, const ses__step_t *step, int
                      message[0] ? message : ses_status_name((ses_status_t)rc));
 }
 
-/* A host pointer for [offset, offset + bytes) of a slot when its device maps memory. */
-static void *map_slot(ses_session_t *s, const ses__slot_t *slot, uint32_t flags) {
+void *ses__map_slot(ses_session_t *s, const ses__slot_t *slot, uint32_t flags) {
     const ses__device_ctx_t *dev = &s->devices[slot->device];
     void *p = NULL;
 
@@ -56,7 +55,7 @@ static void *map_slot(ses_session_t *s, const ses__slot_t *slot, uint32_t flags)
     return p;
 }
 
-static void unmap_slot(ses_session_t *s, const ses__slot_t *slot, void *p) {
+void ses__unmap_slot(ses_session_t *s, const ses__slot_t *slot, void *p) {
     const ses__device_ctx_t *dev = &s->devices[slot->device];
 
     if (p && !slot->tensor && dev->api->unmap)
@@ -81,10 +80,10 @@ ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *hos
 
     if (!slot->bytes)
         return SES_OK;
-    p = map_slot(s, slot, SES_DRV_MAP_READ);
+    p = ses__map_slot(s, slot, SES_DRV_MAP_READ);
     if (p) {
         memcpy(host, p, slot->bytes);
-        unmap_slot(s, slot, p);
+        ses__unmap_slot(s, slot, p);
         return SES_OK;
     }
     rc = dev->api->copy_d2h(dev->handle, NULL, slot->buffer, slot->offset, host, slot->bytes);
@@ -98,10 +97,10 @@ ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const vo
 
     if (!slot->bytes)
         return SES_OK;
-    p = map_slot(s, slot, SES_DRV_MAP_WRITE);
+    p = ses__map_slot(s, slot, SES_DRV_MAP_WRITE);
     if (p) {
         memcpy(p, host, slot->bytes);
-        unmap_slot(s, slot, p);
+        ses__unmap_slot(s, slot, p);
         return SES_OK;
     }
     rc = dev->api->copy_h2d(dev->handle, NULL, host, slot->buffer, slot->offset, slot->bytes);
@@ -123,7 +122,7 @@ ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses_
         return rc == SES_DRV_OK ? SES_OK : copy_failed(s, dst->device, rc, "within");
     }
     /* Otherwise through host memory: the source mapped or read into staging, then written. */
-    p = map_slot(s, src, SES_DRV_MAP_READ);
+    p = ses__map_slot(s, src, SES_DRV_MAP_READ);
     staging = p;
     if (!p) {
         staging = ses__malloc(src->bytes);
@@ -137,7 +136,7 @@ ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses_
     }
     rc = to->api->copy_h2d(to->handle, NULL, staging, dst->buffer, dst->offset, src->bytes);
     if (p)
-        unmap_slot(s, src, p);
+        ses__unmap_slot(s, src, p);
     else
         free(staging);
     if (rc != SES_DRV_OK) {

@@ -6,6 +6,7 @@
  * when the graph or an external type changed → run.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -720,16 +721,20 @@ uint64_t ses_session_graph_launches(const ses_session_t *s) {
 ses_status_t ses_session_set_communicator(ses_session_t *s, const ses_communicator_t *comm) {
     if (!s)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_set_communicator: session is NULL");
-    if (comm && (comm->struct_size < sizeof *comm || !comm->allreduce_sum || !comm->size ||
+    /* The first version ended at user; allreduce_sum_into came after, optional. */
+    const size_t first_size = offsetof(ses_communicator_t, user) + sizeof comm->user;
+
+    if (comm && (comm->struct_size < first_size || !comm->allreduce_sum || !comm->size ||
                  comm->rank >= comm->size))
         return ses__fail(SES_INVALID_ARGUMENT,
                          "ses_session_set_communicator: struct_size, allreduce_sum, rank (< size) "
                          "and size must be set");
     pthread_mutex_lock(&s->lock);
+    memset(&s->comm, 0, sizeof s->comm);
     if (comm)
-        s->comm = *comm;
-    else
-        memset(&s->comm, 0, sizeof s->comm);
+        memcpy(&s->comm, comm,
+               comm->struct_size < sizeof s->comm ? comm->struct_size : sizeof s->comm);
+    s->comm.struct_size = (uint32_t)sizeof s->comm;
     pthread_mutex_unlock(&s->lock);
     return SES_OK;
 }
