@@ -2,13 +2,20 @@
  * mpi-bench: libsession-mpi's costs, under mpirun (bench/mpi_bench.sh runs it with 1, 2 and 4
  * ranks). Prints on rank 0:
  *
- *   bench: allreduce_<N>r_vs_raw: R x      the AllReduce op in a plan, on the gradients of the
- *                                          784-256-10 network (203,530 floats in 4 tensors)
- *                                          computed in the plan, as in training, and run as a
- *                                          target: a plan run with the op minus one without it
- *                                          (the same gradients computed), per repetition /
- *                                          one raw MPI_Allreduce of the same bytes (medians,
- *                                          interleaved; target <= 1.1)
+ *   bench: allreduce_<N>r_vs_raw: R x      the AllReduce op in a plan as data-parallel
+ *                                          training runs it (reduction "sum": the mean comes
+ *                                          from the backward pass's RankWeight seed), on the
+ *                                          gradients of the 784-256-10 network (203,530 floats
+ *                                          in 4 tensors) computed in the plan, run as a target:
+ *                                          a plan run with the op minus one without it (the
+ *                                          same gradients computed), per repetition / one raw
+ *                                          MPI_Allreduce of the same bytes in the same place:
+ *                                          right after copying them, minus the copy alone (so
+ *                                          that both include the ranks' skew after the work
+ *                                          before the collective; medians, interleaved;
+ *                                          target <= 1.1)
+ *   bench: allreduce_mean_<N>r_vs_raw: R x the same with reduction "mean" (a pass dividing
+ *                                          the sums)
  *   bench: allreduce_fed_<N>r_vs_raw: R x  the same op on fed tensors (the caller's: summed
  *                                          from them into the plan's outputs, not in place)
  *   bench: train_step_<N>r: T ms           one data-parallel step of that network at a global
@@ -52,11 +59,12 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
     ses_session_t *s;
     ses_edge_t in[4], grads[4];
     ses_tensor_t *values[4];
-    ses_node_t *fed_op, *op, *producers[4];
-    ses_plan_t *fed_plan, *with_plan, *without_plan;
+    ses_node_t *fed_op, *op, *mean_op, *producers[4];
+    ses_plan_t *fed_plan, *with_plan, *mean_plan, *without_plan;
+    const ses_attr_t sum = ses_attr_string("reduction", "sum");
     size_t total = 0;
-    float *raw;
-    double fed_t[REPS], op_t[REPS], raw_t[REPS];
+    float *raw, *raw_src;
+    double fed_t[REPS], op_t[REPS], mean_t[REPS], raw_t[REPS];
 
     if (ses_graph_create(&g) != SES_OK)
         die("graph");
@@ -71,8 +79,11 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
             die("Identity");
         producers[i] = grads[i].node;
     }
+    /* As ses_minimize_distributed builds it (the mean comes from the backward pass's seed,
+     * RankWeight), with the mean taken by the op, and on the fed tensors. */
     if (ses_graph_add_node(g, "AllReduce", "fed", in, 4, NULL, 0, 4, &fed_op) != SES_OK ||
-        ses_graph_add_node(g, "AllReduce", "gradients", grads, 4, NULL, 0, 4, &op) != SES_OK)
+        ses_graph_add_node(g, "AllReduce", "gradients", grads, 4, &sum, 1, 4, &op) != SES_OK ||
+        ses_graph_add_node(g, "AllReduce", "mean", grads, 4, NULL, 0, 4, &mean_op) != SES_OK)
         die("AllReduce");
     if (ses_mpi_session_open(mpi, g, NULL, 0, NULL, &s) != SES_OK)
         die("session");
@@ -80,11 +91,15 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
      * with and without the op (its cost is the difference). */
     if (ses_session_compile(s, NULL, 0, in, 4, &fed_op, 1, &fed_plan) != SES_OK ||
         ses_session_compile(s, NULL, 0, in, 4, &op, 1, &with_plan) != SES_OK ||
+        ses_session_compile(s, NULL, 0, in, 4, &mean_op, 1, &mean_plan) != SES_OK ||
         ses_session_compile(s, NULL, 0, in, 4, producers, 4, &without_plan) != SES_OK)
         die("compile");
     raw = calloc(total, sizeof *raw);
+    raw_src = calloc(total, sizeof *raw_src);
+    if (!raw || !raw_src)
+        die("out of memory");
     for (int r = -3; r < REPS; r++) {
-        double t0, t1, t2, t3;
+        double t0, t1, t2, t3, t4, t5;
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = now();
         if (ses_plan_run(fed_plan, values, 4, NULL) != SES_OK)
@@ -100,29 +115,45 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
         t2 = now();
         if (ses_plan_run(without_plan, values, 4, NULL) != SES_OK)
             die("run");
-        t3 -= now() - t2;
+        t4 = now() - t2;
+        t3 -= t4;
         MPI_Barrier(MPI_COMM_WORLD);
         t2 = now();
+        if (ses_plan_run(mean_plan, values, 4, NULL) != SES_OK)
+            die("run");
+        t4 = now() - t2 - t4;
+        MPI_Barrier(MPI_COMM_WORLD);
+        t2 = now();
+        memcpy(raw, raw_src, total * sizeof *raw);
         MPI_Allreduce(MPI_IN_PLACE, raw, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        t5 = now() - t2;
+        MPI_Barrier(MPI_COMM_WORLD);
+        t2 = now();
+        memcpy(raw, raw_src, total * sizeof *raw);
+        t5 -= now() - t2;
         if (r >= 0) {
             fed_t[r] = t1 - t0;
             op_t[r] = t3;
-            raw_t[r] = now() - t2;
+            mean_t[r] = t4;
+            raw_t[r] = t5;
         }
     }
     if (task->is_chief) {
-        double a = median(op_t, REPS), f = median(fed_t, REPS), b = median(raw_t, REPS);
-        printf("allreduce of %zu floats (%.2f MB) on %u ranks: op %.1f us on computed gradients, "
-               "%.1f us on fed ones, raw MPI_Allreduce %.1f us\n",
-               total, total * 4.0 / 1e6, task->size, a * 1e6, f * 1e6, b * 1e6);
+        double a = median(op_t, REPS), m = median(mean_t, REPS), f = median(fed_t, REPS),
+               b = median(raw_t, REPS);
+        printf("allreduce of %zu floats (%.2f MB) on %u ranks: op %.1f us on computed gradients "
+               "(%.1f us taking the mean), %.1f us on fed ones, raw MPI_Allreduce %.1f us\n",
+               total, total * 4.0 / 1e6, task->size, a * 1e6, m * 1e6, f * 1e6, b * 1e6);
         if (task->size > 1) {
             printf("bench: allreduce_%ur_vs_raw: %.3f x\n", task->size, a / b);
+            printf("bench: allreduce_mean_%ur_vs_raw: %.3f x\n", task->size, m / b);
             printf("bench: allreduce_fed_%ur_vs_raw: %.3f x\n", task->size, f / b);
         } else { /* one rank: MPI does nothing, the op still reads and writes the plan's values */
             printf("bench: allreduce_1r_op: %.1f us\n", a * 1e6);
         }
     }
     free(raw);
+    free(raw_src);
     for (int i = 0; i < 4; i++)
         ses_tensor_release(values[i]);
     ses_session_destroy(s);

@@ -173,13 +173,14 @@ static void large_tensors_are_reduced_from_input_to_output_without_copies(void *
     enum { BIG = 20000 }; /* 80,000 bytes of f32 */
     ses_graph_t *g;
     ses_session_t *s;
-    ses_edge_t in[4], out[4], fed, doubled;
+    ses_edge_t in[5], out[5], fed, doubled, small_fed, tripled;
     ses_node_t *node;
     ses_tensor_t *big = vec(SES_F32, BIG, 1), *small = vec(SES_F32, 5, 2),
-                 *bigd = vec(SES_F64, BIG, 3), *feed = vec(SES_F32, BIG, 4), *res[4] = {0};
+                 *bigd = vec(SES_F64, BIG, 3), *feed = vec(SES_F32, BIG, 4),
+                 *feed5 = vec(SES_F32, 5, 7), *res[5] = {0};
     ses_communicator_t comm = {sizeof comm, 1, 3, fake_allreduce, NULL, fake_allreduce_into};
-    const int64_t bigdim = BIG;
-    ses_feed_t feeds[1];
+    const int64_t bigdim = BIG, five = 5;
+    ses_feed_t feeds[2];
 
     (void)state;
     assert_int_equal(ses_graph_create(&g), SES_OK);
@@ -191,10 +192,22 @@ static void large_tensors_are_reduced_from_input_to_output_without_copies(void *
     assert_int_equal(ses_graph_op(g, "Add", "doubled", (ses_edge_t[]){fed, fed}, 2, NULL, 0,
                                   &doubled), SES_OK);
     in[3] = doubled;
-    assert_int_equal(ses_graph_add_node(g, "AllReduce", "ar", in, 4, NULL, 0, 4, &node), SES_OK);
-    for (int i = 0; i < 4; i++)
+    /* And a small one computed there: it joins doubled in the f32 bucket, one collective. */
+    assert_int_equal(ses_graph_placeholder(g, "small_fed", SES_F32, 1, &five, &small_fed), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Add", "tripled", (ses_edge_t[]){small_fed, small_fed}, 2,
+                                  NULL, 0, &tripled), SES_OK);
+    in[4] = tripled;
+    assert_int_equal(ses_graph_add_node(g, "AllReduce", "ar", in, 5, NULL, 0, 5, &node), SES_OK);
+    /* Fetch all but doubled's and tripled's sums: a fetched value is the caller's tensor, not a
+     * bucket member. Their sums are read through Identity nodes instead. */
+    for (int i = 0; i < 3; i++)
         out[i] = ses_node_output(node, (uint32_t)i);
+    assert_int_equal(ses_graph_op(g, "Identity", NULL, (ses_edge_t[]){ses_node_output(node, 3)}, 1,
+                                  NULL, 0, &out[3]), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Identity", NULL, (ses_edge_t[]){ses_node_output(node, 4)}, 1,
+                                  NULL, 0, &out[4]), SES_OK);
     feeds[0] = (ses_feed_t){fed, feed};
+    feeds[1] = (ses_feed_t){small_fed, feed5};
     assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
     for (int version = 2; version >= 1; version--) {
         calls = into_calls = 0;
@@ -204,10 +217,12 @@ static void large_tensors_are_reduced_from_input_to_output_without_copies(void *
             comm.allreduce_sum_into = must_not_be_called;
         }
         assert_int_equal(ses_session_set_communicator(s, &comm), SES_OK);
-        assert_int_equal(ses_session_eval(s, out, 4, feeds, 1, NULL, 0, res), SES_OK);
-        /* "doubled" is computed in the arena and read by the AllReduce alone: its output takes
-         * the input's slot and is summed there, in place, with either version. */
-        assert_int_equal(counts[0], BIG);
+        assert_int_equal(ses_session_eval(s, out, 5, feeds, 2, NULL, 0, res), SES_OK);
+        /* "doubled" and "tripled" are computed in the arena and read by the AllReduce alone:
+         * their outputs take the inputs' slots, placed back to back (80,000 bytes is a multiple
+         * of the arena's 64-byte alignment) and summed there, in place, by one collective, with
+         * either version. */
+        assert_int_equal(counts[0], BIG + 5);
         if (version == 2) {
             assert_int_equal(into_calls, 2); /* big and bigd, from the constants' tensors */
             assert_int_equal(into_largest, BIG);
@@ -228,10 +243,13 @@ static void large_tensors_are_reduced_from_input_to_output_without_copies(void *
                                (2.0 * (4.0 + i) + 30.0) / 3.0, 1e-3);
         }
         assert_float_equal(((float *)ses_tensor_data(res[1]))[4], (6.0 + 30.0) / 3.0, 1e-6);
+        for (int64_t i = 0; i < 5; i++)
+            assert_float_equal(((float *)ses_tensor_data(res[4]))[i],
+                               (2.0 * (7.0 + i) + 30.0) / 3.0, 1e-5);
         /* The inputs are untouched. */
         assert_float_equal(((float *)ses_tensor_data(big))[7], 8.0, 0);
         assert_float_equal(((float *)ses_tensor_data(feed))[7], 11.0, 0);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 5; i++) {
             ses_tensor_release(res[i]);
             res[i] = NULL;
         }
@@ -244,6 +262,55 @@ static void large_tensors_are_reduced_from_input_to_output_without_copies(void *
     ses_tensor_release(small);
     ses_tensor_release(bigd);
     ses_tensor_release(feed);
+    ses_tensor_release(feed5);
+    ses_graph_release(g);
+}
+
+/* RankWeight: 1/N in like's shape and dtype; 1 without a communicator; other dtypes refused. */
+static void rank_weight_is_one_over_the_ranks(void **state) {
+    ses_graph_t *g;
+    ses_session_t *s;
+    ses_edge_t like, liked, w[2], bad;
+    ses_tensor_t *a = vec(SES_F32, 3, 1), *b = vec(SES_F64, 2, 1), *res[2] = {NULL, NULL};
+    ses_tensor_t *ints = NULL;
+    const int64_t two = 2;
+    ses_communicator_t comm = {sizeof comm, 0, 4, fake_allreduce, NULL, NULL};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "a", a, &like), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "b", b, &liked), SES_OK);
+    assert_int_equal(ses_graph_op(g, "RankWeight", "wa", &like, 1, NULL, 0, &w[0]), SES_OK);
+    assert_int_equal(ses_graph_op(g, "RankWeight", "wb", &liked, 1, NULL, 0, &w[1]), SES_OK);
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
+    for (int job = 0; job < 2; job++) {
+        double want = job ? 0.25 : 1.0;
+        if (job)
+            assert_int_equal(ses_session_set_communicator(s, &comm), SES_OK);
+        assert_int_equal(ses_session_eval(s, w, 2, NULL, 0, NULL, 0, res), SES_OK);
+        assert_int_equal(ses_tensor_dtype(res[0]), SES_F32);
+        assert_int_equal(ses_tensor_count(res[0]), 3);
+        assert_int_equal(ses_tensor_dtype(res[1]), SES_F64);
+        for (int i = 0; i < 3; i++)
+            assert_float_equal(((float *)ses_tensor_data(res[0]))[i], want, 0);
+        for (int i = 0; i < 2; i++)
+            assert_float_equal(((double *)ses_tensor_data(res[1]))[i], want, 0);
+        ses_tensor_release(res[0]);
+        ses_tensor_release(res[1]);
+    }
+    ses_session_destroy(s);
+    assert_int_equal(ses_tensor_create(SES_I64, 1, &two, &ints), SES_OK);
+    memset(ses_tensor_data(ints), 0, ses_tensor_bytes(ints));
+    assert_int_equal(ses_graph_constant(g, "ints", ints, &like), SES_OK);
+    assert_int_equal(ses_graph_op(g, "RankWeight", "wi", &like, 1, NULL, 0, &bad), SES_OK);
+    assert_int_equal(ses_session_open(g, NULL, 0, NULL, &s), SES_OK);
+    assert_int_equal(ses_session_eval(s, &bad, 1, NULL, 0, NULL, 0, res), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "RankWeight \"wi\""));
+    assert_null(res[0]);
+    ses_session_destroy(s);
+    ses_tensor_release(ints);
+    ses_tensor_release(a);
+    ses_tensor_release(b);
     ses_graph_release(g);
 }
 
@@ -357,6 +424,7 @@ int main(void) {
         cmocka_unit_test(allreduce_averages_each_input_over_the_job),
         cmocka_unit_test(a_failing_collective_names_the_node_and_bad_communicators_are_refused),
         cmocka_unit_test(large_tensors_are_reduced_from_input_to_output_without_copies),
+        cmocka_unit_test(rank_weight_is_one_over_the_ranks),
         cmocka_unit_test(distributed_minimize_trains_as_minimize),
         cmocka_unit_test(many_gradients_are_bucketed_eight_per_collective),
     };

@@ -135,7 +135,7 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* checkpoints as ops (checkpoint_ops.c, run by exec/host_ops.c) */
         "Save", "Restore",
         /* collectives (collective_ops.c, run by exec/host_ops.c; tested in collective_test.c) */
-        "AllReduce",
+        "AllReduce", "RankWeight",
         /* CNN and model ops (cnn.c, tested in cnn_ops_test.c) */
         "Conv", "ConvGrad", "MaxPool", "AveragePool", "MaxPoolGrad", "AveragePoolGrad",
         "GlobalAveragePool", "GlobalMaxPool", "GlobalAveragePoolGrad", "BatchNormalization",

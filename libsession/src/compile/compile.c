@@ -106,6 +106,7 @@ static ses_status_t new_slot(builder_t *b, ses__slot_kind_t kind, const ses__typ
     slot->device = device;
     slot->edge = edge;
     slot->source = SIZE_MAX;
+    slot->group = SIZE_MAX;
     slot->feed_index = SIZE_MAX;
     slot->first_step = c->n_steps;
     slot->last_step = c->n_steps;
@@ -488,6 +489,16 @@ static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const 
         }
         c->steps[step_index].args[node->n_inputs + o] = out;
         b->slot_of[node->id * SES__MAX_OUTPUTS + o] = out + 1;
+    }
+    /* The values summed in place, one group per dtype: placed back to back, one collective. */
+    for (size_t o = 0; o < node->n_outputs && o < node->n_inputs; o++) {
+        ses__slot_t *slot = &c->slots[in_slots[o]];
+        if (c->steps[step_index].args[node->n_inputs + o] != in_slots[o] || slot->group != SIZE_MAX)
+            continue;
+        for (size_t k = o; k < node->n_outputs && k < node->n_inputs; k++)
+            if (c->steps[step_index].args[node->n_inputs + k] == in_slots[k] &&
+                c->slots[in_slots[k]].type.dtype == slot->type.dtype)
+                c->slots[in_slots[k]].group = in_slots[o];
     }
     b->per_device[cpu]++;
     return SES_OK;

@@ -1,15 +1,14 @@
 /*
  * Memory planning: each device gets one arena per plan, and every computed value an offset in
  * it. A value's bytes are reused once its last reader has run (first fit among the gaps left by
- * values whose lifetimes overlap it). Values that are fetched live to the end.
+ * values whose lifetimes overlap it). Values that are fetched live to the end. The values of a
+ * group (an AllReduce bucket) are placed back to back, as one block that lives from the first
+ * one's writer to the last one's reader, so that one collective sums them all.
  */
 #include <stdlib.h>
 
 #include "../error.h"
 #include "plan.h"
-
-/* Offsets are aligned so that any dtype and SIMD loads are aligned. */
-#define ARENA_ALIGNMENT 64
 
 typedef struct block {
     uint64_t offset;
@@ -25,42 +24,92 @@ static uint64_t align_up(uint64_t v, uint64_t a) {
     return (v + a - 1) / a * a;
 }
 
+static uint64_t footprint(const ses__slot_t *slot) {
+    return align_up(slot->bytes ? slot->bytes : 1, SES__ARENA_ALIGNMENT);
+}
+
+static int in_group(const ses__slot_t *slot, const ses__slot_t *first) {
+    return slot->kind == SES__SLOT_ARENA && first->group != SIZE_MAX &&
+           slot->group == first->group && slot->device == first->device;
+}
+
+/*
+ * The lowest offset where @p size bytes fit on @p device beside every value already placed
+ * whose lifetime meets [first, last].
+ */
+static uint64_t first_fit(const ses__compiled_t *c, const unsigned char *placed, block_t *busy,
+                          size_t device, uint64_t size, size_t first, size_t last) {
+    size_t n_busy = 0;
+    uint64_t offset = 0;
+
+    for (size_t j = 0; j < c->n_slots; j++) {
+        const ses__slot_t *other = &c->slots[j];
+        if (!placed[j] || other->device != device)
+            continue;
+        /* Lifetimes [first, last] overlap: both are live at some step. */
+        if (other->first_step <= last && first <= other->last_step)
+            busy[n_busy++] = (block_t){other->offset, other->offset + footprint(other)};
+    }
+    qsort(busy, n_busy, sizeof *busy, compare_blocks);
+    for (size_t j = 0; j < n_busy; j++) {
+        if (busy[j].offset >= offset + size)
+            break;
+        if (busy[j].end > offset)
+            offset = busy[j].end;
+    }
+    return offset;
+}
+
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c) {
     block_t *busy = ses__malloc((c->n_slots + 1) * sizeof *busy);
+    unsigned char *placed = ses__calloc(c->n_slots + 1, 1);
 
-    if (!busy)
+    if (!busy || !placed) {
+        free(busy);
+        free(placed);
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory planning memory");
+    }
     for (size_t d = 0; d < s->n_devices; d++)
         c->arena_bytes[d] = 0;
-    /* Slots are created in step order, so earlier slots are placed first. */
+    /* Slots are created in step order, so earlier slots are placed first; a group is placed
+     * whole when its first slot comes. */
     for (size_t i = 0; i < c->n_slots; i++) {
         ses__slot_t *slot = &c->slots[i];
-        size_t n_busy = 0;
-        uint64_t offset = 0, size = align_up(slot->bytes ? slot->bytes : 1, ARENA_ALIGNMENT);
+        size_t first = slot->first_step, last = slot->last_step;
+        uint64_t offset, size = 0;
 
-        if (slot->kind != SES__SLOT_ARENA)
+        if (slot->kind != SES__SLOT_ARENA || placed[i])
             continue;
-        for (size_t j = 0; j < i; j++) {
-            const ses__slot_t *other = &c->slots[j];
-            if (other->kind != SES__SLOT_ARENA || other->device != slot->device)
+        if (slot->group == SIZE_MAX) {
+            size = footprint(slot);
+        } else {
+            for (size_t k = i; k < c->n_slots; k++) {
+                const ses__slot_t *member = &c->slots[k];
+                if (!in_group(member, slot))
+                    continue;
+                size += footprint(member);
+                first = member->first_step < first ? member->first_step : first;
+                last = member->last_step > last ? member->last_step : last;
+            }
+        }
+        offset = first_fit(c, placed, busy, slot->device, size, first, last);
+        for (size_t k = i; k < c->n_slots; k++) {
+            ses__slot_t *member = &c->slots[k];
+            if (k != i && (slot->group == SIZE_MAX || !in_group(member, slot)))
                 continue;
-            /* Lifetimes [first, last] overlap: both are live at some step. */
-            if (other->first_step <= slot->last_step && slot->first_step <= other->last_step)
-                busy[n_busy++] = (block_t){other->offset,
-                                           other->offset + align_up(other->bytes ? other->bytes : 1,
-                                                                    ARENA_ALIGNMENT)};
-        }
-        qsort(busy, n_busy, sizeof *busy, compare_blocks);
-        for (size_t j = 0; j < n_busy; j++) {
-            if (busy[j].offset >= offset + size)
+            /* Each member lives as long as the block, so later values keep out of all of it. */
+            member->offset = offset;
+            member->first_step = first;
+            member->last_step = last;
+            offset += footprint(member);
+            placed[k] = 1;
+            if (slot->group == SIZE_MAX)
                 break;
-            if (busy[j].end > offset)
-                offset = busy[j].end;
         }
-        slot->offset = offset;
-        if (offset + size > c->arena_bytes[slot->device])
-            c->arena_bytes[slot->device] = offset + size;
+        if (offset > c->arena_bytes[slot->device])
+            c->arena_bytes[slot->device] = offset;
     }
     free(busy);
+    free(placed);
     return SES_OK;
 }

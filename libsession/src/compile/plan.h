@@ -83,6 +83,9 @@ ses_status_t ses__session_eval_local(ses_session_t *s, const ses_edge_t *fetches
                                      ses_node_t *const *targets, size_t n_targets,
                                      ses_tensor_t **out_values);
 
+/* Arena offsets are multiples of this, so that any dtype and SIMD loads are aligned. */
+#define SES__ARENA_ALIGNMENT 64
+
 /* Where a value lives during a run. */
 typedef enum ses__slot_kind {
     SES__SLOT_ARENA = 0, /* computed: at an offset in its device's arena */
@@ -104,6 +107,9 @@ typedef struct ses__slot {
     uint64_t offset;      /* SES__SLOT_ARENA: offset in the arena; externals: 0 */
     size_t first_step;    /* liveness: the step that writes it (0 for externals) */
     size_t last_step;     /* liveness: the last step that reads it */
+    size_t group;         /* SES__SLOT_ARENA: the first slot of the values placed back to back
+                             with it (one AllReduce bucket, summed by one collective), or
+                             SIZE_MAX */
     /* Per run: */
     ses_drv_buffer_t *buffer;
     ses_tensor_t *tensor;   /* externals: the host tensor of this run (borrowed) */

@@ -1,5 +1,6 @@
 /*
- * Ops the runtime runs itself rather than a driver: Save and Restore, checkpoints as ops. They
+ * Ops the runtime runs itself rather than a driver: Save and Restore, checkpoints as ops, and
+ * the collectives (AllReduce, RankWeight). They
  * run where the values live: inputs on a device are read back through the device's driver, and
  * Restore writes the variables' own tensors (which live in the session's scope, on the host).
  */
@@ -212,6 +213,21 @@ static ses_status_t sum(const ses__step_t *step, const ses_communicator_t *comm,
     return SES_OK;
 }
 
+/* Whether input @p in is summed in place as part of its dtype's bucket (compile.c groups them,
+ * memory.c places them back to back in the CPU device's arena). */
+static int in_bucket(const ses_session_t *s, const ses__slot_t *in, const ses__slot_t *out) {
+    const ses__device_ctx_t *d = &s->devices[in->device];
+
+    return in == out && in->kind == SES__SLOT_ARENA && in->group != SIZE_MAX && d->host_visible &&
+           d->api->map;
+}
+
+/* Summed some other way than by the buckets' or the fused buffer's collective. */
+static int reduced_apart(const ses_session_t *s, const ses_communicator_t *comm,
+                         const ses__slot_t *in, const ses__slot_t *out) {
+    return in_bucket(s, in, out) || reduced_directly(s, comm, in, out);
+}
+
 /* One input reduced into its output: straight from host memory, or through the step's buffer. */
 static ses_status_t reduce_one(ses_session_t *s, ses__step_t *step, const ses_communicator_t *comm,
                                const ses__slot_t *in, const ses__slot_t *out, int mean) {
@@ -240,6 +256,55 @@ static ses_status_t reduce_one(ses_session_t *s, ses__step_t *step, const ses_co
         (st = sum(step, comm, NULL, buffer, count, in->type.dtype, mean)) != SES_OK)
         return st;
     return ses__write_slot(s, out, buffer);
+}
+
+/*
+ * The bucket of @p dtype: its values lie back to back in the CPU device's arena, so one
+ * collective sums them in place, the few padding bytes between them zeroed first. Where the
+ * arena cannot be mapped, each is reduced alone.
+ */
+static ses_status_t reduce_bucket(ses_session_t *s, ses__compiled_t *c, ses__step_t *step,
+                                  const ses_communicator_t *comm, ses_dtype_t dtype, int mean) {
+    const ses_node_t *n = step->node;
+    const ses__slot_t *first = NULL;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    ses__slot_t range;
+    unsigned char *p;
+    ses_status_t st = SES_OK;
+
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        const ses__slot_t *in = &c->slots[step->args[i]];
+        if (in->type.dtype != dtype || !in_bucket(s, in, &c->slots[step->args[n->n_inputs + i]]))
+            continue;
+        first = first ? first : in;
+        lo = in->offset < lo ? in->offset : lo;
+        hi = in->offset + in->bytes > hi ? in->offset + in->bytes : hi;
+    }
+    if (!first)
+        return SES_OK;
+    range = *first;
+    range.offset = lo;
+    range.bytes = (size_t)(hi - lo);
+    if (!(p = ses__map_slot(s, &range, SES_DRV_MAP_READ | SES_DRV_MAP_WRITE))) {
+        for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
+            const ses__slot_t *in = &c->slots[step->args[i]];
+            if (in->type.dtype == dtype && in_bucket(s, in, &c->slots[step->args[n->n_inputs + i]]))
+                st = reduce_one(s, step, comm, in, in, mean);
+        }
+        return st;
+    }
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        const ses__slot_t *in = &c->slots[step->args[i]];
+        uint64_t end = in->offset + in->bytes, next;
+        if (in->type.dtype != dtype || !in_bucket(s, in, &c->slots[step->args[n->n_inputs + i]]))
+            continue;
+        next = (end + SES__ARENA_ALIGNMENT - 1) / SES__ARENA_ALIGNMENT * SES__ARENA_ALIGNMENT;
+        if (end < hi)
+            memset(p + (end - lo), 0, (size_t)((next < hi ? next : hi) - end));
+    }
+    st = sum(step, comm, NULL, p, range.bytes / ses_dtype_size(dtype), dtype, mean);
+    ses__unmap_slot(s, &range, p);
+    return st;
 }
 
 /* A job of one process: each input is its output (nothing to do in place), else copied once. */
@@ -281,10 +346,12 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
     mean = !strcmp(reduction, "mean");
     if (!comm.allreduce_sum || comm.size < 2) /* alone, the sum and the mean are the value */
         return copy_alone(s, c, step);
+    for (int pass = 0; pass < 2 && st == SES_OK; pass++)
+        st = reduce_bucket(s, c, step, &comm, pass ? SES_F64 : SES_F32, mean);
     for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
         const ses__slot_t *in = &c->slots[step->args[i]];
         const ses__slot_t *out = &c->slots[step->args[n->n_inputs + i]];
-        if (reduced_directly(s, &comm, in, out))
+        if (!in_bucket(s, in, out) && reduced_directly(s, &comm, in, out))
             st = reduce_one(s, step, &comm, in, out, mean);
     }
     for (int pass = 0; pass < 2 && st == SES_OK; pass++) {
@@ -295,7 +362,7 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
         for (size_t i = 0; i < n->n_inputs; i++) {
             const ses__slot_t *in = &c->slots[step->args[i]];
             if (in->type.dtype == dtype &&
-                !reduced_directly(s, &comm, in, &c->slots[step->args[n->n_inputs + i]]))
+                !reduced_apart(s, &comm, in, &c->slots[step->args[n->n_inputs + i]]))
                 bytes += in->bytes;
         }
         if (!bytes)
@@ -305,7 +372,7 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
         for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
             const ses__slot_t *in = &c->slots[step->args[i]];
             if (in->type.dtype != dtype ||
-                reduced_directly(s, &comm, in, &c->slots[step->args[n->n_inputs + i]]))
+                reduced_apart(s, &comm, in, &c->slots[step->args[n->n_inputs + i]]))
                 continue;
             st = ses__read_slot(s, in, buffer + at);
             at += in->bytes;
@@ -316,7 +383,7 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
         for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
             const ses__slot_t *in = &c->slots[step->args[i]];
             const ses__slot_t *out = &c->slots[step->args[n->n_inputs + i]];
-            if (in->type.dtype != dtype || reduced_directly(s, &comm, in, out))
+            if (in->type.dtype != dtype || reduced_apart(s, &comm, in, out))
                 continue;
             st = ses__write_slot(s, out, buffer + at);
             at += out->bytes;
@@ -325,11 +392,34 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
     return st;
 }
 
+/* RankWeight: 1/N everywhere, N the ranks of the session's job (1 without a communicator). */
+static ses_status_t run_rank_weight(ses_session_t *s, ses__compiled_t *c, ses__step_t *step) {
+    const ses__slot_t *out = &c->slots[step->args[1]];
+    const size_t count = out->bytes / ses_dtype_size(out->type.dtype);
+    unsigned char *buffer = scratch_of(step, out->bytes);
+    uint32_t ranks;
+
+    if (!buffer)
+        return SES_OUT_OF_MEMORY;
+    pthread_mutex_lock(&s->lock);
+    ranks = s->comm.allreduce_sum && s->comm.size ? s->comm.size : 1;
+    pthread_mutex_unlock(&s->lock);
+    for (size_t k = 0; k < count; k++) {
+        if (out->type.dtype == SES_F32)
+            ((float *)(void *)buffer)[k] = 1.0f / (float)ranks;
+        else
+            ((double *)(void *)buffer)[k] = 1.0 / (double)ranks;
+    }
+    return ses__write_slot(s, out, buffer);
+}
+
 ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t *step) {
     const char *path = NULL;
 
     if (!strcmp(step->node->op, "AllReduce"))
         return run_allreduce(s, c, step);
+    if (!strcmp(step->node->op, "RankWeight"))
+        return run_rank_weight(s, c, step);
 
     if (ses__attrs_get_string(&step->node->attrs, "path", &path) != 1 || !path)
         return ses__fail(SES_INVALID_ARGUMENT, "%s \"%s\": no path", step->node->op,

@@ -7,8 +7,14 @@
  *                                              (the default) rather than "sum". The inputs are
  *                                              fused into one buffer: one collective per node.
  *
- * Without a communicator a session is a job of one rank, so AllReduce copies its inputs. The
- * gradients of data-parallel training go through it (ses_minimize_distributed).
+ *   RankWeight(like) -> y                      like's shape and dtype, every element 1/N for a
+ *                                              job of N ranks: the seed of data-parallel
+ *                                              training's backward pass, so that summing the
+ *                                              gradients gives their mean with no pass over them
+ *
+ * Without a communicator a session is a job of one rank, so AllReduce copies its inputs and
+ * RankWeight is 1. The gradients of data-parallel training go through them
+ * (ses_minimize_distributed).
  */
 #include <string.h>
 
@@ -33,4 +39,12 @@ ses_status_t ses__infer_allreduce(ses__infer_ctx_t *ctx) {
         ctx->outputs[i] = ctx->inputs[i];
     }
     return SES_OK;
+}
+
+ses_status_t ses__infer_rank_weight(ses__infer_ctx_t *ctx) {
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "like", SES__DT(SES_F32) | SES__DT(SES_F64));
+
+    if (st == SES_OK)
+        ctx->outputs[0] = ctx->inputs[0];
+    return st;
 }

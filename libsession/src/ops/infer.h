@@ -164,6 +164,7 @@ ses_status_t ses__infer_save(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_restore(ses__infer_ctx_t *ctx);
 /* collective_ops.c */
 ses_status_t ses__infer_allreduce(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_rank_weight(ses__infer_ctx_t *ctx);
 /* train_ops.c */
 ses_status_t ses__infer_softmax_cross_entropy_loss(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_softmax_cross_entropy_loss_grad(ses__infer_ctx_t *ctx);

@@ -69,6 +69,7 @@ static const ses__op_schema_t schemas[] = {
     {"Restore", 1, SES__MAX_INPUTS, 0, 0, 0, ses__infer_restore, ~UINT64_C(0), 1},
     /* collective_ops.c: run by the runtime through the session's communicator */
     {"AllReduce", 1, SES__MAX_OUTPUTS, 1, SES__MAX_OUTPUTS, 0, ses__infer_allreduce, 0, 1},
+    {"RankWeight", 1, 1, 1, 1, 0, ses__infer_rank_weight, 0, 1},
     /* grad_ops.c: the ops gradients are built from. "like" inputs give a shape or dtype only;
      * ReduceGrad's axes and SliceGrad's starts, ends, axes, steps are shape-like, as in
      * ReduceSum and Slice. */

@@ -351,8 +351,11 @@ static ses_status_t loss_variables(ses_graph_t *g, ses_edge_t loss, ses_node_t *
 
 /* Routes the gradients through AllReduce nodes (mean over the job's processes), up to
  * SES__MAX_OUTPUTS per node: each node is one fused collective. */
+/* The gradients summed over the job: their mean, since each rank's were seeded with 1/N. */
 static ses_status_t allreduce_gradients(ses_graph_t *g, const char *name, ses_edge_t *dxs,
                                         size_t n) {
+    const ses_attr_t sum = ses_attr_string("reduction", "sum");
+
     for (size_t first = 0; first < n; first += SES__MAX_OUTPUTS) {
         size_t k = n - first < SES__MAX_OUTPUTS ? n - first : SES__MAX_OUTPUTS;
         char node_name[600];
@@ -360,7 +363,7 @@ static ses_status_t allreduce_gradients(ses_graph_t *g, const char *name, ses_ed
         ses_status_t st;
 
         snprintf(node_name, sizeof node_name, "%s/allreduce_%zu", name, first / SES__MAX_OUTPUTS);
-        st = ses_graph_add_node(g, "AllReduce", node_name, dxs + first, k, NULL, 0, k, &node);
+        st = ses_graph_add_node(g, "AllReduce", node_name, dxs + first, k, &sum, 1, k, &node);
         if (st != SES_OK)
             return st;
         for (size_t i = 0; i < k; i++)
@@ -389,8 +392,8 @@ static ses_status_t minimize(ses_graph_t *g, const char *name, ses_edge_t loss,
                              const ses_optimizer_t *optimizer, ses_node_t *const *vars,
                              size_t n_vars, int distributed, ses_node_t **out_step) {
     ses_node_t **own_vars = NULL, **updates = NULL;
-    ses_edge_t *xs = NULL, *dxs = NULL;
-    char prefix[512];
+    ses_edge_t *xs = NULL, *dxs = NULL, seed;
+    char prefix[512], seed_name[600];
     size_t n_before, n = n_vars;
     ses_status_t st;
 
@@ -443,7 +446,15 @@ static ses_status_t minimize(ses_graph_t *g, const char *name, ses_edge_t loss,
         xs[i] = ses_node_output(vars[i], 0);
     }
     snprintf(prefix, sizeof prefix, "%s/gradients", name);
-    st = ses_gradients(g, prefix, &loss, 1, xs, n, NULL, dxs);
+    /* Distributed: the backward pass starts from 1/N rather than 1, so that the sum of every
+     * rank's gradients is their mean without a pass over them (allreduce_gradients). */
+    if (distributed)
+        st = add_op(g, "RankWeight", join(seed_name, sizeof seed_name, name, "rank_weight"),
+                    &loss, 1, NULL, 0, &seed);
+    else
+        st = SES_OK;
+    if (st == SES_OK)
+        st = ses_gradients(g, prefix, &loss, 1, xs, n, distributed ? &seed : NULL, dxs);
     for (size_t i = 0; i < n && st == SES_OK; i++)
         if (!dxs[i].node)
             st = ses__fail(SES_INVALID_ARGUMENT,
