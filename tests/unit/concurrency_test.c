@@ -204,6 +204,57 @@ static void closing_while_evals_are_in_flight_fails_them_cleanly(void **state) {
     ses_graph_release(sh.g);
 }
 
+/* Plans destroyed by their own threads while another thread closes the session: each plan is
+ * freed once, by whichever call takes it first (ASan and TSan would see a double free). */
+#define PLANS 64
+
+typedef struct destroyer {
+    ses_plan_t **plans;
+    int first;
+    atomic_int *go;
+} destroyer_t;
+
+static void *destroy_plans(void *p) {
+    destroyer_t *d = p;
+
+    while (!atomic_load(d->go))
+        sched_yield();
+    for (int i = d->first; i < PLANS; i += 2)
+        ses_plan_destroy(d->plans[i]);
+    return NULL;
+}
+
+static void plans_destroyed_while_the_session_closes_are_freed_once(void **state) {
+    shared_t sh = {0};
+    const char *cpu = "cpu";
+
+    (void)state;
+    build(&sh);
+    for (int round = 0; round < 20; round++) {
+        ses_plan_t *plans[PLANS];
+        pthread_t threads[2];
+        destroyer_t d[2];
+        atomic_int go = 0;
+        assert_int_equal(ses_session_open(sh.g, &cpu, 1, NULL, &sh.s), SES_OK);
+        for (int i = 0; i < PLANS; i++)
+            assert_int_equal(ses_session_compile(sh.s, i % 2 ? &sh.y : &sh.z, 1, &sh.x, 1, NULL,
+                                                 0, &plans[i]),
+                             SES_OK);
+        for (int t = 0; t < 2; t++) {
+            d[t] = (destroyer_t){plans, t, &go};
+            assert_int_equal(pthread_create(&threads[t], NULL, destroy_plans, &d[t]), 0);
+        }
+        atomic_store(&go, 1);
+        for (int spin = 0; spin < round; spin++)
+            sched_yield();
+        assert_int_equal(ses_session_close(sh.s), SES_OK);
+        for (int t = 0; t < 2; t++)
+            pthread_join(threads[t], NULL);
+        ses_session_destroy(sh.s);
+    }
+    ses_graph_release(sh.g);
+}
+
 /*
  * Large values go through the CPU driver's thread pool (above CPU__PARALLEL_MIN element
  * operations) and MatMul through OpenBLAS: 8 threads post jobs to one pool of 4 workers at once.
@@ -303,6 +354,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(eight_threads_evaluate_one_session_with_their_own_feeds),
         cmocka_unit_test(closing_while_evals_are_in_flight_fails_them_cleanly),
+        cmocka_unit_test(plans_destroyed_while_the_session_closes_are_freed_once),
         cmocka_unit_test(eight_threads_share_the_cpu_thread_pool_and_blas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,7 +97,9 @@ SES_API ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fet
 
 /**
  * Compiles what eval would run for these fetches, fed edges and targets into a plan for hot
- * loops. The plan belongs to the session (freed by close) and may be destroyed earlier.
+ * loops. The plan belongs to the session: ses_session_close frees what it holds (no run works
+ * after it), ses_session_destroy frees the plan itself, and ses_plan_destroy frees it sooner,
+ * before, during or after the close (from any thread).
  */
 SES_API ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches,
                                          size_t n_fetches, const ses_edge_t *fed_edges,
@@ -112,7 +114,7 @@ SES_API ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fet
 SES_API ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
                                   size_t n_feed_values, ses_tensor_t **out_values);
 
-/** Frees a plan before its session closes. Accepts NULL. */
+/** Frees a plan before its session is destroyed (closed or not). Accepts NULL. */
 SES_API void ses_plan_destroy(ses_plan_t *plan);
 
 /** Steps (kernel launches and copies) one run of the plan makes. */

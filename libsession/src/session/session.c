@@ -671,6 +671,7 @@ ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
 
 void ses_plan_destroy(ses_plan_t *plan) {
     ses_session_t *s;
+    int found = 0;
 
     if (!plan)
         return;
@@ -679,10 +680,12 @@ void ses_plan_destroy(ses_plan_t *plan) {
     for (size_t i = 0; i < s->n_plans; i++)
         if (s->plans[i] == plan) {
             s->plans[i] = s->plans[--s->n_plans];
+            found = 1;
             break;
         }
     pthread_mutex_unlock(&s->lock);
-    plan_free(plan);
+    if (found)
+        plan_free(plan);
 }
 
 size_t ses_plan_step_count(const ses_plan_t *plan) {
@@ -809,13 +812,15 @@ ses_status_t ses_session_close(ses_session_t *s) {
     s->closed = 1;
     while (s->in_flight)
         pthread_cond_wait(&s->idle, &s->lock);
+    /* Each plan's compiled state (its device memory) goes now, under the lock; the handle
+     * stays, so that ses_plan_destroy, before, beside or after this, frees it once and never
+     * touches freed memory. ses_session_destroy frees the handles left. */
+    for (size_t i = 0; i < s->n_plans; i++) {
+        ses__compiled_free(s, s->plans[i]->compiled);
+        s->plans[i]->compiled = NULL;
+    }
     pthread_mutex_unlock(&s->lock);
 
-    for (size_t i = 0; i < s->n_plans; i++)
-        plan_free(s->plans[i]);
-    free(s->plans);
-    s->plans = NULL;
-    s->n_plans = 0;
     ses__remote_close(s->remote); /* ends the job: workers exit */
     close_devices(s);
     /* An empty scope stays, so ses_session_scope never dangles. */
@@ -830,6 +835,9 @@ void ses_session_destroy(ses_session_t *s) {
     if (!s)
         return;
     ses_session_close(s);
+    for (size_t i = 0; i < s->n_plans; i++)
+        plan_free(s->plans[i]);
+    free(s->plans);
     ses__remote_free(s->remote);
     ses_scope_destroy(s->scope);
     free(s->devices);
