@@ -365,8 +365,11 @@ static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
     {
         cublasHandle_t h = NULL;
         if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
-            cublasSetMathMode(
-                h, device->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+            /* f16 and bf16 GEMMs sum in f32 to the end: cuBLAS may otherwise reduce split-K
+             * partial sums in the output's 11 or 8 bits. */
+            cublasSetMathMode(h, (cublasMath_t)((device->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                     : CUBLAS_DEFAULT_MATH) |
+                                                CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
             device->cublas = h;
         }
     }

@@ -98,6 +98,24 @@ typedef struct cuda_rsum {
     uint32_t n_keep, n_red;
 } cuda_rsum_t;
 
+/*
+ * A sum of matrix products over broadcast batches: the gradient of a MatMul operand that was
+ * broadcast along some batch dims, for f16 and bf16, where summing the batches' GEMMs into the
+ * output would round every partial sum. Output element (kept batch, i, j) of [m, n] matrices
+ * is the sum over the summed batches and p < k of op(X)[i, p] * op(Z)[p, j], in f32, rounded
+ * once. op(X)[i, p] lies at i * x_i + p * x_p from its batch's matrix, op(Z)[p, j] at
+ * p * z_p + j * z_j, Y[i, j] at i * n + j. The batch dims are split into kept ones (Y walks
+ * them; strides of X, Z, Y) and summed ones (Y repeats; strides of X, Z), outermost first.
+ */
+typedef struct cuda_gsum {
+    int64_t m, n, k;
+    int64_t x_i, x_p, z_p, z_j;
+    int64_t keep_dims[CUDA_MAX_RANK], keep_stride[3][CUDA_MAX_RANK];
+    int64_t sum_dims[CUDA_MAX_RANK], sum_stride[2][CUDA_MAX_RANK];
+    int64_t out_count, sum_count; /* kept batches * m * n; summed batches */
+    uint32_t n_keep, n_sum;
+} cuda_gsum_t;
+
 /* The window of a pool or convolution over [N, C, spatial...]: kernel, strides, dilations, pads
  * (begin, end) and the input's and output's spatial dims, one entry per spatial dim. */
 #define CUDA_SPATIAL_MAX (CUDA_MAX_RANK - 2)
@@ -160,6 +178,10 @@ CUDA_HIDDEN int cuda__strided(uint32_t esize, const cuda_bcast_t *g, const void 
 /* ReduceSum, ReduceMean (f32, f64), ReduceMax over r: f32, f64, i32, i64 (sums wrap). */
 CUDA_HIDDEN int cuda__reduce(uint32_t dtype, const cuda_rsum_t *r, int op, const void *x, void *y,
                              void *stream);
+/* The sum of matrix products @p g describes, Y = sum op(X) op(Z) (every output element written
+ * once): f16, bf16. */
+CUDA_HIDDEN int cuda__gemm_sum(uint32_t dtype, const cuda_gsum_t *g, const void *x, const void *z,
+                               void *y, void *stream);
 /* The softmax family (CUDA_SM_*) along the middle dim of [outer, red, inner]: f32, f64. */
 CUDA_HIDDEN int cuda__softmax(uint32_t dtype, int64_t outer, int64_t red, int64_t inner, int mode,
                               const void *a, const void *b, void *y, void *stream);

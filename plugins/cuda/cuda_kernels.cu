@@ -1,9 +1,10 @@
 /*
  * The CUDA driver's own kernels: a broadcasting elementwise template (arithmetic, comparisons,
  * Where, the unary ops, the activation gradients), Cast, a strided copy (Transpose, Slice,
- * Concat, ExpandLike, SliceGrad), Gather and its gradient, reductions over any axes, the
- * softmax family, ArgMax, the loss and the optimizers. Everything else (checks, shapes, cuBLAS,
- * the kernel table) is C in cuda_ops.c; this file only launches, so that it compiles fast.
+ * Concat, ExpandLike, SliceGrad), Gather and its gradient, reductions over any axes, sums of
+ * matrix products over broadcast batches (MatMulGrad in f16 and bf16), the softmax family,
+ * ArgMax, the loss and the optimizers. Everything else (checks, shapes, cuBLAS, the kernel
+ * table) is C in cuda_ops.c; this file only launches, so that it compiles fast.
  *
  * Every launcher returns a cudaError_t as int (0 = success) and takes its stream as void *. It
  * only enqueues (no allocation, no synchronization, no copy to the host), so that a launch may
@@ -578,6 +579,85 @@ __global__ void reduce_block_kernel(cuda_rsum_t r, int op, const T *x, T *y) {
         }
         if (threadIdx.x == 0)
             y[i] = red_finish(op, sh[0], r.red_count);
+        __syncthreads();
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Sums of matrix products over broadcast batches (MatMulGrad in f16 and bf16): every output
+ * element sums all its products in f32 and is rounded once.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Where output element @p t reads X and Z (its kept batch, its row i of op(X) and column j of
+ * op(Z)) and where it is written in Y. */
+__device__ __forceinline__ void gsum_start(const cuda_gsum_t &g, int64_t t, int64_t *ox,
+                                           int64_t *oz, int64_t *oy) {
+    const int64_t j = t % g.n, i = (t / g.n) % g.m;
+    int64_t b = t / (g.n * g.m);
+    *ox = i * g.x_i;
+    *oz = j * g.z_j;
+    *oy = i * g.n + j;
+    for (int d = (int)g.n_keep - 1; d >= 0; d--) {
+        const int64_t idx = b % g.keep_dims[d];
+        b /= g.keep_dims[d];
+        *ox += idx * g.keep_stride[0][d];
+        *oz += idx * g.keep_stride[1][d];
+        *oy += idx * g.keep_stride[2][d];
+    }
+}
+
+/* Offset of summed batch @p s in operand @p q (0: X, 1: Z). */
+__device__ __forceinline__ int64_t gsum_batch(const cuda_gsum_t &g, int q, int64_t s) {
+    int64_t off = 0;
+    for (int d = (int)g.n_sum - 1; d >= 0; d--) {
+        off += (s % g.sum_dims[d]) * g.sum_stride[q][d];
+        s /= g.sum_dims[d];
+    }
+    return off;
+}
+
+/* One thread per output element, summing batch by batch. */
+template <typename T>
+__global__ void gemm_sum_kernel(cuda_gsum_t g, const T *x, const T *z, T *y) {
+    typedef typename Acc<T>::type C;
+    FOR_EACH(t, g.out_count) {
+        int64_t ox, oz, oy;
+        gsum_start(g, t, &ox, &oz, &oy);
+        C acc = (C)0;
+        for (int64_t s = 0; s < g.sum_count; s++) {
+            const int64_t bx = ox + gsum_batch(g, 0, s), bz = oz + gsum_batch(g, 1, s);
+            for (int64_t p = 0; p < g.k; p++)
+                acc += ld(x, bx + p * g.x_p) * ld(z, bz + p * g.z_p);
+        }
+        st(y, oy, acc);
+    }
+}
+
+/* One block of 256 threads per output element, for few outputs of long sums (a small weight's
+ * gradient over many batches): strided partial sums, then a tree in shared memory. */
+template <typename T>
+__global__ void gemm_sum_block_kernel(cuda_gsum_t g, const T *x, const T *z, T *y) {
+    typedef typename Acc<T>::type C;
+    __shared__ C sh[256];
+    const int64_t terms = g.sum_count * g.k;
+    for (int64_t t = blockIdx.x; t < g.out_count; t += gridDim.x) {
+        int64_t ox, oz, oy;
+        gsum_start(g, t, &ox, &oz, &oy);
+        C acc = (C)0;
+        for (int64_t q = threadIdx.x; q < terms; q += blockDim.x) {
+            const int64_t s = q / g.k, p = q % g.k;
+            acc += ld(x, ox + gsum_batch(g, 0, s) + p * g.x_p) *
+                   ld(z, oz + gsum_batch(g, 1, s) + p * g.z_p);
+        }
+        sh[threadIdx.x] = acc;
+        __syncthreads();
+        for (unsigned h = blockDim.x / 2; h > 0; h >>= 1) {
+            if (threadIdx.x < h)
+                sh[threadIdx.x] += sh[threadIdx.x + h];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0)
+            st(y, oy, sh[0]);
         __syncthreads();
     }
 }
@@ -1383,6 +1463,31 @@ extern "C" int cuda__reduce(uint32_t dtype, const cuda_rsum_t *r, int op, const 
         CASE(CUDA_DT_F64, double)
         CASE(CUDA_DT_I32, int32_t)
         CASE(CUDA_DT_I64, int64_t)
+#undef CASE
+        default:
+            return (int)cudaErrorInvalidValue;
+    }
+    return (int)cudaGetLastError();
+}
+
+extern "C" int cuda__gemm_sum(uint32_t dtype, const cuda_gsum_t *g, const void *x, const void *z,
+                              void *y, void *stream) {
+    /* As the reductions: few outputs of long sums get a block each, the rest a thread each. */
+    const int by_block = g->out_count < 2048 && g->sum_count * g->k >= 1024;
+    const unsigned blocks =
+        (unsigned)(g->out_count < 65535 ? (g->out_count > 0 ? g->out_count : 1) : 65535);
+    switch (dtype) {
+#define CASE(DT, T)                                                             \
+    case DT:                                                                    \
+        if (by_block)                                                           \
+            gemm_sum_block_kernel<T><<<blocks, 256, 0, (cudaStream_t)stream>>>( \
+                *g, (const T *)x, (const T *)z, (T *)y);                        \
+        else                                                                    \
+            LAUNCH(g->out_count, stream, gemm_sum_kernel<T>)                    \
+            (*g, (const T *)x, (const T *)z, (T *)y);                           \
+        break;
+        CASE(CUDA_DT_F16, __half)
+        CASE(CUDA_DT_BF16, __nv_bfloat16)
 #undef CASE
         default:
             return (int)cudaErrorInvalidValue;

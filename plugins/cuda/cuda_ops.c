@@ -1390,6 +1390,59 @@ static void cuda_batches_merge(cuda_batches_t *b) {
 }
 
 /*
+ * Whether the merged batches @p b of Y = op(X) op(Z) ([m,k] by [k,n]) fold into the inner
+ * dimension: Y shared by every batch (summed over them), X and Z stacked along k (ta, !tb, so
+ * that X^T and Z are each one [k * count, ...] matrix). Then one GEMM of k * count inner
+ * elements is that sum, accumulated by cuBLAS in f32 (or f64) and rounded once.
+ */
+static int cuda_batches_fold(const cuda_batches_t *b, int ta, int tb, int64_t m, int64_t n,
+                             int64_t k) {
+    return b->n == 1 && ta && !tb && b->st[2][0] == 0 && b->st[0][0] == k * m &&
+           b->st[1][0] == k * n;
+}
+
+/*
+ * Y = sum over the batches of @p b (merged) of op(X_b) op(Z_b), where Y repeats along some
+ * batch dims (stride 0): f16 and bf16, each output element summed in f32 by cuda__gemm_sum and
+ * rounded once, where beta-1 GEMMs (cuda_gemm_batches) would round every partial sum. Writes
+ * every element of Y.
+ */
+static int32_t cuda_gemm_sum(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                             uint32_t dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                             const void *X, const void *Z, void *Y, const cuda_batches_t *b) {
+    cuda_gsum_t g;
+
+    memset(&g, 0, sizeof g);
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    /* X is stored [k,m] when transposed, else [m,k]; Z [n,k] when transposed, else [k,n]. */
+    g.x_i = ta ? 1 : k;
+    g.x_p = ta ? m : 1;
+    g.z_p = tb ? 1 : n;
+    g.z_j = tb ? k : 1;
+    g.out_count = m * n;
+    g.sum_count = 1;
+    for (uint32_t d = 0; d < b->n; d++) {
+        if (b->st[2][d] == 0) {
+            g.sum_dims[g.n_sum] = b->dims[d];
+            g.sum_stride[0][g.n_sum] = b->st[0][d];
+            g.sum_stride[1][g.n_sum] = b->st[1][d];
+            g.sum_count *= b->dims[d];
+            g.n_sum++;
+        } else {
+            g.keep_dims[g.n_keep] = b->dims[d];
+            for (int q = 0; q < 3; q++)
+                g.keep_stride[q][g.n_keep] = b->st[q][d];
+            g.out_count *= b->dims[d];
+            g.n_keep++;
+        }
+    }
+    return cuda_finish(device, launch,
+                       cuda__gemm_sum(dtype, &g, X, Z, Y, cuda_stream_of(device, launch)));
+}
+
+/*
  * Y_b = alpha op(X_b) op(Z_b) + beta Y_b over the batches of @p b: the innermost merged batch
  * dim is one strided-batched GEMM, the outer ones a loop on the stream. When Y repeats along
  * a batch dim (a gradient summed over broadcast batches), every batch is its own GEMM with
@@ -1408,9 +1461,8 @@ static int32_t cuda_gemm_batches(ses_drv_device_t *device, const ses_drv_launch_
     if (b->n == 1 && !ta && b->st[1][0] == 0 && b->st[0][0] == m * k && b->st[2][0] == m * n)
         return cuda_gemm(device, launch, dtype, 0, tb, m * b->dims[0], n, k, 1.0, X, 0, Z, 0, 0.0,
                          Y, 0, 1);
-    /* Y shared (summed over the batch), X and Z stacked along k (ta, !tb): one GEMM of k * count
-     * inner elements, which is that sum. */
-    if (b->n == 1 && ta && !tb && b->st[2][0] == 0 && b->st[0][0] == k * m && b->st[1][0] == k * n)
+    /* Y shared (summed over the batch), X and Z stacked along k: one GEMM (cuda_batches_fold). */
+    if (cuda_batches_fold(b, ta, tb, m, n, k))
         return cuda_gemm(device, launch, dtype, 1, 0, m, n, k * b->dims[0], 1.0, X, 0, Z, 0, 0.0, Y,
                          0, 1);
     int accumulate = 0;
@@ -1534,32 +1586,41 @@ static int32_t cuda_matmul_grad(ses_drv_device_t *device, void *state,
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
     void *s = cuda_stream_of(device, launch);
-    int accumulate = 0;
-    for (uint32_t d = 0; d < b.n; d++)
-        accumulate |= b.dims[d] > 1 && b.st[which == 0 ? 0 : 1][d] == 0;
-    /* Zeroed first when nothing is summed into it (dy empty) or when the batches accumulate. */
-    if (dy->count == 0 || accumulate) {
-        int e = (int)cudaMemsetAsync(out->ptr, 0, (size_t)out->bytes, (cudaStream_t)s);
-        if (e != 0 || dy->count == 0)
-            return cuda_finish(device, launch, e);
-    }
+    /* Nothing is summed into the output when dy is empty: zeros. */
+    if (dy->count == 0)
+        return cuda_finish(device, launch,
+                           (int)cudaMemsetAsync(out->ptr, 0, (size_t)out->bytes, (cudaStream_t)s));
+    /* The product as Y = op(X) op(Z) ([gm,gk] by [gk,gn]) per batch of g:
+     * dA_b[M,K] = dy_b[M,N] B_b[K,N]^T, or dB_b[K,N] = A_b[M,K]^T dy_b[M,N]. */
+    const int ta = which == 1, tb = which == 0;
+    const int64_t gm = which == 0 ? m : k, gn = which == 0 ? k : n, gk = which == 0 ? n : m;
+    const void *X = which == 0 ? dy->ptr : A->ptr, *Z = which == 0 ? B->ptr : dy->ptr;
     memset(&g, 0, sizeof g);
     g.n = b.n;
     memcpy(g.dims, b.dims, sizeof g.dims);
-    if (which == 0) {
-        /* dA_b[M,K] = dy_b[M,N] B_b[K,N]^T. */
-        memcpy(g.st[0], b.st[2], sizeof g.st[0]);
-        memcpy(g.st[1], b.st[1], sizeof g.st[1]);
-        memcpy(g.st[2], b.st[0], sizeof g.st[2]);
-        return cuda_gemm_batches(device, launch, out->dtype, 0, 1, m, k, n, dy->ptr, B->ptr,
-                                 out->ptr, &g);
+    memcpy(g.st[0], b.st[which == 0 ? 2 : 0], sizeof g.st[0]);
+    memcpy(g.st[1], b.st[which == 0 ? 1 : 2], sizeof g.st[1]);
+    memcpy(g.st[2], b.st[which == 0 ? 0 : 1], sizeof g.st[2]);
+    cuda_batches_merge(&g);
+    /* The output repeats along the batch dims its operand was broadcast over (now merged, dims
+     * of 1 dropped): those batches accumulate into it. */
+    int accumulate = 0;
+    for (uint32_t d = 0; d < g.n; d++)
+        accumulate |= g.st[2][d] == 0;
+    if (accumulate && !cuda_batches_fold(&g, ta, tb, gm, gn, gk)) {
+        /* An operand broadcast over every batch dim while the other two are dense (a weight's
+         * gradient) folds into one GEMM in cuda_gemm_batches, exact in every dtype. Otherwise
+         * f16 and bf16 sum each element in f32 and round once, since adding each batch's GEMM
+         * into the output would round every partial sum to 8 or 11 bits; f32 and f64 keep
+         * those beta-1 GEMMs into the zeroed output, rounding at their own precision. */
+        if (out->dtype == SES_DRV_DTYPE_F16 || out->dtype == SES_DRV_DTYPE_BF16)
+            return cuda_gemm_sum(device, launch, out->dtype, ta, tb, gm, gn, gk, X, Z, out->ptr,
+                                 &g);
+        int e = (int)cudaMemsetAsync(out->ptr, 0, (size_t)out->bytes, (cudaStream_t)s);
+        if (e != 0)
+            return cuda_finish(device, launch, e);
     }
-    /* dB_b[K,N] = A_b[M,K]^T dy_b[M,N]. */
-    memcpy(g.st[0], b.st[0], sizeof g.st[0]);
-    memcpy(g.st[1], b.st[2], sizeof g.st[1]);
-    memcpy(g.st[2], b.st[1], sizeof g.st[2]);
-    return cuda_gemm_batches(device, launch, out->dtype, 1, 0, k, n, m, A->ptr, dy->ptr, out->ptr,
-                             &g);
+    return cuda_gemm_batches(device, launch, out->dtype, ta, tb, gm, gn, gk, X, Z, out->ptr, &g);
 }
 
 static int32_t cuda_gemm_op(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {

@@ -179,7 +179,9 @@ static const char *const softmax_grad[] = {
     "[7] [7]@unit axis=0",         "[0,5] [0,5]@unit axis=1",     "[2,5,300] [2,5,300]@unit axis=1",
     "[64,1000] [64,1000]@unit axis=1", NULL,
 };
-/* dy, A, B: plain, 1-D operands, batched with B shared, both broadcast, empty. */
+/* dy, A, B: plain, 1-D operands, batched with B shared, both broadcast, empty. A weight
+ * shared by two batch dims: its gradient (input=1) folds the 32 batches into one GEMM's inner
+ * dimension; the shared A's (input=0) sums 32 batches of 32 products per element. */
 #define MATMUL_GRAD(input)                                                                      \
     "[2,4]@unit [2,3]@unit [3,4]@unit input=" input,                                             \
         "[4]@unit [3]@unit [3,4]@unit input=" input, "[2]@unit [2,3]@unit [3]@unit input=" input, \
@@ -187,6 +189,8 @@ static const char *const softmax_grad[] = {
         "[2,3,5]@unit [2,3,4]@unit [4,5]@unit input=" input,                                     \
         "[2,3,5]@unit [3,4]@unit [2,4,5]@unit input=" input,                                     \
         "[2,3,3,2]@unit [2,1,3,4]@unit [3,4,2]@unit input=" input,                               \
+        "[4,8,16,32]@unit [4,8,16,24]@unit [24,32]@unit input=" input,                           \
+        "[4,8,16,32]@unit [16,24]@unit [4,8,24,32]@unit input=" input,                           \
         "[0,4]@unit [0,3]@unit [3,4]@unit input=" input,                                         \
         "[2,3]@unit [2,0]@unit [0,3]@unit input=" input,                                         \
         "[64,96]@unit [64,128]@unit [128,96]@unit input=" input

@@ -356,11 +356,11 @@ static void a_dtype_outside_the_set_is_refused_listing_the_allowed_ones(void **s
     r.in[0] = ty(SES_U8, 1, 2);
     r.in[1] = ty(SES_U8, 1, 2);
     assert_fails(&r, "Add", "a", 2, SES_INVALID_ARGUMENT,
-                 "Add \"a\": input 0 (A) is u8[2]; allowed dtypes: f32, f64, i32, i64");
+                 "Add \"a\": input 0 (A) is u8[2]; allowed dtypes: f32, f64, f16, bf16, i32, i64");
     r.in[0] = ty(SES_I32, 0);
     r.in[1] = ty(SES_I32, 0);
     assert_fails(&r, "Pow", "p", 2, SES_INVALID_ARGUMENT,
-                 "Pow \"p\": input 0 (A) is i32[]; allowed dtypes: f32, f64");
+                 "Pow \"p\": input 0 (A) is i32[]; allowed dtypes: f32, f64, f16, bf16");
     r.in[0] = ty(SES_F32, 1, 3);
     r.in[1] = ty(SES_F32, 0);
     assert_int_equal(infer(&r, "Pow", "p", 2), SES_OK);
@@ -386,7 +386,7 @@ static void comparisons_give_bool_and_broadcast(void **state) {
     assert_string_equal(out(&r), "bool[0]");
     /* Booleans have no order. */
     assert_fails(&r, "Greater", "g", 2, SES_INVALID_ARGUMENT,
-                 "Greater \"g\": input 0 (A) is bool[]; allowed dtypes: f32, f64, i32, i64, u8");
+                 "Greater \"g\": input 0 (A) is bool[]; allowed dtypes: f32, f64, f16, bf16, i32, i64, u8");
     done(&r);
 }
 
@@ -446,10 +446,10 @@ static void unary_ops_keep_the_type_and_check_their_dtypes(void **state) {
     }
     r.in[0] = ty(SES_I64, 1, 3);
     assert_fails(&r, "Exp", "e", 1, SES_INVALID_ARGUMENT,
-                 "Exp \"e\": input 0 (X) is i64[3]; allowed dtypes: f32, f64");
+                 "Exp \"e\": input 0 (X) is i64[3]; allowed dtypes: f32, f64, f16, bf16");
     r.in[0] = ty(SES_BOOL, 1, 3);
     assert_fails(&r, "Relu", "r", 1, SES_INVALID_ARGUMENT,
-                 "Relu \"r\": input 0 (X) is bool[3]; allowed dtypes: f32, f64, i32, i64");
+                 "Relu \"r\": input 0 (X) is bool[3]; allowed dtypes: f32, f64, f16, bf16, i32, i64");
     done(&r);
 }
 
@@ -557,7 +557,7 @@ static void matmul_rejects_batches_that_cannot_broadcast_and_scalars(void **stat
     r.in[0] = ty(SES_I32, 2, 2, 2);
     r.in[1] = ty(SES_I32, 2, 2, 2);
     assert_fails(&r, "MatMul", "m", 2, SES_INVALID_ARGUMENT,
-                 "MatMul \"m\": input 0 (A) is i32[2,2]; allowed dtypes: f32, f64");
+                 "MatMul \"m\": input 0 (A) is i32[2,2]; allowed dtypes: f32, f64, f16, bf16");
     done(&r);
 }
 
@@ -748,7 +748,7 @@ static void reduce_mean_and_max_take_axes_as_an_attribute(void **state) {
     assert_string_equal(out(&r), "i64[2]");
     assert_int_equal(kernel_int(&r, "keepdims"), 0);
     assert_fails(&r, "ReduceMean", "m", 1, SES_INVALID_ARGUMENT,
-                 "ReduceMean \"m\": input 0 (data) is i64[2,3,4]; allowed dtypes: f32, f64");
+                 "ReduceMean \"m\": input 0 (data) is i64[2,3,4]; allowed dtypes: f32, f64, f16, bf16");
     done(&r);
 }
 
@@ -1304,19 +1304,29 @@ static void cast_rejects_unknown_and_unsupported_targets(void **state) {
     (void)state;
     r.in[0] = ty(SES_F32, 1, 3);
     assert_fails(&r, "Cast", "c", 1, SES_INVALID_ARGUMENT, "Cast \"c\": attribute to is required");
-    set_int(&r, "to", 10);
+    set_int(&r, "to", 3);
     assert_fails(&r, "Cast", "c", 1, SES_UNIMPLEMENTED,
-                 "Cast \"c\": attribute to is 10 (FLOAT16), which is not supported; supported: 1 "
-                 "(FLOAT), 2 (UINT8), 6 (INT32), 7 (INT64), 9 (BOOL), 11 (DOUBLE)");
+                 "Cast \"c\": attribute to is 3 (INT8), which is not supported; supported: 1 "
+                 "(FLOAT), 2 (UINT8), 6 (INT32), 7 (INT64), 9 (BOOL), 10 (FLOAT16), 11 (DOUBLE), "
+                 "16 (BFLOAT16)");
     set_int(&r, "to", 99);
     assert_fails(&r, "Cast", "c", 1, SES_INVALID_ARGUMENT,
                  "Cast \"c\": attribute to is 99, not an ONNX TensorProto dtype; supported: 1 "
-                 "(FLOAT), 2 (UINT8), 6 (INT32), 7 (INT64), 9 (BOOL), 11 (DOUBLE)");
+                 "(FLOAT), 2 (UINT8), 6 (INT32), 7 (INT64), 9 (BOOL), 10 (FLOAT16), 11 (DOUBLE), "
+                 "16 (BFLOAT16)");
+    /* f16 and bf16 are types Cast works on (a device without kernels for them refuses the
+     * plan); i8 is not. */
+    set_int(&r, "to", 10);
+    assert_int_equal(infer(&r, "Cast", "c", 1), SES_OK);
+    assert_string_equal(out(&r), "f16[3]");
+    set_int(&r, "to", 16);
+    assert_int_equal(infer(&r, "Cast", "c", 1), SES_OK);
+    assert_string_equal(out(&r), "bf16[3]");
     set_int(&r, "to", 1);
-    r.in[0] = ty(SES_F16, 1, 3);
+    r.in[0] = ty(SES_I8, 1, 3);
     assert_fails(&r, "Cast", "c", 1, SES_INVALID_ARGUMENT,
-                 "Cast \"c\": input 0 (input) is f16[3]; allowed dtypes: f32, f64, i32, i64, u8, "
-                 "bool");
+                 "Cast \"c\": input 0 (input) is i8[3]; allowed dtypes: f32, f64, f16, bf16, i32, "
+                 "i64, u8, bool");
     done(&r);
 }
 

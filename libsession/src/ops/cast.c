@@ -19,13 +19,13 @@ static const onnx_dtype_t onnx_dtypes[] = {
     [7] = {"INT64", SES_I64},
     [8] = {"STRING", SES_DTYPE_INVALID},
     [9] = {"BOOL", SES_BOOL},
-    [10] = {"FLOAT16", SES_DTYPE_INVALID},
+    [10] = {"FLOAT16", SES_F16},
     [11] = {"DOUBLE", SES_F64},
     [12] = {"UINT32", SES_DTYPE_INVALID},
     [13] = {"UINT64", SES_DTYPE_INVALID},
     [14] = {"COMPLEX64", SES_DTYPE_INVALID},
     [15] = {"COMPLEX128", SES_DTYPE_INVALID},
-    [16] = {"BFLOAT16", SES_DTYPE_INVALID},
+    [16] = {"BFLOAT16", SES_BF16},
     [17] = {"FLOAT8E4M3FN", SES_DTYPE_INVALID},
     [18] = {"FLOAT8E4M3FNUZ", SES_DTYPE_INVALID},
     [19] = {"FLOAT8E5M2", SES_DTYPE_INVALID},
@@ -35,7 +35,8 @@ static const onnx_dtype_t onnx_dtypes[] = {
     [23] = {"FLOAT4E2M1", SES_DTYPE_INVALID},
 };
 
-#define SUPPORTED "1 (FLOAT), 2 (UINT8), 6 (INT32), 7 (INT64), 9 (BOOL), 11 (DOUBLE)"
+#define SUPPORTED                                                                                  \
+    "1 (FLOAT), 2 (UINT8), 6 (INT32), 7 (INT64), 9 (BOOL), 10 (FLOAT16), 11 (DOUBLE), 16 (BFLOAT16)"
 
 static ses_status_t target_dtype(ses__infer_ctx_t *ctx, ses_dtype_t *out) {
     int64_t to;

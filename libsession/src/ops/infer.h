@@ -14,7 +14,9 @@
 
 /* Sets of dtypes, as bit masks over ses_dtype_t. */
 #define SES__DT(d) (1u << (unsigned)(d))
-#define SES__DT_FLOAT (SES__DT(SES_F32) | SES__DT(SES_F64))
+/* Floating point: f16 and bf16 as well, which a device without kernels for them (the CPU) refuses
+ * when the plan is compiled, naming the node and signature. */
+#define SES__DT_FLOAT (SES__DT(SES_F32) | SES__DT(SES_F64) | SES__DT(SES_F16) | SES__DT(SES_BF16))
 #define SES__DT_NUMERIC (SES__DT_FLOAT | SES__DT(SES_I32) | SES__DT(SES_I64))
 /* The dtypes Cast, Where and Equal work on. */
 #define SES__DT_BASIC (SES__DT_NUMERIC | SES__DT(SES_U8) | SES__DT(SES_BOOL))
