@@ -10,10 +10,10 @@
  *                                          a plan run with the op minus one without it (the
  *                                          same gradients computed), per repetition / one raw
  *                                          MPI_Allreduce of the same bytes in the same place:
- *                                          right after copying them, minus the copy alone (so
- *                                          that both include the ranks' skew after the work
- *                                          before the collective; medians, interleaved;
- *                                          target <= 1.1)
+ *                                          after the same plan run without the op and a copy
+ *                                          of the bytes, minus those alone (so that both wait
+ *                                          alike for the ranks that finish that work last;
+ *                                          medians, interleaved; target <= 1.1)
  *   bench: allreduce_mean_<N>r_vs_raw: R x the same with reduction "mean" (a pass dividing
  *                                          the sums)
  *   bench: allreduce_fed_<N>r_vs_raw: R x  the same op on fed tensors (the caller's: summed
@@ -124,11 +124,15 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
         t4 = now() - t2 - t4;
         MPI_Barrier(MPI_COMM_WORLD);
         t2 = now();
+        if (ses_plan_run(without_plan, values, 4, NULL) != SES_OK)
+            die("run");
         memcpy(raw, raw_src, total * sizeof *raw);
         MPI_Allreduce(MPI_IN_PLACE, raw, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         t5 = now() - t2;
         MPI_Barrier(MPI_COMM_WORLD);
         t2 = now();
+        if (ses_plan_run(without_plan, values, 4, NULL) != SES_OK)
+            die("run");
         memcpy(raw, raw_src, total * sizeof *raw);
         t5 -= now() - t2;
         if (r >= 0) {
