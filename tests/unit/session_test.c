@@ -324,6 +324,64 @@ static void a_compiled_plan_runs_with_new_feed_values_and_new_shapes(void **stat
     ses_graph_release(g);
 }
 
+/*
+ * A fed value that shapes the plan (Reshape's shape, Slice's starts, Pad's pads, ...) is part
+ * of what the plan was compiled for: the same shape with other values recompiles, through eval's
+ * cached plans and a compiled plan alike.
+ */
+static void a_fed_shape_value_that_changes_recompiles_the_plan(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_plan_t *plan = NULL;
+    ses_edge_t x, shape, y, fed[2];
+    const int64_t six = 6, two = 2;
+    const float v[6] = {1, 2, 3, 4, 5, 6};
+    const int64_t as23[2] = {2, 3}, as32[2] = {3, 2};
+    ses_tensor_t *tx, *t23, *t32, *out = NULL, *values[2];
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 1, &six, &x), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "shape", SES_I64, 1, &two, &shape), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Reshape", "y", (ses_edge_t[]){x, shape}, 2, NULL, 0, &y),
+                     SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 1, &six, v, sizeof v, &tx), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_I64, 1, &two, as23, sizeof as23, &t23), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_I64, 1, &two, as32, sizeof as32, &t32), SES_OK);
+    s = open_cpu(g);
+    for (int round = 0; round < 2; round++) {
+        ses_tensor_t *shapes[3] = {t23, t32, t23};
+        for (int k = 0; k < 3; k++) {
+            const int64_t *want = k == 1 ? as32 : as23;
+            fed[0] = x;
+            fed[1] = shape;
+            values[0] = tx;
+            values[1] = shapes[k];
+            if (round == 0) {
+                ses_feed_t feeds[2] = {{x, tx}, {shape, shapes[k]}};
+                assert_int_equal(ses_session_eval(s, &y, 1, feeds, 2, NULL, 0, &out), SES_OK);
+            } else {
+                if (!plan)
+                    assert_int_equal(ses_session_compile(s, &y, 1, fed, 2, NULL, 0, &plan),
+                                     SES_OK);
+                assert_int_equal(ses_plan_run(plan, values, 2, &out), SES_OK);
+            }
+            assert_int_equal(ses_tensor_rank(out), 2);
+            assert_int_equal(ses_tensor_dims(out)[0], want[0]);
+            assert_int_equal(ses_tensor_dims(out)[1], want[1]);
+            assert_true(((float *)ses_tensor_data(out))[5] == 6.0f);
+            ses_tensor_release(out);
+            out = NULL;
+        }
+    }
+    ses_plan_destroy(plan);
+    ses_tensor_release(tx);
+    ses_tensor_release(t23);
+    ses_tensor_release(t32);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
 /* A fetched value is written into the caller's tensor; fetched twice, or read by another
  * node too, every consumer still sees it. */
 static void a_value_fetched_twice_and_read_downstream_is_right_everywhere(void **state) {
@@ -821,6 +879,7 @@ int main(void) {
         cmocka_unit_test(an_eval_in_a_private_scope_leaves_the_session_scope_alone),
         cmocka_unit_test(fetching_a_node_without_outputs_says_to_pass_it_as_a_target),
         cmocka_unit_test(a_compiled_plan_runs_with_new_feed_values_and_new_shapes),
+        cmocka_unit_test(a_fed_shape_value_that_changes_recompiles_the_plan),
         cmocka_unit_test(a_value_fetched_twice_and_read_downstream_is_right_everywhere),
         cmocka_unit_test(the_memory_plan_reuses_buffers_along_a_chain),
         cmocka_unit_test(zero_size_values_flow_through_a_plan),

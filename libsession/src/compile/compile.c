@@ -219,6 +219,20 @@ static ses_status_t home_slot(builder_t *b, ses_edge_t edge, size_t *out_index) 
 
 /* ---- op nodes --------------------------------------------------------------------------- */
 
+/* A fed value that inference reads shapes the plan: keep a copy, so that a run fed another
+ * value of the same type recompiles (ses__compiled_matches). */
+static ses_status_t remember_value(builder_t *b, size_t slot_index) {
+    ses__slot_t *slot = &b->c->slots[slot_index];
+
+    if (slot->value_seen || !slot->bytes)
+        return SES_OK;
+    slot->value_seen = ses__malloc(slot->bytes);
+    if (!slot->value_seen)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for %zu bytes", slot->bytes);
+    memcpy(slot->value_seen, b->feeds[slot->feed_index]->data, slot->bytes);
+    return SES_OK;
+}
+
 static int32_t node_attr(const ses_drv_node_t *node, const char *name, uint32_t type,
                          uint64_t *inout_count, void *values) {
     const ses__attr_t *a;
@@ -536,6 +550,9 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
             values[i] = b->feeds[slot->feed_index]->data;
         else if (slot->kind == SES__SLOT_CONSTANT)
             values[i] = node->inputs[i].node->value->data;
+        if (slot->kind == SES__SLOT_FEED && (node->schema->value_inputs & (UINT64_C(1) << i)) &&
+            (st = remember_value(b, in_slots[i])) != SES_OK)
+            return st;
     }
     memset(&ctx, 0, sizeof ctx);
     ctx.node = node->name;
@@ -903,6 +920,8 @@ void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {
         if (c->arenas[d])
             s->devices[d].api->free(s->devices[d].handle, c->arenas[d]);
     free(c->steps);
+    for (size_t i = 0; i < c->n_slots; i++)
+        free(c->slots[i].value_seen);
     free(c->slots);
     free(c->fetch_slots);
     free(c->arena_bytes);
@@ -923,6 +942,9 @@ int ses__compiled_matches(const ses_plan_t *plan, ses_tensor_t *const *feeds, se
         ses__type_t t;
         if (slot->kind == SES__SLOT_FEED) {
             type_of_tensor(feeds[slot->feed_index], &t);
+            if (slot->value_seen && types_equal(&t, &slot->type) &&
+                memcmp(feeds[slot->feed_index]->data, slot->value_seen, slot->bytes) != 0)
+                return 0;
         } else if (slot->kind == SES__SLOT_VARIABLE) {
             ses_tensor_t *value = NULL;
             if (ses_scope_find(scope, slot->edge.node->name, &value) != SES_OK)

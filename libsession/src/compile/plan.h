@@ -104,6 +104,8 @@ typedef struct ses__slot {
     ses_edge_t edge;      /* the graph edge it holds */
     size_t source;        /* for a copy: the slot it copies; SIZE_MAX otherwise */
     size_t feed_index;    /* SES__SLOT_FEED: index in the plan's fed edges */
+    void *value_seen;     /* SES__SLOT_FEED whose value shape inference read (a shape, starts,
+                             pads): a copy of it, for ses__compiled_matches; else NULL */
     uint64_t offset;      /* SES__SLOT_ARENA: offset in the arena; externals: 0 */
     size_t first_step;    /* liveness: the step that writes it (0 for externals) */
     size_t last_step;     /* liveness: the last step that reads it */
