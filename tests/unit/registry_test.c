@@ -383,6 +383,61 @@ static void a_world_writable_manifest_folder_is_warned_about(void **state) {
     test_rmtree(dir);
 }
 
+/* Copies @p from to @p to, byte for byte. */
+static void copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    char buffer[65536];
+    size_t n;
+
+    assert_non_null(in);
+    assert_non_null(out);
+    while ((n = fread(buffer, 1, sizeof buffer, in)) > 0)
+        assert_int_equal(fwrite(buffer, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+}
+
+/* The number of the registry's notes that contain both @p a and @p b. */
+static int notes_with(const ses_registry_t *reg, const char *a, const char *b) {
+    int count = 0;
+
+    for (size_t i = 0; ses_registry_note(reg, i); i++)
+        count += strstr(ses_registry_note(reg, i), a) && strstr(ses_registry_note(reg, i), b);
+    return count;
+}
+
+/* Anyone could change a world-writable manifest or driver library, and so the code this process
+ * runs: the registry warns, naming the file; the driver still loads (an elevated process refuses
+ * it). */
+static void a_world_writable_manifest_or_library_is_warned_about(void **state) {
+    char dir[64], manifest[PATH_MAX], library[PATH_MAX];
+    const char *text = "{\"file_format_version\": \"1.0.0\", \"name\": \"fake_good\", "
+                       "\"library_path\": \"lib.so\", \"abi_major\": 1}";
+    static const struct {
+        mode_t manifest, library;
+        int manifest_notes, library_notes;
+    } cases[] = {{0644, 0755, 0, 0}, {0666, 0755, 1, 0}, {0644, 0777, 0, 1}, {0646, 0757, 1, 1}};
+
+    (void)state;
+    test_mkdtemp(dir, sizeof dir);
+    test_write_file(dir, "m.json", text, manifest, sizeof manifest);
+    snprintf(library, sizeof library, "%s/lib.so", dir);
+    copy_file(FAKE("ses_fake_good.so"), library);
+    clear_environment();
+    setenv("SESSION_DRIVER_FILES", manifest, 1);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ses_registry_t *reg = NULL;
+        assert_int_equal(chmod(manifest, cases[k].manifest), 0);
+        assert_int_equal(chmod(library, cases[k].library), 0);
+        assert_int_equal(ses_registry_create(&reg), SES_OK);
+        assert_int_equal(notes_with(reg, "world-writable", manifest), cases[k].manifest_notes);
+        assert_int_equal(notes_with(reg, "world-writable", library), cases[k].library_notes);
+        assert_int_equal(ses_registry_device_count(reg), 1);
+        ses_registry_destroy(reg);
+    }
+    test_rmtree(dir);
+}
+
 static void a_loaded_driver_reports_what_it_says_about_itself(void **state) {
     ses_registry_t *reg = registry_with(NULL);
     const ses_driver_t *cpu;
@@ -563,6 +618,7 @@ int main(void) {
         cmocka_unit_test(a_listed_manifest_that_does_not_exist_is_reported),
         cmocka_unit_test(environment_mistakes_become_notes),
         cmocka_unit_test(a_world_writable_manifest_folder_is_warned_about),
+        cmocka_unit_test(a_world_writable_manifest_or_library_is_warned_about),
         cmocka_unit_test(a_loaded_driver_reports_what_it_says_about_itself),
         cmocka_unit_test(a_manifest_added_by_path_joins_the_registry_once),
         cmocka_unit_test(null_arguments_are_refused_with_a_message),

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
 
 #include "../error.h"
 #include "../log.h"
@@ -109,6 +111,28 @@ static void refuse_duplicate(struct ses_registry *reg, struct ses_driver *driver
     }
 }
 
+/*
+ * Anyone may rewrite a world-writable manifest or library, and so choose the code this process
+ * runs: a warning naming the file, and in an elevated process the driver is refused.
+ */
+static int world_writable(struct ses_driver *driver, const char *what, const char *path) {
+    struct stat st;
+
+    if (stat(path, &st) != 0 || !(st.st_mode & S_IWOTH))
+        return 0;
+    if (getauxval(AT_SECURE) != 0) {
+        ses__driver_fail(driver, SES_FAILED_PRECONDITION,
+                         "%s %s is world-writable: refused because the process runs with "
+                         "elevated privileges",
+                         what, path);
+        return 1;
+    }
+    ses__registry_note(driver->registry, SES__LOG_WARN,
+                       "%s %s: world-writable; any user can change the code this process runs",
+                       what, path);
+    return 0;
+}
+
 static void check_library_exists(struct ses_driver *driver) {
     const ses__manifest_t *m = &driver->manifest;
     FILE *f;
@@ -124,6 +148,8 @@ static void check_library_exists(struct ses_driver *driver) {
         return;
     }
     fclose(f);
+    if (!world_writable(driver, "manifest", m->path))
+        world_writable(driver, "driver library", m->library_resolved); /* unless refused */
 }
 
 static struct ses_driver *add_driver(struct ses_registry *reg, const char *manifest_path) {
