@@ -146,26 +146,23 @@ static ses_status_t run_restore(ses__compiled_t *c, const ses__step_t *step, con
  * by its reciprocal, exactly, and the multiply vectorizes; other counts divide. */
 static void divide_by_ranks(void *data, size_t count, ses_dtype_t dtype, uint32_t ranks) {
     const int exact = (ranks & (ranks - 1)) == 0;
+#define DIVIDE(T)                                  \
+    do {                                           \
+        T *v = data;                               \
+        const T n = (T)ranks, r = (T)1 / n;        \
+        if (exact)                                 \
+            for (size_t k = 0; k < count; k++)     \
+                v[k] *= r;                         \
+        else                                       \
+            for (size_t k = 0; k < count; k++)     \
+                v[k] /= n;                         \
+    } while (0)
 
-    if (dtype == SES_F32) {
-        float *v = data;
-        const float n = (float)ranks, r = 1.0f / n;
-        if (exact)
-            for (size_t k = 0; k < count; k++)
-                v[k] *= r;
-        else
-            for (size_t k = 0; k < count; k++)
-                v[k] /= n;
-    } else {
-        double *v = data;
-        const double n = (double)ranks, r = 1.0 / n;
-        if (exact)
-            for (size_t k = 0; k < count; k++)
-                v[k] *= r;
-        else
-            for (size_t k = 0; k < count; k++)
-                v[k] /= n;
-    }
+    if (dtype == SES_F32)
+        DIVIDE(float);
+    else
+        DIVIDE(double);
+#undef DIVIDE
 }
 
 /* The step's buffer, grown to @p bytes; no allocation (nor page faults) on later runs. */
