@@ -535,13 +535,20 @@ static void nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices(voi
     ses_tensor_release(out);
     ses_session_destroy(s);
 
-    /* Denied, the same graph fails naming the node, the op and the device tried. */
+    /* Denied, the same graph fails to compile, naming the node, the op and the device tried. */
     options.fallback = SES_FALLBACK_DENY;
     assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_OK);
-    assert_int_equal(ses_session_compile(s, &id2, 1, &x, 1, NULL, 0, &plan), SES_OK);
-    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_UNIMPLEMENTED);
-    assert_null(out);
+    plan = (ses_plan_t *)0x1;
+    assert_int_equal(ses_session_compile(s, &id2, 1, &x, 1, NULL, 0, &plan), SES_UNIMPLEMENTED);
+    assert_null(plan);
     assert_non_null(strstr(ses_last_error(), "Add \"y\": cannot run on fake_good:0"));
+    /* An eval of it fails the same way. */
+    {
+        ses_feed_t feed = {x, in};
+        assert_int_equal(ses_session_eval(s, &id2, 1, &feed, 1, NULL, 0, &out), SES_UNIMPLEMENTED);
+        assert_null(out);
+        assert_non_null(strstr(ses_last_error(), "Add \"y\": cannot run on fake_good:0"));
+    }
     ses_session_destroy(s);
     ses_tensor_release(in);
     ses_graph_release(g);
@@ -585,15 +592,14 @@ static void a_device_request_comes_before_the_priority_order(void **state) {
 
     /* A request for a device without the kernel falls under the fallback policy. */
     assert_int_equal(ses_node_set_device(y.node, "fake_good:0"), SES_OK);
-    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_OK);
-    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_UNIMPLEMENTED);
+    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_UNIMPLEMENTED);
+    assert_null(plan);
     assert_non_null(strstr(ses_last_error(), "Add \"y\": cannot run on fake_good:0"));
 
     /* A device the session does not have names the node and the session's devices. */
     assert_int_equal(ses_node_set_device(y.node, "gpu:7"), SES_OK);
-    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_OK);
-    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_NOT_FOUND);
-    assert_null(out);
+    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_NOT_FOUND);
+    assert_null(plan);
     assert_non_null(strstr(ses_last_error(), "Add \"y\" asks for device gpu:7"));
     assert_non_null(strstr(ses_last_error(), "fake_good:0, cpu:0"));
 
@@ -868,6 +874,328 @@ static void evals_run_concurrently_on_one_session(void **state) {
     ses_graph_release(g);
 }
 
+
+/* ---- issue 18: scopes across close, private scopes, compile, plan keys, messages -------- */
+
+static float scope_value(ses_scope_t *scope, const char *name) {
+    ses_tensor_t *t = NULL;
+    float v;
+    if (ses_scope_find(scope, name, &t) != SES_OK)
+        fail_msg("find %s: %s", name, ses_last_error());
+    v = value_of(t);
+    ses_tensor_release(t);
+    return v;
+}
+
+/* The header promises the scope is emptied and owned by the session: the pointer taken before
+ * a close must stay usable until destroy (under ASan, a use after free fails here). */
+static void the_session_scope_stays_valid_and_empty_after_close(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_scope_t *scope;
+    ses_edge_t v;
+    ses_tensor_t *out = NULL, *seven = scalar(7);
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_variable(g, "v", constant(g, "v0", 5), &v), SES_OK);
+    s = open_cpu(g);
+    scope = ses_session_scope(s);
+    assert_int_equal(ses_session_eval(s, &v, 1, NULL, 0, NULL, 0, &out), SES_OK);
+    ses_tensor_release(out);
+    assert_int_equal(ses_scope_count(scope), 1);
+    assert_true(ses_session_is_open(s));
+
+    assert_int_equal(ses_session_close(s), SES_OK);
+    assert_false(ses_session_is_open(s));
+    assert_ptr_equal(ses_session_scope(s), scope);
+    assert_int_equal(ses_scope_count(scope), 0);
+    assert_false(ses_scope_has_local(scope, "v"));
+    assert_int_equal(ses_scope_set(scope, "after", seven), SES_OK);
+    assert_int_equal(ses_scope_count(scope), 1);
+    /* Closing twice changes nothing; destroy frees what is left. */
+    assert_int_equal(ses_session_close(s), SES_OK);
+    assert_int_equal(ses_scope_count(scope), 1);
+    ses_session_destroy(s);
+    assert_false(ses_session_is_open(NULL));
+    ses_tensor_release(seven);
+    ses_graph_release(g);
+}
+
+/* Close succeeds with a caller's child scope alive, emptying it; destroy detaches it, and the
+ * caller destroys it after (nothing leaks under ASan). */
+static void a_close_with_a_child_scope_alive_empties_it_and_destroy_detaches_it(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_scope_t *child = NULL, *grandchild = NULL;
+    ses_tensor_t *one = scalar(1), *found = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    s = open_cpu(g);
+    assert_int_equal(ses_scope_set(ses_session_scope(s), "root", one), SES_OK);
+    assert_int_equal(ses_scope_create_child(ses_session_scope(s), &child), SES_OK);
+    assert_int_equal(ses_scope_create_child(child, &grandchild), SES_OK);
+    assert_int_equal(ses_scope_set(child, "mine", one), SES_OK);
+    assert_int_equal(ses_scope_set(grandchild, "deep", one), SES_OK);
+    assert_int_equal(ses_scope_find(grandchild, "root", &found), SES_OK);
+    ses_tensor_release(found);
+
+    assert_int_equal(ses_session_close(s), SES_OK);
+    assert_false(ses_session_is_open(s));
+    assert_int_equal(ses_scope_count(child), 0);
+    assert_int_equal(ses_scope_count(grandchild), 0);
+    assert_ptr_equal(ses_scope_parent(child), ses_session_scope(s));
+
+    ses_session_destroy(s);
+    assert_null(ses_scope_parent(child));
+    assert_ptr_equal(ses_scope_parent(grandchild), child);
+    assert_int_equal(ses_scope_set(grandchild, "later", one), SES_OK);
+    assert_int_equal(ses_scope_find(grandchild, "root", &found), SES_NOT_FOUND);
+    assert_int_equal(ses_scope_destroy(child), SES_FAILED_PRECONDITION);
+    assert_int_equal(ses_scope_destroy(grandchild), SES_OK);
+    assert_int_equal(ses_scope_destroy(child), SES_OK);
+    ses_tensor_release(one);
+    ses_graph_release(g);
+}
+
+/* A training step in a private scope (the example's probe) moves neither the weights nor the
+ * optimizer's state of the session: copy-on-write. */
+static void a_training_step_in_a_private_scope_leaves_the_weights_alone(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_scope_t *root;
+    ses_node_t *step = NULL;
+    ses_edge_t w, loss;
+    ses_optimizer_t o;
+    ses_tensor_t *out = NULL;
+    ses_eval_options_t private_eval = {sizeof private_eval, 1};
+    float w1, m1;
+    size_t entries;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_variable(g, "w", constant(g, "w0", 0.5f), &w), SES_OK);
+    loss = binary(g, "Mul", "loss", w, w);
+    ses_optimizer_momentum(&o, 0.1, 0.5, 0);
+    assert_int_equal(ses_minimize(g, "train", loss, &o, NULL, 0, &step), SES_OK);
+    s = open_cpu(g);
+    root = ses_session_scope(s);
+
+    /* One real step: w and its momentum live in the session's scope. */
+    assert_int_equal(ses_session_eval(s, NULL, 0, NULL, 0, &step, 1, NULL), SES_OK);
+    w1 = scope_value(root, "w");
+    m1 = scope_value(root, "w/momentum");
+    assert_true(w1 < 0.5f);
+    entries = ses_scope_count(root);
+
+    /* A private step sees the session's values, updates its own copies, and they vanish. */
+    assert_int_equal(ses_session_eval_ex(s, &w, 1, NULL, 0, &step, 1, &private_eval, &out), SES_OK);
+    assert_true(value_of(out) < w1);
+    ses_tensor_release(out);
+    assert_true(scope_value(root, "w") == w1);
+    assert_true(scope_value(root, "w/momentum") == m1);
+    assert_int_equal(ses_scope_count(root), entries);
+
+    /* And the session's next step starts from where the session was. */
+    assert_int_equal(ses_session_eval_ex(s, &w, 1, NULL, 0, &step, 1, &private_eval, &out), SES_OK);
+    {
+        float private_w = value_of(out);
+        ses_tensor_release(out);
+        assert_int_equal(ses_session_eval(s, &w, 1, NULL, 0, &step, 1, &out), SES_OK);
+        assert_true(value_of(out) == private_w);
+        ses_tensor_release(out);
+    }
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* ses_session_compile infers, places, binds and plans memory for the declared types: its errors
+ * come from it, and the placement is there before any run. */
+static void compile_reports_what_the_declared_types_decide_before_any_run(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_plan_t *plan = (ses_plan_t *)0x1;
+    ses_edge_t a, b, bad, x, y, any, z;
+    ses_tensor_t *ta = NULL, *tb = NULL, *in = NULL, *out = NULL;
+    const int64_t da[] = {2, 3}, db[] = {4, 5}, dx[] = {2}, dany[] = {-1};
+    const float values[] = {1, 2};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_tensor_create(SES_F32, 2, da, &ta), SES_OK);
+    assert_int_equal(ses_tensor_create(SES_F32, 2, db, &tb), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "a", ta, &a), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "b", tb, &b), SES_OK);
+    bad = binary(g, "MatMul", "bad", a, b);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 1, dx, &x), SES_OK);
+    y = binary(g, "Add", "y", x, x);
+    assert_int_equal(ses_graph_placeholder(g, "any", SES_F32, 1, dany, &any), SES_OK);
+    z = binary(g, "Mul", "z", any, any);
+    s = open_cpu(g);
+
+    /* A shape error: the compile fails naming the node and both sides. */
+    assert_int_equal(ses_session_compile(s, &bad, 1, NULL, 0, NULL, 0, &plan), SES_INVALID_ARGUMENT);
+    assert_null(plan);
+    assert_non_null(strstr(ses_last_error(), "\"bad\""));
+    assert_non_null(strstr(ses_last_error(), "[2,3]"));
+
+    /* Declared types: compiled now. */
+    assert_int_equal(ses_session_compile(s, &y, 1, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_step_count(plan), 1);
+    assert_string_equal(ses_plan_node_device(plan, y.node), "cpu:0");
+    assert_non_null(strstr(ses_plan_placement(plan), "cpu:0"));
+    in = vector(values, 2);
+    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_OK);
+    assert_true(((float *)ses_tensor_data(out))[1] == 4.0f);
+    ses_tensor_release(out);
+
+    /* A -1 dimension: only a run (or ses_plan_prepare) can tell the type. */
+    assert_int_equal(ses_session_compile(s, &z, 1, &any, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_step_count(plan), 0);
+    assert_int_equal(ses_plan_prepare(plan, &in, 1), SES_OK);
+    assert_int_equal(ses_plan_step_count(plan), 1);
+    assert_string_equal(ses_plan_node_device(plan, z.node), "cpu:0");
+    assert_int_equal(ses_plan_prepare(plan, NULL, 1), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_plan_prepare(plan, &in, 2), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_plan_prepare(NULL, &in, 1), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_plan_run(plan, NULL, 1, &out), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_plan_run(plan, &in, 1, &out), SES_OK);
+    assert_true(((float *)ses_tensor_data(out))[1] == 4.0f);
+    ses_tensor_release(out);
+
+    ses_session_destroy(s);
+    ses_tensor_release(in);
+    ses_tensor_release(ta);
+    ses_tensor_release(tb);
+    ses_graph_release(g);
+}
+
+/* A fed value that shapes the plan (Reshape's shape) cannot be known at compile: the compile
+ * succeeds and the plan compiles at its first run. */
+static void a_fed_shape_value_defers_the_compile_to_the_first_run(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_plan_t *plan = NULL;
+    ses_edge_t data, shape, r, in[2];
+    ses_tensor_t *tdata = NULL, *tshape = NULL, *feeds[2], *out = NULL;
+    const int64_t d6[] = {6}, d2[] = {2}, want[] = {2, 3};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "data", SES_F32, 1, d6, &data), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "shape", SES_I64, 1, d2, &shape), SES_OK);
+    in[0] = data;
+    in[1] = shape;
+    assert_int_equal(ses_graph_op(g, "Reshape", "r", in, 2, NULL, 0, &r), SES_OK);
+    s = open_cpu(g);
+    assert_int_equal(ses_session_compile(s, &r, 1, in, 2, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_step_count(plan), 0);
+    assert_int_equal(ses_tensor_create(SES_F32, 1, d6, &tdata), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_I64, 1, d2, want, sizeof want, &tshape), SES_OK);
+    feeds[0] = tdata;
+    feeds[1] = tshape;
+    assert_int_equal(ses_plan_run(plan, feeds, 2, &out), SES_OK);
+    assert_int_equal(ses_tensor_rank(out), 2);
+    ses_tensor_release(out);
+    ses_session_destroy(s);
+    ses_tensor_release(tdata);
+    ses_tensor_release(tshape);
+    ses_graph_release(g);
+}
+
+/* Plan-cache keys compare edges by their fields: the same request with other bytes in each
+ * ses_edge_t's padding finds the same plan (before, memcmp saw the padding: a new plan each). */
+static void edges_that_differ_only_in_padding_find_the_same_plan(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t x, y, fetch, fed;
+    ses_tensor_t *one = scalar(1), *out = NULL;
+    ses_feed_t feed;
+    size_t plans;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    x = placeholder(g, "x");
+    y = binary(g, "Add", "y", x, x);
+    s = open_cpu(g);
+    for (int fill = 0; fill < 3; fill++) {
+        memset(&fetch, fill == 0 ? 0 : fill == 1 ? 0xA5 : 0x5A, sizeof fetch);
+        memset(&fed, fill == 0 ? 0xFF : fill == 1 ? 0 : 0x33, sizeof fed);
+        fetch.node = y.node;
+        fetch.index = y.index;
+        fed.node = x.node;
+        fed.index = x.index;
+        feed.edge = fed;
+        feed.value = one;
+        assert_int_equal(ses_session_eval(s, &fetch, 1, &feed, 1, NULL, 0, &out), SES_OK);
+        assert_true(value_of(out) == 2.0f);
+        ses_tensor_release(out);
+        if (fill == 0)
+            plans = s->n_plans;
+        assert_int_equal(s->n_plans, plans);
+    }
+    ses_session_destroy(s);
+    ses_tensor_release(one);
+    ses_graph_release(g);
+}
+
+/* Nobody fetched the placeholder an initializer reads: the message says what needs it. */
+static void a_variable_initialized_from_a_placeholder_says_so(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t p, v, y;
+    ses_tensor_t *out = NULL, *two = scalar(2);
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    p = placeholder(g, "init");
+    assert_int_equal(ses_graph_variable(g, "v", p, &v), SES_OK);
+    y = binary(g, "Add", "y", v, v);
+    s = open_cpu(g);
+    assert_int_equal(ses_session_eval(s, &y, 1, NULL, 0, NULL, 0, &out), SES_FAILED_PRECONDITION);
+    assert_null(out);
+    assert_null(strstr(ses_last_error(), "fetched"));
+    assert_non_null(strstr(ses_last_error(), "variable \"v\""));
+    assert_non_null(strstr(ses_last_error(), "placeholder \"init\""));
+    /* Set, it needs no initializer. */
+    assert_int_equal(ses_scope_set(ses_session_scope(s), "v", two), SES_OK);
+    assert_true(eval1(s, y, NULL, 0) == 4.0f);
+    ses_session_destroy(s);
+    ses_tensor_release(two);
+    ses_graph_release(g);
+}
+
+/* "(-1: any size)" explains a -1 in the expected type; without one it is noise. */
+static void the_any_size_hint_appears_only_with_a_minus_one(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_edge_t fixed, open, a, b;
+    const int64_t d3[] = {3}, dany[] = {-1, 3}, d2[] = {2};
+    const float v[2] = {1, 2};
+    ses_tensor_t *wrong = vector(v, 2), *out = NULL;
+    ses_feed_t feed;
+
+    (void)state;
+    (void)d2;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "fixed", SES_F32, 1, d3, &fixed), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "open", SES_F32, 2, dany, &open), SES_OK);
+    a = binary(g, "Add", "a", fixed, fixed);
+    b = binary(g, "Add", "b", open, open);
+    s = open_cpu(g);
+    feed = (ses_feed_t){fixed, wrong};
+    assert_int_equal(ses_session_eval(s, &a, 1, &feed, 1, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "expected f32[3], got f32[2]"));
+    assert_null(strstr(ses_last_error(), "any size"));
+    feed = (ses_feed_t){open, wrong};
+    assert_int_equal(ses_session_eval(s, &b, 1, &feed, 1, NULL, 0, &out), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "(-1: any size)"));
+    ses_session_destroy(s);
+    ses_tensor_release(wrong);
+    ses_graph_release(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(only_what_the_fetches_need_runs),
@@ -894,6 +1222,14 @@ int main(void) {
         cmocka_unit_test(a_cycle_is_refused_naming_a_node_on_it),
         cmocka_unit_test(null_arguments_and_eval_after_close_are_refused),
         cmocka_unit_test(evals_run_concurrently_on_one_session),
+        cmocka_unit_test(the_session_scope_stays_valid_and_empty_after_close),
+        cmocka_unit_test(a_close_with_a_child_scope_alive_empties_it_and_destroy_detaches_it),
+        cmocka_unit_test(a_training_step_in_a_private_scope_leaves_the_weights_alone),
+        cmocka_unit_test(compile_reports_what_the_declared_types_decide_before_any_run),
+        cmocka_unit_test(a_fed_shape_value_defers_the_compile_to_the_first_run),
+        cmocka_unit_test(edges_that_differ_only_in_padding_find_the_same_plan),
+        cmocka_unit_test(a_variable_initialized_from_a_placeholder_says_so),
+        cmocka_unit_test(the_any_size_hint_appears_only_with_a_minus_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,9 @@
 /*
  * Scopes: name → tensor, in a tree. A lookup walks up the parents; setting is local and shadows
  * a parent's entry. A session owns its root scope (ses_session_scope); children are made with
- * ses_scope_create_child and must be destroyed before their parent.
+ * ses_scope_create_child and must be destroyed before their parent, except a session's scope:
+ * closing the session empties its children, destroying it detaches them (see
+ * ses_session_close).
  *
  * Thread-safety: find, set, remove, has_local, count and create_child may be called concurrently
  * on one scope tree. Destroying a scope must not race other calls on that scope, and a pointer

@@ -84,8 +84,11 @@ SES_API ses_status_t ses_session_eval(ses_session_t *s, const ses_edge_t *fetche
 /** Extra arguments of ses_session_eval_ex. */
 typedef struct ses_eval_options {
     uint32_t struct_size;
-    /** Run in a new child of the session's scope, dropped afterwards: variables first set by
-     *  this eval do not outlive it. */
+    /** Run in a new child of the session's scope, dropped afterwards (Caffe2's private
+     *  workspace). Copy-on-write: the eval reads the session's variables, but a variable it
+     *  updates (an optimizer step, a Restore) is first copied into the private scope, so the
+     *  update and any variable first set by this eval vanish with it; the session's variables
+     *  never change. */
     int private_scope;
 } ses_eval_options_t;
 
@@ -97,9 +100,17 @@ SES_API ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fet
 
 /**
  * Compiles what eval would run for these fetches, fed edges and targets into a plan for hot
- * loops. The plan belongs to the session: ses_session_close frees what it holds (no run works
- * after it), ses_session_destroy frees the plan itself, and ses_plan_destroy frees it sooner,
- * before, during or after the close (from any thread).
+ * loops. Everything the fed edges' declared types decide is done now: shapes and dtypes are
+ * inferred, nodes placed (the fallback policy applied), kernels bound and memory planned, so
+ * every error they can raise is returned here, naming the node, and ses_plan_placement,
+ * ses_plan_node_device and ses_plan_step_count answer before any run. The variables the plan
+ * reads are initialized for that, as the first run would. A fed edge's type is declared by a
+ * placeholder without a -1 dimension, a fed constant or an initialized variable; when one is
+ * not (a -1 dimension, a fed intermediate), or a fed value shapes the plan (a Reshape's shape),
+ * only pruning is checked now and the plan compiles at ses_plan_prepare or its first run.
+ * The plan belongs to the session: ses_session_close frees what it holds (no run works after
+ * it), ses_session_destroy frees the plan itself, and ses_plan_destroy frees it sooner, before,
+ * during or after the close (from any thread).
  */
 SES_API ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches,
                                          size_t n_fetches, const ses_edge_t *fed_edges,
@@ -113,6 +124,14 @@ SES_API ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fet
  */
 SES_API ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
                                   size_t n_feed_values, ses_tensor_t **out_values);
+
+/**
+ * Compiles @p plan for these feed values (their types, and the values that shape the plan)
+ * without running it, so that their errors come now and the placement can be read. A run with
+ * values of the same types then starts at once. Errors as ses_plan_run's.
+ */
+SES_API ses_status_t ses_plan_prepare(ses_plan_t *plan, ses_tensor_t *const *feed_values,
+                                      size_t n_feed_values);
 
 /** Frees a plan before its session is destroyed (closed or not). Accepts NULL. */
 SES_API void ses_plan_destroy(ses_plan_t *plan);
@@ -129,7 +148,10 @@ SES_API const char *ses_plan_placement(const ses_plan_t *plan);
 /** The device the plan placed @p node on ("cpu:0"), or NULL when the node does not run. */
 SES_API const char *ses_plan_node_device(const ses_plan_t *plan, const ses_node_t *node);
 
-/** The session's root scope: its variables. Owned by the session. */
+/**
+ * The session's root scope: its variables. Owned by the session; the pointer stays valid until
+ * ses_session_destroy (a close empties the scope but keeps it).
+ */
 SES_API ses_scope_t *ses_session_scope(ses_session_t *s);
 
 /**
@@ -179,9 +201,18 @@ SES_API ses_status_t ses_session_copy_variables(ses_session_t *to, ses_session_t
 
 /**
  * Closes the session: new evals fail with SES_FAILED_PRECONDITION, evals in flight are waited
- * for, plans and all device memory are freed, the scope is emptied. Closing twice is allowed.
+ * for, plans and all device memory are freed, the scope is emptied. Child scopes a caller made
+ * from the session's scope (ses_scope_create_child) are emptied too and stay valid, owned by the
+ * caller; ses_session_destroy detaches them (their parent becomes NULL). Closing always
+ * succeeds on a session; closing twice is allowed.
  */
 SES_API ses_status_t ses_session_close(ses_session_t *s);
+
+/**
+ * 1 while @p s can eval: opened and neither closed nor lost (a device answered "lost"); 0
+ * otherwise, and for NULL (Caffe2's is_open). Thread-safe.
+ */
+SES_API int ses_session_is_open(ses_session_t *s);
 
 /** Closes (if open) and frees the session. Accepts NULL. */
 SES_API void ses_session_destroy(ses_session_t *s);

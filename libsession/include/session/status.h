@@ -48,7 +48,10 @@ typedef enum ses_status {
 
 /**
  * The message of the last failed call on the calling thread; "" if none failed yet.
- * The pointer is valid until the next libsession call on this thread. Thread-safe.
+ * Read it only right after a call returned a status other than SES_OK: as with errno, a call
+ * that succeeds does not clear it (and may leave a message of a failure it recovered from), so
+ * after a success it can be stale. The pointer is valid until the next libsession call on this
+ * thread. Thread-safe.
  */
 SES_API const char *ses_last_error(void);
 

@@ -29,6 +29,10 @@ typedef struct builder {
     int summary_oom; /* a line of the summary was lost: compile fails with SES_OUT_OF_MEMORY */
     size_t *per_device;
     const ses__pruned_t *pruned; /* what the plan runs */
+    /* Compiling ahead of any run (ses__compile_declared): the feeds carry types, no values.
+     * Inference that must read a fed value sets deferred and stops the compile. */
+    int types_only;
+    int deferred;
 } builder_t;
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -414,6 +418,7 @@ static ses_status_t check_inplace(builder_t *b, const ses_node_t *node, const si
                              "%s \"%s\": input %zu, variable \"%s\", is fed in this eval, but the "
                              "op updates it in place; do not feed it",
                              node->op, node->name, i, src->name);
+        b->c->slots[in_slots[i]].written = 1;
     }
     return SES_OK;
 }
@@ -550,9 +555,16 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
             values[i] = b->feeds[slot->feed_index]->data;
         else if (slot->kind == SES__SLOT_CONSTANT)
             values[i] = node->inputs[i].node->value->data;
-        if (slot->kind == SES__SLOT_FEED && (node->schema->value_inputs & (UINT64_C(1) << i)) &&
-            (st = remember_value(b, in_slots[i])) != SES_OK)
-            return st;
+        if (slot->kind == SES__SLOT_FEED && (node->schema->value_inputs & (UINT64_C(1) << i))) {
+            if (b->types_only) {
+                b->deferred = 1;
+                return ses__fail(SES_UNAVAILABLE, "%s \"%s\": input %zu is a fed value that "
+                                 "shapes the plan; it is compiled at the first run",
+                                 node->op, node->name, i);
+            }
+            if ((st = remember_value(b, in_slots[i])) != SES_OK)
+                return st;
+        }
     }
     memset(&ctx, 0, sizeof ctx);
     ctx.node = node->name;
@@ -819,7 +831,8 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     return make_summary(b);
 }
 
-ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope) {
+static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
+                                 int types_only, int *out_deferred) {
     ses_session_t *s = plan->session;
     const ses_graph_t *g = s->graph;
     builder_t b;
@@ -845,6 +858,9 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
         if (!ok) {
             ses__type_t want, got;
             char a[128], bb[128];
+            int any = 0;
+            for (uint32_t d = 0; d < p->rank; d++)
+                any |= p->dims[d] == -1;
             memset(&want, 0, sizeof want);
             want.dtype = p->dtype;
             want.rank = p->rank;
@@ -852,8 +868,8 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
             type_of_tensor(t, &got);
             ses__pruned_clear(&pruned);
             return ses__fail(SES_INVALID_ARGUMENT,
-                             "feed for placeholder \"%s\": expected %s (-1: any size), got %s",
-                             p->name, ses__type_format(&want, a, sizeof a),
+                             "feed for placeholder \"%s\": expected %s%s, got %s", p->name,
+                             ses__type_format(&want, a, sizeof a), any ? " (-1: any size)" : "",
                              ses__type_format(&got, bb, sizeof bb));
         }
     }
@@ -868,6 +884,7 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
     b.c = c;
     b.feeds = feeds;
     b.scope = scope;
+    b.types_only = types_only;
     b.slot_of = ses__calloc(g->n_nodes * SES__MAX_OUTPUTS + 1, sizeof *b.slot_of);
     b.per_device = ses__calloc(s->n_devices, sizeof *b.per_device);
     if (c) {
@@ -886,6 +903,8 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
     free(b.per_device);
     free(b.summary);
     ses__pruned_clear(&pruned);
+    if (out_deferred)
+        *out_deferred = b.deferred;
     if (st != SES_OK) {
         char message[2048];
         snprintf(message, sizeof message, "%s", ses_last_error());
@@ -897,6 +916,83 @@ ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scop
     ses__session_log(s, SES__LOG_DEBUG, "compiled a plan of %zu steps; %s", c->n_steps,
                      c->placement);
     return SES_OK;
+}
+
+ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope) {
+    return compile_with(plan, feeds, scope, 0, NULL);
+}
+
+/* The type a fed edge will have at every run, when the graph says it: a placeholder's declared
+ * type without a -1, a constant's, a variable's in @p scope. 0 when only a run can tell. */
+static int declared_type(const ses_edge_t *edge, ses_scope_t *scope, ses_tensor_t *out) {
+    const ses_node_t *n = edge->node;
+    ses_tensor_t *value = NULL;
+
+    memset(out, 0, sizeof *out);
+    switch (n->kind) {
+    case SES__NODE_PLACEHOLDER:
+        for (uint32_t d = 0; d < n->rank; d++)
+            if (n->dims[d] < 0)
+                return 0;
+        out->dtype = n->dtype;
+        out->rank = n->rank;
+        memcpy(out->dims, n->dims, n->rank * sizeof *n->dims);
+        break;
+    case SES__NODE_CONSTANT:
+        value = ses_tensor_retain(n->value);
+        break;
+    case SES__NODE_VARIABLE:
+        if (ses_scope_find(scope, n->name, &value) != SES_OK)
+            return 0;
+        break;
+    default:
+        return 0;
+    }
+    if (value) {
+        out->dtype = value->dtype;
+        out->rank = value->rank;
+        memcpy(out->dims, value->dims, value->rank * sizeof *value->dims);
+        ses_tensor_release(value);
+    }
+    return ses__tensor_check_shape("compile", out->dtype, out->rank, out->dims, &out->count,
+                                   &out->bytes) == SES_OK;
+}
+
+ses_status_t ses__compile_declared(ses_plan_t *plan, ses_scope_t *scope, int *out_compiled) {
+    ses_tensor_t small[8], *types = small;
+    ses_tensor_t *feeds_small[8], **feeds = feeds_small;
+    ses_status_t st = SES_OK;
+    int known = 1, deferred = 0;
+
+    *out_compiled = 0;
+    if (plan->n_fed > 8) {
+        types = ses__calloc(plan->n_fed, sizeof *types);
+        feeds = ses__calloc(plan->n_fed, sizeof *feeds);
+        if (!types || !feeds) {
+            st = ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for %zu feeds", plan->n_fed);
+            goto done;
+        }
+    }
+    /* Stand-ins that carry only a type: data is NULL, and nothing reads it at compile time but
+     * the inference of a value input, which defers instead (types_only). */
+    for (size_t i = 0; i < plan->n_fed && known; i++) {
+        known = declared_type(&plan->fed[i], scope, &types[i]);
+        feeds[i] = &types[i];
+    }
+    if (!known)
+        goto done;
+    st = compile_with(plan, feeds, scope, 1, &deferred);
+    if (st == SES_OK)
+        *out_compiled = 1;
+    else if (deferred) /* not an error: only a run's values can tell */
+        st = SES_OK;
+
+done:
+    if (types != small) {
+        free(types);
+        free(feeds);
+    }
+    return st;
 }
 
 void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {

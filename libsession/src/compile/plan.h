@@ -109,6 +109,8 @@ typedef struct ses__slot {
     uint64_t offset;      /* SES__SLOT_ARENA: offset in the arena; externals: 0 */
     size_t first_step;    /* liveness: the step that writes it (0 for externals) */
     size_t last_step;     /* liveness: the last step that reads it */
+    int written;          /* SES__SLOT_VARIABLE: an op of the plan updates it in place, so a
+                             private scope gets its own copy first (copy-on-write) */
     size_t group;         /* SES__SLOT_ARENA: the first slot of the values placed back to back
                              with it (one AllReduce bucket, summed by one collective), or
                              SIZE_MAX */
@@ -230,6 +232,14 @@ size_t ses__fed_index(const ses_edge_t *fed, size_t n_fed, ses_edge_t edge);
  */
 ses_status_t ses__compile(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope);
 void ses__compiled_free(ses_session_t *s, ses__compiled_t *c);
+
+/**
+ * Compiles @p plan before any run, for the types its fed edges are declared with (placeholders
+ * without a -1 dimension, fed constants and variables), so that every error the types decide
+ * (shapes, dtypes, placement, kernels, memory) is reported now. Sets @p out_compiled to 0, and
+ * succeeds, when a fed type or a fed value that shapes the plan is known only at a run.
+ */
+ses_status_t ses__compile_declared(ses_plan_t *plan, ses_scope_t *scope, int *out_compiled);
 
 /**
  * Gives each device with streams a stream of the plan's and points its kernel steps at it, and

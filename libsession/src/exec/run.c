@@ -193,6 +193,37 @@ static void unbind_externals(ses_session_t *s, ses__compiled_t *c) {
     }
 }
 
+/*
+ * The scope's tensor for a variable slot (a new reference, so the scope may change meanwhile
+ * without freeing it). A private scope (one with a parent) reads its parent's variables, but a
+ * variable the plan updates in place is first copied into the private scope itself: the update
+ * stays there and goes with it (Caffe2's private workspace, copy-on-write).
+ */
+static ses_status_t find_variable(const ses__slot_t *slot, ses_scope_t *scope,
+                                  ses_tensor_t **out) {
+    const char *name = slot->edge.node->name;
+    ses_tensor_t *t = NULL, *copy = NULL;
+    ses_status_t st;
+
+    *out = NULL;
+    if (ses_scope_find(scope, name, &t) != SES_OK)
+        return ses__fail(SES_FAILED_PRECONDITION, "variable \"%s\" is not initialized", name);
+    if (!slot->written || !ses_scope_parent(scope) || ses_scope_has_local(scope, name)) {
+        *out = t;
+        return SES_OK;
+    }
+    st = ses_tensor_create_from(t->dtype, t->rank, t->dims, t->data, t->bytes, &copy);
+    ses_tensor_release(t);
+    if (st == SES_OK)
+        st = ses_scope_set(scope, name, copy);
+    if (st != SES_OK) {
+        ses_tensor_release(copy);
+        return st;
+    }
+    *out = copy;
+    return SES_OK;
+}
+
 static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
                                    ses_scope_t *scope) {
     ses_session_t *s = plan->session;
@@ -213,10 +244,9 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
             t = slot->edge.node->value;
             break;
         case SES__SLOT_VARIABLE:
-            /* A new reference, so the scope may change meanwhile without freeing it. */
-            if (ses_scope_find(scope, slot->edge.node->name, &t) != SES_OK)
-                return ses__fail(SES_FAILED_PRECONDITION, "variable \"%s\" is not initialized",
-                                 slot->edge.node->name);
+            st = find_variable(slot, scope, &t);
+            if (st != SES_OK)
+                return st;
             break;
         case SES__SLOT_OUTPUT:
             /* The result tensor itself, owned by the slot until it is handed out. */

@@ -1,5 +1,5 @@
 /* Scopes: name → tensor maps in a tree, ordered by insertion, with a hash index per scope. */
-#include <session/scope.h>
+#include "scope_internal.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -22,9 +22,14 @@
  *
  * Tensors are released, and names freed, only after the lock is dropped: releasing a wrapped
  * tensor runs the caller's deleter, which may itself call into this scope tree.
+ *
+ * The tree (its lock) is shared by every scope in it and freed with the last of them: a
+ * session's root is destroyed with its session even while a caller's child scope lives on,
+ * detached (ses__scope_detach_children), and that child still needs the lock.
  */
 typedef struct ses_scope_tree {
     pthread_rwlock_t lock;
+    size_t n_scopes; /* scopes that use this tree; guarded by lock */
 } ses_scope_tree_t;
 
 typedef struct scope_entry {
@@ -35,8 +40,10 @@ typedef struct scope_entry {
 
 struct ses_scope {
     ses_scope_tree_t *tree; /* the root's; freed with the root */
-    ses_scope_t *parent;    /* NULL for a root */
+    ses_scope_t *parent;    /* NULL for a root (or a child detached from its root) */
     size_t n_children;
+    ses_scope_t *first_child; /* children, linked through next and prev */
+    ses_scope_t *next, *prev;
     scope_entry_t *entries; /* insertion order */
     size_t count;
     size_t capacity;
@@ -150,7 +157,7 @@ static ses_status_t scope_new(const char *what, ses_scope_t *parent, ses_scope_t
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for a scope", what);
     scope->parent = parent;
     if (parent) {
-        scope->tree = parent->tree;
+        scope->tree = parent->tree; /* counted by the caller under the tree's lock */
     } else {
         scope->tree = ses__malloc(sizeof *scope->tree);
         if (!scope->tree) {
@@ -162,6 +169,7 @@ static ses_status_t scope_new(const char *what, ses_scope_t *parent, ses_scope_t
             free(scope);
             return ses__fail(SES_OUT_OF_MEMORY, "%s: cannot create the scope's lock", what);
         }
+        scope->tree->n_scopes = 1;
     }
     *out_scope = scope;
     return SES_OK;
@@ -187,20 +195,44 @@ ses_status_t ses_scope_create_child(ses_scope_t *parent, ses_scope_t **out_scope
         return st;
     tree_write_lock(parent);
     parent->n_children++;
+    parent->tree->n_scopes++;
+    (*out_scope)->next = parent->first_child;
+    if (parent->first_child)
+        parent->first_child->prev = *out_scope;
+    parent->first_child = *out_scope;
     tree_unlock(parent);
     return SES_OK;
 }
 
+/* Takes @p scope out of its parent's list of children. Caller holds the write lock. */
+static void unlink_child(ses_scope_t *scope) {
+    ses_scope_t *parent = scope->parent;
+
+    if (!parent)
+        return;
+    parent->n_children--;
+    if (scope->prev)
+        scope->prev->next = scope->next;
+    else
+        parent->first_child = scope->next;
+    if (scope->next)
+        scope->next->prev = scope->prev;
+    scope->parent = scope->next = scope->prev = NULL;
+}
+
 ses_status_t ses_scope_destroy(ses_scope_t *scope) {
     size_t n_children;
+    int last = 0;
 
     if (!scope)
         return SES_OK;
 
     tree_write_lock(scope);
     n_children = scope->n_children;
-    if (n_children == 0 && scope->parent)
-        scope->parent->n_children--;
+    if (n_children == 0) {
+        unlink_child(scope);
+        last = --scope->tree->n_scopes == 0;
+    }
     tree_unlock(scope);
     if (n_children > 0)
         return ses__fail(SES_FAILED_PRECONDITION,
@@ -212,7 +244,7 @@ ses_status_t ses_scope_destroy(ses_scope_t *scope) {
         free(scope->entries[pos].name);
         ses_tensor_release(scope->entries[pos].value);
     }
-    if (!scope->parent) {
+    if (last) {
         pthread_rwlock_destroy(&scope->tree->lock);
         free(scope->tree);
     }
@@ -223,8 +255,15 @@ ses_status_t ses_scope_destroy(ses_scope_t *scope) {
 }
 
 ses_scope_t *ses_scope_parent(const ses_scope_t *scope) {
-    /* The parent link never changes after creation, so it needs no lock. */
-    return scope ? scope->parent : NULL;
+    ses_scope_t *parent;
+
+    if (!scope)
+        return NULL;
+    /* Detaching (a session destroyed under a child) clears the link: read it under the lock. */
+    tree_read_lock(scope);
+    parent = scope->parent;
+    tree_unlock(scope);
+    return parent;
 }
 
 ses_status_t ses_scope_find(const ses_scope_t *scope, const char *name,
@@ -363,4 +402,53 @@ const char *ses_scope_name_at(const ses_scope_t *scope, size_t index) {
         name = scope->entries[index].name;
     tree_unlock(scope);
     return name;
+}
+
+/* The first scope at or below @p scope (depth first) that holds entries, or NULL. Caller holds
+ * the lock. */
+static ses_scope_t *first_nonempty(ses_scope_t *scope) {
+    if (scope->count)
+        return scope;
+    for (ses_scope_t *c = scope->first_child; c; c = c->next) {
+        ses_scope_t *found = first_nonempty(c);
+        if (found)
+            return found;
+    }
+    return NULL;
+}
+
+void ses__scope_clear_tree(ses_scope_t *scope) {
+    /* One scope at a time: its entries are taken under the lock and released after it, since a
+     * wrapped tensor's deleter may call back into the tree; taking needs no allocation. */
+    for (;;) {
+        scope_entry_t *entries;
+        size_t count;
+        ses_scope_t *s;
+
+        tree_write_lock(scope);
+        s = first_nonempty(scope);
+        if (!s) {
+            tree_unlock(scope);
+            return;
+        }
+        entries = s->entries;
+        count = s->count;
+        s->entries = NULL;
+        s->count = s->capacity = 0;
+        if (s->index)
+            memset(s->index, 0, s->index_size * sizeof s->index[0]);
+        tree_unlock(scope);
+        for (size_t pos = 0; pos < count; pos++) {
+            free(entries[pos].name);
+            ses_tensor_release(entries[pos].value);
+        }
+        free(entries);
+    }
+}
+
+void ses__scope_detach_children(ses_scope_t *scope) {
+    tree_write_lock(scope);
+    while (scope->first_child)
+        unlink_child(scope->first_child);
+    tree_unlock(scope);
 }

@@ -14,6 +14,7 @@
 #include "../compile/plan.h"
 #include "../error.h"
 #include "../log.h"
+#include "../scope/scope_internal.h"
 #include "../tensor/tensor_internal.h"
 
 /* Variables whose initializers read other variables recurse; this bounds the depth. */
@@ -362,11 +363,22 @@ static ses_status_t plan_create(ses_session_t *s, const ses_edge_t *fetches, siz
     return SES_OK;
 }
 
+/* Edges are compared field by field: a caller's ses_edge_t may carry any bytes in its padding. */
+static int same_edges(const ses_edge_t *a, const ses_edge_t *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i].node != b[i].node || a[i].index != b[i].index)
+            return 0;
+    return 1;
+}
+
 static int same_request(const ses_plan_t *a, const ses_plan_t *b) {
-    return a->n_fetches == b->n_fetches && a->n_fed == b->n_fed && a->n_targets == b->n_targets &&
-           (!a->n_fetches || !memcmp(a->fetches, b->fetches, a->n_fetches * sizeof *a->fetches)) &&
-           (!a->n_fed || !memcmp(a->fed, b->fed, a->n_fed * sizeof *a->fed)) &&
-           (!a->n_targets || !memcmp(a->targets, b->targets, a->n_targets * sizeof *a->targets));
+    if (a->n_fetches != b->n_fetches || a->n_fed != b->n_fed || a->n_targets != b->n_targets)
+        return 0;
+    for (size_t i = 0; i < a->n_targets; i++)
+        if (a->targets[i] != b->targets[i])
+            return 0;
+    return same_edges(a->fetches, b->fetches, a->n_fetches) &&
+           same_edges(a->fed, b->fed, a->n_fed);
 }
 
 static ses_status_t add_plan(ses_session_t *s, ses_plan_t *p) {
@@ -428,6 +440,15 @@ static ses_status_t init_variables(ses_plan_t *plan, ses_scope_t *scope, int dep
                            var->name, MAX_INIT_DEPTH);
             break;
         }
+        if (var->inputs[0].node->kind == SES__NODE_PLACEHOLDER) {
+            /* Nobody fetched the placeholder: say what needs it, and what to do instead. */
+            st = ses__fail(SES_FAILED_PRECONDITION,
+                           "variable \"%s\" is not set, and its initializer is placeholder "
+                           "\"%s\", which initializers are never fed; set the variable first "
+                           "(ses_scope_set on the session's scope, or restore a checkpoint)",
+                           var->name, var->inputs[0].node->name);
+            break;
+        }
         st = eval_in(s, scope, &var->inputs[0], 1, NULL, 0, NULL, 0, &value, depth + 1);
         if (st == SES_OK) {
             st = ses_scope_set(scope, var->name, value);
@@ -443,27 +464,34 @@ static ses_status_t init_variables(ses_plan_t *plan, ses_scope_t *scope, int dep
 }
 
 /*
- * Runs @p plan with @p feeds in plan order. The fast path checks, in one pass over the plan's
+ * Makes @p plan's compiled state fit @p feeds (plan order) and @p scope, and returns with the
+ * plan's lock held, whatever the status. The fast path checks, in one pass over the plan's
  * external values, that the graph, the feed types and the variables are as compiled; otherwise
  * missing variables are initialized (outside the plan's lock: that evaluates other plans) and
  * the plan is recompiled.
  */
-static ses_status_t run_plan(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
-                             ses_tensor_t **out_values, int depth) {
+static ses_status_t prepare_locked(ses_plan_t *plan, ses_tensor_t *const *feeds,
+                                   ses_scope_t *scope, int depth) {
     ses_status_t st = SES_OK;
 
     pthread_mutex_lock(&plan->lock);
     if (!ses__compiled_matches(plan, feeds, scope)) {
         pthread_mutex_unlock(&plan->lock);
         st = init_variables(plan, scope, depth);
-        if (st != SES_OK)
-            return st;
         pthread_mutex_lock(&plan->lock);
-        if (!ses__compiled_matches(plan, feeds, scope)) {
+        if (st == SES_OK && !ses__compiled_matches(plan, feeds, scope)) {
             plan->graph_version = ses_graph_version(plan->session->graph);
             st = ses__compile(plan, feeds, scope);
         }
     }
+    return st;
+}
+
+/* Runs @p plan with @p feeds in plan order, compiling it first when it does not fit them. */
+static ses_status_t run_plan(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
+                             ses_tensor_t **out_values, int depth) {
+    ses_status_t st = prepare_locked(plan, feeds, scope, depth);
+
     if (st == SES_OK)
         st = ses__run(plan, feeds, scope, out_values);
     pthread_mutex_unlock(&plan->lock);
@@ -630,18 +658,49 @@ ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fetches, si
     if (st == SES_OK)
         st = plan_create(s, fetches, n_fetches, fed, n_fed, targets, n_targets, &p);
     if (st == SES_OK) {
+        int compiled = 0;
         /* An explicit plan keeps the caller's order: feed values come in that order. */
         if (n_fetches)
             memcpy(p->fetches, fetches, n_fetches * sizeof *fetches);
         if (n_fed)
             memcpy(p->fed, fed, n_fed * sizeof *fed);
-        st = add_plan(s, p);
+        /* Everything the declared types decide is compiled now, so its errors are reported
+         * here and the placement can be read before any run; the variables the plan reads are
+         * initialized for that, as the first run would. */
+        st = init_variables(p, s->scope, 0);
+        if (st == SES_OK) {
+            p->graph_version = ses_graph_version(s->graph);
+            st = ses__compile_declared(p, s->scope, &compiled);
+        }
+        if (st == SES_OK)
+            st = add_plan(s, p);
         if (st != SES_OK)
             plan_free(p);
         else
             *out_plan = p;
     }
     ses__session_leave(s);
+    return st;
+}
+
+ses_status_t ses_plan_prepare(ses_plan_t *plan, ses_tensor_t *const *feed_values,
+                              size_t n_feed_values) {
+    ses_status_t st;
+
+    if (!plan)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_prepare: plan is NULL");
+    if (n_feed_values != plan->n_fed || (n_feed_values && !feed_values))
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_plan_prepare: the plan has %zu fed edges, got %zu values%s",
+                         plan->n_fed, n_feed_values, feed_values ? "" : " (NULL array)");
+    for (size_t i = 0; i < n_feed_values; i++)
+        if (!feed_values[i])
+            return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_prepare: feed value %zu is NULL", i);
+    if ((st = ses__session_enter(plan->session, "ses_plan_prepare")) != SES_OK)
+        return st;
+    st = prepare_locked(plan, feed_values, plan->session->scope, 0);
+    pthread_mutex_unlock(&plan->lock);
+    ses__session_leave(plan->session);
     return st;
 }
 
@@ -656,9 +715,10 @@ ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
             out_values[i] = NULL;
     if (plan->n_fetches && !out_values)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: out_values is NULL");
-    if (n_feed_values != plan->n_fed)
-        return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: the plan has %zu fed edges, got %zu values",
-                         plan->n_fed, n_feed_values);
+    if (n_feed_values != plan->n_fed || (n_feed_values && !feed_values))
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_plan_run: the plan has %zu fed edges, got %zu values%s", plan->n_fed,
+                         n_feed_values, feed_values ? "" : " (NULL array)");
     for (size_t i = 0; i < n_feed_values; i++)
         if (!feed_values[i])
             return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: feed value %zu is NULL", i);
@@ -703,6 +763,17 @@ const char *ses_plan_node_device(const ses_plan_t *plan, const ses_node_t *node)
         if (plan->compiled->placed_nodes[i] == node)
             return ses_device_name(plan->session->devices[plan->compiled->placed_devices[i]].device);
     return NULL;
+}
+
+int ses_session_is_open(ses_session_t *s) {
+    int open;
+
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    open = !s->closed && !s->lost[0];
+    pthread_mutex_unlock(&s->lock);
+    return open;
 }
 
 ses_scope_t *ses_session_scope(ses_session_t *s) {
@@ -800,8 +871,6 @@ ses_status_t ses_session_copy_variables(ses_session_t *to, ses_session_t *from) 
 }
 
 ses_status_t ses_session_close(ses_session_t *s) {
-    ses_status_t st;
-
     if (!s)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_close: session is NULL");
     pthread_mutex_lock(&s->lock);
@@ -823,12 +892,10 @@ ses_status_t ses_session_close(ses_session_t *s) {
 
     ses__remote_close(s->remote); /* ends the job: workers exit */
     close_devices(s);
-    /* An empty scope stays, so ses_session_scope never dangles. */
-    st = ses_scope_destroy(s->scope);
-    s->scope = NULL;
-    if (st == SES_OK)
-        st = ses_scope_create(&s->scope);
-    return st;
+    /* The scope object stays, emptied, with any child scope a caller made from it (emptied
+     * too), so that no pointer from ses_session_scope dangles before ses_session_destroy. */
+    ses__scope_clear_tree(s->scope);
+    return SES_OK;
 }
 
 void ses_session_destroy(ses_session_t *s) {
@@ -839,6 +906,8 @@ void ses_session_destroy(ses_session_t *s) {
         plan_free(s->plans[i]);
     free(s->plans);
     ses__remote_free(s->remote);
+    /* A child scope the caller still holds outlives the session as a root of its own. */
+    ses__scope_detach_children(s->scope);
     ses_scope_destroy(s->scope);
     free(s->devices);
     free_driver_options(s);
