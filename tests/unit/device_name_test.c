@@ -1,9 +1,11 @@
 /* Device names: parsing, driver names vs kind names, dedupe of one physical device, messages. */
+#include <limits.h>
 #include <string.h>
 
 #include <session/session.h>
 
 #include "registry/registry_internal.h"
+#include "test_util.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -90,6 +92,93 @@ static void absent_devices_are_not_found_and_the_message_lists_what_exists(void 
     ses_registry_destroy(reg);
 }
 
+/* The message of a failed lookup of @p name must contain every string of @p parts (NULL-ended)
+ * and none of @p absent (NULL-ended, may be NULL). */
+static void fails_naming(ses_registry_t *reg, const char *name, const char *const *parts,
+                         const char *const *absent) {
+    const ses_device_t *dev = (const ses_device_t *)0x1;
+    ses_status_t st = ses_registry_find_device(reg, name, &dev);
+
+    if (st != SES_NOT_FOUND || dev != NULL)
+        fail_msg("\"%s\": got %s \"%s\"; expected SES_NOT_FOUND", name, ses_status_name(st),
+                 ses_last_error());
+    for (size_t i = 0; parts[i]; i++)
+        if (!strstr(ses_last_error(), parts[i]))
+            fail_msg("\"%s\": the message \"%s\" lacks \"%s\"", name, ses_last_error(), parts[i]);
+    for (size_t i = 0; absent && absent[i]; i++)
+        if (strstr(ses_last_error(), absent[i]))
+            fail_msg("\"%s\": the message \"%s\" should not say \"%s\"", name, ses_last_error(),
+                     absent[i]);
+}
+
+/* Writes manifest @p file into @p dir: driver @p name, library @p library, offering @p kinds (a
+ * JSON array), plus the members in @p extra. Its path goes to @p out_path. */
+static void write_manifest(const char *dir, const char *file, const char *name, const char *library,
+                           const char *kinds, const char *extra, char *out_path, size_t size) {
+    char text[PATH_MAX + 512];
+
+    snprintf(text, sizeof text,
+             "{\"file_format_version\": \"1.0.0\", \"name\": \"%s\", \"library_path\": \"%s\", "
+             "\"abi_major\": 1, \"device_kinds\": %s%s}",
+             name, library, kinds, extra);
+    test_write_file(dir, file, text, out_path, size);
+}
+
+/*
+ * registry.h promises that a missing device gives its driver's cause. "cuda:0" always did; a kind
+ * name ("gpu:0") said only "there are 0 gpu devices". Now it names every driver of that kind that
+ * gave none, and why: no devices (the driver's message), a vendor runtime missing, a ready driver
+ * offering other kinds only; and it still lists the devices that exist.
+ */
+static void a_kind_name_short_of_devices_names_each_driver_that_gave_none_and_why(void **state) {
+    char dir[64], no_devices[PATH_MAX], missing_dep[PATH_MAX], good[PATH_MAX],
+        add[3 * PATH_MAX + 8];
+    ses_registry_t *reg;
+
+    (void)state;
+    test_mkdtemp(dir, sizeof dir);
+    /* Like cuda here: a gpu driver whose runtime is there but finds no device... */
+    write_manifest(dir, "a.json", "fake_no_devices", FAKE("ses_fake_no_devices.so"), "[\"gpu\"]",
+                   "", no_devices, sizeof no_devices);
+    /* ...one whose vendor runtime is not installed... */
+    write_manifest(dir, "b.json", "fake_missing_dep", FAKE("ses_fake_missing_dep.so"), "[\"gpu\"]",
+                   ", \"requires\": [\"libses_fake_gone.so.1\"]", missing_dep, sizeof missing_dep);
+    /* ...and one that may offer gpus but has only an accelerator (like opencl with a CPU). */
+    write_manifest(dir, "c.json", "fake_good", FAKE("ses_fake_good.so"), "[\"gpu\", \"accel\"]", "",
+                   good, sizeof good);
+    snprintf(add, sizeof add, "%s:%s:%s", no_devices, missing_dep, good);
+    reg = registry_with(add);
+    fails_naming(
+        reg, "gpu:0",
+        (const char *const[]){
+            "device \"gpu:0\" not found: there are 0 gpu devices",
+            "driver fake_no_devices has no devices: no fake hardware present",
+            "driver fake_missing_dep failed: vendor runtime missing: libses_fake_gone.so.1",
+            "driver fake_good has no gpu device, only fake_good:0 (accel)",
+            "devices here: fake_good:0 (accel), cpu:0 (cpu)", NULL},
+        /* cpu's manifest offers only "cpu": it is no cause. */
+        (const char *const[]){"driver cpu", NULL});
+    ses_registry_destroy(reg);
+
+    /* Too few rather than none: the drivers that gave some are not causes. */
+    reg = registry_with(FAKE("fake_good.json") ":" FAKE("fake_no_devices.json"));
+    fails_naming(
+        reg, "accel:1",
+        (const char *const[]){"there is 1 accel device",
+                              "driver fake_no_devices has no devices: no fake hardware present",
+                              "devices here: fake_good:0 (accel), cpu:0 (cpu)", NULL},
+        (const char *const[]){"driver fake_good", NULL});
+    /* No driver of the kind at all: say so, and the fix. */
+    fails_naming(reg, "fpga:0",
+                 (const char *const[]){"there are 0 fpga devices",
+                                       "no driver found lists \"fpga\" in its manifest's "
+                                       "device_kinds: install a driver for fpga devices",
+                                       NULL},
+                 NULL);
+    ses_registry_destroy(reg);
+    test_rmtree(dir);
+}
+
 /* Two drivers reaching one physical device (same stable id) count it once for kind names. */
 static void one_physical_device_seen_by_two_drivers_counts_once(void **state) {
     struct ses_registry reg;
@@ -135,6 +224,13 @@ static void one_physical_device_seen_by_two_drivers_counts_once(void **state) {
     assert_string_equal(found->name, "opencl:1");
     assert_int_equal(ses__resolve_device(&reg, "gpu:3", &found), SES_NOT_FOUND);
     assert_non_null(strstr(ses_last_error(), "there are 3 gpu devices"));
+    /* A driver whose every device was counted through another is named as such. */
+    b.n_devices = 1;
+    assert_int_equal(ses__resolve_device(&reg, "gpu:2", &found), SES_NOT_FOUND);
+    assert_non_null(strstr(ses_last_error(),
+                           "driver opencl: its 1 gpu device(s) are the same "
+                           "physical devices as ones counted before"));
+    b.n_devices = 2;
     /* Pinning a driver still reaches its own view of the shared device. */
     assert_int_equal(ses__resolve_device(&reg, "opencl:0", &found), SES_OK);
     assert_string_equal(found->name, "opencl:0");
@@ -146,6 +242,7 @@ int main(void) {
         cmocka_unit_test(driver_names_and_kind_names_resolve),
         cmocka_unit_test(malformed_names_are_invalid_arguments),
         cmocka_unit_test(absent_devices_are_not_found_and_the_message_lists_what_exists),
+        cmocka_unit_test(a_kind_name_short_of_devices_names_each_driver_that_gave_none_and_why),
         cmocka_unit_test(one_physical_device_seen_by_two_drivers_counts_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,10 +69,41 @@ static ses_status_t not_found(struct ses_registry *reg, const char *name, const 
                      devices);
 }
 
+/*
+ * Appends to @p buffer why driver @p d gave no device for a lookup: "driver cuda has no devices:
+ * <the driver's message>", "driver x failed: <cause>", "driver x is disabled by ...".
+ * A driver that is ready gets nothing here; its caller says what it lacks.
+ */
+static void append_driver_cause(const struct ses_driver *d, char *buffer, size_t size) {
+    size_t used = strlen(buffer);
+
+    if (used >= size)
+        return;
+    switch (d->state) {
+    case SES_DRIVER_NO_DEVICES:
+        snprintf(buffer + used, size - used, "driver %s has no devices: %s", d->manifest.name,
+                 d->error ? d->error : "the driver found none");
+        break;
+    case SES_DRIVER_DISABLED:
+        snprintf(buffer + used, size - used, "driver %s is %s", d->manifest.name,
+                 d->error ? d->error : "disabled");
+        break;
+    case SES_DRIVER_FAILED:
+        snprintf(buffer + used, size - used, "driver %s failed: %s", d->manifest.name,
+                 d->error ? d->error : "unknown cause");
+        break;
+    case SES_DRIVER_FOUND:
+        snprintf(buffer + used, size - used, "driver %s was not loaded", d->manifest.name);
+        break;
+    case SES_DRIVER_READY:
+        break;
+    }
+}
+
 static ses_status_t resolve_in_driver(struct ses_registry *reg, struct ses_driver *d,
                                       const char *name, uint32_t index,
                                       const ses_device_t **out_device) {
-    char why[2048];
+    char why[2048] = "";
 
     ses__driver_load(d);
     if (d->state == SES_DRIVER_READY && index < d->n_devices) {
@@ -84,30 +115,52 @@ static ses_status_t resolve_in_driver(struct ses_registry *reg, struct ses_drive
     if (d->state == SES_DRIVER_FAILED && d->error_code == SES_OUT_OF_MEMORY)
         return ses__fail(SES_OUT_OF_MEMORY, "device \"%s\": driver %s ran out of memory: %s", name,
                          d->manifest.name, d->error ? d->error : "out of memory");
-    switch (d->state) {
-    case SES_DRIVER_READY:
+    if (d->state == SES_DRIVER_READY)
         snprintf(why, sizeof why, "driver %s has %zu device(s), %s:0 to %s:%zu", d->manifest.name,
                  d->n_devices, d->manifest.name, d->manifest.name, d->n_devices - 1);
-        break;
-    case SES_DRIVER_NO_DEVICES:
-        snprintf(why, sizeof why, "driver %s has no devices: %s", d->manifest.name, d->error);
-        break;
-    case SES_DRIVER_DISABLED:
-        snprintf(why, sizeof why, "driver %s is %s", d->manifest.name, d->error);
-        break;
-    default:
-        snprintf(why, sizeof why, "driver %s failed: %s", d->manifest.name,
-                 d->error ? d->error : "unknown cause");
-        break;
-    }
+    else
+        append_driver_cause(d, why, sizeof why);
     return not_found(reg, name, why);
+}
+
+/*
+ * Appends to @p buffer why driver @p d, whose manifest lists @p kind, counted none of that kind:
+ * its state's cause, or for a ready driver the kinds it offers instead, or that its devices were
+ * already counted through another driver (same stable id).
+ */
+static void append_kind_cause(const struct ses_driver *d, int kind, char *buffer, size_t size) {
+    size_t used = strlen(buffer);
+    size_t n_of_kind = 0;
+
+    if (d->state != SES_DRIVER_READY) {
+        append_driver_cause(d, buffer, size);
+        return;
+    }
+    for (size_t j = 0; j < d->n_devices; j++)
+        n_of_kind += d->devices[j].kind == (uint32_t)kind;
+    if (used >= size)
+        return;
+    if (n_of_kind > 0) {
+        snprintf(buffer + used, size - used,
+                 "driver %s: its %zu %s device(s) are the same physical devices as ones counted "
+                 "before (same stable id)",
+                 d->manifest.name, n_of_kind, kind_names[kind]);
+        return;
+    }
+    used += (size_t)snprintf(buffer + used, size - used, "driver %s has no %s device, only",
+                             d->manifest.name, kind_names[kind]);
+    for (size_t j = 0; j < d->n_devices && used < size; j++)
+        used += (size_t)snprintf(buffer + used, size - used, "%s %s (%s)", j ? "," : "",
+                                 d->devices[j].name,
+                                 ses_device_kind_name((ses_device_kind_t)d->devices[j].kind));
 }
 
 static ses_status_t resolve_kind(struct ses_registry *reg, int kind, const char *name,
                                  uint32_t index, const ses_device_t **out_device) {
     const ses_device_t *seen[256];
     size_t n_seen = 0;
-    char why[256];
+    char why[3072];
+    size_t used, n_candidates = 0;
     const struct ses_driver *oom = NULL;
 
     for (size_t i = 0; i < reg->n_drivers; i++) {
@@ -142,8 +195,31 @@ static ses_status_t resolve_kind(struct ses_registry *reg, int kind, const char 
     if (oom)
         return ses__fail(SES_OUT_OF_MEMORY, "device \"%s\": driver %s ran out of memory: %s", name,
                          oom->manifest.name, oom->error ? oom->error : "out of memory");
-    snprintf(why, sizeof why, "there %s %zu %s device%s", n_seen == 1 ? "is" : "are", n_seen,
-             kind_names[kind], n_seen == 1 ? "" : "s");
+    used = (size_t)snprintf(why, sizeof why, "there %s %zu %s device%s", n_seen == 1 ? "is" : "are",
+                            n_seen, kind_names[kind], n_seen == 1 ? "" : "s");
+    /* registry.h promises the driver's cause: name every driver of the kind that gave none. */
+    for (size_t i = 0; i < reg->n_drivers && used < sizeof why; i++) {
+        const struct ses_driver *d = reg->drivers[i];
+        int counted = 0;
+
+        if (!(d->manifest.kinds_mask & (1u << kind)))
+            continue;
+        n_candidates++;
+        for (size_t k = 0; k < n_seen && !counted; k++)
+            counted = seen[k]->driver == d;
+        if (counted)
+            continue;
+        used += (size_t)snprintf(why + used, sizeof why - used, "; ");
+        if (used < sizeof why) {
+            append_kind_cause(d, kind, why, sizeof why);
+            used = strlen(why);
+        }
+    }
+    if (n_candidates == 0 && used < sizeof why)
+        snprintf(why + used, sizeof why - used,
+                 "; no driver found lists \"%s\" in its manifest's device_kinds: install a "
+                 "driver for %s devices (session-info lists the drivers found)",
+                 kind_names[kind], kind_names[kind]);
     return not_found(reg, name, why);
 }
 
