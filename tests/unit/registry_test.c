@@ -260,6 +260,53 @@ static void select_globs_keep_only_the_matching_drivers(void **state) {
     ses_registry_destroy(reg);
 }
 
+/*
+ * A device asked for by kind or by driver name, when the only driver that has it was turned off by
+ * the environment: the message names the variable, its value, the glob that matched (or that none
+ * did) and how to undo it. It used to say only "there are 0 accel devices".
+ */
+static void a_device_whose_driver_the_environment_turned_off_says_which_variable_and_glob(
+    void **state) {
+    ses_registry_t *reg;
+    const ses_device_t *dev = (const ses_device_t *)0x1;
+    const ses_driver_t *d;
+
+    (void)state;
+    clear_environment();
+    setenv("SESSION_ADD_DRIVER_FILES", FAKE("fake_good.json"), 1);
+    setenv("SESSION_DRIVERS_DISABLE", "nothing, fake_*", 1);
+    assert_int_equal(ses_registry_create(&reg), SES_OK);
+    d = driver_named(reg, "fake_good");
+    assert_int_equal(ses_driver_state(d), SES_DRIVER_DISABLED);
+    /* registry.h: a driver that is not FOUND or READY has the code of its failure. */
+    assert_int_equal(ses_driver_error_code(d), SES_FAILED_PRECONDITION);
+    for (int i = 0; i < 2; i++) {
+        const char *name = i == 0 ? "accel:0" : "fake_good:0";
+        assert_int_equal(ses_registry_find_device(reg, name, &dev), SES_NOT_FOUND);
+        assert_null(dev);
+        if (!strstr(ses_last_error(),
+                    "driver fake_good is disabled by "
+                    "SESSION_DRIVERS_DISABLE=nothing, fake_* (the glob "
+                    "\"fake_*\" matches \"fake_good\"); remove that glob") ||
+            !strstr(ses_last_error(), "devices here: cpu:0 (cpu)"))
+            fail_msg("%s: \"%s\"", name, ses_last_error());
+    }
+    ses_registry_destroy(reg);
+
+    clear_environment();
+    setenv("SESSION_ADD_DRIVER_FILES", FAKE("fake_good.json"), 1);
+    setenv("SESSION_DRIVERS_SELECT", "cpu", 1);
+    assert_int_equal(ses_registry_create(&reg), SES_OK);
+    assert_int_equal(ses_registry_find_device(reg, "accel:0", &dev), SES_NOT_FOUND);
+    if (!strstr(ses_last_error(),
+                "driver fake_good is not selected by SESSION_DRIVERS_SELECT=cpu "
+                "(no glob in it matches \"fake_good\"); add \"fake_good\" to it"))
+        fail_msg("accel:0: \"%s\"", ses_last_error());
+    assert_int_equal(ses_driver_error_code(driver_named(reg, "fake_good")),
+                     SES_FAILED_PRECONDITION);
+    ses_registry_destroy(reg);
+}
+
 static void a_folder_contributes_its_json_files_in_name_order(void **state) {
     char dir[64], path[PATH_MAX], text[PATH_MAX + 256];
     ses_registry_t *reg = NULL;
@@ -613,6 +660,8 @@ int main(void) {
         cmocka_unit_test(drivers_are_listed_by_priority_then_discovery_order),
         cmocka_unit_test(disable_globs_turn_drivers_off_with_a_reason),
         cmocka_unit_test(select_globs_keep_only_the_matching_drivers),
+        cmocka_unit_test(
+            a_device_whose_driver_the_environment_turned_off_says_which_variable_and_glob),
         cmocka_unit_test(a_folder_contributes_its_json_files_in_name_order),
         cmocka_unit_test(the_default_search_reads_the_users_config_folder),
         cmocka_unit_test(a_listed_manifest_that_does_not_exist_is_reported),

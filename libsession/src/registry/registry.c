@@ -34,8 +34,11 @@ void ses__registry_note(struct ses_registry *reg, uint32_t level, const char *fo
         reg->n_notes++;
 }
 
-/* Whether @p name matches one of the comma-separated globs in @p globs. */
-static int matches_any(const char *globs, const char *name) {
+/*
+ * Whether @p name matches one of the comma-separated globs in @p globs. On a match the glob is
+ * copied into @p out_glob (@p glob_size bytes), so that a message can say which one it was.
+ */
+static int matches_any(const char *globs, const char *name, char *out_glob, size_t glob_size) {
     const char *p = globs;
 
     while (*p) {
@@ -53,28 +56,41 @@ static int matches_any(const char *globs, const char *name) {
         if (n > 0 && n < sizeof pattern) {
             memcpy(pattern, p, n);
             pattern[n] = '\0';
-            if (fnmatch(pattern, name, 0) == 0)
+            if (fnmatch(pattern, name, 0) == 0) {
+                snprintf(out_glob, glob_size, "%s", pattern);
                 return 1;
+            }
         }
         p += end ? (size_t)(end - p) + 1 : strlen(p);
     }
     return 0;
 }
 
+/* The causes name the variable, its value, the glob that decided and how to undo it, because
+ * they are what a lookup of the driver's devices reports ("device \"accel:0\" not found: ..."). */
 static void apply_selection(struct ses_registry *reg, struct ses_driver *driver) {
     const char *select = getenv("SESSION_DRIVERS_SELECT");
     const char *disable = getenv("SESSION_DRIVERS_DISABLE");
     const char *name = driver->manifest.name;
+    char glob[128];
 
     (void)reg;
     if (driver->state != SES_DRIVER_FOUND)
         return;
-    if (disable && *disable && matches_any(disable, name)) {
+    if (disable && *disable && matches_any(disable, name, glob, sizeof glob)) {
         driver->state = SES_DRIVER_DISABLED;
-        driver->error = ses__strdup_printf("disabled by SESSION_DRIVERS_DISABLE=%s", disable);
-    } else if (select && *select && !matches_any(select, name)) {
+        driver->error_code = SES_FAILED_PRECONDITION;
+        driver->error = ses__strdup_printf(
+            "disabled by SESSION_DRIVERS_DISABLE=%s (the glob \"%s\" matches \"%s\"); remove "
+            "that glob to use the driver",
+            disable, glob, name);
+    } else if (select && *select && !matches_any(select, name, glob, sizeof glob)) {
         driver->state = SES_DRIVER_DISABLED;
-        driver->error = ses__strdup_printf("not selected by SESSION_DRIVERS_SELECT=%s", select);
+        driver->error_code = SES_FAILED_PRECONDITION;
+        driver->error = ses__strdup_printf(
+            "not selected by SESSION_DRIVERS_SELECT=%s (no glob in it matches \"%s\"); add "
+            "\"%s\" to it to use the driver",
+            select, name, name);
     }
 }
 
