@@ -60,14 +60,36 @@ static void format_caps(uint64_t caps, char *buffer, size_t size) {
         snprintf(buffer, size, "-");
 }
 
+/*
+ * Each file or folder searched, labelled with the variable it came from or "default". (One label
+ * for the whole path used to call SESSION_ADD_DRIVER_FILES's entries "default".)
+ */
+static void print_search(ses_registry_t *reg) {
+    size_t n = ses_registry_search_entry_count(reg);
+    int replaced = 0;
+
+    printf("manifest search, in order (the first manifest to claim a driver name wins):\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *source = NULL;
+        const char *entry = ses_registry_search_entry(reg, i, &source);
+
+        printf("  %-24s  %s\n", source, entry);
+        replaced |= strcmp(source, "SESSION_DRIVER_FILES") == 0;
+    }
+    if (n == 0)
+        printf("  none\n");
+    if (replaced)
+        printf("  (SESSION_DRIVER_FILES replaces the default folders)\n");
+    printf("\n");
+}
+
 static void print_text(ses_registry_t *reg) {
     size_t n_drivers = ses_registry_driver_count(reg);
     size_t n_devices = ses_registry_device_count(reg);
 
     printf("libsession %s, driver ABI %d.%d\n", ses_version(), SES_DRV_ABI_MAJOR,
            SES_DRV_ABI_MINOR);
-    printf("manifest search (%s): %s\n\n", ses_registry_search_origin(reg),
-           ses_registry_search_path(reg));
+    print_search(reg);
 
     printf("Drivers (%zu):\n", n_drivers);
     for (size_t i = 0; i < n_drivers; i++) {
@@ -142,7 +164,7 @@ static cJSON *device_json(const ses_device_t *dev) {
 
 static int print_json(ses_registry_t *reg) {
     cJSON *root = cJSON_CreateObject();
-    cJSON *drivers, *devices, *notes, *search;
+    cJSON *drivers, *devices, *notes, *search, *entries;
     size_t n_devices = ses_registry_device_count(reg);
     char *text;
 
@@ -152,6 +174,18 @@ static int print_json(ses_registry_t *reg) {
     search = cJSON_AddObjectToObject(root, "search");
     cJSON_AddStringToObject(search, "origin", ses_registry_search_origin(reg));
     cJSON_AddStringToObject(search, "path", ses_registry_search_path(reg));
+    /* "origin" covers only the entries after SESSION_ADD_DRIVER_FILES's; each entry says its own.
+     */
+    entries = cJSON_AddArrayToObject(search, "entries");
+    for (size_t i = 0; i < ses_registry_search_entry_count(reg); i++) {
+        const char *source = NULL;
+        const char *entry = ses_registry_search_entry(reg, i, &source);
+        cJSON *o = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(o, "path", entry);
+        cJSON_AddStringToObject(o, "source", source);
+        cJSON_AddItemToArray(entries, o);
+    }
 
     drivers = cJSON_AddArrayToObject(root, "drivers");
     for (size_t i = 0; i < ses_registry_driver_count(reg); i++) {

@@ -122,6 +122,88 @@ static void json_output_is_one_document_with_drivers_devices_and_errors(void **s
     free(r.output);
 }
 
+static int starts_with(const char *text, const char *prefix) {
+    return strncmp(text, prefix, strlen(prefix)) == 0;
+}
+
+/* The "source" and the "path" of each entry of --json's search.entries, in order, each list
+ * joined by spaces. */
+static void json_search_sources(const char *output, char *buffer, size_t size, char *paths,
+                                size_t paths_size) {
+    cJSON *root = cJSON_Parse(output), *entries, *item;
+    size_t used = 0, paths_used = 0;
+
+    if (!root)
+        fail_msg("not JSON:\n%s", output);
+    entries = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "search"), "entries");
+    if (!cJSON_IsArray(entries))
+        fail_msg("no search.entries array:\n%s", output);
+    buffer[0] = paths[0] = '\0';
+    cJSON_ArrayForEach(item, entries) {
+        used += (size_t)snprintf(buffer + used, size - used, "%s%s", used ? " " : "",
+                                 cJSON_GetObjectItem(item, "source")->valuestring);
+        paths_used +=
+            (size_t)snprintf(paths + paths_used, paths_size - paths_used, "%s%s",
+                             paths_used ? " " : "", cJSON_GetObjectItem(item, "path")->valuestring);
+    }
+    cJSON_Delete(root);
+}
+
+/*
+ * Each entry of the manifest search is labelled with where it came from. SESSION_ADD_DRIVER_FILES's
+ * entries used to be printed under "manifest search (default)", and with SESSION_DRIVER_FILES set
+ * the whole list was "(environment)" without saying which variable replaced what. --json says the
+ * same as the text.
+ */
+static void the_manifest_search_labels_each_entry_with_the_variable_it_came_from(void **state) {
+    run_result_t r;
+    char line[2048], sources[512], paths[4096];
+
+    (void)state;
+    /* Only SESSION_ADD_DRIVER_FILES: its file, then the default folders. */
+    unsetenv("SESSION_DRIVER_FILES");
+    setenv("SESSION_ADD_DRIVER_FILES", FAKE("fake_good.json"), 1);
+    setenv("XDG_CONFIG_HOME", "/nonexistent-ses-test", 1);
+    r = run_command("'" SESSION_INFO "'");
+    if (r.exit_code != 0 ||
+        !line_containing(r.output, "  SESSION_ADD_DRIVER_FILES ", line, sizeof line) ||
+        !strstr(line, FAKE("fake_good.json")) ||
+        !line_containing(r.output, "/nonexistent-ses-test/session/drivers.d", line, sizeof line) ||
+        !strstr(line, "  default ") ||
+        !line_containing(r.output, "/etc/session/drivers.d", line, sizeof line) ||
+        !strstr(line, "  default ") || strstr(r.output, "(default)"))
+        fail_msg("SESSION_ADD_DRIVER_FILES alone: exit %d, output:\n%s", r.exit_code, r.output);
+    free(r.output);
+    r = run_command("'" SESSION_INFO "' --json");
+    assert_int_equal(r.exit_code, 0);
+    json_search_sources(r.output, sources, sizeof sources, paths, sizeof paths);
+    /* Then <datadir>/session/drivers.d, unless the install's datadir is /etc. */
+    if (!starts_with(sources, "SESSION_ADD_DRIVER_FILES default default") ||
+        !starts_with(paths, FAKE("fake_good.json") " /nonexistent-ses-test/session/drivers.d "
+                                                   "/etc/session/drivers.d"))
+        fail_msg("search.entries: sources \"%s\", paths \"%s\"", sources, paths);
+    free(r.output);
+    unsetenv("XDG_CONFIG_HOME");
+
+    /* Both: SESSION_DRIVER_FILES replaces the default folders, which are not listed. */
+    r = session_info(FAKE("fake_good.json"), "");
+    if (r.exit_code != 0 ||
+        !line_containing(r.output, "  SESSION_ADD_DRIVER_FILES ", line, sizeof line) ||
+        !strstr(line, FAKE("fake_good.json")) ||
+        !line_containing(r.output, "  SESSION_DRIVER_FILES ", line, sizeof line) ||
+        !strstr(line, CPU_MANIFEST) ||
+        !strstr(r.output, "SESSION_DRIVER_FILES replaces the default folders") ||
+        strstr(r.output, "/etc/session/drivers.d") || strstr(r.output, "(environment)"))
+        fail_msg("both variables: exit %d, output:\n%s", r.exit_code, r.output);
+    free(r.output);
+    r = session_info(FAKE("fake_good.json"), "--json");
+    assert_int_equal(r.exit_code, 0);
+    json_search_sources(r.output, sources, sizeof sources, paths, sizeof paths);
+    assert_string_equal(sources, "SESSION_ADD_DRIVER_FILES SESSION_DRIVER_FILES");
+    assert_string_equal(paths, FAKE("fake_good.json") " " CPU_MANIFEST);
+    free(r.output);
+}
+
 static void an_unknown_argument_exits_2_with_usage(void **state) {
     run_result_t r = session_info(NULL, "--frobnicate");
 
@@ -150,6 +232,7 @@ int main(void) {
         cmocka_unit_test(it_lists_the_cpu_driver_and_its_device),
         cmocka_unit_test(each_broken_driver_gets_a_one_line_cause_and_cpu_is_still_listed),
         cmocka_unit_test(json_output_is_one_document_with_drivers_devices_and_errors),
+        cmocka_unit_test(the_manifest_search_labels_each_entry_with_the_variable_it_came_from),
         cmocka_unit_test(an_unknown_argument_exits_2_with_usage),
         cmocka_unit_test(help_and_version_exit_0),
     };

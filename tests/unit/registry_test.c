@@ -334,6 +334,14 @@ static void a_folder_contributes_its_json_files_in_name_order(void **state) {
     assert_string_equal(ses_driver_name(ses_registry_driver(reg, 1)), "fake_good");
     assert_string_equal(ses_registry_search_origin(reg), "environment");
     assert_string_equal(ses_registry_search_path(reg), dir);
+    assert_int_equal(ses_registry_search_entry_count(reg), 1);
+    {
+        const char *source = NULL;
+        assert_string_equal(ses_registry_search_entry(reg, 0, &source), dir);
+        assert_string_equal(source, "SESSION_DRIVER_FILES");
+        assert_null(ses_registry_search_entry(reg, 1, &source));
+        assert_null(source);
+    }
     assert_int_equal(ses_registry_device_count(reg), 2);
     ses_registry_destroy(reg);
     test_rmtree(dir);
@@ -364,6 +372,11 @@ static void the_default_search_reads_the_users_config_folder(void **state) {
     assert_int_equal(ses_registry_create(&reg), SES_OK);
     assert_string_equal(ses_registry_search_origin(reg), "default");
     assert_non_null(strstr(ses_registry_search_path(reg), folder));
+    {
+        const char *source = NULL;
+        assert_string_equal(ses_registry_search_entry(reg, 0, &source), folder);
+        assert_string_equal(source, "default");
+    }
     assert_non_null(strstr(ses_registry_search_path(reg), "/etc/session/drivers.d"));
     assert_int_equal(ses_registry_find_driver(reg, "fake_good", &d), SES_OK);
     assert_string_equal(ses_driver_manifest_path(d), path);

@@ -123,11 +123,26 @@ SES_API size_t ses_registry_note_count(const ses_registry_t *registry);
 SES_API const char *ses_registry_note(const ses_registry_t *registry, size_t index);
 
 /**
- * The manifest search path this registry used, as "dir-or-file:dir-or-file:...", and whether it
- * came from SESSION_DRIVER_FILES ("environment") or the defaults ("default").
+ * The manifest search path this registry used, as "dir-or-file:dir-or-file:...":
+ * SESSION_ADD_DRIVER_FILES's entries first, then the rest. ses_registry_search_origin says where
+ * the rest came from: SESSION_DRIVER_FILES ("environment") or the default folders ("default"); it
+ * does not cover the SESSION_ADD_DRIVER_FILES entries. ses_registry_search_entry labels each one.
  */
 SES_API const char *ses_registry_search_path(const ses_registry_t *registry);
 SES_API const char *ses_registry_search_origin(const ses_registry_t *registry);
+
+/** The number of files and folders in the manifest search (the entries of the search path). */
+SES_API size_t ses_registry_search_entry_count(const ses_registry_t *registry);
+
+/**
+ * File or folder @p index of the manifest search, in search order, or NULL when @p index is out
+ * of range (< ses_registry_search_entry_count). @p out_source, when not NULL, receives where the
+ * entry came from: "SESSION_ADD_DRIVER_FILES", "SESSION_DRIVER_FILES" (which replaces the default
+ * folders), or "default" (the user, system and install folders); NULL when out of range.
+ * Both strings are owned by the registry.
+ */
+SES_API const char *ses_registry_search_entry(const ses_registry_t *registry, size_t index,
+                                              const char **out_source);
 
 /* ---- drivers ----------------------------------------------------------------------------- */
 

@@ -298,6 +298,10 @@ void ses_registry_destroy(ses_registry_t *reg) {
         free(reg->notes[i]);
     free(reg->notes);
     free(reg->search_path);
+    for (size_t i = 0; i < reg->n_search_entries; i++)
+        free(reg->search_entries[i]);
+    free(reg->search_entries);
+    free(reg->search_sources);
     pthread_mutex_destroy(&reg->lock);
     free(reg);
 }
@@ -484,6 +488,21 @@ const char *ses_registry_search_path(const ses_registry_t *reg) {
 
 const char *ses_registry_search_origin(const ses_registry_t *reg) {
     return reg && reg->search_origin ? reg->search_origin : "";
+}
+
+size_t ses_registry_search_entry_count(const ses_registry_t *reg) {
+    return reg ? reg->n_search_entries : 0;
+}
+
+const char *ses_registry_search_entry(const ses_registry_t *reg, size_t index,
+                                      const char **out_source) {
+    if (out_source)
+        *out_source = NULL;
+    if (!reg || index >= reg->n_search_entries)
+        return NULL;
+    if (out_source)
+        *out_source = reg->search_sources[index];
+    return reg->search_entries[index];
 }
 
 void ses__registry_describe_devices(struct ses_registry *reg, char *buffer, size_t size) {

@@ -105,6 +105,9 @@ struct ses_registry {
     size_t n_notes;
     char *search_path;
     const char *search_origin;
+    char **search_entries;       /* each file or folder of the search, in search order */
+    const char **search_sources; /* per entry: the variable it came from, or "default" */
+    size_t n_search_entries;
 };
 
 /** Host services given to every driver. */

@@ -159,14 +159,67 @@ static const char *path_variable(struct ses_registry *reg, const char *name) {
     return value && *value ? value : NULL;
 }
 
-static int append_search_path(char **search, const char *part) {
-    char *joined = *search ? ses__strdup_printf("%s:%s", *search, part) : ses__strdup(part);
+/* Records the first @p n bytes of @p entry as searched, with @p source (a static string) saying
+ * where the entry came from, for ses_registry_search_entry. */
+static int record_entry(struct ses_registry *reg, const char *entry, size_t n, const char *source) {
+    size_t count = reg->n_search_entries + 1;
+    char **entries = ses__realloc(reg->search_entries, count * sizeof *entries);
+    const char **sources;
 
-    if (!joined)
+    if (!entries)
         return -1;
-    free(*search);
-    *search = joined;
+    reg->search_entries = entries;
+    sources = ses__realloc(reg->search_sources, count * sizeof *sources);
+    if (!sources)
+        return -1;
+    reg->search_sources = sources;
+    entries[reg->n_search_entries] = ses__malloc(n + 1);
+    if (!entries[reg->n_search_entries])
+        return -1;
+    memcpy(entries[reg->n_search_entries], entry, n);
+    entries[reg->n_search_entries][n] = '\0';
+    sources[reg->n_search_entries] = source;
+    reg->n_search_entries = count;
     return 0;
+}
+
+/* Records each ':'-separated entry of a path variable's @p value (empty ones are not searched). */
+static int record_entries(struct ses_registry *reg, const char *value, const char *source) {
+    const char *p = value;
+
+    while (*p) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+
+        if (n > 0 && record_entry(reg, p, n, source) != 0)
+            return -1;
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return 0;
+}
+
+/* The entries joined by ':', as ses_registry_search_path gives them; NULL when memory runs out. */
+static char *join_entries(const struct ses_registry *reg) {
+    size_t length = 1;
+    char *joined, *q;
+
+    for (size_t i = 0; i < reg->n_search_entries; i++)
+        length += strlen(reg->search_entries[i]) + 1;
+    joined = ses__malloc(length);
+    if (!joined)
+        return NULL;
+    q = joined;
+    for (size_t i = 0; i < reg->n_search_entries; i++) {
+        size_t n = strlen(reg->search_entries[i]);
+        if (i)
+            *q++ = ':';
+        memcpy(q, reg->search_entries[i], n);
+        q += n;
+    }
+    *q = '\0';
+    return joined;
 }
 
 ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files,
@@ -174,19 +227,18 @@ ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files,
     path_list_t files = {0};
     const char *replace = path_variable(reg, "SESSION_DRIVER_FILES");
     const char *add = path_variable(reg, "SESSION_ADD_DRIVER_FILES");
-    char *search = NULL;
     int rc = 0;
 
     *out_files = NULL;
     *out_count = 0;
     if (add) {
         rc |= add_entries(reg, &files, add);
-        rc |= append_search_path(&search, add);
+        rc |= record_entries(reg, add, "SESSION_ADD_DRIVER_FILES");
     }
     if (replace) {
         reg->search_origin = "environment";
         rc |= add_entries(reg, &files, replace);
-        rc |= append_search_path(&search, replace);
+        rc |= record_entries(reg, replace, "SESSION_DRIVER_FILES");
     } else {
         char user[PATH_MAX];
         const char *folders[3];
@@ -215,15 +267,15 @@ ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files,
             folders[n_folders++] = SES_MANIFEST_DIR;
         for (size_t i = 0; i < n_folders; i++) {
             rc |= add_folder(reg, &files, folders[i]);
-            rc |= append_search_path(&search, folders[i]);
+            rc |= record_entry(reg, folders[i], strlen(folders[i]), "default");
         }
     }
-    if (rc != 0) {
+    if (rc == 0)
+        reg->search_path = join_entries(reg);
+    if (rc != 0 || !reg->search_path) {
         list_free(&files);
-        free(search);
         return ses__fail(SES_OUT_OF_MEMORY, "driver search: out of memory");
     }
-    reg->search_path = search ? search : ses__strdup("");
     *out_files = files.items;
     *out_count = files.count;
     return SES_OK;
