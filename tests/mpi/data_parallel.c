@@ -164,8 +164,9 @@ int main(int argc, char **argv) {
     worst = diff;
     check(ses_mpi_allreduce_sum(mpi, &worst, 1, SES_F64), "max"); /* a sum bounds the max */
     if (task->is_chief)
-        printf("ranks %u: shards of %zu, max difference to one process %.3g%s\n", task->size,
-               end - begin, worst, worst < 1e-5 ? "" : " (too large)");
+        printf("ranks %u: shards of %zu, max difference to one process %.3g%s; launcher %s\n",
+               task->size, end - begin, worst, worst < 1e-5 ? "" : " (too large)",
+               task->launcher);
     status = worst < 1e-5 && !ses_mpi_any(mpi, 0) ? 0 : 1;
     ses_session_destroy(ref);
     ses_session_destroy(s);

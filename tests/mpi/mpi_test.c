@@ -37,6 +37,9 @@ static void check_ranks(int ranks) {
     if (!strstr(r.output, want))
         fail_msg("no \"%s\" in:\n%s", want, r.output);
     assert_null(strstr(r.output, "too large"));
+    /* <session/task.h> documents "mpi": the values are MPI_COMM_WORLD's, whatever launched. */
+    if (!strstr(r.output, "; launcher mpi\n"))
+        fail_msg("no \"; launcher mpi\" in:\n%s", r.output);
     free(r.output);
 }
 

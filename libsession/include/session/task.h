@@ -25,7 +25,10 @@ typedef struct ses_task_spec {
     uint32_t shard_index;  /* which part of the data this task reads (default: rank) */
     uint32_t shard_count;  /* how many parts (default: size) */
     int is_chief;          /* rank 0: writes checkpoints and logs */
-    const char *launcher;  /* "open-mpi", "pmi", "slurm", "explicit" or "none" */
+    const char *launcher;  /* where the values came from: "open-mpi", "pmi" or "slurm" (that
+                              launcher's variables), "mpi" (MPI_COMM_WORLD itself, read by
+                              ses_mpi_init in <session/mpi.h>, whatever started the job),
+                              "explicit" (ses_task_spec_init) or "none" (no launcher) */
 } ses_task_spec_t;
 
 /** Task 0 of 1 ("explicit"); then set the fields and call ses_task_spec_check. */
@@ -34,10 +37,20 @@ SES_API void ses_task_spec_init(ses_task_spec_t *spec);
 /**
  * Reads the launcher's variables: Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK,
  * _LOCAL_SIZE), PMI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS), Slurm (SLURM_PROCID,
- * SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE), first that is set wins. SESSION_SHARD_INDEX
- * and SESSION_SHARD_COUNT override the sharding. Without any, task 0 of 1 ("none"). A value
- * that is not a number, or a rank not below the size, is SES_INVALID_ARGUMENT naming the
- * variable.
+ * SLURM_NTASKS, SLURM_LOCALID), first that is set wins. Without a local size, a task is alone
+ * on its machine (local size 1).
+ *
+ * Slurm's local size is this node's entry of SLURM_STEP_TASKS_PER_NODE (srun's step), else of
+ * SLURM_TASKS_PER_NODE (the allocation): lists such as "2(x3),1" (nodes 0-2 run 2 tasks, node 3
+ * runs 1), indexed by SLURM_NODEID (needed only when the counts differ); else
+ * SLURM_NTASKS_PER_NODE (set only with --ntasks-per-node); else, with SLURM_NNODES alone, the
+ * even split of SLURM_NTASKS over the nodes rounded up (exact on one node, an estimate on
+ * several, never below SLURM_LOCALID + 1).
+ *
+ * SESSION_SHARD_INDEX and SESSION_SHARD_COUNT override the sharding. Without any launcher, task
+ * 0 of 1 ("none"). A value that is not a number or a list as above, a rank not below the size
+ * (local rank, local size; shard index, shard count) is SES_INVALID_ARGUMENT naming the
+ * variables and their values: "task spec: SLURM_PROCID=4 is not below SLURM_NTASKS=4".
  */
 SES_API ses_status_t ses_task_spec_from_env(ses_task_spec_t *spec);
 

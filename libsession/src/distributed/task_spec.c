@@ -36,27 +36,162 @@ ses_status_t ses_task_spec_check(const ses_task_spec_t *s) {
     return SES_OK;
 }
 
-/* Reads variable @p name as a count; 0 when unset; -1 (with the error set) when malformed. */
-static int read_number(const char *name, uint32_t *out, int *found) {
-    const char *v = getenv(name);
+/* The largest count a variable may hold: ranks and sizes are uint32_t, and int in MPI. */
+#define MAX_COUNT 0x7fffffffUL
+
+/*
+ * Parses the decimal count at @p text (digits only: no sign, no space), at most MAX_COUNT.
+ * Returns the first character after it, or NULL when there are no digits or it is too large.
+ */
+static const char *parse_count(const char *text, uint32_t *out) {
     char *end;
     unsigned long n;
+
+    if (*text < '0' || *text > '9')
+        return NULL;
+    errno = 0;
+    n = strtoul(text, &end, 10);
+    if (errno || n > MAX_COUNT)
+        return NULL;
+    *out = (uint32_t)n;
+    return end;
+}
+
+/* Reads variable @p name as a count; 0 when unset; -1 (with the error set) when malformed. */
+static int read_number(const char *name, uint32_t *out, int *found) {
+    const char *v = getenv(name), *end;
 
     *found = 0;
     if (!v)
         return 0;
-    errno = 0;
-    n = strtoul(v, &end, 10);
-    if (!*v || *end || errno || n > 0x7fffffff || v[0] == '-') {
+    end = parse_count(v, out);
+    if (!end || *end) {
         ses__fail(SES_INVALID_ARGUMENT, "task spec: %s is \"%s\", not a number", name, v);
         return -1;
     }
-    *out = (uint32_t)n;
     *found = 1;
     return 0;
 }
 
-/* One launcher's variables: rank, size, local rank, local size. */
+/*
+ * Slurm's per-node task counts, as in SLURM_TASKS_PER_NODE: entries separated by commas, each a
+ * count of tasks, optionally followed by "(xR)" for R nodes in a row with that count ("2(x3),1"
+ * is nodes 0-2 with 2 tasks and node 3 with 1). Gives the count of node @p node, or, when
+ * @p have_node is 0, the count every node has (an error when they differ). -1 with the error
+ * set when the list is malformed or does not reach the node.
+ */
+static int slurm_tasks_on_node(const char *name, const char *list, uint32_t node, int have_node,
+                               uint32_t *out) {
+    const char *p = list;
+    uint64_t first = 0; /* the first node of the current entry */
+    uint32_t found = 0, common = 0;
+    int have_found = 0, all_same = 1;
+
+    for (;;) {
+        uint32_t count, repeat = 1;
+        if (!(p = parse_count(p, &count)) || count == 0)
+            goto malformed;
+        if (*p == '(') {
+            if (p[1] != 'x' || !(p = parse_count(p + 2, &repeat)) || repeat == 0 || *p != ')')
+                goto malformed;
+            p++;
+        }
+        if (have_node && !have_found && node < first + repeat) {
+            found = count;
+            have_found = 1;
+        }
+        if (first == 0)
+            common = count;
+        else if (count != common)
+            all_same = 0;
+        first += repeat; /* at most strlen(list) * 2^31: no overflow */
+        if (!*p)
+            break;
+        if (*p++ != ',')
+            goto malformed;
+    }
+    if (!have_node) {
+        if (!all_same) {
+            ses__fail(SES_INVALID_ARGUMENT,
+                      "task spec: %s is \"%s\", different counts on different nodes, and "
+                      "SLURM_NODEID is not set to say which node this is",
+                      name, list);
+            return -1;
+        }
+        *out = common;
+        return 0;
+    }
+    if (!have_found) {
+        ses__fail(SES_INVALID_ARGUMENT,
+                  "task spec: SLURM_NODEID=%u is beyond the %llu nodes of %s=\"%s\"", node,
+                  (unsigned long long)first, name, list);
+        return -1;
+    }
+    *out = found;
+    return 0;
+
+malformed:
+    ses__fail(SES_INVALID_ARGUMENT,
+              "task spec: %s is \"%s\", not a list of task counts such as \"2(x3),1\"", name,
+              list);
+    return -1;
+}
+
+/*
+ * The number of tasks on this node under Slurm, and where it came from (@p origin). Slurm sets
+ * SLURM_NTASKS_PER_NODE only for --ntasks-per-node; SLURM_STEP_TASKS_PER_NODE (srun's step)
+ * and SLURM_TASKS_PER_NODE (the allocation) are always there and exact.
+ */
+static int slurm_local_size(uint32_t size, uint32_t local_rank, uint32_t *out, char *origin,
+                            size_t origin_size) {
+    static const char *const lists[] = {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"};
+    uint32_t node = 0, n = 0;
+    int have_node, have;
+
+    for (size_t i = 0; i < 2; i++) {
+        const char *list = getenv(lists[i]);
+        if (!list)
+            continue;
+        if (read_number("SLURM_NODEID", &node, &have_node) != 0 ||
+            slurm_tasks_on_node(lists[i], list, node, have_node, out) != 0)
+            return -1;
+        if (have_node)
+            snprintf(origin, origin_size, "the local size %u (%s=\"%s\" at SLURM_NODEID=%u)",
+                     *out, lists[i], list, node);
+        else
+            snprintf(origin, origin_size, "the local size %u (%s=\"%s\")", *out, lists[i], list);
+        return 0;
+    }
+    if (read_number("SLURM_NTASKS_PER_NODE", out, &have) != 0)
+        return -1;
+    if (have) {
+        snprintf(origin, origin_size, "SLURM_NTASKS_PER_NODE=%u", *out);
+        return 0;
+    }
+    if (read_number("SLURM_NNODES", &n, &have) != 0)
+        return -1;
+    if (have) {
+        if (n == 0) {
+            ses__fail(SES_INVALID_ARGUMENT, "task spec: SLURM_NNODES is \"0\", not a count of "
+                      "nodes");
+            return -1;
+        }
+        /* The tasks spread evenly: exact on one node, an estimate on several. */
+        *out = size / n + (size % n != 0);
+        if (*out <= local_rank)
+            *out = local_rank + 1;
+        snprintf(origin, origin_size, "the local size %u (SLURM_NTASKS=%u over SLURM_NNODES=%u)",
+                 *out, size, n);
+        return 0;
+    }
+    *out = 1;
+    snprintf(origin, origin_size,
+             "the local size 1 (none of SLURM_STEP_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
+             "SLURM_NTASKS_PER_NODE, SLURM_NNODES is set)");
+    return 0;
+}
+
+/* One launcher's variables: rank, size, local rank, local size (NULL: computed). */
 typedef struct launcher {
     const char *name;
     const char *vars[4];
@@ -67,42 +202,97 @@ static const launcher_t launchers[] = {
      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
       "OMPI_COMM_WORLD_LOCAL_SIZE"}},
     {"pmi", {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"}},
-    {"slurm", {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}},
+    {"slurm", {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL}},
 };
 
+enum { RANK, SIZE, LOCAL_RANK, LOCAL_SIZE, SHARD_INDEX, SHARD_COUNT, N_VALUES };
+
+/* Where each value of a spec read from the environment came from, for messages. */
+typedef struct origins {
+    char text[N_VALUES][384];
+} origins_t;
+
+/* SES_INVALID_ARGUMENT when value @p a is not below value @p b, naming where both came from. */
+static ses_status_t check_below(const origins_t *o, uint32_t a_value, int a, uint32_t b_value,
+                                int b) {
+    if (a_value < b_value)
+        return SES_OK;
+    return ses__fail(SES_INVALID_ARGUMENT, "task spec: %s is not below %s", o->text[a],
+                     o->text[b]);
+}
+
 ses_status_t ses_task_spec_from_env(ses_task_spec_t *spec) {
+    origins_t o;
     int found;
+    ses_status_t st;
 
     if (!spec)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_task_spec_from_env: spec is NULL");
     ses_task_spec_init(spec);
     spec->launcher = "none";
+    snprintf(o.text[RANK], sizeof o.text[RANK], "the rank 0 (no launcher)");
+    snprintf(o.text[SIZE], sizeof o.text[SIZE], "the size 1 (no launcher)");
+    snprintf(o.text[LOCAL_RANK], sizeof o.text[LOCAL_RANK], "the local rank 0 (no launcher)");
+    snprintf(o.text[LOCAL_SIZE], sizeof o.text[LOCAL_SIZE], "the local size 1 (no launcher)");
     for (size_t l = 0; l < sizeof launchers / sizeof launchers[0]; l++) {
         const launcher_t *L = &launchers[l];
         uint32_t v[4] = {0, 1, 0, 1};
-        int have[4];
+        int have[4] = {0, 0, 0, 0};
         if (!getenv(L->vars[0]))
             continue;
         for (int i = 0; i < 4; i++)
-            if (read_number(L->vars[i], &v[i], &have[i]) != 0)
+            if (L->vars[i] && read_number(L->vars[i], &v[i], &have[i]) != 0)
                 return SES_INVALID_ARGUMENT;
         if (!have[1])
             return ses__fail(SES_INVALID_ARGUMENT, "task spec: %s is set but %s is not",
                              L->vars[0], L->vars[1]);
+        for (int i = 0; i < 3; i++)
+            if (have[i])
+                snprintf(o.text[i], sizeof o.text[i], "%s=%u", L->vars[i], v[i]);
+        if (!have[2])
+            snprintf(o.text[LOCAL_RANK], sizeof o.text[LOCAL_RANK],
+                     "the local rank 0 (%s is not set)", L->vars[2]);
+        if (!L->vars[3]) {
+            if (slurm_local_size(v[1], v[2], &v[3], o.text[LOCAL_SIZE],
+                                 sizeof o.text[LOCAL_SIZE]) != 0)
+                return SES_INVALID_ARGUMENT;
+        } else if (have[3]) {
+            snprintf(o.text[LOCAL_SIZE], sizeof o.text[LOCAL_SIZE], "%s=%u", L->vars[3], v[3]);
+        } else {
+            /* Without a local size, every task is alone on its machine. */
+            snprintf(o.text[LOCAL_SIZE], sizeof o.text[LOCAL_SIZE],
+                     "the local size 1 (%s is not set)", L->vars[3]);
+        }
         spec->rank = v[0];
         spec->size = v[1];
-        /* Without local variables, every task is alone on its machine. */
-        spec->local_rank = have[2] ? v[2] : 0;
-        spec->local_size = have[3] ? v[3] : 1;
+        spec->local_rank = v[2];
+        spec->local_size = v[3];
         spec->launcher = L->name;
         break;
     }
     spec->shard_index = spec->rank;
     spec->shard_count = spec->size;
-    if (read_number("SESSION_SHARD_INDEX", &spec->shard_index, &found) != 0 ||
-        read_number("SESSION_SHARD_COUNT", &spec->shard_count, &found) != 0)
+    snprintf(o.text[SHARD_INDEX], sizeof o.text[SHARD_INDEX], "the shard index %u (%.320s)",
+             spec->rank, o.text[RANK]);
+    snprintf(o.text[SHARD_COUNT], sizeof o.text[SHARD_COUNT], "the shard count %u (%.320s)",
+             spec->size, o.text[SIZE]);
+    if (read_number("SESSION_SHARD_INDEX", &spec->shard_index, &found) != 0)
         return SES_INVALID_ARGUMENT;
+    if (found)
+        snprintf(o.text[SHARD_INDEX], sizeof o.text[SHARD_INDEX], "SESSION_SHARD_INDEX=%u",
+                 spec->shard_index);
+    if (read_number("SESSION_SHARD_COUNT", &spec->shard_count, &found) != 0)
+        return SES_INVALID_ARGUMENT;
+    if (found)
+        snprintf(o.text[SHARD_COUNT], sizeof o.text[SHARD_COUNT], "SESSION_SHARD_COUNT=%u",
+                 spec->shard_count);
     spec->is_chief = spec->rank == 0;
+    if ((st = check_below(&o, spec->rank, RANK, spec->size, SIZE)) != SES_OK ||
+        (st = check_below(&o, spec->local_rank, LOCAL_RANK, spec->local_size, LOCAL_SIZE)) !=
+            SES_OK ||
+        (st = check_below(&o, spec->shard_index, SHARD_INDEX, spec->shard_count, SHARD_COUNT)) !=
+            SES_OK)
+        return st;
     return ses_task_spec_check(spec);
 }
 
