@@ -12,6 +12,8 @@
  *   session-train-example --optimizer adam --epochs 10 --device cpu
  *   session-train-example --checkpoint-dir ckpt          saves every 500 steps and at the end
  *   session-train-example --checkpoint-dir ckpt --resume continues from the latest
+ *   mpirun -np 3 session-train-example --distributed --evaluator --checkpoint-dir ckpt
+ *                                       ranks 0-1 train, rank 2 evaluates each checkpoint
  *   session-train-example --help
  *
  * Training is deterministic for a given --seed: each epoch's order of examples comes from the
@@ -74,10 +76,13 @@ typedef struct options {
     uint64_t log_every;
     int progress; /* -1 auto (a terminal), 0 plain lines, 1 a progress bar */
     int distributed; /* data-parallel over the MPI job this process is part of */
+    int evaluator;   /* with distributed: the last rank evaluates checkpoints, does not train */
 } options_t;
 
 /* --distributed: this process's place in the job (NULL: alone). Only the chief prints, saves
- * checkpoints and evaluates; every rank trains on its slice of each global batch. */
+ * checkpoints and evaluates; every training rank trains on its slice of each global batch.
+ * With an evaluator (--evaluator or SESSION_EVALUATOR=1) the last rank does not train: it
+ * evaluates each checkpoint the chief saves, and prints too. */
 #ifdef SES_WITH_MPI
 static ses_mpi_t *mpi;
 #endif
@@ -123,6 +128,9 @@ static void usage(FILE *out) {
             "  --distributed          data-parallel over the MPI job (run under mpirun): each\n"
             "                         of the N ranks trains on 1/N of every batch, gradients\n"
             "                         are averaged, rank 0 prints, evaluates and saves\n"
+            "  --evaluator            with --distributed and --checkpoint-dir: the last rank\n"
+            "                         does not train; it evaluates each checkpoint as it\n"
+            "                         appears (also SESSION_EVALUATOR=1)\n"
             "  --help                 this text\n"
             "\n"
             "Exit status: 0 done, 1 training failed or no data, 2 bad argument, 130 "
@@ -180,6 +188,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
         OPT_PROGRESS,
         OPT_HELP,
         OPT_DISTRIBUTED,
+        OPT_EVALUATOR,
     };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, OPT_DATA},
@@ -200,6 +209,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
         {"progress", required_argument, NULL, OPT_PROGRESS},
         {"help", no_argument, NULL, OPT_HELP},
         {"distributed", no_argument, NULL, OPT_DISTRIBUTED},
+        {"evaluator", no_argument, NULL, OPT_EVALUATOR},
         {NULL, 0, NULL, 0},
     };
     int c, rc;
@@ -269,6 +279,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
             break;
         case OPT_RESUME: o->resume = 1; break;
         case OPT_DISTRIBUTED: o->distributed = 1; break;
+        case OPT_EVALUATOR: o->evaluator = 1; break;
         case OPT_STEPS: rc = parse_count("--steps", optarg, 1, UINT64_MAX / 2, &o->steps); break;
         case OPT_SEED: rc = parse_count("--seed", optarg, 0, UINT64_MAX / 4, &o->seed); break;
         case OPT_THREADS: rc = parse_count("--threads", optarg, 1, 1024, &o->threads); break;
@@ -300,6 +311,8 @@ static int parse_options(int argc, char **argv, options_t *o) {
         return bad_argument("unexpected argument '%s'", argv[optind]);
     if (o->resume && !o->checkpoint_dir)
         return bad_argument("--resume needs --checkpoint-dir");
+    if (o->evaluator && (!o->distributed || !o->checkpoint_dir))
+        return bad_argument("--evaluator needs --distributed and --checkpoint-dir");
     if (o->lr < 0)
         o->lr = default_lr[o->activation == SES_ACTIVATION_RELU][o->optimizer];
     return 0;
@@ -710,6 +723,77 @@ static int agree_to_stop(int local) {
 }
 
 static int evaluate(ses_session_t *s, const network_t *net, const split_t *test, uint32_t *index,
+                    double *out_accuracy);
+
+static ses_monitored_t *volatile interrupted_loop;
+static volatile sig_atomic_t interrupted;
+
+#ifdef SES_WITH_MPI
+/*
+ * The evaluator (the last rank, which does not train): restores each checkpoint the chief
+ * saves in --checkpoint-dir as it appears, evaluates it on the test set and prints the
+ * accuracy, until every training rank has ended (their last checkpoint is evaluated too).
+ */
+static int run_evaluator(const options_t *o, ses_session_t *s, const network_t *net,
+                         const split_t *test) {
+    char latest[4200];
+    uint32_t *index = malloc(test->n * sizeof *index);
+    uint64_t last = 0;
+    int evaluated = 0, ended = 0;
+    double accuracy = 0;
+
+    if (!index) {
+        fprintf(stderr, PROGRAM ": evaluator: out of memory\n");
+        return 1;
+    }
+    snprintf(latest, sizeof latest, "%s/latest", o->checkpoint_dir);
+    printf("evaluator: rank %u evaluates the checkpoints in %s as they appear\n", task->rank,
+           o->checkpoint_dir);
+    fflush(stdout);
+    while (!ended && !interrupted) {
+        char *path = NULL;
+        uint64_t step = 0;
+        /* Asked before looking: the training ranks' last checkpoint is saved by then. Until
+         * the chief's first save writes "latest", the folder is not looked at (an older one's
+         * checkpoints would be evaluated, and ses_checkpoint_latest would warn). */
+        ended = ses_mpi_training_ended(mpi);
+        if (access(latest, F_OK) == 0 &&
+            ses_checkpoint_latest(o->checkpoint_dir, &path, &step) == SES_OK &&
+            (!evaluated || step != last)) {
+            double t0 = now_seconds();
+            /* A checkpoint deleted meanwhile (--keep-checkpoints) is skipped: a newer one is
+             * there. */
+            if (ses_session_restore(s, path, 0, NULL) != SES_OK) {
+                printf("evaluator: note: %s; trying again\n", ses_last_error());
+            } else if (evaluate(s, net, test, index, &accuracy)) {
+                free(path);
+                free(index);
+                return 1;
+            } else {
+                printf("evaluator: checkpoint of step %" PRIu64
+                       ": test accuracy %.4f (evaluated in %.2f s)\n",
+                       step, accuracy, now_seconds() - t0);
+                fflush(stdout);
+                last = step;
+                evaluated++;
+            }
+        }
+        free(path);
+        if (!ended && !interrupted)
+            usleep(200000);
+    }
+    if (evaluated)
+        printf("evaluator: %d checkpoints evaluated, the last of step %" PRIu64
+               ": test accuracy %.4f\n",
+               evaluated, last, accuracy);
+    else
+        printf("evaluator: training ended without a checkpoint to evaluate\n");
+    free(index);
+    return interrupted ? 130 : 0;
+}
+#endif
+
+static int evaluate(ses_session_t *s, const network_t *net, const split_t *test, uint32_t *index,
                     double *out_accuracy) {
     size_t correct = 0;
 
@@ -749,8 +833,6 @@ static int evaluate(ses_session_t *s, const network_t *net, const split_t *test,
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-static ses_monitored_t *volatile interrupted_loop;
-static volatile sig_atomic_t interrupted;
 
 /* The first Ctrl-C (or SIGTERM) ends the loop after the current step, so the saver hook writes
  * a last checkpoint; a second one ends the process at once. */
@@ -795,17 +877,30 @@ int main(int argc, char **argv) {
             fprintf(stderr, PROGRAM ": --distributed: %s\n", ses_last_error());
             return 1;
         }
-        task = ses_mpi_task(mpi);
-        if (o.batch % task->size) {
-            rc = bad_argument("--batch %" PRIu64 " does not split into %u equal parts, one per "
-                              "rank", o.batch, task->size);
+        if (o.evaluator && ses_mpi_use_last_as_evaluator(mpi) != SES_OK) {
+            rc = bad_argument("--evaluator: %s", ses_last_error());
             ses_mpi_finalize(mpi);
             return rc;
         }
-        if (!task->is_chief && !freopen("/dev/null", "w", stdout))
+        task = ses_mpi_task(mpi);
+        if (task->has_evaluator && !o.checkpoint_dir) {
+            rc = bad_argument("SESSION_EVALUATOR=1: the evaluator needs --checkpoint-dir");
+            ses_mpi_finalize(mpi);
+            return rc;
+        }
+        if (o.batch % ses_task_workers(task)) {
+            rc = bad_argument("--batch %" PRIu64 " does not split into %u equal parts, one per "
+                              "training rank", o.batch, ses_task_workers(task));
+            ses_mpi_finalize(mpi);
+            return rc;
+        }
+        /* The chief and the evaluator print; the other training ranks are quiet. */
+        if (!task->is_chief && !task->is_evaluator && !freopen("/dev/null", "w", stdout))
             return 1;
-        printf("distributed: %u ranks (MPI), %" PRIu64 " examples per rank and step\n",
-               task->size, o.batch / task->size);
+        if (task->is_chief)
+            printf("distributed: %u ranks (MPI), %" PRIu64 " examples per rank and step%s\n",
+                   ses_task_workers(task), o.batch / ses_task_workers(task),
+                   task->has_evaluator ? "; the last rank of the job evaluates checkpoints" : "");
 #else
         return bad_argument("--distributed: this build has no libsession-mpi (install "
                             "libopenmpi-dev and rebuild)");
@@ -842,6 +937,10 @@ int main(int argc, char **argv) {
     if (mpi && (ses_session_set_communicator(s, ses_mpi_communicator(mpi)) != SES_OK ||
                 ses_mpi_broadcast_variables(mpi, s) != SES_OK)) {
         fprintf(stderr, PROGRAM ": --distributed: %s\n", ses_last_error());
+        goto done;
+    }
+    if (task && task->is_evaluator) {
+        rc = run_evaluator(&o, s, &net, &test);
         goto done;
     }
 #endif
@@ -915,7 +1014,7 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     {
-        const uint64_t local = task ? o.batch / task->size : o.batch;
+        const uint64_t local = task ? o.batch / ses_task_workers(task) : o.batch;
         const int64_t x_dims[] = {(int64_t)local, PIXELS}, y_dims[] = {(int64_t)local};
         order = malloc(train.n * sizeof *order);
         test_index = malloc(test.n * sizeof *test_index);
@@ -948,7 +1047,7 @@ int main(int argc, char **argv) {
         }
         /* This rank's slice of the global batch. */
         {
-            uint64_t local = task ? o.batch / task->size : o.batch;
+            uint64_t local = task ? o.batch / ses_task_workers(task) : o.batch;
             fill_batch(&train, order + position * o.batch + (task ? task->rank : 0) * local, local,
                        ses_tensor_data(x), ses_tensor_data(y));
         }
@@ -986,6 +1085,13 @@ int main(int argc, char **argv) {
     }
     if (o.checkpoint_dir)
         printf("checkpoint: step %" PRIu64 " saved in %s\n", step, o.checkpoint_dir);
+#ifdef SES_WITH_MPI
+    /* The last checkpoint is saved: the evaluator may evaluate it and stop. */
+    if (mpi && ses_mpi_end_training(mpi) != SES_OK) {
+        fprintf(stderr, PROGRAM ": --distributed: %s\n", ses_last_error());
+        goto done;
+    }
+#endif
     if (interrupted) {
         printf("interrupted at step %" PRIu64 "\n", step);
         rc = 130;

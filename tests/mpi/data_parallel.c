@@ -7,12 +7,20 @@
  * them with the chief's. The chief then trains the same network alone, without MPI, and every
  * rank compares its parameters with the chief's distributed ones (MPI max of the difference).
  * Prints "ranks R: max difference to one process D" on the chief; exit 0 when D < 1e-5.
+ *
+ * With a checkpoint folder argument the chief saves a checkpoint after every step, and under
+ * SESSION_EVALUATOR=1 the last rank does not train: it restores each checkpoint as it appears,
+ * prints its loss on the whole batch ("evaluator: checkpoint of step K: loss L") and stops
+ * when training has ended; the chief prints the loss of its final parameters to compare.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include <session/checkpoint.h>
 #include <session/mpi.h>
 #include <session/train.h>
 
@@ -23,7 +31,7 @@
 
 typedef struct net {
     ses_graph_t *g;
-    ses_edge_t x, t;
+    ses_edge_t x, t, loss;
     ses_node_t *step;
 } net_t;
 
@@ -55,7 +63,7 @@ static ses_edge_t random_constant(ses_graph_t *g, size_t rank, const int64_t *di
 static void build(net_t *n, unsigned seed, int distributed) {
     const int64_t any_in[2] = {-1, IN}, any_out[2] = {-1, 1}, d1[2] = {IN, HIDDEN},
                   db[1] = {HIDDEN}, d2[2] = {HIDDEN, 1};
-    ses_edge_t w1, b1, w2, h, r, y, loss;
+    ses_edge_t w1, b1, w2, h, r, y;
     ses_optimizer_t opt;
 
     check(ses_graph_create(&n->g), "graph");
@@ -68,10 +76,10 @@ static void build(net_t *n, unsigned seed, int distributed) {
     check(ses_graph_op(n->g, "Add", NULL, (ses_edge_t[]){h, b1}, 2, NULL, 0, &h), "h+b");
     check(ses_graph_op(n->g, "Relu", NULL, &h, 1, NULL, 0, &r), "relu");
     check(ses_graph_op(n->g, "MatMul", NULL, (ses_edge_t[]){r, w2}, 2, NULL, 0, &y), "y");
-    check(ses_mean_squared_error(n->g, "loss", y, n->t, SES_REDUCTION_MEAN, &loss), "loss");
+    check(ses_mean_squared_error(n->g, "loss", y, n->t, SES_REDUCTION_MEAN, &n->loss), "loss");
     ses_optimizer_sgd(&opt, 0.1);
-    check((distributed ? ses_minimize_distributed : ses_minimize)(n->g, "train", loss, &opt, NULL,
-                                                                  0, &n->step),
+    check((distributed ? ses_minimize_distributed : ses_minimize)(n->g, "train", n->loss, &opt,
+                                                                  NULL, 0, &n->step),
           "minimize");
 }
 
@@ -92,17 +100,81 @@ static void batch(size_t begin, size_t end, ses_tensor_t **x, ses_tensor_t **t) 
     }
 }
 
-static void train(net_t *n, ses_session_t *s, size_t begin, size_t end) {
+/* STEPS steps on rows [begin, end); with @p dir, a checkpoint after each. */
+static void train(net_t *n, ses_session_t *s, size_t begin, size_t end, const char *dir) {
     ses_tensor_t *x, *t;
     ses_feed_t feeds[2];
 
     batch(begin, end, &x, &t);
     feeds[0] = (ses_feed_t){n->x, x};
     feeds[1] = (ses_feed_t){n->t, t};
-    for (int i = 0; i < STEPS; i++)
+    for (int i = 0; i < STEPS; i++) {
         check(ses_session_eval(s, NULL, 0, feeds, 2, &n->step, 1, NULL), "step");
+        if (dir)
+            check(ses_checkpoint_save(s, dir, (uint64_t)i + 1, 0), "checkpoint");
+    }
     ses_tensor_release(x);
     ses_tensor_release(t);
+}
+
+/* The loss of @p s's parameters on the whole global batch. */
+static double batch_loss(net_t *n, ses_session_t *s) {
+    ses_tensor_t *x, *t, *loss = NULL;
+    ses_feed_t feeds[2];
+    double value;
+
+    batch(0, GLOBAL_BATCH, &x, &t);
+    feeds[0] = (ses_feed_t){n->x, x};
+    feeds[1] = (ses_feed_t){n->t, t};
+    check(ses_session_eval(s, &n->loss, 1, feeds, 2, NULL, 0, &loss), "loss");
+    value = *(const float *)ses_tensor_data(loss);
+    ses_tensor_release(loss);
+    ses_tensor_release(x);
+    ses_tensor_release(t);
+    return value;
+}
+
+/*
+ * The evaluator: restores each new checkpoint of @p dir and prints its loss, until training
+ * has ended and its last checkpoint is evaluated. 0 when it evaluated the checkpoint of the
+ * last step.
+ */
+static int evaluate_checkpoints(ses_mpi_t *mpi, net_t *n, ses_session_t *s, const char *dir) {
+    uint64_t last = 0;
+    int evaluated = 0, ended = 0;
+    double loss = 0;
+    float probe = 1;
+
+    /* It takes no part in the training ranks' collectives. */
+    if (ses_mpi_communicator(mpi) != NULL ||
+        ses_mpi_allreduce_sum(mpi, &probe, 1, SES_F32) != SES_FAILED_PRECONDITION) {
+        fprintf(stderr, "data_parallel: the evaluator has a communicator\n");
+        return 1;
+    }
+    while (!ended) {
+        char *path = NULL, latest[4096];
+        uint64_t step = 0;
+        /* Asked before looking: a checkpoint saved before the end is in the folder then. */
+        ended = ses_mpi_training_ended(mpi);
+        /* Until the chief's first save has written "latest", ses_checkpoint_latest would
+         * fall back to scanning the folder and say so in a warning. */
+        snprintf(latest, sizeof latest, "%s/latest", dir);
+        if (access(latest, F_OK) == 0 && ses_checkpoint_latest(dir, &path, &step) == SES_OK &&
+            step > last) {
+            check(ses_session_restore(s, path, 0, NULL), path);
+            loss = batch_loss(n, s);
+            printf("evaluator: checkpoint of step %llu: loss %.9g\n", (unsigned long long)step,
+                   loss);
+            last = step;
+            evaluated++;
+        }
+        free(path);
+        if (!ended)
+            usleep(1000);
+    }
+    printf("evaluator: %d checkpoints evaluated, the last of step %llu: loss %.9g\n", evaluated,
+           (unsigned long long)last, loss);
+    return last == STEPS ? 0 : 1;
 }
 
 /* Copies variable @p name's values into @p out (at most @p n). */
@@ -127,10 +199,19 @@ int main(int argc, char **argv) {
     float mine[64], chief[64];
     double diff = 0, worst;
     int status;
+    uint32_t workers;
+    const char *dir;
 
     check(ses_mpi_init(&argc, &argv, &mpi), "ses_mpi_init");
     task = ses_mpi_task(mpi);
-    if (GLOBAL_BATCH % task->size != 0) {
+    workers = ses_task_workers(task);
+    dir = argc > 1 ? argv[1] : NULL;
+    if (task->has_evaluator && !dir) {
+        fprintf(stderr, "data_parallel: an evaluator needs a checkpoint folder argument\n");
+        ses_mpi_finalize(mpi);
+        return 2;
+    }
+    if (GLOBAL_BATCH % workers != 0) {
         fprintf(stderr, "data_parallel: run with a number of ranks that divides %d\n",
                 GLOBAL_BATCH);
         ses_mpi_finalize(mpi);
@@ -139,8 +220,15 @@ int main(int argc, char **argv) {
     /* Each rank its own seed: the broadcast at open must make them the chief's. */
     build(&dist, 1 + task->rank, 1);
     check(ses_mpi_session_open(mpi, dist.g, NULL, 0, NULL, &s), "ses_mpi_session_open");
+    if (task->is_evaluator) {
+        status = evaluate_checkpoints(mpi, &dist, s, dir);
+        ses_session_destroy(s);
+        ses_graph_release(dist.g);
+        ses_mpi_finalize(mpi);
+        return status;
+    }
     ses_task_shard_range(task, GLOBAL_BATCH, &begin, &end);
-    train(&dist, s, begin, end);
+    train(&dist, s, begin, end, task->is_chief ? dir : NULL);
     for (size_t v = 0; v < 3; v++)
         n += read_var(s, vars[v], mine + n, 64 - n);
     memcpy(chief, mine, n * sizeof *mine);
@@ -150,7 +238,7 @@ int main(int argc, char **argv) {
         /* ... and the chief compares with one process on the whole batch. */
         build(&alone, 1, 0);
         check(ses_session_open(alone.g, NULL, 0, NULL, &ref), "reference session");
-        train(&alone, ref, 0, GLOBAL_BATCH);
+        train(&alone, ref, 0, GLOBAL_BATCH, NULL);
         n = 0;
         for (size_t v = 0; v < 3; v++)
             n += read_var(ref, vars[v], chief + n, 64 - n);
@@ -159,15 +247,19 @@ int main(int argc, char **argv) {
     } else {
         /* The sum of identical parameters is size times them. */
         for (size_t i = 0; i < n; i++)
-            diff = fmax(diff, fabs((double)mine[i] * task->size - chief[i]) / task->size);
+            diff = fmax(diff, fabs((double)mine[i] * workers - chief[i]) / workers);
     }
     worst = diff;
     check(ses_mpi_allreduce_sum(mpi, &worst, 1, SES_F64), "max"); /* a sum bounds the max */
     if (task->is_chief)
         printf("ranks %u: shards of %zu, max difference to one process %.3g%s; launcher %s\n",
-               task->size, end - begin, worst, worst < 1e-5 ? "" : " (too large)",
+               workers, end - begin, worst, worst < 1e-5 ? "" : " (too large)",
                task->launcher);
     status = worst < 1e-5 && !ses_mpi_any(mpi, 0) ? 0 : 1;
+    if (task->is_chief && dir)
+        printf("chief: the parameters of step %d: loss %.9g\n", STEPS, batch_loss(&dist, s));
+    fflush(stdout);
+    check(ses_mpi_end_training(mpi), "ses_mpi_end_training");
     ses_session_destroy(ref);
     ses_session_destroy(s);
     ses_graph_release(dist.g);

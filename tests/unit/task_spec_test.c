@@ -16,7 +16,7 @@ static const char *const all_vars[] = {
     "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
     "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
     "SLURM_TASKS_PER_NODE", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID", "SLURM_NNODES",
-    "SESSION_SHARD_INDEX", "SESSION_SHARD_COUNT"};
+    "SESSION_SHARD_INDEX", "SESSION_SHARD_COUNT", "SESSION_EVALUATOR"};
 
 /* Reads the environment expecting SES_INVALID_ARGUMENT with @p text in the message; prints
  * the message when it is not. */
@@ -106,7 +106,8 @@ static void bad_values_are_named(void **state) {
     assert_non_null(strstr(ses_last_error(), "OMPI_COMM_WORLD_RANK is \"two\", not a number"));
     setenv("OMPI_COMM_WORLD_RANK", "4", 1);
     assert_int_equal(ses_task_spec_from_env(&s), SES_INVALID_ARGUMENT);
-    assert_non_null(strstr(ses_last_error(), "OMPI_COMM_WORLD_RANK=4 is not below OMPI_COMM_WORLD_SIZE=4"));
+    assert_non_null(
+        strstr(ses_last_error(), "OMPI_COMM_WORLD_RANK=4 is not below OMPI_COMM_WORLD_SIZE=4"));
     unsetenv("OMPI_COMM_WORLD_SIZE");
     setenv("OMPI_COMM_WORLD_RANK", "1", 1);
     assert_int_equal(ses_task_spec_from_env(&s), SES_INVALID_ARGUMENT);
@@ -247,6 +248,122 @@ static void inconsistent_values_name_their_variables(void **state) {
                    "launcher))");
 }
 
+/* TensorLayer's use_last_worker_as_evaluator: the last task evaluates, the rest train. */
+static void the_last_task_can_be_set_aside_as_evaluator(void **state) {
+    ses_task_spec_t s;
+
+    (void)state;
+    ses_task_spec_init(&s);
+    assert_false(s.has_evaluator);
+    assert_false(s.is_evaluator);
+    assert_int_equal(ses_task_workers(&s), 1);
+    assert_int_equal(ses_task_spec_use_last_as_evaluator(&s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "at least 2 tasks"));
+    s.size = s.shard_count = 4;
+    s.rank = s.shard_index = 3;
+    assert_int_equal(ses_task_spec_use_last_as_evaluator(&s), SES_OK);
+    assert_true(s.has_evaluator);
+    assert_true(s.is_evaluator);
+    assert_int_equal(ses_task_workers(&s), 3);
+    assert_int_equal(s.shard_index, 0); /* the evaluator reads everything */
+    assert_int_equal(s.shard_count, 1);
+    assert_int_equal(ses_task_spec_check(&s), SES_OK);
+    assert_int_equal(ses_task_spec_use_last_as_evaluator(&s), SES_OK); /* twice is once */
+    assert_int_equal(ses_task_workers(&s), 3);
+    assert_int_equal(s.shard_count, 1);
+    ses_task_spec_init(&s);
+    s.size = s.shard_count = 4;
+    s.rank = s.shard_index = 1;
+    assert_int_equal(ses_task_spec_use_last_as_evaluator(&s), SES_OK);
+    assert_false(s.is_evaluator);
+    assert_int_equal(s.shard_index, 1); /* the training tasks share the data */
+    assert_int_equal(s.shard_count, 3);
+    /* An override is left alone. */
+    ses_task_spec_init(&s);
+    s.size = 4;
+    s.rank = 1;
+    s.shard_index = 0;
+    s.shard_count = 1;
+    assert_int_equal(ses_task_spec_use_last_as_evaluator(&s), SES_OK);
+    assert_int_equal(s.shard_count, 1);
+    /* An explicit spec must be consistent. */
+    s.is_evaluator = 1;
+    assert_int_equal(ses_task_spec_check(&s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "is_evaluator is 1 on rank 1 of 4"));
+    assert_int_equal(ses_task_workers(NULL), 1);
+    assert_int_equal(ses_task_spec_use_last_as_evaluator(NULL), SES_INVALID_ARGUMENT);
+}
+
+static void session_evaluator_turns_it_on_from_the_environment(void **state) {
+    ses_task_spec_t s;
+
+    (void)state;
+    setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+    setenv("SESSION_EVALUATOR", "1", 1);
+    assert_int_equal(ses_task_spec_from_env(&s), SES_OK);
+    assert_true(s.is_evaluator);
+    assert_false(s.is_chief);
+    assert_int_equal(ses_task_workers(&s), 3);
+    setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+    assert_int_equal(ses_task_spec_from_env(&s), SES_OK);
+    assert_true(s.has_evaluator);
+    assert_false(s.is_evaluator);
+    assert_true(s.is_chief);
+    assert_int_equal(s.shard_index, 0);
+    assert_int_equal(s.shard_count, 3);
+    setenv("SESSION_SHARD_INDEX", "3", 1);
+    expect_refused("SESSION_SHARD_INDEX=3 is not below the shard count 3 (OMPI_COMM_WORLD_SIZE=4, "
+                   "less SESSION_EVALUATOR's task)");
+    unsetenv("SESSION_SHARD_INDEX");
+    setenv("SESSION_EVALUATOR", "0", 1);
+    assert_int_equal(ses_task_spec_from_env(&s), SES_OK);
+    assert_false(s.has_evaluator);
+    assert_int_equal(ses_task_workers(&s), 4);
+    setenv("SESSION_EVALUATOR", "yes", 1);
+    expect_refused("SESSION_EVALUATOR is \"yes\", not 0 or 1");
+    clear_env(NULL);
+    setenv("SESSION_EVALUATOR", "1", 1);
+    expect_refused("SESSION_EVALUATOR=1 needs at least 2 tasks (one trains, the last evaluates), "
+                   "and the size 1 (no launcher)");
+}
+
+/* ses_mpi_init's path: rank and size from elsewhere, the process's own settings on top. */
+static void apply_env_reads_the_settings_onto_a_given_spec(void **state) {
+    ses_task_spec_t s;
+
+    (void)state;
+    ses_task_spec_init(&s);
+    s.launcher = "mpi";
+    s.rank = 2;
+    s.size = 3;
+    setenv("SESSION_EVALUATOR", "1", 1);
+    assert_int_equal(ses_task_spec_apply_env(&s), SES_OK);
+    assert_true(s.is_evaluator);
+    assert_false(s.is_chief);
+    setenv("SESSION_SHARD_COUNT", "two", 1);
+    assert_int_equal(ses_task_spec_apply_env(&s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "SESSION_SHARD_COUNT is \"two\""));
+    setenv("SESSION_SHARD_COUNT", "2", 1);
+    setenv("SESSION_SHARD_INDEX", "2", 1);
+    assert_int_equal(ses_task_spec_apply_env(&s), SES_INVALID_ARGUMENT);
+    assert_non_null(
+        strstr(ses_last_error(), "SESSION_SHARD_INDEX=2 is not below SESSION_SHARD_COUNT=2"));
+    s.rank = 3;
+    assert_int_equal(ses_task_spec_apply_env(&s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "the rank 3 (mpi) is not below the size 3 (mpi)"));
+    assert_int_equal(ses_task_spec_apply_env(NULL), SES_INVALID_ARGUMENT);
+    /* An evaluator the program set stays without the variable. */
+    clear_env(NULL);
+    ses_task_spec_init(&s);
+    s.rank = 0;
+    s.size = s.shard_count = 3;
+    assert_int_equal(ses_task_spec_use_last_as_evaluator(&s), SES_OK);
+    assert_int_equal(ses_task_spec_apply_env(&s), SES_OK);
+    assert_true(s.has_evaluator);
+    assert_int_equal(s.shard_count, 2);
+}
+
 static void shards_cover_every_example_once(void **state) {
     ses_task_spec_t s;
 
@@ -293,6 +410,9 @@ int main(void) {
         cmocka_unit_test_setup(slurm_nodes_alone_give_the_even_split, clear_env),
         cmocka_unit_test_setup(slurm_malformed_task_lists_are_named, clear_env),
         cmocka_unit_test_setup(inconsistent_values_name_their_variables, clear_env),
+        cmocka_unit_test_setup(the_last_task_can_be_set_aside_as_evaluator, clear_env),
+        cmocka_unit_test_setup(session_evaluator_turns_it_on_from_the_environment, clear_env),
+        cmocka_unit_test_setup(apply_env_reads_the_settings_onto_a_given_spec, clear_env),
         cmocka_unit_test_setup(shards_cover_every_example_once, clear_env),
         cmocka_unit_test_setup(the_default_device_is_cpu_without_gpus, clear_env),
     };

@@ -252,6 +252,8 @@ int ses_mpi_worker_main(int argc, char **argv) {
     uint32_t status;
     int rc = MPI_SUCCESS, exit_now = 0;
 
+    /* Workers inherit the program's environment; the program's evaluator is not theirs. */
+    unsetenv("SESSION_EVALUATOR");
     if ((st = ses_mpi_init(&argc, &argv, &mpi)) != SES_OK) {
         fprintf(stderr, "session-worker: %s\n", ses_last_error());
         return 1;

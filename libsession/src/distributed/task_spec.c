@@ -33,7 +33,43 @@ ses_status_t ses_task_spec_check(const ses_task_spec_t *s) {
         return ses__fail(SES_INVALID_ARGUMENT,
                          "task spec: shard index %u is not below the shard count %u",
                          s->shard_index, s->shard_count);
+    if (s->has_evaluator && s->size < 2)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "task spec: an evaluator needs at least 2 tasks (one trains, the last "
+                         "evaluates); the size is %u", s->size);
+    if (!s->is_evaluator != !(s->has_evaluator && s->rank == s->size - 1))
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "task spec: is_evaluator is %d on rank %u of %u%s; only the last rank "
+                         "of a job with an evaluator is it",
+                         s->is_evaluator, s->rank, s->size,
+                         s->has_evaluator ? " with an evaluator" : " without an evaluator");
     return SES_OK;
+}
+
+ses_status_t ses_task_spec_use_last_as_evaluator(ses_task_spec_t *s) {
+    if (!s || s->struct_size < sizeof *s)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_task_spec_use_last_as_evaluator: NULL or not "
+                         "initialized (ses_task_spec_init)");
+    if (s->size < 2)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "task spec: an evaluator needs at least 2 tasks (one trains, the last "
+                         "evaluates); the size is %u", s->size);
+    if (s->has_evaluator)
+        return SES_OK;
+    s->has_evaluator = 1;
+    s->is_evaluator = s->rank == s->size - 1;
+    /* Default shards are spread over the training tasks; the evaluator reads everything. */
+    if (s->shard_index == s->rank && s->shard_count == s->size) {
+        s->shard_index = s->is_evaluator ? 0 : s->rank;
+        s->shard_count = s->is_evaluator ? 1 : s->size - 1;
+    }
+    return SES_OK;
+}
+
+uint32_t ses_task_workers(const ses_task_spec_t *s) {
+    if (!s || !s->size)
+        return 1;
+    return s->has_evaluator && s->size > 1 ? s->size - 1 : s->size;
 }
 
 /* The largest count a variable may hold: ranks and sizes are uint32_t, and int in MPI. */
@@ -221,10 +257,62 @@ static ses_status_t check_below(const origins_t *o, uint32_t a_value, int a, uin
                      o->text[b]);
 }
 
+/*
+ * SESSION_SHARD_INDEX, SESSION_SHARD_COUNT and SESSION_EVALUATOR on a spec whose rank, size and
+ * local values are set (@p o says where they came from), then the checks, naming variables.
+ */
+static ses_status_t apply_env(ses_task_spec_t *spec, origins_t *o) {
+    const char *evaluator = getenv("SESSION_EVALUATOR");
+    int found_index, found_count, had_evaluator = spec->has_evaluator;
+    ses_status_t st;
+
+    spec->shard_index = spec->rank;
+    spec->shard_count = spec->size;
+    spec->has_evaluator = spec->is_evaluator = 0;
+    spec->is_chief = spec->rank == 0;
+    if ((st = check_below(o, spec->rank, RANK, spec->size, SIZE)) != SES_OK ||
+        (st = check_below(o, spec->local_rank, LOCAL_RANK, spec->local_size, LOCAL_SIZE)) !=
+            SES_OK)
+        return st;
+    snprintf(o->text[SHARD_INDEX], sizeof o->text[SHARD_INDEX], "the shard index %u (%.320s)",
+             spec->rank, o->text[RANK]);
+    snprintf(o->text[SHARD_COUNT], sizeof o->text[SHARD_COUNT], "the shard count %u (%.320s)",
+             spec->size, o->text[SIZE]);
+    if (evaluator && strcmp(evaluator, "0") != 0 && strcmp(evaluator, "1") != 0)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "task spec: SESSION_EVALUATOR is \"%s\", not 0 or 1", evaluator);
+    /* An evaluator the program chose stays; the variable can add one, not take it away. */
+    if (had_evaluator || (evaluator && strcmp(evaluator, "1") == 0)) {
+        if (spec->size < 2 && !had_evaluator)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "task spec: SESSION_EVALUATOR=1 needs at least 2 tasks (one trains, "
+                             "the last evaluates), and %s", o->text[SIZE]);
+        if ((st = ses_task_spec_use_last_as_evaluator(spec)) != SES_OK)
+            return st;
+        snprintf(o->text[SHARD_INDEX], sizeof o->text[SHARD_INDEX],
+                 "the shard index %u (%.320s%s)", spec->shard_index, o->text[RANK],
+                 spec->is_evaluator ? ", the evaluator's" : "");
+        snprintf(o->text[SHARD_COUNT], sizeof o->text[SHARD_COUNT],
+                 "the shard count %u (%.320s, %s)", spec->shard_count, o->text[SIZE],
+                 spec->is_evaluator ? "the evaluator's" : "less SESSION_EVALUATOR's task");
+    }
+    if (read_number("SESSION_SHARD_INDEX", &spec->shard_index, &found_index) != 0 ||
+        read_number("SESSION_SHARD_COUNT", &spec->shard_count, &found_count) != 0)
+        return SES_INVALID_ARGUMENT;
+    if (found_index)
+        snprintf(o->text[SHARD_INDEX], sizeof o->text[SHARD_INDEX], "SESSION_SHARD_INDEX=%u",
+                 spec->shard_index);
+    if (found_count)
+        snprintf(o->text[SHARD_COUNT], sizeof o->text[SHARD_COUNT], "SESSION_SHARD_COUNT=%u",
+                 spec->shard_count);
+    if ((st = check_below(o, spec->shard_index, SHARD_INDEX, spec->shard_count, SHARD_COUNT)) !=
+        SES_OK)
+        return st;
+    return ses_task_spec_check(spec);
+}
+
 ses_status_t ses_task_spec_from_env(ses_task_spec_t *spec) {
     origins_t o;
-    int found;
-    ses_status_t st;
 
     if (!spec)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_task_spec_from_env: spec is NULL");
@@ -270,30 +358,22 @@ ses_status_t ses_task_spec_from_env(ses_task_spec_t *spec) {
         spec->launcher = L->name;
         break;
     }
-    spec->shard_index = spec->rank;
-    spec->shard_count = spec->size;
-    snprintf(o.text[SHARD_INDEX], sizeof o.text[SHARD_INDEX], "the shard index %u (%.320s)",
-             spec->rank, o.text[RANK]);
-    snprintf(o.text[SHARD_COUNT], sizeof o.text[SHARD_COUNT], "the shard count %u (%.320s)",
-             spec->size, o.text[SIZE]);
-    if (read_number("SESSION_SHARD_INDEX", &spec->shard_index, &found) != 0)
-        return SES_INVALID_ARGUMENT;
-    if (found)
-        snprintf(o.text[SHARD_INDEX], sizeof o.text[SHARD_INDEX], "SESSION_SHARD_INDEX=%u",
-                 spec->shard_index);
-    if (read_number("SESSION_SHARD_COUNT", &spec->shard_count, &found) != 0)
-        return SES_INVALID_ARGUMENT;
-    if (found)
-        snprintf(o.text[SHARD_COUNT], sizeof o.text[SHARD_COUNT], "SESSION_SHARD_COUNT=%u",
-                 spec->shard_count);
-    spec->is_chief = spec->rank == 0;
-    if ((st = check_below(&o, spec->rank, RANK, spec->size, SIZE)) != SES_OK ||
-        (st = check_below(&o, spec->local_rank, LOCAL_RANK, spec->local_size, LOCAL_SIZE)) !=
-            SES_OK ||
-        (st = check_below(&o, spec->shard_index, SHARD_INDEX, spec->shard_count, SHARD_COUNT)) !=
-            SES_OK)
-        return st;
-    return ses_task_spec_check(spec);
+    return apply_env(spec, &o);
+}
+
+ses_status_t ses_task_spec_apply_env(ses_task_spec_t *spec) {
+    origins_t o;
+
+    if (!spec || spec->struct_size < sizeof *spec)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_task_spec_apply_env: NULL or not initialized "
+                         "(ses_task_spec_init)");
+    snprintf(o.text[RANK], sizeof o.text[RANK], "the rank %u (%s)", spec->rank, spec->launcher);
+    snprintf(o.text[SIZE], sizeof o.text[SIZE], "the size %u (%s)", spec->size, spec->launcher);
+    snprintf(o.text[LOCAL_RANK], sizeof o.text[LOCAL_RANK], "the local rank %u (%s)",
+             spec->local_rank, spec->launcher);
+    snprintf(o.text[LOCAL_SIZE], sizeof o.text[LOCAL_SIZE], "the local size %u (%s)",
+             spec->local_size, spec->launcher);
+    return apply_env(spec, &o);
 }
 
 ses_status_t ses_task_default_device(const ses_task_spec_t *spec, ses_registry_t *registry,
