@@ -145,7 +145,10 @@ static ses_status_t open_device(ses_session_t *s, const ses_device_t *device) {
                          ses_device_name(device), d->kernel_stride,
                          SES_DRV_SIZEOF_1_0(ses_drv_kernel_t, compute));
     }
-    d->host_visible = (ses_device_caps(device) & SES_DEVICE_CAP_HOST_VISIBLE) && api->map;
+    /* DRV-16, DRV-41: map is called only on a device that promises it (CAP_MAP); host-visible
+     * says the map costs no copy. */
+    d->host_visible = (ses_device_caps(device) & SES_DEVICE_CAP_HOST_VISIBLE) &&
+                      (ses_device_caps(device) & SES_DEVICE_CAP_MAP) && api->map && api->unmap;
     d->can_import = (ses_device_caps(device) & SES_DEVICE_CAP_HOST_IMPORT) && api->import_host_ptr;
     d->streams = (ses_device_caps(device) & SES_DEVICE_CAP_STREAMS) && api->stream_create &&
                  api->stream_destroy && api->stream_synchronize;

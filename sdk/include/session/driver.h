@@ -13,7 +13,11 @@
  *     start; the reader of a struct never touches bytes past the writer's `struct_size`;
  *   - only fixed-width integers, pointers and `double`; no bool, no enum-typed fields, no
  *     bitfields; constants are #defines;
- *   - a NULL function pointer means "optional and not implemented": the host degrades;
+ *   - a NULL function pointer means "optional and not implemented": the host degrades; an
+ *     optional entry tied to a capability bit is called on a device only when that device sets
+ *     the bit, and refuses with SES_DRV_UNIMPLEMENTED if called on one that does not;
+ *   - flags that describe (caps, mem_kinds, info and kernel flags): readers ignore unknown bits;
+ *     flags that ask (map_flags): the callee refuses unknown bits (SES_DRV_INVALID_ARGUMENT);
  *   - strings are UTF-8 and NUL-terminated; each field says how long it stays valid;
  *   - arrays are passed "count then fill".
  *
@@ -107,8 +111,8 @@ typedef struct ses_drv_graph ses_drv_graph_t;       /* recorded work, replayed (
 #define SES_DRV_DEVICE_ACCEL 3
 
 /* Device capability flags (ses_drv_device_desc_t.caps). */
-#define SES_DRV_CAP_HOST_VISIBLE (UINT64_C(1) << 0)  /* buffers live in host memory: map is
-                                                        implemented and costs no copy */
+#define SES_DRV_CAP_HOST_VISIBLE (UINT64_C(1) << 0)  /* buffers live in host memory: map costs
+                                                        no copy; only with SES_DRV_CAP_MAP */
 #define SES_DRV_CAP_STREAMS (UINT64_C(1) << 1)       /* stream entries are implemented */
 #define SES_DRV_CAP_EVENTS (UINT64_C(1) << 2)        /* event entries are implemented */
 #define SES_DRV_CAP_ASYNC_COPY (UINT64_C(1) << 3)    /* copies accept a stream */
@@ -117,7 +121,9 @@ typedef struct ses_drv_graph ses_drv_graph_t;       /* recorded work, replayed (
 #define SES_DRV_CAP_F16 (UINT64_C(1) << 6)           /* has f16 arithmetic */
 #define SES_DRV_CAP_BF16 (UINT64_C(1) << 7)          /* has bf16 arithmetic */
 #define SES_DRV_CAP_F64 (UINT64_C(1) << 8)           /* has f64 arithmetic */
-#define SES_DRV_CAP_CONCURRENT (UINT64_C(1) << 9)    /* kernels of one device may run at once */
+#define SES_DRV_CAP_CONCURRENT (UINT64_C(1) << 9)    /* kernels of one device may run at once;
+                                                        describes only: compute's thread-safety
+                                                        is the same with or without it */
 #define SES_DRV_CAP_GRAPHS (UINT64_C(1) << 10)       /* ABI 1.1: capture_begin, capture_end,
                                                         graph_launch, graph_destroy */
 
@@ -126,7 +132,7 @@ typedef struct ses_drv_graph ses_drv_graph_t;       /* recorded work, replayed (
 #define SES_DRV_MEM_HOST_PINNED 1 /* host memory the device reaches directly (staging) */
 #define SES_DRV_MEM_SHARED 2      /* memory both sides address (unified/managed) */
 
-/* Map flags. */
+/* Map flags: they ask, so map refuses any other bit with SES_DRV_INVALID_ARGUMENT. */
 #define SES_DRV_MAP_READ 1u
 #define SES_DRV_MAP_WRITE 2u
 
@@ -238,7 +244,9 @@ typedef struct ses_drv_device_desc {
     uint32_t kind;          /* SES_DRV_DEVICE_* */
     uint32_t ordinal;       /* index within this driver: 0, 1, ... in enumeration order */
     const char *stable_id;  /* same physical device → same id across drivers and boots:
-                               "pci:0000:65:00.0", "uuid:GPU-…", "host"; "" if unknown */
+                               "pci:0000:65:00.0", "uuid:GPU-…", "host", "<vendor>:<id>" with
+                               an id that is not a bare number (never a device name such as
+                               "acme:0"); "" if unknown */
     const char *name;       /* human-readable model: "NVIDIA H100 80GB HBM3" */
     uint64_t memory_bytes;  /* total memory usable by the device; 0 if unknown */
     uint64_t memory_free;   /* free at enumeration; 0 if unknown */
@@ -299,9 +307,11 @@ typedef struct ses_drv_launch {
     /* ABI 1.0 */
     const ses_drv_node_t *node;             /* op, shapes of this run, attributes */
     ses_drv_stream_t *stream;               /* NULL: complete the work before returning */
-    ses_drv_buffer_t *const *inputs;        /* node->n_inputs buffers; an optional input is NULL */
+    ses_drv_buffer_t *const *inputs;        /* node->n_inputs buffers, none NULL; an absent
+                                               optional input is not passed at all */
     const uint64_t *input_offsets;          /* byte offset of each input in its buffer */
-    ses_drv_buffer_t *const *outputs;       /* node->n_outputs buffers */
+    ses_drv_buffer_t *const *outputs;       /* node->n_outputs buffers, none NULL; they never
+                                               overlap an input or each other */
     const uint64_t *output_offsets;         /* byte offset of each output in its buffer */
 } ses_drv_launch_t;
 
@@ -358,6 +368,9 @@ typedef struct ses_drv_api {
     /**
      * Required. Opens one driver instance: loads the vendor runtime, finds devices. @p host and
      * @p ctx stay valid until close returns. The host may open one library several times.
+     * A @p host shorter than SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort) is refused with
+     * SES_DRV_INVALID_ARGUMENT: with a message through host->error when the table holds it,
+     * otherwise without calling the host.
      * Returns SES_DRV_UNAVAILABLE with a message saying why when the driver cannot offer any
      * device on this machine (vendor runtime missing, no hardware): the host reports that as
      * "no devices: <message>", not as a broken driver. Thread-safe.
@@ -405,7 +418,10 @@ typedef struct ses_drv_api {
     void (*free)(ses_drv_device_t *device, ses_drv_buffer_t *buffer);
     /**
      * Optional (SES_DRV_CAP_MAP). Makes [offset, offset+bytes) of @p buffer host-addressable.
-     * The pointer stays valid until unmap. Externally synchronized per buffer.
+     * The pointer stays valid until unmap. @p map_flags is SES_DRV_MAP_READ and/or
+     * SES_DRV_MAP_WRITE; another bit is refused with SES_DRV_INVALID_ARGUMENT. On a device
+     * without SES_DRV_CAP_MAP it returns SES_DRV_UNIMPLEMENTED. Externally synchronized per
+     * buffer.
      */
     int32_t (*map)(ses_drv_device_t *device, ses_drv_buffer_t *buffer, uint64_t offset,
                    uint64_t bytes, uint32_t map_flags, void **out_host_ptr);
@@ -424,6 +440,9 @@ typedef struct ses_drv_api {
      * Required. With @p stream NULL a copy is complete when it returns. With a stream
      * (SES_DRV_CAP_ASYNC_COPY) it is enqueued, and the host keeps host memory alive and untouched
      * until the stream is synchronized. Thread-safe across different buffers.
+     * [offset, offset + bytes) must lie inside the buffer's allocated size, else
+     * SES_DRV_INVALID_ARGUMENT; 0 bytes at offset <= size succeed and do nothing, with the host
+     * pointer allowed to be NULL; 0 bytes at offset > size are refused.
      */
     int32_t (*copy_h2d)(ses_drv_device_t *device, ses_drv_stream_t *stream, const void *src,
                         ses_drv_buffer_t *dst, uint64_t dst_offset, uint64_t bytes);
@@ -492,8 +511,11 @@ typedef struct ses_drv_api {
  *
  * The driver answers SES_DRV_OK after setting chosen_minor and api, or SES_DRV_INCOMPATIBLE when
  * abi_major differs from its own or the host's minor range [host_minor_min, host_minor_max] and
- * its own do not overlap. It sets driver_abi_major and driver_minor_max in every case, so the
- * host can name both sides. Compare minors through variables: with a minor of 0, `x < 0` on a
+ * its own do not overlap. Its checks come in this order (DRV-6): struct_size below the frozen
+ * prefix (through driver_minor_max): SES_DRV_INVALID_ARGUMENT, nothing written; then it sets
+ * driver_abi_major and driver_minor_max, so the host can name both sides; another abi_major:
+ * SES_DRV_INCOMPATIBLE, whatever the size; struct_size below the 1.0 size:
+ * SES_DRV_INVALID_ARGUMENT. Those three answers carry no message and call no host entry. Compare minors through variables: with a minor of 0, `x < 0` on a
  * uint32_t trips -Wtype-limits.
  * Negotiation does no work beyond that: no vendor runtime is loaded until open.
  */
