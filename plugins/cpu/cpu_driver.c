@@ -587,11 +587,16 @@ static int32_t cpu_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream, 
         return SES_DRV_INVALID_ARGUMENT;
     if ((st = cpu__no_stream(device, "copy_h2d", stream)) != SES_DRV_OK)
         return st;
-    if (!src || !d)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_h2d: %s is NULL",
-                                !src ? "src" : "dst");
+    if (!d)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_h2d: dst is NULL");
     if ((st = cpu__check_range(device, "copy_h2d: dst", d, dst_offset, bytes)) != SES_DRV_OK)
         return st;
+    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, src NULL or not. */
+    if (bytes == 0)
+        return SES_DRV_OK;
+    if (!src)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "copy_h2d: src is NULL for %" PRIu64 " bytes", bytes);
     /* memmove: the source may be a mapped pointer into this very buffer. */
     memmove((unsigned char *)d->data + dst_offset, src, (size_t)bytes);
     return SES_DRV_OK;
@@ -606,11 +611,16 @@ static int32_t cpu_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
         return SES_DRV_INVALID_ARGUMENT;
     if ((st = cpu__no_stream(device, "copy_d2h", stream)) != SES_DRV_OK)
         return st;
-    if (!s || !dst)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_d2h: %s is NULL",
-                                !s ? "src" : "dst");
+    if (!s)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_d2h: src is NULL");
     if ((st = cpu__check_range(device, "copy_d2h: src", s, src_offset, bytes)) != SES_DRV_OK)
         return st;
+    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, dst NULL or not. */
+    if (bytes == 0)
+        return SES_DRV_OK;
+    if (!dst)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "copy_d2h: dst is NULL for %" PRIu64 " bytes", bytes);
     memmove(dst, (const unsigned char *)s->data + src_offset, (size_t)bytes);
     return SES_DRV_OK;
 }
@@ -633,6 +643,8 @@ static int32_t cpu_copy_d2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
         return st;
     if ((st = cpu__check_range(device, "copy_d2d: dst", d, dst_offset, bytes)) != SES_DRV_OK)
         return st;
+    if (bytes == 0)
+        return SES_DRV_OK;
     /* memmove: src and dst may be overlapping ranges of one buffer. */
     memmove((unsigned char *)d->data + dst_offset, (const unsigned char *)s->data + src_offset,
             (size_t)bytes);
@@ -675,25 +687,28 @@ static uint32_t cpu__min_u32(uint32_t a, uint32_t b) {
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args);
 
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
-    if (!args)
+    /* DRV-6: too small even for the frozen prefix, so there is nothing to say and nobody to
+     * say it to. */
+    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
         return SES_DRV_INVALID_ARGUMENT;
-    /* Too small to hold the host table pointer either, so there is nobody to tell why. */
+
+    /* Set in every case, so the host can name both sides of a mismatch. */
+    args->driver_abi_major = SES_DRV_ABI_MAJOR;
+    args->driver_minor_max = SES_DRV_ABI_MINOR;
+
+    /* Another major may lay out the rest of the struct and the host table differently: touch
+     * nothing of them (DRV-7). The host names both majors from driver_abi_major. */
+    if (args->abi_major != SES_DRV_ABI_MAJOR)
+        return SES_DRV_INCOMPATIBLE;
+    /* This major, but too short for its 1.0 fields: no message, the host table unread. */
     if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
         return SES_DRV_INVALID_ARGUMENT;
 
     const ses_drv_host_t *host = args->host;
     ses_drv_host_ctx_t *ctx = args->host_ctx;
 
-    /* Set in every case, so the host can name both sides of a mismatch. */
-    args->driver_abi_major = SES_DRV_ABI_MAJOR;
-    args->driver_minor_max = SES_DRV_ABI_MINOR;
     args->chosen_minor = 0;
     args->api = NULL;
-
-    /* Another major may lay out the host table differently: touch nothing of it. The host names
-     * both majors from driver_abi_major. */
-    if (args->abi_major != SES_DRV_ABI_MAJOR)
-        return SES_DRV_INCOMPATIBLE;
     if (args->host_minor_min > args->host_minor_max)
         return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
                          "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,

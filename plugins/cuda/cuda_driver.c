@@ -574,6 +574,9 @@ static int32_t cuda_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
         return SES_DRV_INVALID_ARGUMENT;
     if ((st = cuda_check_range(device, "copy_h2d: dst", dst, dst_offset, bytes)) != SES_DRV_OK)
         return st;
+    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, src NULL or not. */
+    if (bytes == 0)
+        return SES_DRV_OK;
     if (!src)
         return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "copy_h2d: src is NULL");
     return cuda_copy(device, stream, "copy_h2d", (char *)dst->ptr + dst_offset, src, bytes);
@@ -588,6 +591,9 @@ static int32_t cuda_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
         return SES_DRV_INVALID_ARGUMENT;
     if ((st = cuda_check_range(device, "copy_d2h: src", src, src_offset, bytes)) != SES_DRV_OK)
         return st;
+    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, dst NULL or not. */
+    if (bytes == 0)
+        return SES_DRV_OK;
     if (!dst)
         return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "copy_d2h: dst is NULL");
     return cuda_copy(device, stream, "copy_d2h", dst, (const char *)src->ptr + src_offset, bytes);
@@ -852,14 +858,19 @@ static const uint32_t cuda_minor_min = 0;
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
     const uint32_t minor_max = SES_DRV_ABI_MINOR;
 
-    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
+    /* DRV-6: too small even for the frozen prefix: nothing to say, nobody to say it to. */
+    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
         return SES_DRV_INVALID_ARGUMENT;
     args->driver_abi_major = SES_DRV_ABI_MAJOR;
     args->driver_minor_max = minor_max;
-    args->chosen_minor = 0;
-    args->api = NULL;
+    /* DRV-7: another major lays out the rest differently; answer before checking its size. */
     if (args->abi_major != SES_DRV_ABI_MAJOR)
         return SES_DRV_INCOMPATIBLE;
+    /* This major, too short for its 1.0 fields: no message, the host table is not read. */
+    if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
+        return SES_DRV_INVALID_ARGUMENT;
+    args->chosen_minor = 0;
+    args->api = NULL;
     if (args->host_minor_min > args->host_minor_max)
         return cuda__fail(args->host, args->host_ctx, SES_DRV_INVALID_ARGUMENT,
                           "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,

@@ -765,14 +765,19 @@ static const uint32_t xrt_minor_min = 0;
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
     const uint32_t minor_max = SES_DRV_ABI_MINOR;
 
-    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
+    /* DRV-6: too small even for the frozen prefix: nothing to say, nobody to say it to. */
+    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
         return SES_DRV_INVALID_ARGUMENT;
     args->driver_abi_major = SES_DRV_ABI_MAJOR;
     args->driver_minor_max = minor_max;
-    args->chosen_minor = 0;
-    args->api = NULL;
+    /* DRV-7: another major lays out the rest differently; answer before checking its size. */
     if (args->abi_major != SES_DRV_ABI_MAJOR)
         return SES_DRV_INCOMPATIBLE;
+    /* This major, too short for its 1.0 fields: no message, the host table is not read. */
+    if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
+        return SES_DRV_INVALID_ARGUMENT;
+    args->chosen_minor = 0;
+    args->api = NULL;
     if (args->host_minor_min > args->host_minor_max)
         return xrt__fail(args->host, args->host_ctx, SES_DRV_INVALID_ARGUMENT,
                          "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,

@@ -26,6 +26,7 @@ typedef struct abi {
     ses_drv_device_desc_t *descs;
     uint32_t n_devices;
     uint32_t minor; /* negotiated with this host's range */
+    uint32_t driver_minor_max; /* the newest minor the driver speaks */
 } abi_t;
 
 /* Whether the table has the ABI 1.1 graph entries (negotiated minor and struct_size). */
@@ -118,6 +119,112 @@ static void negotiate_args(abi_t *a, ses_drv_negotiate_t *n, uint32_t major, uin
     n->host_ctx = &a->ctx;
 }
 
+/* Whether bytes [from, to) of @p p all still hold the 0xA5 the check filled them with. */
+static int untouched(const void *p, size_t from, size_t to) {
+    const unsigned char *b = p;
+    for (size_t i = from; i < to; i++)
+        if (b[i] != 0xA5)
+            return 0;
+    return 1;
+}
+
+/*
+ * DRV-6, DRV-7, DRV-11: the order of the negotiation checks. A struct too short for the frozen
+ * prefix gets INVALID_ARGUMENT and nothing written; with the prefix, the driver says who it is;
+ * another major then gets INCOMPATIBLE even when the struct is shorter than this major's 1.0
+ * size (another major's struct need only hold the prefix); this major with a struct shorter
+ * than 1.0 gets INVALID_ARGUMENT. None of these calls the host or writes past struct_size.
+ */
+static void check_negotiation_sizes(abi_t *a, uint32_t driver_max) {
+    const size_t prefix = SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max);
+    const size_t full = SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api);
+    const char *group = "abi";
+    ses_drv_negotiate_t n;
+    int32_t code;
+
+    /* Another major, the prefix only. */
+    memset(&n, 0xA5, sizeof n);
+    n.struct_size = (uint32_t)prefix;
+    n.reserved = 0;
+    n.next = NULL;
+    n.abi_major = SES_DRV_ABI_MAJOR + 1;
+    n.host_minor_min = 0;
+    n.host_minor_max = 0;
+    n.host = &ses_conf_host;
+    n.host_ctx = &a->ctx;
+    ses_conf_host_reset();
+    code = a->negotiate(&n);
+    if (code != SES_DRV_INCOMPATIBLE || n.driver_abi_major != SES_DRV_ABI_MAJOR ||
+        n.driver_minor_max != driver_max || ses_conf_host_calls() != 0 ||
+        !untouched(&n, prefix, sizeof n))
+        ses_conf_add(a->r, group, "negotiate: another major, a struct of the frozen prefix only",
+                     SES_CONF_FAIL,
+                     "returned %s, driver_abi_major %" PRIu32 ", driver_minor_max %" PRIu32
+                     ", %" PRIu32 " host calls, %s past struct_size %zu; expected INCOMPATIBLE, "
+                     "%d, %" PRIu32 ", none, nothing (DRV-6, DRV-7: check the prefix's size, say "
+                     "who you are, then compare majors, before checking this major's 1.0 size)",
+                     code_name(code), n.driver_abi_major, n.driver_minor_max,
+                     ses_conf_host_calls(), untouched(&n, prefix, sizeof n) ? "nothing" : "wrote",
+                     prefix, SES_DRV_ABI_MAJOR, driver_max);
+    else
+        ses_conf_add(a->r, group, "negotiate: another major, a struct of the frozen prefix only",
+                     SES_CONF_PASS, "INCOMPATIBLE, versions stated, nothing else touched");
+
+    /* This major, shorter than 1.0: who it is, then INVALID_ARGUMENT, no message. */
+    memset(&n, 0xA5, sizeof n);
+    n.struct_size = (uint32_t)prefix;
+    n.reserved = 0;
+    n.next = NULL;
+    n.abi_major = SES_DRV_ABI_MAJOR;
+    n.host_minor_min = 0;
+    n.host_minor_max = SES_DRV_ABI_MINOR;
+    n.host = &ses_conf_host;
+    n.host_ctx = &a->ctx;
+    ses_conf_host_reset();
+    code = a->negotiate(&n);
+    if (code != SES_DRV_INVALID_ARGUMENT || n.driver_abi_major != SES_DRV_ABI_MAJOR ||
+        n.driver_minor_max != driver_max || ses_conf_host_calls() != 0 ||
+        !untouched(&n, prefix, sizeof n))
+        ses_conf_add(a->r, group, "negotiate: this major, a struct shorter than ABI 1.0",
+                     SES_CONF_FAIL,
+                     "returned %s, driver_abi_major %" PRIu32 ", %" PRIu32 " host calls, %s "
+                     "past struct_size %zu (1.0 needs %zu); expected INVALID_ARGUMENT, %d, no "
+                     "host call, nothing written past it (DRV-6)",
+                     code_name(code), n.driver_abi_major, ses_conf_host_calls(),
+                     untouched(&n, prefix, sizeof n) ? "nothing" : "wrote", prefix, full,
+                     SES_DRV_ABI_MAJOR);
+    else
+        ses_conf_add(a->r, group, "negotiate: this major, a struct shorter than ABI 1.0",
+                     SES_CONF_PASS, "INVALID_ARGUMENT, versions stated");
+
+    /* Too short for the prefix: nothing can be said. */
+    memset(&n, 0xA5, sizeof n);
+    n.struct_size = (uint32_t)offsetof(ses_drv_negotiate_t, driver_abi_major);
+    n.reserved = 0;
+    n.next = NULL;
+    n.abi_major = SES_DRV_ABI_MAJOR;
+    n.host_minor_min = 0;
+    n.host_minor_max = SES_DRV_ABI_MINOR;
+    n.host = &ses_conf_host;
+    n.host_ctx = &a->ctx;
+    ses_conf_host_reset();
+    code = a->negotiate(&n);
+    if (code != SES_DRV_INVALID_ARGUMENT || ses_conf_host_calls() != 0 ||
+        !untouched(&n, offsetof(ses_drv_negotiate_t, driver_abi_major), sizeof n))
+        ses_conf_add(a->r, group, "negotiate: a struct shorter than the frozen prefix",
+                     SES_CONF_FAIL,
+                     "returned %s with %" PRIu32 " host calls, %s past struct_size %" PRIu32
+                     "; expected INVALID_ARGUMENT, no host call, nothing written (DRV-6)",
+                     code_name(code), ses_conf_host_calls(),
+                     untouched(&n, offsetof(ses_drv_negotiate_t, driver_abi_major), sizeof n)
+                         ? "nothing"
+                         : "wrote",
+                     n.struct_size);
+    else
+        ses_conf_add(a->r, group, "negotiate: a struct shorter than the frozen prefix",
+                     SES_CONF_PASS, "INVALID_ARGUMENT, nothing written");
+}
+
 static int check_negotiation(abi_t *a) {
     ses_drv_negotiate_t n, again;
     const char *group = "abi";
@@ -145,6 +252,7 @@ static int check_negotiation(abi_t *a) {
                  n.driver_abi_major, n.chosen_minor, driver_max);
     a->api = n.api;
     a->minor = n.chosen_minor;
+    a->driver_minor_max = driver_max;
 
     negotiate_args(a, &again, SES_DRV_ABI_MAJOR, 0, SES_DRV_ABI_MINOR);
     code = a->negotiate(&again);
@@ -168,6 +276,8 @@ static int check_negotiation(abi_t *a) {
     else
         ses_conf_add(a->r, group, "negotiate: another major", SES_CONF_PASS,
                      "INCOMPATIBLE without calling the host");
+
+    check_negotiation_sizes(a, driver_max);
 
     /* A host whose oldest minor is newer than anything the driver speaks. */
     ses_conf_host_reset();
@@ -284,6 +394,73 @@ static int check_table(abi_t *a) {
 
 /* ---- opening and devices ----------------------------------------------------------------- */
 
+/* "acme:0", "gpu:12", "cuda": what ses_session_open takes as a device name (DRV-35 keeps stable
+ * ids apart from those). "host", the id DRV-35 itself gives the host CPU, is not one. */
+static int looks_like_device_name(const char *id) {
+    const char *colon;
+
+    if (!id || !strcmp(id, "host"))
+        return 0;
+    colon = strchr(id, ':');
+    if (!colon || colon == id || !colon[1])
+        return !colon && valid_name(id);
+    for (const char *p = id; p < colon; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+            return 0;
+    for (const char *p = colon + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
+}
+
+/*
+ * DRV-13: a host table shorter than ABI 1.0 makes open fail with INVALID_ARGUMENT. With the
+ * table long enough to hold `error`, the driver says why through it; with the bare header it
+ * calls nothing.
+ */
+static void check_open_small_host(abi_t *a) {
+    static const struct {
+        size_t size;
+        int message; /* 1: a message is wanted; 0: no host call at all */
+        const char *name;
+    } sizes[] = {
+        {SES_DRV_SIZEOF_1_0(ses_drv_host_t, get_option), 1,
+         "short host table, without should_abort: open refuses it"},
+        {SES_DRV_SIZEOF_1_0(ses_drv_host_t, next), 0,
+         "short host table, the bare header: open refuses it"},
+    };
+
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        ses_drv_host_t host = ses_conf_host;
+        ses_drv_driver_t *driver = NULL;
+        const char *message;
+        uint32_t calls;
+        int32_t code;
+
+        host.struct_size = (uint32_t)sizes[i].size;
+        ses_conf_host_reset();
+        code = a->api->open(&host, &a->ctx, &driver);
+        message = ses_conf_host_message();
+        calls = ses_conf_host_calls();
+        if (code == SES_DRV_OK && driver)
+            a->api->close(driver);
+        if (code != SES_DRV_INVALID_ARGUMENT || (code == SES_DRV_OK && driver) ||
+            (sizes[i].message ? !message : calls != 0))
+            ses_conf_add(a->r, "device", sizes[i].name, SES_CONF_FAIL,
+                         "a %zu-byte table (1.0 is %zu): returned %s, %" PRIu32
+                         " host calls%s%s; expected INVALID_ARGUMENT %s (DRV-13)",
+                         sizes[i].size, SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort),
+                         code_name(code), calls, message ? ", message: " : "",
+                         message ? message : "",
+                         sizes[i].message ? "with a message through host->error, which the "
+                                            "table holds"
+                                          : "without calling the host (it holds no entry)");
+        else
+            ses_conf_add(a->r, "device", sizes[i].name, SES_CONF_PASS, "%s",
+                         message ? message : "INVALID_ARGUMENT");
+    }
+}
+
 static int check_open_and_enumerate(abi_t *a) {
     const ses_drv_api_t *api = a->api;
     const size_t stride = sizeof(ses_drv_device_desc_t) + 32;
@@ -291,6 +468,7 @@ static int check_open_and_enumerate(abi_t *a) {
     uint32_t n = 0, filled;
     int32_t code;
 
+    check_open_small_host(a);
     ses_conf_host_reset();
     code = api->open(&ses_conf_host, &a->ctx, &a->driver);
     if (code == SES_DRV_UNAVAILABLE && ses_conf_host_message()) {
@@ -383,8 +561,16 @@ static int check_open_and_enumerate(abi_t *a) {
             : !d->alignment || (d->alignment & (d->alignment - 1))   ? "alignment is not a power of two"
             : !(d->mem_kinds & (1u << SES_DRV_MEM_DEVICE))            ? "mem_kinds lacks SES_DRV_MEM_DEVICE"
             : d->mem_kinds >> (SES_DRV_MEM_SHARED + 1)               ? "mem_kinds has unknown bits"
-            : d->caps & ~known_caps                                  ? "caps has unknown bits"
-            : (d->caps & SES_DRV_CAP_MAP) && !a->api->map            ? "CAP_MAP without map"
+            : (d->caps & ~known_caps) && a->driver_minor_max <= SES_DRV_ABI_MINOR
+                ? "caps has bits no minor up to the driver's own defines (DRV-15)"
+            : looks_like_device_name(d->stable_id)
+                ? "stable_id has the form of a device name (<name>:<N>); use pci:, uuid:, host "
+                  "or <vendor>:<id> with an id that is not a bare number (DRV-35)"
+            : (d->caps & SES_DRV_CAP_HOST_VISIBLE) && !(d->caps & SES_DRV_CAP_MAP)
+                ? "CAP_HOST_VISIBLE without CAP_MAP (host-visible promises a map that costs no "
+                  "copy, DRV-41)"
+            : (d->caps & SES_DRV_CAP_MAP) && (!a->api->map || !a->api->unmap)
+                ? "CAP_MAP without map and unmap"
             : (d->caps & SES_DRV_CAP_HOST_IMPORT) && !a->api->import_host_ptr
                 ? "CAP_HOST_IMPORT without import_host_ptr"
             : (d->caps & (SES_DRV_CAP_STREAMS | SES_DRV_CAP_ASYNC_COPY)) && !a->api->stream_create
@@ -687,6 +873,27 @@ static void check_copies(abi_t *a, ses_drv_device_t *device, const ses_drv_devic
     ses_conf_host_reset();
     code = a->api->copy_d2d(device, NULL, buffer, 0, buffer, UINT64_MAX - 8, 16);
     expect(a, "copy", "copy_d2d with an offset that wraps is refused", code, -1);
+
+    /* DRV-43: 0 bytes at offset == size lie inside the buffer, and need no host memory. */
+    ses_conf_host_reset();
+    code = a->api->copy_h2d(device, NULL, NULL, buffer, 64, 0);
+    expect(a, "copy", "copy_h2d of 0 bytes at the end, source NULL, succeeds", code, SES_DRV_OK);
+    ses_conf_host_reset();
+    code = a->api->copy_d2h(device, NULL, buffer, 64, NULL, 0);
+    expect(a, "copy", "copy_d2h of 0 bytes at the end, destination NULL, succeeds", code,
+           SES_DRV_OK);
+    ses_conf_host_reset();
+    code = a->api->copy_d2d(device, NULL, buffer, 64, buffer, 64, 0);
+    expect(a, "copy", "copy_d2d of 0 bytes at the end succeeds", code, SES_DRV_OK);
+    /* ... but an offset past the end is out of bounds even for 0 bytes. */
+    ses_conf_host_reset();
+    code = a->api->copy_h2d(device, NULL, bytes, buffer, 65, 0);
+    expect(a, "copy", "copy_h2d of 0 bytes past the end is refused", code,
+           SES_DRV_INVALID_ARGUMENT);
+    ses_conf_host_reset();
+    code = a->api->copy_d2h(device, NULL, buffer, 65, bytes, 0);
+    expect(a, "copy", "copy_d2h of 0 bytes past the end is refused", code,
+           SES_DRV_INVALID_ARGUMENT);
     a->api->free(device, buffer);
 }
 
@@ -729,6 +936,17 @@ static void check_map_and_import(abi_t *a, ses_drv_device_t *device,
                 step = "the bytes read through the map";
             else if ((code = a->api->unmap(device, buffer, mapped)) != SES_DRV_OK)
                 step = "second unmap";
+        }
+        if (!step) {
+            /* DRV-15, DRV-63: map_flags asks for something, so an unknown bit is refused. */
+            void *p = NULL;
+            ses_conf_host_reset();
+            code = a->api->map(device, buffer, 0, 64, SES_DRV_MAP_READ | UINT32_C(0x80000000),
+                               &p);
+            if (code == SES_DRV_OK)
+                a->api->unmap(device, buffer, p);
+            expect(a, "memory", "map refuses an unknown map_flags bit", code,
+                   SES_DRV_INVALID_ARGUMENT);
         }
         a->api->free(device, buffer);
         buffer = NULL;
@@ -775,6 +993,89 @@ static void check_map_and_import(abi_t *a, ses_drv_device_t *device,
                      code && ses_conf_host_message() ? ses_conf_host_message() : "");
     else
         ses_conf_add(a->r, "memory", "import_host_ptr", SES_CONF_PASS, "%s", "");
+}
+
+/*
+ * DRV-16: the table is shared by every device, the capability bits are per device. An entry
+ * present on a device whose bit is clear is never called by the host; if called anyway it must
+ * refuse with UNIMPLEMENTED and a message, never half work.
+ */
+static void check_entries_without_caps(abi_t *a, ses_drv_device_t *device,
+                                       const ses_drv_device_desc_t *d) {
+    const ses_drv_api_t *api = a->api;
+    int checked = 0;
+    int32_t code;
+
+    if (api->map && !(d->caps & SES_DRV_CAP_MAP)) {
+        ses_drv_buffer_t *buffer = NULL;
+        void *p = NULL;
+        checked = 1;
+        ses_conf_host_reset();
+        if (api->alloc(device, 64, SES_DRV_MEM_DEVICE, &buffer) == SES_DRV_OK) {
+            ses_conf_host_reset();
+            code = api->map(device, buffer, 0, 64, SES_DRV_MAP_READ, &p);
+            if (code == SES_DRV_OK && api->unmap)
+                api->unmap(device, buffer, p);
+            expect(a, "memory", "map without CAP_MAP is refused as UNIMPLEMENTED", code,
+                   SES_DRV_UNIMPLEMENTED);
+            api->free(device, buffer);
+        }
+    }
+    if (api->import_host_ptr && !(d->caps & SES_DRV_CAP_HOST_IMPORT)) {
+        size_t align = d->alignment < sizeof(void *) ? sizeof(void *) : d->alignment;
+        size_t bytes = (4096 + align - 1) / align * align;
+        void *host = aligned_alloc(align, bytes);
+        ses_drv_buffer_t *buffer = NULL;
+        checked = 1;
+        if (host) {
+            ses_conf_host_reset();
+            code = api->import_host_ptr(device, host, bytes, &buffer);
+            if (code == SES_DRV_OK)
+                api->free(device, buffer);
+            expect(a, "memory",
+                   "import_host_ptr without CAP_HOST_IMPORT is refused as UNIMPLEMENTED", code,
+                   SES_DRV_UNIMPLEMENTED);
+            free(host);
+        }
+    }
+    if (api->stream_create && !(d->caps & SES_DRV_CAP_STREAMS)) {
+        ses_drv_stream_t *s = NULL;
+        checked = 1;
+        ses_conf_host_reset();
+        code = api->stream_create(device, &s);
+        if (code == SES_DRV_OK && api->stream_destroy)
+            api->stream_destroy(device, s);
+        expect(a, "stream", "stream_create without CAP_STREAMS is refused as UNIMPLEMENTED", code,
+               SES_DRV_UNIMPLEMENTED);
+    }
+    if (api->event_create && !(d->caps & SES_DRV_CAP_EVENTS)) {
+        ses_drv_event_t *e = NULL;
+        checked = 1;
+        ses_conf_host_reset();
+        code = api->event_create(device, &e);
+        if (code == SES_DRV_OK && api->event_destroy)
+            api->event_destroy(device, e);
+        expect(a, "event", "event_create without CAP_EVENTS is refused as UNIMPLEMENTED", code,
+               SES_DRV_UNIMPLEMENTED);
+    }
+    if (has_graph_entries(a) && api->capture_begin && !(d->caps & SES_DRV_CAP_GRAPHS) &&
+        (d->caps & SES_DRV_CAP_STREAMS) && api->stream_create) {
+        ses_drv_stream_t *s = NULL;
+        checked = 1;
+        ses_conf_host_reset();
+        if (api->stream_create(device, &s) == SES_DRV_OK) {
+            ses_conf_host_reset();
+            code = api->capture_begin(device, s);
+            if (code == SES_DRV_OK && api->capture_end)
+                api->capture_end(device, s, NULL);
+            expect(a, "graph", "capture_begin without CAP_GRAPHS is refused as UNIMPLEMENTED",
+                   code, SES_DRV_UNIMPLEMENTED);
+            api->stream_destroy(device, s);
+        }
+    }
+    if (!checked)
+        ses_conf_add(a->r, "device", "optional entries without their capability bit",
+                     SES_CONF_PASS, "none: every optional entry present has its bit");
 }
 
 /* ---- streams and events ------------------------------------------------------------------ */
@@ -942,6 +1243,7 @@ void ses_conf_run_abi(const ses_conf_options_t *o, ses_conf_report_t *r, char **
         check_alloc(&a, device, &a.descs[i]);
         check_copies(&a, device, &a.descs[i]);
         check_map_and_import(&a, device, &a.descs[i]);
+        check_entries_without_caps(&a, device, &a.descs[i]);
         check_streams(&a, device, &a.descs[i]);
         check_graphs(&a, device, &a.descs[i]);
         a.api->close_device(device);

@@ -20,8 +20,14 @@ static const char *const unary_pos[] = {
 static const char *const unary_nz[] = {
     "[2,3]@nz", "[]@nz", "[0]@nz", "[7,9,5]@nz", "[65536]@nz", NULL,
 };
+/* NaN must come out where it went in (DRV-54): all NaN, so that every output must be NaN
+ * whatever the reference says, and NaN among other values, compared with the reference. */
+#define NAN_ELEMENTWISE "[6]@nan !nan", "[7,9]@somenan"
+static const char *const relu[] = {
+    "[2,3]", "[]", "[0]", "[7,9,5]", "[65536]", NAN_ELEMENTWISE, NULL,
+};
 static const char *const leaky_relu[] = {
-    "[2,3]", "[] alpha=0.2", "[0]", "[7,9,5] alpha=0.5", "[65536]", NULL,
+    "[2,3]", "[] alpha=0.2", "[0]", "[7,9,5] alpha=0.5", "[65536]", NAN_ELEMENTWISE, NULL,
 };
 static const char *const cast[] = {
     "[2,3]@cast", "[]@cast", "[0]@cast", "[7,9,5]@cast", "[65536]@cast", NULL,
@@ -76,15 +82,19 @@ static const char *const reduce_sum[] = {
     "[4,3000] axes=i64:[1]", /* few long rows: GPU drivers' block-per-output path */
     NULL,
 };
-static const char *const reduce_attr[] = {
-    "[3,4,5] axes=[1]",
-    "[3,4,5] axes=[0,2] keepdims=0",
-    "[3,4] axes=[-1]",
-    "[]",
-    "[7,9]",
-    "[0,4] axes=[1]",
-    "[256,256] axes=[1]",
-    "[4,3000] axes=[1]",
+#define REDUCE_ATTR                                                                       \
+    "[3,4,5] axes=[1]", "[3,4,5] axes=[0,2] keepdims=0", "[3,4] axes=[-1]", "[]", "[7,9]",     \
+        "[0,4] axes=[1]", "[256,256] axes=[1]", "[4,3000] axes=[1]"
+static const char *const reduce_attr[] = {REDUCE_ATTR, NULL};
+/* ReduceMax: a NaN in every reduced row makes every output NaN (DRV-54), on the one-thread
+ * path and on a GPU's block-per-row one. */
+static const char *const reduce_max[] = {
+    REDUCE_ATTR,
+    "[4,5]@nanrow axes=[1] !nan",
+    "[3,7]@nanrow axes=[-1] keepdims=0 !nan",
+    "[3,5]@nanrow !nan",
+    "[4,3000]@nanrow axes=[1] !nan",
+    "[6,4]@somenan axes=[0]",
     NULL,
 };
 static const char *const softmax[] = {
@@ -98,6 +108,7 @@ static const char *const argmax[] = {
     "[6,5]@small axis=1",
     "[0,5] axis=1",
     "[256,256] axis=1",
+    "[4,6]@nanrow axis=1", /* NaN counts as the largest (DRV-54) */
     NULL,
 };
 
@@ -329,7 +340,14 @@ static const char *const conv_grad[] = {CONV_GRAD("0"), CONV_GRAD("1"), NULL};
         "[1,2,5,5] kernel_shape=[2,2] auto_pad=SAME_UPPER",                                      \
         "[1,2,5,5] kernel_shape=[3,2] auto_pad=SAME_LOWER strides=[2,2]",                        \
         "[0,2,4,4] kernel_shape=[2,2]", "[8,16,32,32] kernel_shape=[2,2] strides=[2,2]"
-static const char *const max_pool[] = {POOLS, NULL};
+/* A window that is a whole row holds that row's NaN: every output is NaN (DRV-54). */
+static const char *const max_pool[] = {
+    POOLS,
+    "[1,2,3,6]@nanrow kernel_shape=[1,6] !nan",
+    "[2,1,4,5]@nanrow kernel_shape=[1,5] strides=[1,1] !nan",
+    "[1,2,6,6]@somenan kernel_shape=[2,2] strides=[2,2]",
+    NULL,
+};
 static const char *const average_pool[] = {
     POOLS,
     "[2,3,7,7] kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] count_include_pad=1",
@@ -395,7 +413,9 @@ static const char *const pad_grad[] = {
 /* x, then min and max (scalars) where given. */
 static const char *const clip[] = {
     "[2,3]", "[]", "[0]", "[7,9,5] []@unit", "[2,3] []", "[65536] []@small",
-    "[2,3] []@unit []@pos", "[7,9,5] [1] [1]", "[0] [] []", "[65536] [] []", NULL,
+    "[2,3] []@unit []@pos", "[7,9,5] [1] [1]", "[0] [] []", "[65536] [] []",
+    /* NaN passes whatever the bounds (DRV-54): fminf(fmaxf(x, lo), hi) gives lo instead. */
+    "[6]@nan !nan", "[6]@nan []@unit []@pos !nan", "[7,9]@somenan []@unit []@pos", NULL,
 };
 /* 840 splits evenly into 1 to 8 parts, so each case fits every output count. */
 static const char *const split[] = {
@@ -435,7 +455,7 @@ static const ses_conf_op_cases_t table[] = {
     {"Where", EXACT, where},
     {"Neg", EXACT, unary},
     {"Abs", EXACT, unary},
-    {"Relu", EXACT, unary},
+    {"Relu", EXACT, relu},
     {"Exp", LIBM, unary},
     {"Log", LIBM, unary_pos},
     {"Sqrt", ROUNDED, unary_pos},
@@ -449,7 +469,7 @@ static const ses_conf_op_cases_t table[] = {
     {"MatMul", PRODUCTS, matmul},
     {"Gemm", PRODUCTS, gemm},
     {"ReduceSum", SUMS, reduce_sum},
-    {"ReduceMax", EXACT, reduce_attr},
+    {"ReduceMax", EXACT, reduce_max},
     {"ReduceMean", SUMS, reduce_attr},
     {"Softmax", LIBM, softmax},
     {"LogSoftmax", LIBM, softmax},

@@ -6,7 +6,11 @@
  *   [2,3]@pos      ... with values from a domain: any (default), pos (0.1..4), nz (|x| in
  *                  0.5..4), small (integers -2..2, so that ties and equal values occur),
  *                  unit (-1..1), exp (-2..2), cast (multiples of 0.25 in 0..100), idxN (indices
- *                  in [-N, N)), classN (class labels in [0, N)), bool (0 or 1);
+ *                  in [-N, N)), classN (class labels in [0, N)), bool (0 or 1), and the
+ *                  NaN domains, for float dtypes only (a case with them is skipped for
+ *                  integer signatures): nan (every element NaN), nanrow (one NaN in each row
+ *                  of the last dimension, at a column that moves from row to row), somenan
+ *                  (about one element in four NaN, the others as any);
  *   [5,4]@like     a "like" input: data the node takes only for its shape or dtype, which the
  *                  host does not pass to the kernel (ExpandLike's like, SliceGrad's x). It is
  *                  not in the signature and not counted among the data inputs; it has the
@@ -16,7 +20,9 @@
  *                  as a target and the variables are compared afterwards;
  *   shape=i64:[4,-1]   a constant i64 input (a shape-like input, resolved at compile time);
  *   axis=1  alpha=0.5  perm=[1,0]  reduction=sum   an INT, FLOAT (has a '.'), INTS or STRING
- *                  (starts with a letter) attribute.
+ *                  (starts with a letter) attribute;
+ *   !nan           every output element must be NaN (DRV-54), checked on the driver's output
+ *                  itself, not only against the reference.
  *
  * A case applies to a kernel when its number of data inputs equals the signature's (any number
  * for a variadic signature). Every op has cases of rank 0, zero size, broadcasting where the op

@@ -47,6 +47,7 @@ typedef struct kcase {
     size_t n_args, n_data; /* n_data: the data inputs the kernel receives */
     attr_spec_t attrs[MAX_ATTRS];
     size_t n_attrs;
+    int expect_nan; /* "!nan": every output element must be NaN, whatever the reference says */
 } kcase_t;
 
 typedef struct signature {
@@ -137,7 +138,9 @@ static int parse_case(const char *text, kcase_t *c) {
         token[n] = '\0';
         p += n;
         eq = strchr(token, '=');
-        if (token[0] == '[') {
+        if (!strcmp(token, "!nan")) {
+            c->expect_nan = 1;
+        } else if (token[0] == '[') {
             arg_t *a;
             const char *rest;
             if (c->n_args == MAX_ARGS)
@@ -404,6 +407,37 @@ static double draw(uint64_t *rng, const char *domain, ses_dtype_t d) {
     return f ? uniform(rng, -3.0, 3.0) : (double)integer(rng, u ? 0 : -20, u ? 40 : 20);
 }
 
+/* Whether @p domain puts NaN into the values (DRV-54): "nan" every element, "nanrow" one per
+ * row of the last dimension, "somenan" about one in four. */
+static int is_nan_domain(const char *domain) {
+    return !strcmp(domain, "nan") || !strcmp(domain, "nanrow") || !strcmp(domain, "somenan");
+}
+
+/*
+ * Element @p i of an input of shape (@p dims, @p rank) drawn from @p domain. The NaN domains
+ * place their NaNs by position, so that a case can say where a NaN must come out: "nanrow" has
+ * one in each row of the last dimension, at a column that moves from row to row (first,
+ * middle, last), so a max that lets NaN win only at one place is caught.
+ */
+static double draw_at(uint64_t *rng, const char *domain, ses_dtype_t d, size_t i,
+                      const int64_t *dims, size_t rank) {
+    if (!strcmp(domain, "nan"))
+        return NAN;
+    if (!strcmp(domain, "nanrow")) {
+        const size_t len = rank && dims[rank - 1] > 0 ? (size_t)dims[rank - 1] : 1;
+        const size_t row = i / len;
+        if (i % len == (row * 5 + 2) % len)
+            return NAN;
+        return draw(rng, "any", d);
+    }
+    if (!strcmp(domain, "somenan")) {
+        if (next_random(rng) % 4 == 0)
+            return NAN;
+        return draw(rng, "any", d);
+    }
+    return draw(rng, domain, d);
+}
+
 /* ---- comparing ---------------------------------------------------------------------------- */
 
 typedef struct compare {
@@ -623,7 +657,7 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
             values = ses_tensor_data(t);
             for (size_t i = 0; i < ses_tensor_count(t); i++) {
                 const char *from = a->is_like ? "any" : domain ? domain : a->domain;
-                store(values, i, d, round_to(draw(rng, from, d), nd));
+                store(values, i, d, round_to(draw_at(rng, from, d, i, a->dims, a->rank), nd));
             }
             if (a->is_var) {
                 /* A variable starting at these values; each session initializes its own. */
@@ -871,6 +905,26 @@ static outcome_t run_case(const ses_conf_options_t *o, const ses_conf_op_cases_t
         result = st == SES_UNIMPLEMENTED ? CASE_REFUSED : CASE_FAILED;
         goto done;
     }
+    for (size_t i = 0; i < b.n_fetches && c->expect_nan; i++) {
+        /* DRV-54: NaN propagates. Checked against the rule, not only against the reference,
+         * which could drop NaN as well. */
+        const ses_dtype_t d = ses_tensor_dtype(got[i]);
+        const void *g = ses_tensor_data(got[i]);
+        for (size_t k = 0; g && is_float(d) && k < ses_tensor_count(got[i]); k++) {
+            if (!isnan(load(g, k, d))) {
+                char where[128];
+                format_index(k, ses_tensor_dims(got[i]), ses_tensor_rank(got[i]), where,
+                             sizeof where);
+                snprintf(why, why_size,
+                         "output %zu%s: got %.9g, want NaN: a NaN input must give NaN here "
+                         "(DRV-54; fmax, fmin and `x > 0 ? x : 0` drop it)",
+                         i, where, load(g, k, d));
+                cmp->max_abs = INFINITY;
+                result = CASE_FAILED;
+                goto done;
+            }
+        }
+    }
     for (size_t i = 0; i < b.n_fetches; i++) {
         /* The driver's output has the reference's dtype, except where the reference ran in
          * f32 for f16 or bf16. (The kit's Cast result has the narrow dtype itself; and some
@@ -897,6 +951,27 @@ done:
 }
 
 /* ---- one kernel --------------------------------------------------------------------------- */
+
+/* A case with NaN inputs applies only where those inputs, and for "!nan" every output, are of a
+ * float dtype: integers have no NaN. */
+static int nan_case_fits(const kcase_t *c, const signature_t *sig) {
+    size_t data = 0;
+
+    for (size_t k = 0; k < c->n_args; k++) {
+        const arg_t *a = &c->args[k];
+        size_t slot;
+        if (a->is_const || a->is_like)
+            continue;
+        slot = data < sig->n_in ? data : sig->n_in - 1;
+        data++;
+        if (is_nan_domain(a->domain) && !is_float(sig->in[slot]))
+            return 0;
+    }
+    for (size_t k = 0; c->expect_nan && k < sig->n_out; k++)
+        if (!is_float(sig->out[k]))
+            return 0;
+    return 1;
+}
 
 static void check_kernel(const ses_conf_options_t *o, ses_conf_report_t *r, const char *op,
                          const char *signature, const char *device, const char *reference) {
@@ -935,6 +1010,8 @@ static void check_kernel(const ses_conf_options_t *o, ses_conf_report_t *r, cons
             break;
         }
         if (sig.variadic ? c.n_data < 1 : c.n_data != sig.n_in)
+            continue;
+        if (!nan_case_fits(&c, &sig))
             continue;
         outcome = run_case(o, spec, op, &sig, &c, device, reference, &rng, &cmp, &case_widened,
                            why, sizeof why);

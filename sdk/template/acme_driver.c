@@ -415,6 +415,9 @@ static int32_t acme_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
     if ((st = acme_no_stream(device, "copy_h2d", stream)) != SES_DRV_OK ||
         (st = acme_check_range(device, "copy_h2d: dst", dst, dst_offset, bytes)) != SES_DRV_OK)
         return st;
+    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, src NULL or not. */
+    if (bytes == 0)
+        return SES_DRV_OK;
     if (!src)
         return ACME_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "copy_h2d: src is NULL");
     /* memmove: src may be a mapped pointer into this very buffer. */
@@ -432,6 +435,9 @@ static int32_t acme_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
     if ((st = acme_no_stream(device, "copy_d2h", stream)) != SES_DRV_OK ||
         (st = acme_check_range(device, "copy_d2h: src", src, src_offset, bytes)) != SES_DRV_OK)
         return st;
+    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, dst NULL or not. */
+    if (bytes == 0)
+        return SES_DRV_OK;
     if (!dst)
         return ACME_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "copy_d2h: dst is NULL");
     memmove(dst, src->data + src_offset, (size_t)bytes);
@@ -810,16 +816,21 @@ static const uint32_t acme_minor_min = 0;
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
     const uint32_t minor_max = SES_DRV_ABI_MINOR;
 
-    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
-        return SES_DRV_INVALID_ARGUMENT; /* too small to say anything through */
+    /* DRV-6: too small even for the frozen prefix: nothing to say, nobody to say it to. */
+    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
+        return SES_DRV_INVALID_ARGUMENT;
     /* Set in every case, so that the host can name both sides of a mismatch. */
     args->driver_abi_major = SES_DRV_ABI_MAJOR;
     args->driver_minor_max = minor_max;
-    args->chosen_minor = 0;
-    args->api = NULL;
-    /* Another major may lay out the host table differently: no host calls, only the code. */
+    /* DRV-7: another major may lay out the rest of the struct and the host table differently:
+     * no host calls, only the code, and before this major's size check. */
     if (args->abi_major != SES_DRV_ABI_MAJOR)
         return SES_DRV_INCOMPATIBLE;
+    /* This major, too short for its 1.0 fields: no message, the host table is not read. */
+    if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
+        return SES_DRV_INVALID_ARGUMENT;
+    args->chosen_minor = 0;
+    args->api = NULL;
     if (args->host_minor_min > args->host_minor_max)
         return acme_fail(args->host, args->host_ctx, SES_DRV_INVALID_ARGUMENT,
                          "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,

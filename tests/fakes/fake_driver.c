@@ -35,6 +35,16 @@
  *   FAKE_MODE_DEVICE_LOST      healthy until the 3rd Identity call on a device: from then on
  *                              compute, alloc and every copy return UNAVAILABLE, "device lost"
  *                              (DRV-81)
+ *   FAKE_MODE_LAX              works, but breaks the rules a vendor used to have to guess at, so
+ *                              that session-driver-test must fail each: negotiate checks the 1.0
+ *                              size before the major (DRV-6, DRV-7); open accepts a host table
+ *                              shorter than 1.0 (DRV-13); the stable id "fake_lax:0" reads as a
+ *                              device name (DRV-35); map (CAP_MAP) takes unknown map_flags bits
+ *                              (DRV-15); copy_h2d refuses a NULL source for 0 bytes and takes
+ *                              0 bytes past the end (DRV-43); Relu is `x > 0 ? x : 0`, which
+ *                              drops NaN (DRV-54)
+ *   FAKE_MODE_LAX_CAPS         works, but sets CAP_HOST_VISIBLE without CAP_MAP and has a map
+ *                              that works on a device without CAP_MAP (DRV-16, DRV-41)
  */
 #include <session/driver.h>
 
@@ -51,7 +61,8 @@
      defined(FAKE_MODE_MISSING_DEP) + defined(FAKE_MODE_ADD_ULP) +                          \
      defined(FAKE_MODE_ADD_WRONG) + defined(FAKE_MODE_GRAPHS) +                             \
      defined(FAKE_MODE_GRAPHS_1_0) + defined(FAKE_MODE_KERNEL_FAILS) +                      \
-     defined(FAKE_MODE_ALLOC_NULL) + defined(FAKE_MODE_DEVICE_LOST)) != 1
+     defined(FAKE_MODE_ALLOC_NULL) + defined(FAKE_MODE_DEVICE_LOST) +                       \
+     defined(FAKE_MODE_LAX) + defined(FAKE_MODE_LAX_CAPS)) != 1
 #error "compile fake_driver.c with exactly one -DFAKE_MODE_* flag"
 #endif
 
@@ -76,6 +87,12 @@
 #define FAKE_HAS_GRAPHS 1
 #else
 #define FAKE_HAS_GRAPHS 0
+#endif
+
+#if defined(FAKE_MODE_LAX) || defined(FAKE_MODE_LAX_CAPS)
+#define FAKE_HAS_MAP 1
+#else
+#define FAKE_HAS_MAP 0
 #endif
 
 /* The newest minor this fake speaks. */
@@ -185,9 +202,20 @@ static int32_t fake_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
 
     if (out_driver)
         *out_driver = NULL;
-    /* Without a usable host table there is nowhere to put a message; the code alone must do. */
-    if (!fake_host_usable(host))
+#if defined(FAKE_MODE_LAX)
+    /* The misbehaviour: any host table is taken, however short (DRV-13). */
+    if (!host || !host->error)
         return SES_DRV_INVALID_ARGUMENT;
+#else
+    /* DRV-13: a table shorter than 1.0 is refused, with a message when it holds `error`. */
+    if (!fake_host_usable(host)) {
+        if (host && host->struct_size >= SES_DRV_SIZEOF_1_0(ses_drv_host_t, error) && host->error)
+            return host->error(ctx, SES_DRV_INVALID_ARGUMENT,
+                               "%s open: the host table is %" PRIu32 " bytes, ABI 1.0 needs %zu",
+                               FAKE_NAME, host->struct_size, FAKE_HOST_MIN_SIZE);
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+#endif
     if (!out_driver)
         return host->error(ctx, SES_DRV_INVALID_ARGUMENT, "%s open: out_driver is NULL", FAKE_NAME);
 
@@ -248,11 +276,21 @@ static int32_t fake_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
     d->reserved = 0;
     d->kind = SES_DRV_DEVICE_ACCEL;
     d->ordinal = 0;
+#if defined(FAKE_MODE_LAX)
+    d->stable_id = FAKE_NAME ":0"; /* the misbehaviour: reads as the device name (DRV-35) */
+#else
     d->stable_id = "fake:" FAKE_NAME ":0";
+#endif
     d->name = FAKE_DEVICE_NAME;
     d->memory_bytes = FAKE_MEMORY_BYTES;
     d->memory_free = 0; /* unknown: several instances share the one budget */
+#if defined(FAKE_MODE_LAX)
+    d->caps = SES_DRV_CAP_MAP;
+#elif defined(FAKE_MODE_LAX_CAPS)
+    d->caps = SES_DRV_CAP_HOST_VISIBLE; /* the misbehaviour: no CAP_MAP, yet map is set */
+#else
     d->caps = FAKE_HAS_GRAPHS ? SES_DRV_CAP_STREAMS | SES_DRV_CAP_GRAPHS : 0;
+#endif
     d->mem_kinds = 1u << SES_DRV_MEM_DEVICE;
     d->alignment = FAKE_ALIGNMENT;
     d->max_alloc = FAKE_MEMORY_BYTES;
@@ -394,6 +432,15 @@ static int32_t fake_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
     FAKE_CHECK_LOST(device, "copy_h2d");
     if ((st = fake_check_no_stream(device, "copy_h2d", stream)) != SES_DRV_OK)
         return st;
+#if defined(FAKE_MODE_LAX)
+    /* The misbehaviour (DRV-43): a NULL source is refused even for 0 bytes, and 0 bytes are
+     * taken before the bounds are checked, wherever they are. */
+    if (!src)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT, "%s copy_h2d: source is NULL",
+                         FAKE_NAME);
+    if (bytes == 0)
+        return SES_DRV_OK;
+#endif
     if ((st = fake_check_range(device, "copy_h2d", "destination", dst, dst_offset, bytes)) !=
         SES_DRV_OK)
         return st;
@@ -447,6 +494,36 @@ static int32_t fake_copy_d2d(ses_drv_device_t *device, ses_drv_stream_t *stream,
         memmove(dst->data + dst_offset, src->data + src_offset, (size_t)bytes);
     return SES_DRV_OK;
 }
+
+#if FAKE_HAS_MAP
+/* map and unmap: buffers are host memory, so a map is a pointer into them. */
+static int32_t fake_map(ses_drv_device_t *device, ses_drv_buffer_t *buffer, uint64_t offset,
+                        uint64_t bytes, uint32_t map_flags, void **out_host_ptr) {
+    int32_t st;
+
+    if (!device || !out_host_ptr)
+        return SES_DRV_INVALID_ARGUMENT;
+    *out_host_ptr = NULL;
+#if defined(FAKE_MODE_LAX_CAPS)
+    /* Right about flags, so that the one misbehaviour is working without CAP_MAP. */
+    if (map_flags & ~(SES_DRV_MAP_READ | SES_DRV_MAP_WRITE))
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s map: unknown map_flags 0x%" PRIx32, FAKE_NAME, map_flags);
+#else
+    (void)map_flags; /* the misbehaviour: unknown bits are ignored (DRV-15) */
+#endif
+    if ((st = fake_check_range(device, "map", "mapped", buffer, offset, bytes)) != SES_DRV_OK)
+        return st;
+    *out_host_ptr = buffer->data + offset;
+    return SES_DRV_OK;
+}
+
+static int32_t fake_unmap(ses_drv_device_t *device, ses_drv_buffer_t *buffer, void *host_ptr) {
+    if (!device || !buffer || !host_ptr)
+        return SES_DRV_INVALID_ARGUMENT;
+    return SES_DRV_OK;
+}
+#endif
 
 /* -- kernels -------------------------------------------------------------------------------- */
 
@@ -542,6 +619,39 @@ static int32_t fake_identity_compute(ses_drv_device_t *device, void *state,
                 launch->inputs[0]->data + launch->input_offsets[0], (size_t)bytes);
     return SES_DRV_OK;
 }
+
+#if defined(FAKE_MODE_LAX)
+/* Relu "f32->f32" written the tempting way, `x > 0 ? x : 0`: NaN gives 0 (DRV-54 wants NaN). */
+static int32_t fake_relu_lax_compute(ses_drv_device_t *device, void *state,
+                                     const ses_drv_launch_t *launch) {
+    const ses_drv_node_t *node = launch->node;
+    uint64_t n, bytes;
+    int32_t st;
+
+    (void)state;
+    if ((st = fake_check_no_stream(device, "Relu", launch->stream)) != SES_DRV_OK)
+        return st;
+    if (node->n_inputs != 1 || node->n_outputs != 1)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s Relu: wants 1 input and 1 output", FAKE_NAME);
+    if ((st = fake_element_count(device, node->name, "output", &node->outputs[0], &n)) !=
+        SES_DRV_OK)
+        return st;
+    bytes = n * sizeof(float);
+    if ((st = fake_check_range(device, "Relu", "input", launch->inputs[0],
+                               launch->input_offsets[0], bytes)) != SES_DRV_OK ||
+        (st = fake_check_range(device, "Relu", "output", launch->outputs[0],
+                               launch->output_offsets[0], bytes)) != SES_DRV_OK)
+        return st;
+    for (uint64_t i = 0; i < n; i++) {
+        float x;
+        memcpy(&x, launch->inputs[0]->data + launch->input_offsets[0] + i * 4, 4);
+        x = x > 0 ? x : 0; /* the misbehaviour */
+        memcpy(launch->outputs[0]->data + launch->output_offsets[0] + i * 4, &x, 4);
+    }
+    return SES_DRV_OK;
+}
+#endif
 
 #if defined(FAKE_MODE_ADD_ULP) || defined(FAKE_MODE_ADD_WRONG) || FAKE_HAS_GRAPHS
 /* Add of two f32 tensors of one shape; other shapes are refused, as a real driver may. */
@@ -649,7 +759,8 @@ static void fake_op_run(const fake_op_t *op) {
         memcpy(&x, op->in[0]->data + op->in_offset[0] + i * 4, 4);
         if (op->in[1])
             memcpy(&y, op->in[1]->data + op->in_offset[1] + i * 4, 4);
-        z = op->kind == '+' ? x + y : op->kind == '*' ? x * y : op->kind == 'r' ? (x > 0 ? x : 0) : x;
+        /* Relu as x < 0 ? 0 : x, so that NaN stays NaN (DRV-54). */
+        z = op->kind == '+' ? x + y : op->kind == '*' ? x * y : op->kind == 'r' ? (x < 0 ? 0 : x) : x;
         memcpy(op->out->data + op->out_offset + i * 4, &z, 4);
     }
 }
@@ -834,6 +945,14 @@ static const ses_drv_kernel_t fake_kernels[] = {
         .compute = fake_sgd_compute,
     },
 #endif
+#if defined(FAKE_MODE_LAX)
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "Relu",
+        .signature = "f32->f32",
+        .compute = fake_relu_lax_compute,
+    },
+#endif
 #if FAKE_HAS_GRAPHS
     {
         .struct_size = sizeof(ses_drv_kernel_t),
@@ -897,6 +1016,10 @@ static const ses_drv_api_t fake_api = {
     .copy_h2d = fake_copy_h2d,
     .copy_d2h = fake_copy_d2h,
     .copy_d2d = fake_copy_d2d,
+#if FAKE_HAS_MAP
+    .map = fake_map,
+    .unmap = fake_unmap,
+#endif
 #if FAKE_HAS_GRAPHS
     .stream_create = fake_stream_create,
     .stream_destroy = fake_stream_destroy,
@@ -906,7 +1029,8 @@ static const ses_drv_api_t fake_api = {
     .graph_launch = fake_graph_launch,
     .graph_destroy = fake_graph_destroy,
 #endif
-    /* memory_info, map, unmap, import_host_ptr and events: optional, not offered. */
+    /* memory_info, import_host_ptr and events (and map and unmap but in the LAX modes):
+     * optional, not offered. */
 };
 
 #endif /* FAKE_HAS_TABLE */
@@ -927,8 +1051,16 @@ static const struct {
 /* -- negotiation ---------------------------------------------------------------------------- */
 
 static int32_t fake_negotiate(ses_drv_negotiate_t *args) {
+#if defined(FAKE_MODE_LAX)
+    /* The misbehaviour: this major's 1.0 size is checked first, so a host of another major whose
+     * struct holds only the frozen prefix never learns who the driver is (DRV-6, DRV-7). */
     if (!args || args->struct_size < FAKE_NEGOTIATE_MIN_SIZE)
         return SES_DRV_INVALID_ARGUMENT;
+#else
+    /* DRV-6: without the frozen prefix there is nothing to say and nobody to say it to. */
+    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
+        return SES_DRV_INVALID_ARGUMENT;
+#endif
 
 #if defined(FAKE_MODE_ABI2)
     /* The misbehaviour: the manifest says ABI 1, the library speaks only ABI 2.0. */
@@ -947,6 +1079,9 @@ static int32_t fake_negotiate(ses_drv_negotiate_t *args) {
      * versions from driver_abi_major and driver_minor_max. */
     if (args->abi_major != SES_DRV_ABI_MAJOR)
         return SES_DRV_INCOMPATIBLE;
+    /* This major, shorter than 1.0: no message (DRV-6). */
+    if (args->struct_size < FAKE_NEGOTIATE_MIN_SIZE)
+        return SES_DRV_INVALID_ARGUMENT;
     if (args->host_minor_min > FAKE_MINOR) {
         if (fake_host_usable(args->host))
             return args->host->error(args->host_ctx, SES_DRV_INCOMPATIBLE,

@@ -52,6 +52,13 @@ static void the_cpu_driver_passes_every_check_and_kernel(void **state) {
     assert_true(line_containing(r.output, "kernel  SoftmaxCrossEntropyLoss f32,i64->f32,f32", line,
                                 sizeof line));
     assert_true(strncmp(line, "PASS", 4) == 0);
+    /* ReduceMax ran its NaN cases too (8 plain, 5 with NaN), which the CPU driver keeps. */
+    assert_true(line_containing(r.output, "kernel  ReduceMax f32->f32", line, sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
+    assert_non_null(strstr(line, "cases 13"));
+    assert_true(line_containing(r.output, "negotiate: another major, a struct of the frozen prefix",
+                                line, sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
     assert_non_null(strstr(r.output, "PASSED: 0 of "));
     free(r.output);
 }
@@ -191,6 +198,61 @@ static void a_broken_driver_fails_with_its_cause(void **state) {
     }
 }
 
+/* Asserts that the line of @p output that contains @p check starts with FAIL. */
+static void assert_check_fails(const char *output, const char *check) {
+    char line[1024];
+
+    if (!line_containing(output, check, line, sizeof line))
+        fail_msg("no line contains \"%s\":\n%s", check, output);
+    if (strncmp(line, "FAIL", 4) != 0)
+        fail_msg("\"%s\" did not fail: %s", check, line);
+}
+
+/*
+ * Each rule of issue #18 that a vendor had to guess at, broken by fake_lax, fails its own check,
+ * so that no check can pass silently; the healthy fakes, which keep the rules, pass them (above).
+ */
+static void a_driver_that_breaks_the_guessed_rules_fails_each_check(void **state) {
+    static const char *const checks[] = {
+        "negotiate: another major, a struct of the frozen prefix only", /* DRV-6, DRV-7 */
+        "negotiate: this major, a struct shorter than ABI 1.0",         /* DRV-6 */
+        "short host table, without should_abort: open refuses it",      /* DRV-13 */
+        "short host table, the bare header: open refuses it",           /* DRV-13 */
+        "descriptor fake_lax:0",                                        /* DRV-35 */
+        "copy_h2d of 0 bytes at the end, source NULL, succeeds",        /* DRV-43 */
+        "copy_h2d of 0 bytes past the end is refused",                  /* DRV-43 */
+        "map refuses an unknown map_flags bit",                         /* DRV-15, DRV-63 */
+        "kernel  Relu f32->f32",                                        /* DRV-54 */
+    };
+    run_result_t r = driver_test(FAKE("fake_lax.json"));
+    char line[1024];
+
+    (void)state;
+    assert_int_equal(r.exit_code, 1);
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        assert_check_fails(r.output, checks[i]);
+    assert_true(line_containing(r.output, "descriptor fake_lax:0", line, sizeof line));
+    assert_non_null(strstr(line, "device name"));
+    assert_true(line_containing(r.output, "kernel  Relu f32->f32", line, sizeof line));
+    assert_non_null(strstr(line, "want NaN"));
+    /* What it does right still passes: its Identity, and the copies inside the bounds. */
+    assert_true(line_containing(r.output, "kernel  Identity f32->f32", line, sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
+    assert_true(line_containing(r.output, "copy_d2h of 0 bytes at the end", line, sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
+    free(r.output);
+
+    /* DRV-16, DRV-41: host-visible needs CAP_MAP, and a map present on a device without
+     * CAP_MAP must refuse rather than work. */
+    r = driver_test(FAKE("fake_lax_caps.json"));
+    assert_int_equal(r.exit_code, 1);
+    assert_check_fails(r.output, "descriptor fake_lax_caps:0");
+    assert_true(line_containing(r.output, "descriptor fake_lax_caps:0", line, sizeof line));
+    assert_non_null(strstr(line, "CAP_HOST_VISIBLE without CAP_MAP"));
+    assert_check_fails(r.output, "map without CAP_MAP is refused as UNIMPLEMENTED");
+    free(r.output);
+}
+
 static void bad_usage_exits_2(void **state) {
     static const char *const cases[][2] = {
         {"", "usage: session-driver-test"},
@@ -232,6 +294,7 @@ int main(void) {
         cmocka_unit_test(json_is_one_document_with_every_result),
         cmocka_unit_test(a_driver_without_devices_passes_and_says_why),
         cmocka_unit_test(a_broken_driver_fails_with_its_cause),
+        cmocka_unit_test(a_driver_that_breaks_the_guessed_rules_fails_each_check),
         cmocka_unit_test(bad_usage_exits_2),
         cmocka_unit_test(only_op_limits_the_kernels),
     };

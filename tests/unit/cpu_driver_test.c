@@ -235,17 +235,25 @@ static void negotiate_without_a_host_table_still_reports_the_mismatch(void **sta
     assert_int_equal(f->ctx.calls, 0);
 }
 
+/* DRV-6: below the frozen prefix nothing is written; with the prefix but short of ABI 1.0 the
+ * driver says who it is, writes nothing past struct_size and calls no host entry. */
 static void negotiate_rejects_null_and_undersized_arguments(void **state) {
     fixture_t *f = *state;
     ses_drv_negotiate_t args = host_args(f);
-    args.struct_size = (uint32_t)offsetof(ses_drv_negotiate_t, api);
+    args.struct_size = (uint32_t)offsetof(ses_drv_negotiate_t, driver_abi_major);
 
     assert_int_equal(f->negotiate(NULL), SES_DRV_INVALID_ARGUMENT);
     assert_int_equal(f->negotiate(&args), SES_DRV_INVALID_ARGUMENT);
-
-    /* Nothing was written into a struct the driver could not trust. */
     assert_int_equal(args.driver_abi_major, 0);
     assert_null(args.api);
+
+    args = host_args(f);
+    args.struct_size = (uint32_t)offsetof(ses_drv_negotiate_t, api);
+    assert_int_equal(f->negotiate(&args), SES_DRV_INVALID_ARGUMENT);
+    assert_int_equal(args.driver_abi_major, 1);
+    assert_int_equal(args.chosen_minor, 0);
+    assert_null(args.api);
+    assert_int_equal(f->ctx.calls, 0);
 }
 
 /* A host built against a later minor passes a larger struct; the driver reads its 1.0 part. */
