@@ -2,12 +2,13 @@
  * session-run: runs an ONNX model on a device.
  *
  *   session-run MODEL.onnx [--device NAME]... [--input NAME=FILE]... [--output NAME=FILE]...
- *               [--repeat N] [--fallback allow|warn|deny] [--quiet]
+ *               [--repeat N] [--stats] [--fallback allow|warn|deny] [--quiet]
  *
  * Inputs are .npy files or ONNX TensorProto files (.pb); a model with one input also takes
  * `--input FILE`. Outputs named with --output are written as .npy; the others are summarized
  * (dtype, shape, first values). Prints the placement summary and, with --repeat N, the run
- * times (first run, then min / median / max of the rest). Exit 0, 1 (an error), 2 (bad usage).
+ * times (first run, then min / median / max of the rest); --stats adds the bytes each run of 2 to
+ * N copied between host and devices. Exit 0, 1 (an error), 2 (bad usage).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ static int compare_doubles(const void *a, const void *b) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: session-run MODEL.onnx [--device NAME]... [--input NAME=FILE]...\n"
-            "                   [--output NAME=FILE]... [--repeat N]\n"
+            "                   [--output NAME=FILE]... [--repeat N] [--stats]\n"
             "                   [--fallback allow|warn|deny] [--quiet]\n"
             "Runs an ONNX model: inputs from .npy or TensorProto .pb files, outputs to .npy.\n");
 }
@@ -79,7 +80,8 @@ int main(int argc, char **argv) {
     named_file_t ins[MAX_IO], outs[MAX_IO];
     size_t n_devices = 0, n_ins = 0, n_outs = 0, n_in, n_out;
     long repeat = 1;
-    int quiet = 0, status = 1;
+    int quiet = 0, stats = 0, status = 1;
+    ses_transfer_stats_t after_first, at_end;
     ses_session_options_t so;
     ses_onnx_model_t *model = NULL;
     ses_session_t *s = NULL;
@@ -96,6 +98,8 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(a, "--stats")) {
+            stats = 1;
         } else if (i + 1 < argc && !strcmp(a, "--device") && n_devices < 16) {
             devices[n_devices++] = argv[++i];
         } else if (i + 1 < argc && (!strcmp(a, "--input") || !strcmp(a, "--output"))) {
@@ -222,7 +226,13 @@ int main(int argc, char **argv) {
             goto done;
         }
         times[r] = now() - t0;
+        if (r == 0) {
+            after_first.struct_size = sizeof after_first;
+            ses_plan_transfers(plan, &after_first);
+        }
     }
+    at_end.struct_size = sizeof at_end;
+    ses_plan_transfers(plan, &at_end);
     if (!quiet) {
         printf("%s", ses_plan_placement(plan));
         printf("first run: %.3f ms\n", times[0] * 1e3);
@@ -231,6 +241,23 @@ int main(int argc, char **argv) {
             printf("runs 2 to %ld: min %.3f ms, median %.3f ms, max %.3f ms\n", repeat,
                    times[1] * 1e3, times[1 + (repeat - 1) / 2] * 1e3, times[repeat - 1] * 1e3);
         }
+    }
+    if (stats) {
+        /* Steady state: what runs 2 to N moved, per run (run 1 alone when there is no other). */
+        const ses_transfer_stats_t *from = repeat > 1 ? &after_first : NULL;
+        uint64_t runs = repeat > 1 ? (uint64_t)repeat - 1 : 1;
+        char window[64];
+        if (repeat > 1)
+            snprintf(window, sizeof window, "runs 2 to %ld", repeat);
+        else
+            snprintf(window, sizeof window, "run 1");
+        printf("transfers per run (%s): host->device %llu bytes in %llu copies, "
+               "device->host %llu bytes in %llu copies\n",
+               window,
+               (unsigned long long)((at_end.h2d_bytes - (from ? from->h2d_bytes : 0)) / runs),
+               (unsigned long long)((at_end.h2d_copies - (from ? from->h2d_copies : 0)) / runs),
+               (unsigned long long)((at_end.d2h_bytes - (from ? from->d2h_bytes : 0)) / runs),
+               (unsigned long long)((at_end.d2h_copies - (from ? from->d2h_copies : 0)) / runs));
     }
     status = 0;
     for (size_t i = 0; i < n_out; i++) {

@@ -1196,6 +1196,74 @@ static void the_any_size_hint_appears_only_with_a_minus_one(void **state) {
     ses_graph_release(g);
 }
 
+
+/* A constant read on another device is uploaded once and stays there: later runs move only
+ * their feeds in and their fetches out, and the counters say so. */
+static void a_constant_on_a_device_is_uploaded_once_and_transfers_are_counted(void **state) {
+    ses_registry_t *reg = registry_with_fake();
+    ses_session_options_t options;
+    ses_graph_t *g = NULL;
+    ses_session_t *s = NULL;
+    ses_plan_t *plan = NULL;
+    ses_edge_t c, x, id_c, id_x;
+    const char *devices[] = {"accel:0"};
+    const float cv[4] = {1, 2, 3, 4}, xv[2] = {5, 6};
+    int64_t four = 4, two = 2;
+    ses_tensor_t *tc = NULL, *tx = vector(xv, 2), *out[2] = {NULL, NULL};
+    ses_edge_t fetches[2];
+    ses_transfer_stats_t first = {sizeof first, 0, 0, 0, 0, 0, 0, 0}, last = first, total = first;
+    ses_transfer_stats_t small = {4, 0, 0, 0, 0, 0, 0, 0};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 1, &four, cv, sizeof cv, &tc), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "c", tc, &c), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 1, &two, &x), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Identity", "id_c", &c, 1, NULL, 0, &id_c), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Identity", "id_x", &x, 1, NULL, 0, &id_x), SES_OK);
+    fetches[0] = id_c;
+    fetches[1] = id_x;
+    ses_session_options_init(&options);
+    options.registry = reg;
+    options.fallback = SES_FALLBACK_DENY;
+    assert_int_equal(ses_session_open(g, devices, 1, &options, &s), SES_OK);
+    assert_int_equal(ses_session_compile(s, fetches, 2, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_string_equal(ses_plan_node_device(plan, id_c.node), "fake_good:0");
+    /* Compiling uploaded the constant: 16 bytes, once, for the session. */
+    assert_int_equal(ses_session_transfers(s, &total), SES_OK);
+    assert_int_equal(total.h2d_bytes, 16);
+    assert_int_equal(total.h2d_copies, 1);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(ses_plan_run(plan, &tx, 1, out), SES_OK);
+        assert_true(((float *)ses_tensor_data(out[0]))[3] == 4.0f);
+        assert_true(((float *)ses_tensor_data(out[1]))[1] == 6.0f);
+        ses_tensor_release(out[0]);
+        ses_tensor_release(out[1]);
+        if (r == 0)
+            assert_int_equal(ses_plan_transfers(plan, &first), SES_OK);
+    }
+    assert_int_equal(ses_plan_transfers(plan, &last), SES_OK);
+    assert_int_equal(last.runs, 3);
+    /* Runs 2 and 3: the feed in (8 bytes) and both fetches out (16 + 8 bytes), nothing else. */
+    assert_int_equal(last.h2d_bytes - first.h2d_bytes, 2 * 8);
+    assert_int_equal(last.h2d_copies - first.h2d_copies, 2);
+    assert_int_equal(last.d2h_bytes - first.d2h_bytes, 2 * 24);
+    assert_int_equal(last.d2h_copies - first.d2h_copies, 4);
+    assert_int_equal(last.d2d_copies, 0);
+    /* The session saw the upload and the three runs. */
+    assert_int_equal(ses_session_transfers(s, &total), SES_OK);
+    assert_int_equal(total.runs, 3);
+    assert_int_equal(total.h2d_bytes, 16 + 3 * 8);
+    assert_int_equal(ses_plan_transfers(plan, &small), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_plan_transfers(NULL, &last), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses_session_transfers(s, NULL), SES_INVALID_ARGUMENT);
+    ses_session_destroy(s);
+    ses_tensor_release(tc);
+    ses_tensor_release(tx);
+    ses_graph_release(g);
+    ses_registry_destroy(reg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(only_what_the_fetches_need_runs),
@@ -1230,6 +1298,7 @@ int main(void) {
         cmocka_unit_test(edges_that_differ_only_in_padding_find_the_same_plan),
         cmocka_unit_test(a_variable_initialized_from_a_placeholder_says_so),
         cmocka_unit_test(the_any_size_hint_appears_only_with_a_minus_one),
+        cmocka_unit_test(a_constant_on_a_device_is_uploaded_once_and_transfers_are_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

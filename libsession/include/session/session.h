@@ -149,6 +149,29 @@ SES_API const char *ses_plan_placement(const ses_plan_t *plan);
 SES_API const char *ses_plan_node_device(const ses_plan_t *plan, const ses_node_t *node);
 
 /**
+ * Bytes and copies that crossed between the host and devices. "Host" is host memory (the CPU
+ * device, the caller's tensors); a device reached through map counts like one reached through
+ * copies. A copy between two devices, or within one, counts as device to device.
+ */
+typedef struct ses_transfer_stats {
+    uint32_t struct_size; /* sizeof(ses_transfer_stats_t): set it before the call */
+    uint64_t runs;        /* plan runs counted (for a session: of all its plans and evals) */
+    uint64_t h2d_bytes, h2d_copies;
+    uint64_t d2h_bytes, d2h_copies;
+    uint64_t d2d_bytes, d2d_copies;
+} ses_transfer_stats_t;
+
+/**
+ * What every run of @p plan moved so far, in total (subtract two readings for a window: runs 2
+ * to N, say). SES_INVALID_ARGUMENT for NULL or a struct_size smaller than this version's.
+ * Thread-safety: waits for a run of the plan in flight.
+ */
+SES_API ses_status_t ses_plan_transfers(ses_plan_t *plan, ses_transfer_stats_t *out_stats);
+
+/** The same for every plan and eval of @p s, since it opened. Thread-safe. */
+SES_API ses_status_t ses_session_transfers(ses_session_t *s, ses_transfer_stats_t *out_stats);
+
+/**
  * The session's root scope: its variables. Owned by the session; the pointer stays valid until
  * ses_session_destroy (a close empties the scope but keeps it).
  */

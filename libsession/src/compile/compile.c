@@ -167,6 +167,21 @@ static ses_status_t slot_on_device(builder_t *b, size_t slot_index, size_t devic
         }
     type = c->slots[slot_index].type;
     edge = c->slots[slot_index].edge;
+    /* A constant on another device than the host is the session's resident copy there: no
+     * copy step, no run moves it again. */
+    if (c->slots[slot_index].kind == SES__SLOT_CONSTANT && c->slots[slot_index].bytes &&
+        device != b->s->n_devices - 1) {
+        ses_drv_buffer_t *buffer = NULL;
+        st = ses__resident_constant(b->s, edge.node->value, device, &buffer);
+        if (st == SES_OK)
+            st = new_slot(b, SES__SLOT_RESIDENT, &type, device, edge, &copy);
+        if (st != SES_OK)
+            return st;
+        c->slots[copy].source = slot_index;
+        c->slots[copy].resident = buffer;
+        *out_index = copy;
+        return SES_OK;
+    }
     st = new_slot(b, SES__SLOT_ARENA, &type, device, edge, &copy);
     if (st != SES_OK)
         return st;

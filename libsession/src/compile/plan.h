@@ -59,8 +59,15 @@ struct ses_session {
     atomic_uint_fast64_t kernel_calls;
     atomic_uint_fast64_t graph_captures;
     atomic_uint_fast64_t graph_launches;
+    /* ses_session_transfers: runs, then h2d, d2h, d2d bytes and copies (ses__count_transfer). */
+    atomic_uint_fast64_t transfers[7];
     ses_communicator_t comm; /* comm.allreduce_sum NULL: a job of one process */
     struct ses__remote *remote; /* a remote session's workers (distributed/remote.c), or NULL */
+    /* Constants uploaded to devices (compile/resident.c), freed at close; guarded by
+     * resident_lock. */
+    struct ses__resident *resident;
+    size_t n_resident;
+    pthread_mutex_t resident_lock;
 };
 
 /* Remote sessions (distributed/remote.c): evals go through ses__remote_eval, which runs this
@@ -94,6 +101,8 @@ typedef enum ses__slot_kind {
     SES__SLOT_VARIABLE,  /* the scope's tensor for a variable */
     SES__SLOT_OUTPUT,    /* computed and fetched: written straight into the tensor handed to
                             the caller (a device that imports host memory), no copy */
+    SES__SLOT_RESIDENT,  /* a constant's copy the session keeps on a device (compile/resident.c):
+                            uploaded once, bound by every run and plan, never copied again */
 } ses__slot_kind_t;
 
 typedef struct ses__slot {
@@ -111,6 +120,7 @@ typedef struct ses__slot {
     size_t last_step;     /* liveness: the last step that reads it */
     int written;          /* SES__SLOT_VARIABLE: an op of the plan updates it in place, so a
                              private scope gets its own copy first (copy-on-write) */
+    ses_drv_buffer_t *resident; /* SES__SLOT_RESIDENT: the session's buffer, at offset 0 */
     size_t group;         /* SES__SLOT_ARENA: the first slot of the values placed back to back
                              with it (one AllReduce bucket, summed by one collective), or
                              SIZE_MAX */
@@ -180,6 +190,7 @@ typedef struct ses__compiled {
     size_t *last_enqueued;        /* per device, during a run: the step enqueued last */
     ses__segment_t *segments;
     size_t n_segments;
+    ses_transfer_stats_t *transfers; /* the plan's counters, for this run's copies */
 } ses__compiled_t;
 
 struct ses_plan {
@@ -193,6 +204,7 @@ struct ses_plan {
     size_t n_targets;
     int cached; /* made by eval (kept in the cache) rather than by ses_session_compile */
     pthread_mutex_t lock;
+    ses_transfer_stats_t transfers; /* every run's copies so far; guarded by lock */
     ses__compiled_t *compiled;
 };
 
@@ -261,6 +273,15 @@ const ses_drv_kernel_t *ses__find_kernel(const ses__device_ctx_t *dev, const cha
                                          const char *signature,
                                          const ses_drv_kernel_t *const *skip, size_t n_skip);
 
+/**
+ * The buffer on device @p device holding constant @p value, uploaded the first time a plan of
+ * @p s asks (counted as a host-to-device transfer of the session). Thread-safe.
+ */
+ses_status_t ses__resident_constant(ses_session_t *s, ses_tensor_t *value, size_t device,
+                                    ses_drv_buffer_t **out_buffer);
+/** Frees every resident constant of @p s; no plan may use them any more. */
+void ses__resident_free(ses_session_t *s);
+
 /** Offsets for every arena slot of @p c, reusing memory once a value's last reader ran. */
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);
 
@@ -270,8 +291,16 @@ ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);
 ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
                       ses_tensor_t **out_values);
 
-/** Reads a slot's bytes into @p host, from whatever device holds it. */
-ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *host);
+/**
+ * Counts @p bytes moved from device @p from to device @p to (indexes in s->devices; the CPU
+ * device, last, is the host) in @p c's plan and in its session. Nothing when both are the host.
+ */
+void ses__count_transfer(ses_session_t *s, ses__compiled_t *c, size_t from, size_t to,
+                         uint64_t bytes);
+
+/** Reads a slot's bytes into @p host, from whatever device holds it (counted in @p c). */
+ses_status_t ses__read_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,
+                            void *host);
 
 /**
  * Runs a host step (Save, Restore) with its input slots bound for this run. Errors name the node
@@ -280,9 +309,11 @@ ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *hos
 ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t *step);
 
 /** Copies @p bytes between two slots' buffers on possibly different devices. */
-ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst);
+ses_status_t ses__copy_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *src,
+                            const ses__slot_t *dst);
 /** Host to device: @p host into a slot (mapped where the device allows, else copy_h2d). */
-ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const void *host);
+ses_status_t ses__write_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,
+                             const void *host);
 /**
  * A host pointer to a slot's bytes: its host tensor, or its buffer mapped (SES_DRV_MAP_READ or
  * _WRITE) when the device maps memory; NULL otherwise. Give it back with ses__unmap_slot.

@@ -26,8 +26,9 @@ static int capturable(const ses__compiled_t *c, const ses__step_t *step) {
     if (step->kind != SES__STEP_KERNEL || (step->kernel->flags & SES_DRV_KERNEL_NO_CAPTURE))
         return 0;
     for (size_t a = 0; a < step->n_args; a++)
-        if (c->slots[step->args[a]].kind != SES__SLOT_ARENA)
-            return 0;
+        if (c->slots[step->args[a]].kind != SES__SLOT_ARENA &&
+            c->slots[step->args[a]].kind != SES__SLOT_RESIDENT)
+            return 0; /* external host tensors change from run to run */
     return 1;
 }
 

@@ -46,7 +46,7 @@ static ses_status_t run_save(ses_session_t *s, ses__compiled_t *c, const ses__st
         }
         st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims, &tensors[i]);
         if (st == SES_OK)
-            st = ses__read_slot(s, slot, tensors[i]->data);
+            st = ses__read_slot(s, c, slot, tensors[i]->data);
     }
     if (st == SES_OK)
         st = ses_safetensors_write(path, (const char *const *)names, tensors, step->n_args, keys,
@@ -226,8 +226,9 @@ static int reduced_apart(const ses_session_t *s, const ses_communicator_t *comm,
 }
 
 /* One input reduced into its output: straight from host memory, or through the step's buffer. */
-static ses_status_t reduce_one(ses_session_t *s, ses__step_t *step, const ses_communicator_t *comm,
-                               const ses__slot_t *in, const ses__slot_t *out, int mean) {
+static ses_status_t reduce_one(ses_session_t *s, ses__compiled_t *c, ses__step_t *step,
+                               const ses_communicator_t *comm, const ses__slot_t *in,
+                               const ses__slot_t *out, int mean) {
     const size_t count = in->bytes / ses_dtype_size(in->type.dtype);
     const void *src = in == out ? NULL : ses__map_slot(s, in, SES_DRV_MAP_READ);
     void *dst = ses__map_slot(s, out, SES_DRV_MAP_WRITE | (in == out ? SES_DRV_MAP_READ : 0));
@@ -249,10 +250,10 @@ static ses_status_t reduce_one(ses_session_t *s, ses__step_t *step, const ses_co
     ses__unmap_slot(s, out, dst);
     if (!(buffer = scratch_of(step, in->bytes)))
         return SES_OUT_OF_MEMORY;
-    if ((st = ses__read_slot(s, in, buffer)) != SES_OK ||
+    if ((st = ses__read_slot(s, c, in, buffer)) != SES_OK ||
         (st = sum(step, comm, NULL, buffer, count, in->type.dtype, mean)) != SES_OK)
         return st;
-    return ses__write_slot(s, out, buffer);
+    return ses__write_slot(s, c, out, buffer);
 }
 
 /*
@@ -286,7 +287,7 @@ static ses_status_t reduce_bucket(ses_session_t *s, ses__compiled_t *c, ses__ste
         for (size_t i = 0; i < n->n_inputs && st == SES_OK; i++) {
             const ses__slot_t *in = &c->slots[step->args[i]];
             if (in->type.dtype == dtype && in_bucket(s, in, &c->slots[step->args[n->n_inputs + i]]))
-                st = reduce_one(s, step, comm, in, in, mean);
+                st = reduce_one(s, c, step, comm, in, in, mean);
         }
         return st;
     }
@@ -317,11 +318,11 @@ static ses_status_t copy_alone(ses_session_t *s, ses__compiled_t *c, ses__step_t
         if (in == out)
             continue;
         if ((dst = ses__map_slot(s, out, SES_DRV_MAP_WRITE)) != NULL) {
-            st = ses__read_slot(s, in, dst);
+            st = ses__read_slot(s, c, in, dst);
             ses__unmap_slot(s, out, dst);
         } else if ((buffer = scratch_of(step, in->bytes)) != NULL) {
-            if ((st = ses__read_slot(s, in, buffer)) == SES_OK)
-                st = ses__write_slot(s, out, buffer);
+            if ((st = ses__read_slot(s, c, in, buffer)) == SES_OK)
+                st = ses__write_slot(s, c, out, buffer);
         } else {
             st = SES_OUT_OF_MEMORY;
         }
@@ -349,7 +350,7 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
         const ses__slot_t *in = &c->slots[step->args[i]];
         const ses__slot_t *out = &c->slots[step->args[n->n_inputs + i]];
         if (!in_bucket(s, in, out) && reduced_directly(s, &comm, in, out))
-            st = reduce_one(s, step, &comm, in, out, mean);
+            st = reduce_one(s, c, step, &comm, in, out, mean);
     }
     for (int pass = 0; pass < 2 && st == SES_OK; pass++) {
         ses_dtype_t dtype = pass ? SES_F64 : SES_F32;
@@ -371,7 +372,7 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
             if (in->type.dtype != dtype ||
                 reduced_apart(s, &comm, in, &c->slots[step->args[n->n_inputs + i]]))
                 continue;
-            st = ses__read_slot(s, in, buffer + at);
+            st = ses__read_slot(s, c, in, buffer + at);
             at += in->bytes;
         }
         if (st == SES_OK)
@@ -382,7 +383,7 @@ static ses_status_t run_allreduce(ses_session_t *s, ses__compiled_t *c, ses__ste
             const ses__slot_t *out = &c->slots[step->args[n->n_inputs + i]];
             if (in->type.dtype != dtype || reduced_apart(s, &comm, in, out))
                 continue;
-            st = ses__write_slot(s, out, buffer + at);
+            st = ses__write_slot(s, c, out, buffer + at);
             at += out->bytes;
         }
     }
@@ -407,7 +408,7 @@ static ses_status_t run_rank_weight(ses_session_t *s, ses__compiled_t *c, ses__s
         else
             ((double *)(void *)buffer)[k] = 1.0 / (double)ranks;
     }
-    return ses__write_slot(s, out, buffer);
+    return ses__write_slot(s, c, out, buffer);
 }
 
 ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t *step) {

@@ -73,13 +73,37 @@ static ses_status_t copy_failed(ses_session_t *s, size_t device, int32_t rc, con
                      driver_name(s, device), message);
 }
 
-ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *host) {
+void ses__count_transfer(ses_session_t *s, ses__compiled_t *c, size_t from, size_t to,
+                         uint64_t bytes) {
+    const size_t host = s->n_devices - 1;
+    size_t kind; /* 0 h2d, 1 d2h, 2 d2d */
+    uint64_t *counters;
+
+    if (from == host && to == host)
+        return;
+    kind = from == host ? 0 : to == host ? 1 : 2;
+    atomic_fetch_add(&s->transfers[1 + 2 * kind], bytes);
+    atomic_fetch_add(&s->transfers[2 + 2 * kind], 1);
+    if (!c || !c->transfers)
+        return;
+    counters = kind == 0 ? &c->transfers->h2d_bytes
+               : kind == 1 ? &c->transfers->d2h_bytes
+                           : &c->transfers->d2d_bytes;
+    counters[0] += bytes;
+    counters[1]++;
+}
+
+/* Where a slot's bytes are: the host for an external host tensor, else its device. */
+static size_t held_on(const ses_session_t *s, const ses__slot_t *slot) {
+    return slot->tensor ? s->n_devices - 1 : slot->device;
+}
+
+/* A slot's bytes into host memory, uncounted (the caller counts the transfer it is part of). */
+static ses_status_t read_bytes(ses_session_t *s, const ses__slot_t *slot, void *host) {
     const ses__device_ctx_t *dev = &s->devices[slot->device];
     void *p;
     int32_t rc;
 
-    if (!slot->bytes)
-        return SES_OK;
     p = ses__map_slot(s, slot, SES_DRV_MAP_READ);
     if (p) {
         memcpy(host, p, slot->bytes);
@@ -90,13 +114,23 @@ ses_status_t ses__read_slot(ses_session_t *s, const ses__slot_t *slot, void *hos
     return rc == SES_DRV_OK ? SES_OK : copy_failed(s, slot->device, rc, "from");
 }
 
-ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const void *host) {
+ses_status_t ses__read_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,
+                            void *host) {
+    if (!slot->bytes)
+        return SES_OK;
+    ses__count_transfer(s, c, held_on(s, slot), s->n_devices - 1, slot->bytes);
+    return read_bytes(s, slot, host);
+}
+
+ses_status_t ses__write_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,
+                             const void *host) {
     const ses__device_ctx_t *dev = &s->devices[slot->device];
     void *p;
     int32_t rc;
 
     if (!slot->bytes)
         return SES_OK;
+    ses__count_transfer(s, c, s->n_devices - 1, held_on(s, slot), slot->bytes);
     p = ses__map_slot(s, slot, SES_DRV_MAP_WRITE);
     if (p) {
         memcpy(p, host, slot->bytes);
@@ -107,7 +141,8 @@ ses_status_t ses__write_slot(ses_session_t *s, const ses__slot_t *slot, const vo
     return rc == SES_DRV_OK ? SES_OK : copy_failed(s, slot->device, rc, "to");
 }
 
-ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses__slot_t *dst) {
+ses_status_t ses__copy_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *src,
+                            const ses__slot_t *dst) {
     const ses__device_ctx_t *to = &s->devices[dst->device];
     void *staging, *p;
     ses_status_t st;
@@ -115,6 +150,8 @@ ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses_
 
     if (!src->bytes)
         return SES_OK;
+    /* One copy, counted once, by where its bytes start and end (not the staging between). */
+    ses__count_transfer(s, c, held_on(s, src), held_on(s, dst), src->bytes);
     /* Same device: one device-to-device copy. */
     if (src->device == dst->device && !src->tensor) {
         rc = to->api->copy_d2d(to->handle, NULL, src->buffer, src->offset, dst->buffer,
@@ -128,7 +165,7 @@ ses_status_t ses__copy_slot(ses_session_t *s, const ses__slot_t *src, const ses_
         staging = ses__malloc(src->bytes);
         if (!staging)
             return ses__fail(SES_OUT_OF_MEMORY, "copy: out of memory");
-        st = ses__read_slot(s, src, staging);
+        st = read_bytes(s, src, staging);
         if (st != SES_OK) {
             free(staging);
             return st;
@@ -236,6 +273,9 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
 
         switch (slot->kind) {
         case SES__SLOT_ARENA:
+            continue;
+        case SES__SLOT_RESIDENT:
+            slot->buffer = slot->resident;
             continue;
         case SES__SLOT_FEED:
             t = feeds[slot->feed_index];
@@ -410,7 +450,7 @@ static ses_status_t run_steps(ses_plan_t *plan) {
             /* Copies complete on return and may reuse memory a queued kernel still reads. */
             st = wait_all(s, c);
             if (st == SES_OK)
-                st = ses__copy_slot(s, &c->slots[step->args[0]], &c->slots[step->args[1]]);
+                st = ses__copy_slot(s, c, &c->slots[step->args[0]], &c->slots[step->args[1]]);
         } else if (step->segment && step->segment->first == i) {
             st = run_segment(s, c, step->segment);
             i = step->segment->end - 1;
@@ -447,7 +487,7 @@ static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
         st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims,
                                &out_values[i]);
         if (st == SES_OK)
-            st = ses__read_slot(s, slot, out_values[i]->data);
+            st = ses__read_slot(s, c, slot, out_values[i]->data);
         if (st != SES_OK) {
             for (size_t j = 0; j <= i; j++) {
                 ses_tensor_release(out_values[j]);
@@ -461,7 +501,12 @@ static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
 
 ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
                       ses_tensor_t **out_values) {
-    ses_status_t st = bind_externals(plan, feeds, scope);
+    ses_status_t st;
+
+    plan->compiled->transfers = &plan->transfers;
+    plan->transfers.runs++;
+    atomic_fetch_add(&plan->session->transfers[0], 1);
+    st = bind_externals(plan, feeds, scope);
 
     if (st == SES_OK)
         st = run_steps(plan);

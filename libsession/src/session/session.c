@@ -201,10 +201,13 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
         return st;
     }
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->resident_lock, NULL);
     pthread_cond_init(&s->idle, NULL);
     atomic_init(&s->kernel_calls, 0);
     atomic_init(&s->graph_captures, 0);
     atomic_init(&s->graph_launches, 0);
+    for (size_t i = 0; i < 7; i++)
+        atomic_init(&s->transfers[i], 0);
     s->registry = s->options.registry;
     if (!s->registry && (st = ses_registry_default(&s->registry)) != SES_OK)
         goto fail;
@@ -254,6 +257,7 @@ fail:
     free(s->devices);
     ses_scope_destroy(s->scope);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->resident_lock);
     pthread_cond_destroy(&s->idle);
     free(s);
     return st;
@@ -783,6 +787,45 @@ ses_scope_t *ses_session_scope(ses_session_t *s) {
     return s ? s->scope : NULL;
 }
 
+static ses_status_t check_stats(const char *what, const void *object,
+                                const ses_transfer_stats_t *out) {
+    if (!object || !out)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: NULL %s", what, object ? "out_stats" : "argument");
+    if (out->struct_size < sizeof *out)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: out_stats->struct_size is %u; set it to sizeof(ses_transfer_stats_t) "
+                         "(%zu)",
+                         what, out->struct_size, sizeof *out);
+    return SES_OK;
+}
+
+ses_status_t ses_plan_transfers(ses_plan_t *plan, ses_transfer_stats_t *out_stats) {
+    ses_status_t st = check_stats("ses_plan_transfers", plan, out_stats);
+
+    if (st != SES_OK)
+        return st;
+    pthread_mutex_lock(&plan->lock);
+    *out_stats = plan->transfers;
+    pthread_mutex_unlock(&plan->lock);
+    out_stats->struct_size = sizeof *out_stats;
+    return SES_OK;
+}
+
+ses_status_t ses_session_transfers(ses_session_t *s, ses_transfer_stats_t *out_stats) {
+    ses_status_t st = check_stats("ses_session_transfers", s, out_stats);
+    uint64_t *fields;
+
+    if (st != SES_OK)
+        return st;
+    memset(out_stats, 0, sizeof *out_stats);
+    out_stats->struct_size = sizeof *out_stats;
+    /* runs, then bytes and copies of h2d, d2h, d2d: the struct's order after struct_size. */
+    fields = &out_stats->runs;
+    for (size_t i = 0; i < 7; i++)
+        fields[i] = atomic_load(&s->transfers[i]);
+    return SES_OK;
+}
+
 uint64_t ses_session_kernel_calls(const ses_session_t *s) {
     return s ? atomic_load(&((ses_session_t *)s)->kernel_calls) : 0;
 }
@@ -894,6 +937,7 @@ ses_status_t ses_session_close(ses_session_t *s) {
     pthread_mutex_unlock(&s->lock);
 
     ses__remote_close(s->remote); /* ends the job: workers exit */
+    ses__resident_free(s);
     close_devices(s);
     /* The scope object stays, emptied, with any child scope a caller made from it (emptied
      * too), so that no pointer from ses_session_scope dangles before ses_session_destroy. */
@@ -916,6 +960,7 @@ void ses_session_destroy(ses_session_t *s) {
     free_driver_options(s);
     ses_graph_release(s->graph);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->resident_lock);
     pthread_cond_destroy(&s->idle);
     free(s);
 }
