@@ -47,6 +47,18 @@ int32_t cuda__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t 
     return host->error(ctx, code, "%s", message);
 }
 
+void cuda__log(ses_drv_driver_t *driver, uint32_t level, const char *format, ...) {
+    char message[768];
+    va_list ap;
+
+    if (!CUDA_HOST_HAS(driver->host, log))
+        return;
+    va_start(ap, format);
+    vsnprintf(message, sizeof message, format, ap);
+    va_end(ap);
+    driver->host->log(driver->ctx, level, message);
+}
+
 int32_t cuda__use(ses_drv_device_t *device, const char *what) {
     cudaError_t e = cudaSetDevice(device->ordinal);
     if (e != cudaSuccess)
@@ -96,6 +108,50 @@ static int cuda_describe(int i, cuda_gpu_t *g) {
     return 0;
 }
 
+/*
+ * Loads cuDNN as driver.cuda.cudnn (SESSION_DRIVER_CUDA_CUDNN) says: unset, the loader's search
+ * for libcudnn.so.9; a path or a folder; 0/off/none. Never fails: without cuDNN, Conv and
+ * ConvGrad use im2col + cuBLAS and the pools their own kernels. Logged at debug level, or as a
+ * warning when an explicit setting could not be honoured.
+ */
+static void cuda_load_cudnn(ses_drv_driver_t *driver) {
+    char spec[512] = "", why[512], version[32];
+    uint64_t size = 0;
+    int32_t rc = SES_DRV_NOT_FOUND;
+
+    if (CUDA_HOST_HAS(driver->host, get_option))
+        rc = driver->host->get_option(driver->ctx, "driver.cuda.cudnn", spec, sizeof spec, &size);
+    if (rc != SES_DRV_OK && rc != SES_DRV_NOT_FOUND) {
+        snprintf(driver->cudnn_note, sizeof driver->cudnn_note,
+                 "no cudnn (driver.cuda.cudnn is longer than %zu bytes); Conv by im2col + cuBLAS",
+                 sizeof spec - 1);
+        cuda__log(driver, SES_DRV_LOG_WARN, "cuda: %s", driver->cudnn_note);
+        return;
+    }
+    if (rc == SES_DRV_NOT_FOUND)
+        spec[0] = '\0';
+    if (cuda__cudnn_load(spec, CUDA_CUDNN_DEFAULT_NAME, &driver->cudnn, why, sizeof why) != 0) {
+        snprintf(driver->cudnn_note, sizeof driver->cudnn_note,
+                 "no cudnn (%s); Conv by im2col + cuBLAS", why);
+        /* Not finding cuDNN on the default search is a normal setup; a path that does not work
+         * is a mistake worth a warning. */
+        cuda__log(driver,
+                  spec[0] && strcmp(spec, "0") != 0 && strcmp(spec, "off") != 0 &&
+                          strcmp(spec, "none") != 0
+                      ? SES_DRV_LOG_WARN
+                      : SES_DRV_LOG_DEBUG,
+                  "cuda: %s; set driver.cuda.cudnn (SESSION_DRIVER_CUDA_CUDNN) to libcudnn.so.9 "
+                  "or its folder to use cuDNN",
+                  driver->cudnn_note);
+        return;
+    }
+    cuda__cudnn_version_str(driver->cudnn.version, version, sizeof version);
+    snprintf(driver->cudnn_note, sizeof driver->cudnn_note, "cudnn %s", version);
+    cuda__log(driver, SES_DRV_LOG_DEBUG,
+              "cuda: cuDNN %s loaded from %s; Conv, ConvGrad, MaxPool and AveragePool use it",
+              version, driver->cudnn.path);
+}
+
 static int32_t cuda_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
                          ses_drv_driver_t **out_driver) {
     ses_drv_driver_t *driver;
@@ -142,9 +198,14 @@ static int32_t cuda_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
     }
     driver->host = host;
     driver->ctx = ctx;
-    for (int i = 0; i < count; i++)
-        if (cuda_describe(i, &driver->gpus[driver->n_gpus]) == 0)
+    cuda_load_cudnn(driver);
+    for (int i = 0; i < count; i++) {
+        cuda_gpu_t *g = &driver->gpus[driver->n_gpus];
+        if (cuda_describe(i, g) == 0) {
+            snprintf(g->desc, sizeof g->desc, "%s, %s", g->name, driver->cudnn_note);
             driver->n_gpus++;
+        }
+    }
     *out_driver = driver;
     return SES_DRV_OK;
 }
@@ -152,6 +213,7 @@ static int32_t cuda_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
 static void cuda_close(ses_drv_driver_t *driver) {
     if (!driver)
         return;
+    cuda__cudnn_unload(&driver->cudnn);
     free(driver->gpus);
     free(driver);
 }
@@ -196,7 +258,7 @@ static int32_t cuda_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
         desc.kind = SES_DRV_DEVICE_GPU;
         desc.ordinal = i;
         desc.stable_id = g->stable_id;
-        desc.name = g->name;
+        desc.name = g->desc;
         desc.memory_bytes = g->total;
         desc.caps = SES_DRV_CAP_STREAMS | SES_DRV_CAP_EVENTS | SES_DRV_CAP_ASYNC_COPY |
                     SES_DRV_CAP_GRAPHS |
@@ -356,6 +418,16 @@ static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                           "open_device: cuda:%" PRIu32 ": %s", ordinal,
                           e != cudaSuccess ? cudaGetErrorString(e) : "pthread_mutex_init failed");
     }
+    if (pthread_mutex_init(&device->cudnn_lock, NULL) != 0) {
+        cudaFree(device->bad_dev);
+        cudaFreeHost(device->bad_host);
+        cudaStreamDestroy(stream);
+        pthread_mutex_destroy(&device->check_lock);
+        pthread_mutex_destroy(&device->lock);
+        free(device);
+        return cuda__fail(driver->host, driver->ctx, SES_DRV_INTERNAL,
+                          "open_device: pthread_mutex_init failed");
+    }
     device->allow_tf32 = cuda_allow_tf32(driver);
     /* Without its workspace the device still works: cuBLAS falls back to its own pool. */
     if (cuda_workspace_add(device, device->stream) != 0 && CUDA_HOST_HAS(driver->host, log))
@@ -385,6 +457,9 @@ static void cuda_close_device(ses_drv_device_t *device) {
         cudaStreamSynchronize((cudaStream_t)device->stream);
     if (device->cublas)
         cublasDestroy((cublasHandle_t)device->cublas);
+    if (device->cudnn)
+        device->driver->cudnn.Destroy(device->cudnn);
+    pthread_mutex_destroy(&device->cudnn_lock);
     if (device->stream) {
         cuda_workspace_remove(device, device->stream);
         cudaStreamDestroy((cudaStream_t)device->stream);
@@ -398,6 +473,29 @@ static void cuda_close_device(ses_drv_device_t *device) {
     pthread_mutex_destroy(&device->check_lock);
     pthread_mutex_destroy(&device->lock);
     free(device);
+}
+
+void *cuda__cudnn_handle(ses_drv_device_t *device) {
+    const cuda_cudnn_t *c = &device->driver->cudnn;
+    void *h;
+
+    if (!c->lib)
+        return NULL;
+    pthread_mutex_lock(&device->cudnn_lock);
+    if (!device->cudnn_tried) {
+        cudnn_status_t cs;
+        device->cudnn_tried = 1;
+        cs = c->Create(&device->cudnn);
+        if (cs != CUDNN__STATUS_SUCCESS) {
+            device->cudnn = NULL;
+            cuda__log(device->driver, SES_DRV_LOG_WARN,
+                      "cuda:%d: cudnnCreate failed (%s); Conv by im2col + cuBLAS", device->ordinal,
+                      c->GetErrorString(cs));
+        }
+    }
+    h = device->cudnn;
+    pthread_mutex_unlock(&device->cudnn_lock);
+    return h;
 }
 
 static int32_t cuda_memory_info(ses_drv_device_t *device, uint64_t *out_free, uint64_t *out_total) {

@@ -246,6 +246,20 @@ CUDA_HIDDEN int cuda__conv(uint32_t dtype, const cuda_win_t *w, const void *x, c
 /* ConvGrad: dx (@p input 0) or dW (1) from dy, x, W. */
 CUDA_HIDDEN int cuda__conv_grad(uint32_t dtype, const cuda_win_t *w, int input, const void *dy,
                                 const void *x, const void *wt, void *out, void *stream);
+/* The implicit-GEMM fallback of Conv and ConvGrad (no cuDNN): f32, f64. */
+/* im2col of @p nb images from image @p n0 of x into col: [nb][C * k_count][out_count], or with
+ * @p dw [C * k_count][nb * out_count] (the images side by side, for dW's one GEMM). */
+CUDA_HIDDEN int cuda__im2col(uint32_t dtype, const cuda_win_t *w, int64_t n0, int64_t nb, int dw,
+                             const void *x, void *col, void *stream);
+/* dx of @p nb images from col [nb][C * k_count][out_count] (a gather: every dx element written). */
+CUDA_HIDDEN int cuda__col2im(uint32_t dtype, const cuda_win_t *w, int64_t nb, const void *col,
+                             void *dx, void *stream);
+/* dst [m][nb * p] = src [nb][m][p]. */
+CUDA_HIDDEN int cuda__nmp_to_mnp(uint32_t dtype, int64_t nb, int64_t m, int64_t p, const void *src,
+                                 void *dst, void *stream);
+/* y [nb, m, p] += b[m]. */
+CUDA_HIDDEN int cuda__channel_bias(uint32_t dtype, int64_t nb, int64_t m, int64_t p, const void *b,
+                                   void *y, void *stream);
 /* SoftmaxCrossEntropyLoss over [N, C, inner...] scores (f32 or f64, as are weights, loss and
  * log_prob): `positions` = N * inner, one block. labels are i64 (labels64) or i32; weights,
  * log_prob may be NULL; reduction 0 mean, 1 sum, 2 none. The first position whose label is out

@@ -867,17 +867,18 @@ __device__ __forceinline__ void unravel(int64_t idx, const int64_t *dims, uint32
 }
 
 /* The pooled window of output position @p p: the max's offset (or -1) and value, the sum, the
- * number of elements inside the input and inside the padded input. */
-template <typename T>
+ * number of elements inside the input and inside the padded input. A is the arithmetic's type:
+ * float for f32 (no double in the inner loop), double for f64. */
+template <typename T, typename A>
 __device__ void pool_window(const cuda_win_t &w, int64_t p, int max, const T *xp, int64_t *best,
-                            double *best_v, double *acc, int64_t *valid, int64_t *padded) {
+                            A *best_v, A *acc, int64_t *valid, int64_t *padded) {
     int64_t o[CUDA_SPATIAL_MAX], kk[CUDA_SPATIAL_MAX], start[CUDA_SPATIAL_MAX];
     unravel(p, w.out, w.n, o);
     for (uint32_t i = 0; i < w.n; i++)
         start[i] = o[i] * w.s[i] - w.pb[i];
     *best = -1;
-    *best_v = -(double)INFINITY;
-    *acc = 0.0;
+    *best_v = -(A)INFINITY;
+    *acc = (A)0;
     *valid = *padded = 0;
     for (int64_t kq = 0; kq < w.k_count; kq++) {
         unravel(kq, w.k, w.n, kk);
@@ -893,7 +894,7 @@ __device__ void pool_window(const cuda_win_t &w, int64_t p, int max, const T *xp
         if (!inside)
             continue;
         ++*valid;
-        const double v = (double)xp[off];
+        const A v = (A)xp[off];
         if (max) {
             if (*best < 0 || v > *best_v || (v != v && *best_v == *best_v)) {
                 *best_v = v;
@@ -910,15 +911,15 @@ __global__ void pool_kernel(cuda_win_t w, int64_t planes, int op, int include_pa
                             T *y) {
     FOR_EACH(t, planes * w.out_count) {
         int64_t best, valid, padded;
-        double best_v, acc;
+        T best_v, acc;
         const int64_t plane = t / w.out_count;
-        pool_window(w, t % w.out_count, op == CUDA_POOL_MAX, x + plane * w.in_count, &best, &best_v,
-                    &acc, &valid, &padded);
+        pool_window<T, T>(w, t % w.out_count, op == CUDA_POOL_MAX, x + plane * w.in_count, &best,
+                          &best_v, &acc, &valid, &padded);
         const int64_t divisor = include_pad ? padded : valid;
         if (op == CUDA_POOL_MAX)
-            y[t] = (T)(best >= 0 ? best_v : -(double)INFINITY);
+            y[t] = best >= 0 ? best_v : -(T)INFINITY;
         else
-            y[t] = (T)(divisor ? acc / (double)divisor : (double)NAN);
+            y[t] = divisor ? acc / (T)divisor : (T)NAN;
     }
 }
 
@@ -927,11 +928,12 @@ __global__ void pool_grad_kernel(cuda_win_t w, int64_t planes, int op, int inclu
                                  const T *x, T *dx) {
     FOR_EACH(t, planes * w.out_count) {
         int64_t best, valid, padded;
-        double best_v, acc;
+        T best_v, acc;
         const int64_t plane = t / w.out_count, p = t % w.out_count;
         T *dp = dx + plane * w.in_count;
-        pool_window(w, p, op == CUDA_POOL_MAX, op == CUDA_POOL_MAX ? x + plane * w.in_count : dy,
-                    &best, &best_v, &acc, &valid, &padded);
+        pool_window<T, T>(w, p, op == CUDA_POOL_MAX,
+                          op == CUDA_POOL_MAX ? x + plane * w.in_count : dy, &best, &best_v, &acc,
+                          &valid, &padded);
         if (op == CUDA_POOL_MAX) {
             if (best >= 0)
                 atomicAdd(dp + best, dy[t]);
@@ -940,7 +942,7 @@ __global__ void pool_grad_kernel(cuda_win_t w, int64_t planes, int op, int inclu
         const int64_t divisor = include_pad ? padded : valid;
         if (!divisor)
             continue;
-        const T g = (T)((double)dy[t] / (double)divisor);
+        const T g = dy[t] / (T)divisor;
         int64_t o[CUDA_SPATIAL_MAX], kk[CUDA_SPATIAL_MAX];
         unravel(p, w.out, w.n, o);
         for (int64_t kq = 0; kq < w.k_count; kq++) {
@@ -1115,6 +1117,75 @@ __global__ void conv_grad_w_kernel(cuda_win_t w, const T *dy, const T *x, T *dw)
             }
         }
         dw[t] = acc;
+    }
+}
+
+/* im2col for @p nb images from image @p n0: column element (image n, row r = c * k_count + kq,
+ * position p) at n * sn + r * sr + p, the input value its window reads or 0 in the padding.
+ * (sn, sr) = (rows * out_count, out_count) for the forward pass and dX, (out_count,
+ * nb * out_count) for dW, where the rows of all images lie side by side. */
+template <typename T>
+__global__ void im2col_kernel(cuda_win_t w, int64_t n0, int64_t nb, int64_t sn, int64_t sr,
+                              const T *x, T *col) {
+    const int64_t rows = w.c * w.k_count;
+    FOR_EACH(t, nb * rows * w.out_count) {
+        const int64_t p = t % w.out_count, r = (t / w.out_count) % rows;
+        const int64_t n = t / (w.out_count * rows), c = r / w.k_count, kq = r % w.k_count;
+        int64_t o[CUDA_SPATIAL_MAX], kk[CUDA_SPATIAL_MAX];
+        unravel(p, w.out, w.n, o);
+        unravel(kq, w.k, w.n, kk);
+        int64_t off = 0;
+        bool inside = true;
+        for (uint32_t i = 0; i < w.n; i++) {
+            const int64_t cc = o[i] * w.s[i] - w.pb[i] + kk[i] * w.d[i];
+            inside = inside && cc >= 0 && cc < w.in[i];
+            off = off * w.in[i] + cc;
+        }
+        col[n * sn + r * sr + p] = inside ? x[((n0 + n) * w.c + c) * w.in_count + off] : (T)0;
+    }
+}
+
+/* col2im as a gather: each dX element of the @p nb images sums the column entries (layout
+ * [image][c * k_count + kq][out_count]) of the windows that read it; no atomics. */
+template <typename T>
+__global__ void col2im_kernel(cuda_win_t w, int64_t nb, const T *col, T *dx) {
+    const int64_t rows = w.c * w.k_count;
+    FOR_EACH(t, nb * w.c * w.in_count) {
+        const int64_t q = t % w.in_count, c = (t / w.in_count) % w.c, n = t / (w.in_count * w.c);
+        int64_t ic[CUDA_SPATIAL_MAX], kk[CUDA_SPATIAL_MAX];
+        unravel(q, w.in, w.n, ic);
+        const T *cp = col + (n * rows + c * w.k_count) * w.out_count;
+        T acc = (T)0;
+        for (int64_t kq = 0; kq < w.k_count; kq++) {
+            unravel(kq, w.k, w.n, kk);
+            int64_t off = 0;
+            bool ok = true;
+            for (uint32_t i = 0; ok && i < w.n; i++) {
+                const int64_t u = ic[i] + w.pb[i] - kk[i] * w.d[i];
+                ok = u >= 0 && u % w.s[i] == 0 && u / w.s[i] < w.out[i];
+                off = off * w.out[i] + u / w.s[i];
+            }
+            if (ok)
+                acc += cp[kq * w.out_count + off];
+        }
+        dx[t] = acc;
+    }
+}
+
+/* dst [m][nb * p] = src [nb][m][p]: dy's images side by side for dW's one GEMM. */
+template <typename T>
+__global__ void nmp_to_mnp_kernel(int64_t nb, int64_t m, int64_t p, const T *src, T *dst) {
+    FOR_EACH(t, nb * m * p) {
+        const int64_t pp = t % p, mm = (t / p) % m, n = t / (p * m);
+        dst[(mm * nb + n) * p + pp] = src[t];
+    }
+}
+
+/* y [nb, m, p] += b[m]. */
+template <typename T>
+__global__ void channel_bias_kernel(int64_t count, int64_t m, int64_t p, const T *b, T *y) {
+    FOR_EACH(t, count) {
+        y[t] += b[(t / p) % m];
     }
 }
 
@@ -1769,6 +1840,61 @@ extern "C" int cuda__pad_grad(uint32_t dtype, uint32_t rank, const int64_t *xd, 
     else
         LAUNCH(dy_count, stream, pad_grad_kernel<double>)
         (g, dy_count, (const double *)dy, (double *)dx);
+    return (int)cudaGetLastError();
+}
+
+#define CNN_DISPATCH(dtype, CALL)           \
+    switch (dtype) {                        \
+        case CUDA_DT_F32: {                 \
+            typedef float T;                \
+            CALL;                           \
+            break;                          \
+        }                                   \
+        case CUDA_DT_F64: {                 \
+            typedef double T;               \
+            CALL;                           \
+            break;                          \
+        }                                   \
+        default:                            \
+            return (int)cudaErrorInvalidValue; \
+    }
+
+extern "C" int cuda__im2col(uint32_t dtype, const cuda_win_t *w, int64_t n0, int64_t nb, int dw,
+                            const void *x, void *col, void *stream) {
+    const int64_t rows = w->c * w->k_count, n = nb * rows * w->out_count;
+    const int64_t sn = dw ? w->out_count : rows * w->out_count;
+    const int64_t sr = dw ? nb * w->out_count : w->out_count;
+    if (n == 0)
+        return 0;
+    CNN_DISPATCH(dtype, LAUNCH(n, stream, im2col_kernel<T>)(*w, n0, nb, sn, sr, (const T *)x,
+                                                              (T *)col))
+    return (int)cudaGetLastError();
+}
+
+extern "C" int cuda__col2im(uint32_t dtype, const cuda_win_t *w, int64_t nb, const void *col,
+                            void *dx, void *stream) {
+    const int64_t n = nb * w->c * w->in_count;
+    if (n == 0)
+        return 0;
+    CNN_DISPATCH(dtype, LAUNCH(n, stream, col2im_kernel<T>)(*w, nb, (const T *)col, (T *)dx))
+    return (int)cudaGetLastError();
+}
+
+extern "C" int cuda__nmp_to_mnp(uint32_t dtype, int64_t nb, int64_t m, int64_t p, const void *src,
+                                void *dst, void *stream) {
+    const int64_t n = nb * m * p;
+    if (n == 0)
+        return 0;
+    CNN_DISPATCH(dtype, LAUNCH(n, stream, nmp_to_mnp_kernel<T>)(nb, m, p, (const T *)src, (T *)dst))
+    return (int)cudaGetLastError();
+}
+
+extern "C" int cuda__channel_bias(uint32_t dtype, int64_t nb, int64_t m, int64_t p, const void *b,
+                                  void *y, void *stream) {
+    const int64_t n = nb * m * p;
+    if (n == 0)
+        return 0;
+    CNN_DISPATCH(dtype, LAUNCH(n, stream, channel_bias_kernel<T>)(n, m, p, (const T *)b, (T *)y))
     return (int)cudaGetLastError();
 }
 

@@ -9,6 +9,7 @@
 #include <session/driver.h>
 #include <stdint.h>
 
+#include "cuda_cudnn.h"
 #include "cuda_internal.h"
 
 #if defined(__GNUC__)
@@ -24,6 +25,7 @@
 /* What open found about one GPU. */
 typedef struct cuda_gpu {
     char name[256];     /* "NVIDIA H100 80GB HBM3 (sm_90, GPU-…)" */
+    char desc[1024];    /* name, then how Conv and the pools run: "…, cudnn 9.19.0" */
     char stable_id[64]; /* "pci:0000:65:00.0" */
     uint64_t total;
     int major, minor; /* compute capability */
@@ -34,6 +36,10 @@ struct ses_drv_driver {
     ses_drv_host_ctx_t *ctx;
     uint32_t n_gpus;
     cuda_gpu_t *gpus;
+    /* cuDNN, dlopen-ed at open (cuda_cudnn.h); cudnn.lib NULL when absent, cudnn_note says why
+     * ("cudnn 9.19.0" or "no cudnn (…)"), for the device descriptions and the debug log. */
+    cuda_cudnn_t cudnn;
+    char cudnn_note[640];
 };
 
 /* A cached block of device memory, free for reuse (the caching allocator's free list). */
@@ -64,6 +70,12 @@ struct ses_drv_device {
         uint64_t bytes;
     } *workspaces;
     uint32_t n_workspaces;
+    /* cuDNN's handle on this device, made at the first Conv or pool compiled here (NULL: none,
+     * or cudnnCreate failed, see cudnn_tried); guarded by cudnn_lock, which also serializes
+     * cudnnSetStream with the call that follows it. */
+    void *cudnn;
+    int cudnn_tried;
+    pthread_mutex_t cudnn_lock;
 };
 
 struct ses_drv_buffer {
@@ -85,6 +97,14 @@ int32_t cuda__use(ses_drv_device_t *device, const char *what);
 /* The cuBLAS workspace of @p stream (a cudaStream_t); call with device->lock held. Returns 0 and
  * leaves *ptr NULL when the stream has none (cuBLAS then uses its default pool). */
 int cuda__stream_workspace(ses_drv_device_t *device, void *stream, void **ptr, uint64_t *bytes);
+
+/* The device's cuDNN handle, made on first use; NULL without cuDNN (the reason is logged once).
+ * Call with the device current. */
+void *cuda__cudnn_handle(ses_drv_device_t *device);
+
+/* Logs @p message at @p level (SES_DRV_LOG_*) when the host takes logs. */
+void cuda__log(ses_drv_driver_t *driver, uint32_t level, const char *format, ...)
+    CUDA_PRINTF(3, 4);
 
 /* The kernel table (cuda_ops.c). */
 int32_t cuda__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,

@@ -55,6 +55,9 @@ static int run_driver_test(void **state) {
     (void)state;
     setenv("SESSION_DRIVER_FILES", CPU_MANIFEST, 1);
     setenv("SESSION_ADD_DRIVER_FILES", EMU_MANIFEST, 1);
+    /* The emulator has no cuDNN (a real one would find no GPU): Conv and ConvGrad take the
+     * im2col + cuBLAS path, and that is what the kit compares with the CPU here. */
+    setenv("SESSION_DRIVER_CUDA_CUDNN", "off", 1);
     snprintf(command, sizeof command, "'%s' cuda", SESSION_DRIVER_TEST);
     run = run_command(command);
     return 0;
@@ -94,6 +97,12 @@ static void the_emulated_gpu_is_open_as_cuda_0(void **state) {
     (void)state;
     assert_line_passes("device  open\n");
     assert_line_passes("device  descriptor cuda:0: libsession CUDA emulator");
+}
+
+/* The description says how Conv runs: here without cuDNN, by im2col + cuBLAS. */
+static void the_description_names_the_conv_fallback(void **state) {
+    (void)state;
+    assert_line_passes("no cudnn (turned off by driver.cuda.cudnn=off); Conv by im2col + cuBLAS");
 }
 
 /* Capture records the kernels on the stream; each graph_launch replays them. */
@@ -169,6 +178,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(session_driver_test_passes_on_the_emulated_gpu),
         cmocka_unit_test(the_emulated_gpu_is_open_as_cuda_0),
+        cmocka_unit_test(the_description_names_the_conv_fallback),
         cmocka_unit_test(graphs_capture_replay_and_abandon_on_the_emulated_streams),
         cmocka_unit_test(every_kernel_matches_the_cpu_driver),
     };
