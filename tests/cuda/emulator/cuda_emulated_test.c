@@ -112,6 +112,34 @@ static void graphs_capture_replay_and_abandon_on_the_emulated_streams(void **sta
     assert_line_passes("graph   abandon a capture");
 }
 
+/* session-info on the emulated GPU with driver.cuda.cudnn set to @p value: its output. */
+static char *session_info_with_cudnn(const char *value) {
+    char command[4096];
+    run_result_t r;
+
+    setenv("SESSION_DRIVER_CUDA_CUDNN", value, 1);
+    snprintf(command, sizeof command, "'%s' 2>&1", SESSION_INFO);
+    r = run_command(command);
+    setenv("SESSION_DRIVER_CUDA_CUDNN", "off", 1);
+    assert_int_equal(r.exit_code, 0);
+    return r.output;
+}
+
+/* A cuDNN that cannot be had leaves the device working, and its description says why. */
+static void a_bad_cudnn_setting_is_reported_and_conv_falls_back(void **state) {
+    char *out;
+    (void)state;
+    out = session_info_with_cudnn("/nonexistent/libcudnn.so.9");
+    if (!strstr(out, "no cudnn (cannot load /nonexistent/libcudnn.so.9: ") ||
+        !strstr(out, "Conv by im2col + cuBLAS"))
+        fail_msg("session-info does not report the missing library:\n%s", out);
+    free(out);
+    out = session_info_with_cudnn("libm.so.6");
+    if (!strstr(out, "no cudnn (libm.so.6 has no cudnnGetVersion: not cuDNN 9)"))
+        fail_msg("session-info does not report a library without cuDNN's functions:\n%s", out);
+    free(out);
+}
+
 /* Whether the kernel line at @p line (up to @p end) names an f16 or bf16 signature. */
 static int line_is_narrow(const char *line, const char *end) {
     const char *f16 = strstr(line, "f16"), *figures = strstr(line, "  cases ");
@@ -179,6 +207,7 @@ int main(void) {
         cmocka_unit_test(session_driver_test_passes_on_the_emulated_gpu),
         cmocka_unit_test(the_emulated_gpu_is_open_as_cuda_0),
         cmocka_unit_test(the_description_names_the_conv_fallback),
+        cmocka_unit_test(a_bad_cudnn_setting_is_reported_and_conv_falls_back),
         cmocka_unit_test(graphs_capture_replay_and_abandon_on_the_emulated_streams),
         cmocka_unit_test(every_kernel_matches_the_cpu_driver),
     };
