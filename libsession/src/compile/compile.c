@@ -11,6 +11,7 @@
 
 #include "../error.h"
 #include "../log.h"
+#include "../scope/scope_internal.h"
 #include "../tensor/tensor_internal.h"
 #include "plan.h"
 
@@ -182,6 +183,16 @@ static ses_status_t slot_on_device(builder_t *b, size_t slot_index, size_t devic
         *out_index = copy;
         return SES_OK;
     }
+    /* A variable on another device than the host: the session's copy there, bound per run. */
+    if (c->slots[slot_index].kind == SES__SLOT_VARIABLE && c->slots[slot_index].bytes &&
+        device != b->s->n_devices - 1) {
+        st = new_slot(b, SES__SLOT_RESIDENT_VARIABLE, &type, device, edge, &copy);
+        if (st != SES_OK)
+            return st;
+        c->slots[copy].source = slot_index;
+        *out_index = copy;
+        return SES_OK;
+    }
     st = new_slot(b, SES__SLOT_ARENA, &type, device, edge, &copy);
     if (st != SES_OK)
         return st;
@@ -220,7 +231,7 @@ static ses_status_t home_slot(builder_t *b, ses_edge_t edge, size_t *out_index) 
         st = new_slot(b, SES__SLOT_CONSTANT, &type, cpu, edge, out_index);
     } else if (edge.node->kind == SES__NODE_VARIABLE) {
         ses_tensor_t *value = NULL;
-        if (ses_scope_find(b->scope, edge.node->name, &value) != SES_OK)
+        if (ses__scope_find_raw(b->scope, edge.node->name, &value) != SES_OK)
             return ses__fail(SES_FAILED_PRECONDITION, "variable \"%s\" is not initialized",
                              edge.node->name);
         type_of_tensor(value, &type);
@@ -678,7 +689,11 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     for (size_t i = 0; i < n_kernel_in && node->schema->inplace_inputs; i++) {
         size_t ni = kernel_node_in[i], local = c->steps[step_index].args[i];
         if (ni < 64 && (node->schema->inplace_inputs & (UINT64_C(1) << ni)) &&
-            local != in_slots[ni]) {
+            c->slots[local].kind == SES__SLOT_RESIDENT_VARIABLE) {
+            /* Updated where it lives: the host reads it back only when it needs it. */
+            c->slots[local].written = 1;
+        } else if (ni < 64 && (node->schema->inplace_inputs & (UINT64_C(1) << ni)) &&
+                   local != in_slots[ni]) {
             st = new_step(b, SES__STEP_COPY, device, node, 2, &step);
             if (st != SES_OK)
                 return st;
@@ -691,6 +706,24 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
 }
 
 /* Points each step's descriptors and launch at its own storage, once steps stop moving. */
+/* Marks the variable slots a step on the host reads: only those need the host's copy current. */
+static void mark_host_reads(builder_t *b) {
+    ses__compiled_t *c = b->c;
+    const size_t host = b->s->n_devices - 1;
+
+    for (size_t i = 0; i < c->n_steps; i++) {
+        const ses__step_t *step = &c->steps[i];
+        if (step->device != host && step->kind != SES__STEP_COPY)
+            continue;
+        for (size_t a = 0; a < step->n_args; a++)
+            if (c->slots[step->args[a]].kind == SES__SLOT_VARIABLE)
+                c->slots[step->args[a]].host_read = 1;
+    }
+    for (size_t i = 0; i < b->plan->n_fetches; i++)
+        if (c->slots[c->fetch_slots[i]].kind == SES__SLOT_VARIABLE)
+            c->slots[c->fetch_slots[i]].host_read = 1;
+}
+
 static ses_status_t finalize_steps(builder_t *b) {
     ses__compiled_t *c = b->c;
 
@@ -839,6 +872,7 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
             b->s->devices[slot->device].can_import)
             slot->kind = SES__SLOT_OUTPUT;
     }
+    mark_host_reads(b);
     if ((st = finalize_steps(b)) != SES_OK || (st = ses__plan_memory(b->s, c)) != SES_OK ||
         (st = allocate_arenas(b)) != SES_OK || (st = bind_kernels(b)) != SES_OK ||
         (st = ses__plan_streams(b->s, c)) != SES_OK)
@@ -957,7 +991,7 @@ static int declared_type(const ses_edge_t *edge, ses_scope_t *scope, ses_tensor_
         value = ses_tensor_retain(n->value);
         break;
     case SES__NODE_VARIABLE:
-        if (ses_scope_find(scope, n->name, &value) != SES_OK)
+        if (ses__scope_find_raw(scope, n->name, &value) != SES_OK)
             return 0;
         break;
     default:
@@ -1058,7 +1092,7 @@ int ses__compiled_matches(const ses_plan_t *plan, ses_tensor_t *const *feeds, se
                 return 0;
         } else if (slot->kind == SES__SLOT_VARIABLE) {
             ses_tensor_t *value = NULL;
-            if (ses_scope_find(scope, slot->edge.node->name, &value) != SES_OK)
+            if (ses__scope_find_raw(scope, slot->edge.node->name, &value) != SES_OK)
                 return 0;
             type_of_tensor(value, &t);
             ses_tensor_release(value);

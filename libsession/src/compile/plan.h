@@ -67,6 +67,8 @@ struct ses_session {
      * resident_lock. */
     struct ses__resident *resident;
     size_t n_resident;
+    struct ses__resident_var **resident_vars; /* variables on devices, same file and lock */
+    size_t n_resident_vars;
     pthread_mutex_t resident_lock;
 };
 
@@ -103,6 +105,9 @@ typedef enum ses__slot_kind {
                             the caller (a device that imports host memory), no copy */
     SES__SLOT_RESIDENT,  /* a constant's copy the session keeps on a device (compile/resident.c):
                             uploaded once, bound by every run and plan, never copied again */
+    SES__SLOT_RESIDENT_VARIABLE, /* a variable's copy on a device (compile/resident.c): bound
+                            each run, uploaded only when the host's bytes changed; updated there
+                            in place, read back only when the host reads it */
 } ses__slot_kind_t;
 
 typedef struct ses__slot {
@@ -119,7 +124,12 @@ typedef struct ses__slot {
     size_t first_step;    /* liveness: the step that writes it (0 for externals) */
     size_t last_step;     /* liveness: the last step that reads it */
     int written;          /* SES__SLOT_VARIABLE: an op of the plan updates it in place, so a
-                             private scope gets its own copy first (copy-on-write) */
+                             private scope gets its own copy first (copy-on-write);
+                             SES__SLOT_RESIDENT_VARIABLE: updated on its device */
+    int host_read;        /* SES__SLOT_VARIABLE: a step on the host reads it (or fetches it) */
+    struct ses__resident_var *resident_var; /* SES__SLOT_RESIDENT_VARIABLE, per run */
+    ses_drv_buffer_t *bound_before; /* SES__SLOT_RESIDENT_VARIABLE: last run's buffer; another
+                             one means captured graphs must be recorded again */
     ses_drv_buffer_t *resident; /* SES__SLOT_RESIDENT: the session's buffer, at offset 0 */
     size_t group;         /* SES__SLOT_ARENA: the first slot of the values placed back to back
                              with it (one AllReduce bucket, summed by one collective), or
@@ -191,6 +201,7 @@ typedef struct ses__compiled {
     ses__segment_t *segments;
     size_t n_segments;
     ses_transfer_stats_t *transfers; /* the plan's counters, for this run's copies */
+    int recapture; /* a resident variable moved to another buffer: graphs are recorded again */
 } ses__compiled_t;
 
 struct ses_plan {
@@ -260,6 +271,8 @@ ses_status_t ses__compile_declared(ses_plan_t *plan, ses_scope_t *scope, int *ou
 ses_status_t ses__plan_streams(ses_session_t *s, ses__compiled_t *c);
 /** Destroys what ses__plan_streams made; no work of the plan may be in flight. */
 void ses__plan_streams_free(ses_session_t *s, ses__compiled_t *c);
+/** Drops the captured graphs, so that the next run records them again (new buffers). */
+void ses__plan_forget_graphs(ses_session_t *s, ses__compiled_t *c);
 
 /** Whether this run's external tensors still have the types the plan was compiled for, and the
  *  graph has not changed since. */
@@ -281,6 +294,21 @@ ses_status_t ses__resident_constant(ses_session_t *s, ses_tensor_t *value, size_
                                     ses_drv_buffer_t **out_buffer);
 /** Frees every resident constant of @p s; no plan may use them any more. */
 void ses__resident_free(ses_session_t *s);
+
+struct ses__resident_var;
+/**
+ * The copy of variable tensor @p t on device @p device, made or refreshed from the host when the
+ * host's bytes are newer (counted in @p c). Thread-safe.
+ */
+ses_status_t ses__resident_variable(ses_session_t *s, ses__compiled_t *c, ses_tensor_t *t,
+                                    size_t device, ses_drv_buffer_t **out_buffer,
+                                    struct ses__resident_var **out_entry);
+/** A run updated @p e's device copy: the host's is stale until someone reads it. */
+void ses__resident_variable_updated(ses_session_t *s, struct ses__resident_var *e);
+/** Brings a device's newer bytes of @p t home now (counted in @p c), if @p s has them. */
+ses_status_t ses__resident_materialize(ses_session_t *s, ses__compiled_t *c, ses_tensor_t *t);
+/** Reads every device-newer variable back, then frees the copies. At close. */
+void ses__resident_variables_free(ses_session_t *s);
 
 /** Offsets for every arena slot of @p c, reusing memory once a value's last reader ran. */
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);

@@ -4,6 +4,7 @@
  * binds that copy. Runs then move only their feeds in and their fetches out. The copies go when
  * the session closes.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,5 +97,187 @@ void ses__resident_free(ses_session_t *s) {
     free(s->resident);
     s->resident = NULL;
     s->n_resident = 0;
+    pthread_mutex_unlock(&s->resident_lock);
+}
+
+/* ---- variables ----------------------------------------------------------------------------
+ *
+ * A variable read or updated on a device other than the host lives there: one copy per (host
+ * tensor, device), uploaded when the host's bytes are newer than the copy (its version moved:
+ * ses_scope_set, Restore, an update on the host), else bound as it is. An update on the device
+ * leaves the host copy stale and marks the tensor device_newer; whoever reads it on the host
+ * (ses_scope_find, ses_tensor_data, a fetch, a host step, save, copy_variables) brings the bytes
+ * back first (ses__tensor_materialize). A tensor the scope no longer holds (replaced, or its
+ * private scope gone) is dropped with its copies at the next upload.
+ */
+struct ses__resident_var {
+    ses_session_t *session;
+    ses_tensor_t *host; /* retained: the key, and where materializing writes */
+    size_t device;
+    ses_drv_buffer_t *buffer;
+    uint64_t version_seen; /* host->version when the two copies were last equal */
+};
+
+/* Copies entry @p e's device bytes to its host tensor. Caller holds resident_lock. */
+static ses_status_t download_locked(struct ses__resident_var *e, ses__compiled_t *c) {
+    ses_session_t *s = e->session;
+    const ses__device_ctx_t *dev = &s->devices[e->device];
+    ses_tensor_t *t = e->host;
+    char message[1024];
+    int32_t rc;
+
+    if (!atomic_load(&t->device_newer) || t->sync_owner != e)
+        return SES_OK;
+    rc = t->bytes ? dev->api->copy_d2h(dev->handle, NULL, e->buffer, 0, t->data, t->bytes)
+                  : SES_DRV_OK;
+    if (rc != SES_DRV_OK) {
+        ses__host_take_message(message, sizeof message);
+        return ses__fail((ses_status_t)rc, "reading a variable back from %s (driver %s): %s",
+                         ses_device_name(dev->device),
+                         ses_driver_name(ses_device_driver(dev->device)), message);
+    }
+    ses__count_transfer(s, c, e->device, s->n_devices - 1, t->bytes);
+    atomic_store(&t->device_newer, 0);
+    e->version_seen = atomic_load(&t->version);
+    return SES_OK;
+}
+
+/* ses_tensor_t.sync for resident variables: a reader on the host wants the device's bytes. */
+static void materialize(void *owner, ses_tensor_t *t) {
+    struct ses__resident_var *e = owner;
+    ses_session_t *s = e->session;
+
+    (void)t;
+    pthread_mutex_lock(&s->resident_lock);
+    /* A failure leaves the device copy marked newer; the reader sees the host's last bytes. */
+    if (download_locked(e, NULL) != SES_OK)
+        ses__host_take_message(NULL, 0);
+    pthread_mutex_unlock(&s->resident_lock);
+}
+
+ses_status_t ses__resident_materialize(ses_session_t *s, ses__compiled_t *c, ses_tensor_t *t) {
+    ses_status_t st = SES_OK;
+
+    if (!atomic_load_explicit(&t->device_newer, memory_order_acquire) || t->sync != materialize)
+        return SES_OK;
+    if (((struct ses__resident_var *)t->sync_owner)->session != s) {
+        ses__tensor_materialize(t); /* another session's copy */
+        return SES_OK;
+    }
+    pthread_mutex_lock(&s->resident_lock);
+    st = download_locked(t->sync_owner, c);
+    pthread_mutex_unlock(&s->resident_lock);
+    return st;
+}
+
+/* Drops entry @p i (its tensor no longer reachable from any scope). Caller holds the lock. */
+static void drop_var_locked(ses_session_t *s, size_t i) {
+    struct ses__resident_var *e = s->resident_vars[i];
+    const ses__device_ctx_t *dev = &s->devices[e->device];
+
+    if (e->host->sync_owner == e) {
+        atomic_store(&e->host->device_newer, 0);
+        e->host->sync = NULL;
+        e->host->sync_owner = NULL;
+    }
+    dev->api->free(dev->handle, e->buffer);
+    ses_tensor_release(e->host);
+    free(e);
+    s->resident_vars[i] = s->resident_vars[--s->n_resident_vars];
+}
+
+ses_status_t ses__resident_variable(ses_session_t *s, ses__compiled_t *c, ses_tensor_t *t,
+                                    size_t device, ses_drv_buffer_t **out_buffer,
+                                    struct ses__resident_var **out_entry) {
+    struct ses__resident_var *e = NULL, **grown;
+    ses_status_t st = SES_OK;
+    int upload_now = 0;
+
+    *out_buffer = NULL;
+    *out_entry = NULL;
+    pthread_mutex_lock(&s->resident_lock);
+    for (size_t i = 0; i < s->n_resident_vars && !e; i++)
+        if (s->resident_vars[i]->host == t && s->resident_vars[i]->device == device)
+            e = s->resident_vars[i];
+    if (!e) {
+        /* Copies of tensors only this table still holds are of no use to anyone. */
+        for (size_t i = s->n_resident_vars; i-- > 0;)
+            if (atomic_load(&s->resident_vars[i]->host->refs) == 1)
+                drop_var_locked(s, i);
+        grown = ses__realloc(s->resident_vars, (s->n_resident_vars + 1) * sizeof *grown);
+        e = grown ? ses__calloc(1, sizeof *e) : NULL;
+        if (grown)
+            s->resident_vars = grown;
+        if (!e) {
+            st = ses__fail(SES_OUT_OF_MEMORY, "out of memory for a resident variable");
+            goto done;
+        }
+        e->session = s;
+        e->device = device;
+        st = upload(s, t, device, &e->buffer);
+        if (st != SES_OK) {
+            free(e);
+            goto done;
+        }
+        ses__count_transfer(s, c, s->n_devices - 1, device, t->bytes);
+        e->host = ses_tensor_retain(t);
+        e->version_seen = atomic_load(&t->version);
+        s->resident_vars[s->n_resident_vars++] = e;
+    } else if (atomic_load(&t->device_newer) && t->sync_owner == e) {
+        /* This copy is the newest: bind it as it is. */
+    } else {
+        /* Another device's copy may be newer than the host's: bring it home first. */
+        if (atomic_load(&t->device_newer) && t->sync == materialize) {
+            st = download_locked(t->sync_owner, c);
+            if (st != SES_OK)
+                goto done;
+        }
+        upload_now = atomic_load(&t->version) != e->version_seen;
+    }
+    if (upload_now) {
+        const ses__device_ctx_t *dev = &s->devices[device];
+        int32_t rc = t->bytes ? dev->api->copy_h2d(dev->handle, NULL, t->data, e->buffer, 0,
+                                                   t->bytes)
+                              : SES_DRV_OK;
+        if (rc != SES_DRV_OK) {
+            char message[1024];
+            ses__host_take_message(message, sizeof message);
+            st = ses__fail((ses_status_t)rc, "copying variable to %s (driver %s): %s",
+                           ses_device_name(dev->device),
+                           ses_driver_name(ses_device_driver(dev->device)), message);
+            goto done;
+        }
+        ses__count_transfer(s, c, s->n_devices - 1, device, t->bytes);
+        e->version_seen = atomic_load(&t->version);
+    }
+    *out_buffer = e->buffer;
+    *out_entry = e;
+
+done:
+    pthread_mutex_unlock(&s->resident_lock);
+    return st;
+}
+
+void ses__resident_variable_updated(ses_session_t *s, struct ses__resident_var *e) {
+    ses_tensor_t *t = e->host;
+
+    pthread_mutex_lock(&s->resident_lock);
+    t->sync = materialize;
+    t->sync_owner = e;
+    e->version_seen = atomic_load(&t->version);
+    atomic_store_explicit(&t->device_newer, 1, memory_order_release);
+    pthread_mutex_unlock(&s->resident_lock);
+}
+
+void ses__resident_variables_free(ses_session_t *s) {
+    pthread_mutex_lock(&s->resident_lock);
+    /* Lose no data: a device's newer bytes go home before the devices close. */
+    for (size_t i = 0; i < s->n_resident_vars; i++)
+        if (download_locked(s->resident_vars[i], NULL) != SES_OK)
+            ses__host_take_message(NULL, 0);
+    while (s->n_resident_vars)
+        drop_var_locked(s, s->n_resident_vars - 1);
+    free(s->resident_vars);
+    s->resident_vars = NULL;
     pthread_mutex_unlock(&s->resident_lock);
 }

@@ -27,7 +27,8 @@ static int capturable(const ses__compiled_t *c, const ses__step_t *step) {
         return 0;
     for (size_t a = 0; a < step->n_args; a++)
         if (c->slots[step->args[a]].kind != SES__SLOT_ARENA &&
-            c->slots[step->args[a]].kind != SES__SLOT_RESIDENT)
+            c->slots[step->args[a]].kind != SES__SLOT_RESIDENT &&
+            c->slots[step->args[a]].kind != SES__SLOT_RESIDENT_VARIABLE)
             return 0; /* external host tensors change from run to run */
     return 1;
 }
@@ -87,6 +88,16 @@ ses_status_t ses__plan_streams(ses_session_t *s, ses__compiled_t *c) {
         step->launch.stream = c->streams[step->device];
     }
     return find_segments(s, c);
+}
+
+void ses__plan_forget_graphs(ses_session_t *s, ses__compiled_t *c) {
+    for (size_t i = 0; c->segments && i < c->n_segments; i++) {
+        if (c->segments[i].graph)
+            s->devices[c->segments[i].device].api->graph_destroy(
+                s->devices[c->segments[i].device].handle, c->segments[i].graph);
+        c->segments[i].graph = NULL;
+    }
+    c->recapture = 0;
 }
 
 void ses__plan_streams_free(ses_session_t *s, ses__compiled_t *c) {

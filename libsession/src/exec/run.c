@@ -9,6 +9,7 @@
 #include "../compile/plan.h"
 #include "../error.h"
 #include "../log.h"
+#include "../scope/scope_internal.h"
 #include "../tensor/tensor_internal.h"
 
 static const char *device_name(const ses_session_t *s, size_t d) {
@@ -236,20 +237,23 @@ static void unbind_externals(ses_session_t *s, ses__compiled_t *c) {
  * variable the plan updates in place is first copied into the private scope itself: the update
  * stays there and goes with it (Caffe2's private workspace, copy-on-write).
  */
-static ses_status_t find_variable(const ses__slot_t *slot, ses_scope_t *scope,
-                                  ses_tensor_t **out) {
+static ses_status_t find_variable(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,
+                                  ses_scope_t *scope, ses_tensor_t **out) {
     const char *name = slot->edge.node->name;
     ses_tensor_t *t = NULL, *copy = NULL;
     ses_status_t st;
 
     *out = NULL;
-    if (ses_scope_find(scope, name, &t) != SES_OK)
+    if (ses__scope_find_raw(scope, name, &t) != SES_OK)
         return ses__fail(SES_FAILED_PRECONDITION, "variable \"%s\" is not initialized", name);
     if (!slot->written || !ses_scope_parent(scope) || ses_scope_has_local(scope, name)) {
         *out = t;
         return SES_OK;
     }
-    st = ses_tensor_create_from(t->dtype, t->rank, t->dims, t->data, t->bytes, &copy);
+    /* The private copy starts from the newest bytes, wherever they are. */
+    st = ses__resident_materialize(s, c, t);
+    if (st == SES_OK)
+        st = ses_tensor_create_from(t->dtype, t->rank, t->dims, t->data, t->bytes, &copy);
     ses_tensor_release(t);
     if (st == SES_OK)
         st = ses_scope_set(scope, name, copy);
@@ -277,6 +281,19 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
         case SES__SLOT_RESIDENT:
             slot->buffer = slot->resident;
             continue;
+        case SES__SLOT_RESIDENT_VARIABLE:
+            st = find_variable(s, c, slot, scope, &t);
+            if (st == SES_OK)
+                st = ses__resident_variable(s, c, t, slot->device, &slot->buffer,
+                                            &slot->resident_var);
+            ses_tensor_release(t);
+            if (st != SES_OK)
+                return st;
+            /* Another buffer than the graphs were recorded with: record them again. */
+            if (slot->bound_before && slot->bound_before != slot->buffer)
+                c->recapture = 1;
+            slot->bound_before = slot->buffer;
+            continue;
         case SES__SLOT_FEED:
             t = feeds[slot->feed_index];
             break;
@@ -284,9 +301,14 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
             t = slot->edge.node->value;
             break;
         case SES__SLOT_VARIABLE:
-            st = find_variable(slot, scope, &t);
-            if (st != SES_OK)
+            st = find_variable(s, c, slot, scope, &t);
+            /* A step on the host reads it: a device's newer bytes come home first. */
+            if (st == SES_OK && slot->host_read)
+                st = ses__resident_materialize(s, c, t);
+            if (st != SES_OK) {
+                ses_tensor_release(t);
                 return st;
+            }
             break;
         case SES__SLOT_OUTPUT:
             /* The result tensor itself, owned by the slot until it is handed out. */
@@ -469,6 +491,24 @@ static ses_status_t run_steps(ses_plan_t *plan) {
     return wait_all(s, c);
 }
 
+/*
+ * After the steps ran: a variable a host step may have updated has new host bytes (device copies
+ * are stale), then one updated on its device has newer bytes there (the host's are stale). In
+ * that order, so that a device's update is never mistaken for an older host write.
+ */
+static void note_updates(ses_session_t *s, ses__compiled_t *c) {
+    for (size_t i = 0; i < c->n_slots; i++) {
+        ses__slot_t *slot = &c->slots[i];
+        if (slot->kind == SES__SLOT_VARIABLE && slot->written && slot->host_read && slot->tensor)
+            ses__tensor_host_wrote(slot->tensor);
+    }
+    for (size_t i = 0; i < c->n_slots; i++) {
+        ses__slot_t *slot = &c->slots[i];
+        if (slot->kind == SES__SLOT_RESIDENT_VARIABLE && slot->written && slot->resident_var)
+            ses__resident_variable_updated(s, slot->resident_var);
+    }
+}
+
 static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
     ses_session_t *s = plan->session;
     ses__compiled_t *c = plan->compiled;
@@ -484,8 +524,12 @@ static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
             slot->handed_out = 1;
             continue;
         }
-        st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims,
-                               &out_values[i]);
+        /* A variable its device updated: its bytes come home now. */
+        st = slot->kind == SES__SLOT_VARIABLE ? ses__resident_materialize(s, c, slot->tensor)
+                                              : SES_OK;
+        if (st == SES_OK)
+            st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims,
+                                   &out_values[i]);
         if (st == SES_OK)
             st = ses__read_slot(s, c, slot, out_values[i]->data);
         if (st != SES_OK) {
@@ -507,9 +551,12 @@ ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t 
     plan->transfers.runs++;
     atomic_fetch_add(&plan->session->transfers[0], 1);
     st = bind_externals(plan, feeds, scope);
-
+    if (st == SES_OK && plan->compiled->recapture)
+        ses__plan_forget_graphs(plan->session, plan->compiled);
     if (st == SES_OK)
         st = run_steps(plan);
+    if (st == SES_OK)
+        note_updates(plan->session, plan->compiled);
     if (st == SES_OK)
         st = fetch_values(plan, out_values);
     unbind_externals(plan->session, plan->compiled);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../tensor/tensor_internal.h"
 
 /*
  * Locking: one reader-writer lock per tree, owned by the root and shared by every descendant.
@@ -268,16 +269,26 @@ ses_scope_t *ses_scope_parent(const ses_scope_t *scope) {
 
 ses_status_t ses_scope_find(const ses_scope_t *scope, const char *name,
                             ses_tensor_t **out_value) {
+    ses_status_t st = ses__scope_find_raw(scope, name, out_value);
+
+    /* The caller reads it: a newer copy a device holds comes to the host first. */
+    if (st == SES_OK)
+        ses__tensor_materialize(*out_value);
+    return st;
+}
+
+ses_status_t ses__scope_find_raw(const ses_scope_t *scope, const char *name,
+                                 ses_tensor_t **out_value) {
     ses_tensor_t *value = NULL;
     uint64_t hash;
 
     if (!out_value)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: out_value is NULL", __func__);
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: out_value is NULL", "ses_scope_find");
     *out_value = NULL;
     if (!scope)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: scope is NULL", __func__);
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: scope is NULL", "ses_scope_find");
     if (!name)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: name is NULL", __func__);
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: name is NULL", "ses_scope_find");
 
     hash = hash_name(name);
     tree_read_lock(scope);
@@ -290,7 +301,7 @@ ses_status_t ses_scope_find(const ses_scope_t *scope, const char *name,
 
     if (!value)
         return ses__fail(SES_NOT_FOUND, "%s: \"%s\" is not set in this scope or its parents",
-                         __func__, name);
+                         "ses_scope_find", name);
     *out_value = value;
     return SES_OK;
 }
@@ -320,6 +331,8 @@ ses_status_t ses_scope_set(ses_scope_t *scope, const char *name, ses_tensor_t *v
     if (!value)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: value for \"%s\" is NULL", __func__, name);
 
+    /* A set is a host write: device copies of this tensor are stale from now on. */
+    ses__tensor_host_wrote(value);
     hash = hash_name(name);
     tree_write_lock(scope);
     pos = find_local(scope, name, hash);

@@ -18,4 +18,11 @@ void ses__scope_clear_tree(ses_scope_t *scope);
  */
 void ses__scope_detach_children(ses_scope_t *scope);
 
+/**
+ * ses_scope_find without bringing a device's newer copy to the host: for the runtime, which
+ * binds the device copy itself or only reads the type.
+ */
+ses_status_t ses__scope_find_raw(const ses_scope_t *scope, const char *name,
+                                 ses_tensor_t **out_value);
+
 #endif /* SES_SCOPE_INTERNAL_H */

@@ -437,7 +437,7 @@ static ses_status_t init_variables(ses_plan_t *plan, ses_scope_t *scope, int dep
         const ses_node_t *var = pruned.variables[i];
         ses_tensor_t *value = NULL;
 
-        if (ses_scope_find(scope, var->name, &value) == SES_OK) {
+        if (ses__scope_find_raw(scope, var->name, &value) == SES_OK) {
             ses_tensor_release(value);
             continue;
         }
@@ -873,7 +873,7 @@ ses_status_t ses_session_initialize_variables(ses_session_t *s) {
 
         if (n->kind != SES__NODE_VARIABLE)
             continue;
-        if (ses_scope_find(s->scope, n->name, &value) == SES_OK) {
+        if (ses__scope_find_raw(s->scope, n->name, &value) == SES_OK) {
             ses_tensor_release(value);
             continue;
         }
@@ -938,6 +938,7 @@ ses_status_t ses_session_close(ses_session_t *s) {
 
     ses__remote_close(s->remote); /* ends the job: workers exit */
     ses__resident_free(s);
+    ses__resident_variables_free(s);
     close_devices(s);
     /* The scope object stays, emptied, with any child scope a caller made from it (emptied
      * too), so that no pointer from ses_session_scope dangles before ses_session_destroy. */

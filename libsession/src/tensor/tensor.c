@@ -148,6 +148,8 @@ static ses_status_t tensor_new(const char *what, ses_dtype_t dtype, size_t rank,
     if (!t)
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for the tensor object", what);
     atomic_init(&t->refs, 1);
+    atomic_init(&t->version, 0);
+    atomic_init(&t->device_newer, 0);
     t->dtype = dtype;
     t->rank = (uint32_t)rank;
     if (rank > 0)
@@ -332,6 +334,18 @@ const char *ses_tensor_device(const ses_tensor_t *t) {
     return t ? "cpu:0" : "";
 }
 
+void ses__tensor_materialize(ses_tensor_t *t) {
+    if (t && atomic_load_explicit(&t->device_newer, memory_order_acquire) && t->sync)
+        t->sync(t->sync_owner, t);
+}
+
+void ses__tensor_host_wrote(ses_tensor_t *t) {
+    atomic_store(&t->device_newer, 0);
+    atomic_fetch_add(&t->version, 1);
+}
+
 void *ses_tensor_data(ses_tensor_t *t) {
+    /* A variable's tensor a device updated: its host copy is made now, when it is read. */
+    ses__tensor_materialize(t);
     return t ? t->data : NULL;
 }

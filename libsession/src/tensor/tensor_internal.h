@@ -19,7 +19,22 @@ struct ses_tensor {
     void (*deleter)(void *data, void *user); /* NULL: nothing to free, or owned (see owns) */
     void *user;
     int owns;     /* data was allocated by the tensor and is freed with it */
+    /* Residency (compile/resident.c): a variable's tensor may have a newer copy on a device.
+     * version counts the host writes libsession knows of (ses_scope_set, Restore, a kernel
+     * updating it on the host), so device copies know when they are stale; device_newer says a
+     * device updated its copy since, and sync(sync_owner, t) brings those bytes here. sync and
+     * sync_owner are written before device_newer is set (release) and read after (acquire). */
+    atomic_uint_fast64_t version;
+    atomic_int device_newer;
+    void (*sync)(void *owner, ses_tensor_t *t);
+    void *sync_owner;
 };
+
+/** Brings a newer device copy of @p t's bytes to its host memory, if there is one. */
+void ses__tensor_materialize(ses_tensor_t *t);
+
+/** Records a host write of @p t's bytes: device copies are stale, the host's wins. */
+void ses__tensor_host_wrote(ses_tensor_t *t);
 
 /**
  * Checks dtype, rank and dims and computes count and bytes; messages start with @p what
