@@ -13,6 +13,22 @@
  *   bench: add_chain256_raw_launch_us_per_node       a raw chain of 256 kernel launches
  * The driver is used exactly as libsession uses it: negotiate, open, alloc, compute with a stream.
  * TF32 is off unless SESSION_DRIVER_CUDA_ALLOW_TF32=1 (then cuBLAS raw uses it too).
+ *
+ *   cuda-bench PATH/ses_cuda.so --train-gemms 64,512,4096 [--reps N]
+ *
+ * prints instead the GPU reference for session-train-bench --device gpu:0 (the seeds' network,
+ * 784-256-10), per batch B: the GEMMs of one training step as raw cublasSgemm calls on a stream
+ * of the driver's (stream_create, as a session's), after a warm-up, timed over blocks of steps:
+ *   bench: train_gemm5_b<B>_gpu_0_us      the 5 GEMMs of a step (forward 2, backward 3), then one
+ *                                         stream synchronize per step, as a step waits once for
+ *                                         its loss: the step's lower bound for its math
+ *   bench: train_gemm6_b<B>_gpu_0_us      the same plus the input's gradient (not needed)
+ *   bench: train_gemm5_b<B>_gpu_0_device_us
+ *                                         the 5 GEMMs' device time alone (CUDA events around a
+ *                                         block of steps with no host wait inside)
+ *   bench: train_floor_b<B>_gpu_0_us      what any step must do: the batch (B x 784 f32 and
+ *                                         B int64 labels) copied in from pageable host memory,
+ *                                         the 5 GEMMs, the loss (4 bytes) copied out, one wait
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -294,12 +310,146 @@ static void bench_chain(int reps, ses_drv_stream_t *s) {
     api->free(dev, y);
 }
 
+/* ---- the training step's GEMMs (reference for session-train-bench --device gpu:0) ----------- */
+
+enum { PIXELS = 784, HIDDEN = 256, CLASSES = 10 };
+
+/* Row-major C[m,n] = op(A)[m,k] op(B)[k,n], as cblas_sgemm(CblasRowMajor, ...) would: cuBLAS is
+ * column-major, so it computes C^T = op(B)^T op(A)^T with the operands swapped. */
+static void sgemm_rm(cublasHandle_t h, int ta, int tb, int m, int n, int k, const float *a,
+                     int lda, const float *b, int ldb, float *c, int ldc) {
+    const float one = 1.0f, zero = 0.0f;
+    if (cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                    &one, b, ldb, a, lda, &zero, c, ldc) != CUBLAS_STATUS_SUCCESS)
+        die("cublasSgemm");
+}
+
+typedef struct train_bufs {
+    int b;
+    float *x, *w1, *w2, *h, *z2, *dz2, *dw2, *dh, *dz1, *dw1, *dx, *loss;
+    long long *labels;
+} train_bufs_t;
+
+/* The GEMMs of bench/train_bench.c's gemm_step_run, on the device. */
+static void train_gemms(cublasHandle_t hd, const train_bufs_t *g, int with_dx) {
+    const int b = g->b;
+    sgemm_rm(hd, 0, 0, b, HIDDEN, PIXELS, g->x, PIXELS, g->w1, HIDDEN, g->h, HIDDEN);
+    sgemm_rm(hd, 0, 0, b, CLASSES, HIDDEN, g->h, HIDDEN, g->w2, CLASSES, g->z2, CLASSES);
+    sgemm_rm(hd, 1, 0, HIDDEN, CLASSES, b, g->h, HIDDEN, g->dz2, CLASSES, g->dw2, CLASSES);
+    sgemm_rm(hd, 0, 1, b, HIDDEN, CLASSES, g->dz2, CLASSES, g->w2, CLASSES, g->dh, HIDDEN);
+    sgemm_rm(hd, 1, 0, PIXELS, HIDDEN, b, g->x, PIXELS, g->dz1, HIDDEN, g->dw1, HIDDEN);
+    if (with_dx)
+        sgemm_rm(hd, 0, 1, b, PIXELS, HIDDEN, g->dz1, HIDDEN, g->w1, HIDDEN, g->dx, PIXELS);
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void bench_train_gemms(int b, int reps, ses_drv_stream_t *s, cublasHandle_t h) {
+    enum { MAX_REPS = 101 };
+    cudaStream_t cs = (cudaStream_t)(void *)s;
+    const int steps = b <= 64 ? 200 : 60; /* as session-train-bench */
+    const size_t xbytes = (size_t)b * PIXELS * sizeof(float), lbytes = (size_t)b * 8;
+    train_bufs_t g;
+    float **fs[] = {&g.x, &g.w1, &g.w2, &g.h, &g.z2, &g.dz2, &g.dw2, &g.dh, &g.dz1, &g.dw1, &g.dx};
+    const size_t counts[] = {(size_t)b * PIXELS, (size_t)PIXELS * HIDDEN, (size_t)HIDDEN * CLASSES,
+                             (size_t)b * HIDDEN,  (size_t)b * CLASSES,      (size_t)b * CLASSES,
+                             (size_t)HIDDEN * CLASSES, (size_t)b * HIDDEN, (size_t)b * HIDDEN,
+                             (size_t)PIXELS * HIDDEN, (size_t)b * PIXELS};
+    double g5[MAX_REPS], g6[MAX_REPS], dev5[MAX_REPS], floor_t[MAX_REPS];
+    cudaEvent_t e0, e1;
+
+    if (reps > MAX_REPS)
+        reps = MAX_REPS;
+    g.b = b;
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) {
+        CK(cudaMalloc((void **)fs[i], counts[i] * sizeof(float)));
+        CK(cudaMemsetAsync(*fs[i], 0, counts[i] * sizeof(float), cs)); /* no NaN, no denormals */
+    }
+    CK(cudaMalloc((void **)&g.loss, sizeof(float)));
+    CK(cudaMalloc((void **)&g.labels, lbytes));
+    /* The host side of a step's copies: ordinary (pageable) memory, as a fed ses_tensor_t. */
+    float *hx = (float *)calloc(1, xbytes), hloss = 0;
+    long long *hl = (long long *)calloc(1, lbytes);
+    if (!hx || !hl)
+        die("out of host memory");
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaStreamSynchronize(cs));
+
+    for (int i = 0; i < 50; i++) { /* warm-up: cuBLAS picks and loads its kernels */
+        train_gemms(h, &g, 1);
+        CK(cudaStreamSynchronize(cs));
+    }
+    /* Interleaved blocks, as session-train-bench alternates its step and its GEMMs. */
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        for (int i = 0; i < steps; i++) {
+            train_gemms(h, &g, 0);
+            CK(cudaStreamSynchronize(cs));
+        }
+        double t1 = now();
+        for (int i = 0; i < steps; i++) {
+            train_gemms(h, &g, 1);
+            CK(cudaStreamSynchronize(cs));
+        }
+        double t2 = now();
+        for (int i = 0; i < steps; i++) {
+            CK(cudaMemcpyAsync(g.x, hx, xbytes, cudaMemcpyHostToDevice, cs));
+            CK(cudaMemcpyAsync(g.labels, hl, lbytes, cudaMemcpyHostToDevice, cs));
+            train_gemms(h, &g, 0);
+            CK(cudaMemcpyAsync(&hloss, g.loss, sizeof hloss, cudaMemcpyDeviceToHost, cs));
+            CK(cudaStreamSynchronize(cs));
+        }
+        double t3 = now();
+        CK(cudaEventRecord(e0, cs));
+        for (int i = 0; i < steps; i++)
+            train_gemms(h, &g, 0);
+        CK(cudaEventRecord(e1, cs));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        g5[r] = (t1 - t0) / steps;
+        g6[r] = (t2 - t1) / steps;
+        floor_t[r] = (t3 - t2) / steps;
+        dev5[r] = (double)ms * 1e-3 / steps;
+    }
+    printf("train GEMMs batch %d on the driver's stream: %d steps x %d reps, medians\n", b, steps,
+           reps);
+    printf("bench: train_gemm5_b%d_gpu_0_us: %.1f us\n", b, median_of(g5, reps) * 1e6);
+    printf("bench: train_gemm6_b%d_gpu_0_us: %.1f us\n", b, median_of(g6, reps) * 1e6);
+    printf("bench: train_gemm5_b%d_gpu_0_device_us: %.1f us\n", b, median_of(dev5, reps) * 1e6);
+    printf("bench: train_floor_b%d_gpu_0_us: %.1f us\n", b, median_of(floor_t, reps) * 1e6);
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
+        cudaFree(*fs[i]);
+    cudaFree(g.loss);
+    cudaFree(g.labels);
+    free(hx);
+    free(hl);
+}
+
 int main(int argc, char **argv) {
     int reps = 10;
+    const char *train_batches = NULL;
     if (argc < 2)
-        die("usage: cuda-bench PATH/ses_cuda.so [--reps N]");
-    if (argc >= 4 && strcmp(argv[2], "--reps") == 0)
-        reps = atoi(argv[3]) > 0 ? atoi(argv[3]) : 10;
+        die("usage: cuda-bench PATH/ses_cuda.so [--reps N] [--train-gemms B,B,...]");
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--reps") == 0)
+            reps = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 10;
+        else if (strcmp(argv[i], "--train-gemms") == 0)
+            train_batches = argv[i + 1];
+        else
+            die("usage: cuda-bench PATH/ses_cuda.so [--reps N] [--train-gemms B,B,...]");
+    }
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
         die(dlerror());
@@ -340,9 +490,27 @@ int main(int argc, char **argv) {
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS)
         die("cublasCreate");
-    bench_gemm(0, reps, s, h);
-    bench_gemm(1, reps, s, h);
-    bench_chain(reps * 10, s);
+    if (train_batches) {
+        /* As the driver's own handles: TF32 only when allowed, f32 sums to the end. */
+        const char *tf32 = getenv("SESSION_DRIVER_CUDA_ALLOW_TF32");
+        cublasSetMathMode(h, (cublasMath_t)((tf32 && strcmp(tf32, "1") == 0
+                                                 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                 : CUBLAS_DEFAULT_MATH) |
+                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+        cublasSetStream(h, (cudaStream_t)(void *)s);
+        for (const char *p = train_batches; *p;) {
+            char *end;
+            long b = strtol(p, &end, 10);
+            if (end == p || b < 1 || b > 1000000 || (*end && *end != ','))
+                die("--train-gemms wants batch sizes separated by commas, e.g. 64,512,4096");
+            bench_train_gemms((int)b, reps, s, h);
+            p = *end ? end + 1 : end;
+        }
+    } else {
+        bench_gemm(0, reps, s, h);
+        bench_gemm(1, reps, s, h);
+        bench_chain(reps * 10, s);
+    }
     cublasDestroy(h);
     api->stream_destroy(dev, s);
     api->close_device(dev);
