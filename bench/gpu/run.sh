@@ -78,13 +78,24 @@ if [ ! -f "$build/build.ninja" ] && [ ! -x "$build/tools/session-run" ]; then
 elif [ -f "$build/build.ninja" ] && [ ! -d "$build/carried" ] && command -v ninja >/dev/null; then
   timeout 300 ninja -C "$build" >/dev/null || echo "note: ninja failed; running what is built"
 fi
+export SESSION_DRIVER_FILES="$build/plugins/cpu/cpu.json"
+[ "$smoke" = 1 ] || export SESSION_ADD_DRIVER_FILES="$build/plugins/cuda/cuda.json"
+# cuDNN for Conv and the pools: PyTorch's copy on a GPU machine (tests/cuda/find-cudnn.sh),
+# unless the caller chose one (SESSION_DRIVER_CUDA_CUDNN; "off" for the im2col path).
+if [ -z "${SESSION_DRIVER_CUDA_CUDNN:-}" ]; then
+  SESSION_DRIVER_CUDA_CUDNN=$("$root/tests/cuda/find-cudnn.sh" "$python") || SESSION_DRIVER_CUDA_CUDNN=
+fi
+export SESSION_DRIVER_CUDA_CUDNN
+# cuDNN loads its sub-libraries (libcudnn_ops.so.9, ...) by name from the loader's path.
+case "$SESSION_DRIVER_CUDA_CUDNN" in
+  /*) export LD_LIBRARY_PATH="$SESSION_DRIVER_CUDA_CUDNN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
+esac
+echo "cudnn: ${SESSION_DRIVER_CUDA_CUDNN:-not found (Conv by im2col + cuBLAS)}"
 # libsession's programs find the libraries carried with the build; Python keeps its own.
 ses_env=(env)
 if [ -d "$build/carried/lib" ]; then
   ses_env=(env "LD_LIBRARY_PATH=$build/carried/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 fi
-export SESSION_DRIVER_FILES="$build/plugins/cpu/cpu.json"
-[ "$smoke" = 1 ] || export SESSION_ADD_DRIVER_FILES="$build/plugins/cuda/cuda.json"
 unset SESSION_LOADER_DEBUG
 
 work=$build/bench-gpu

@@ -5,14 +5,12 @@
 #   tests/cuda/run-cudnn-check.sh [BUILD_DIR] [CUDNN]
 # BUILD_DIR defaults to build-gpu (built as tests/cuda/run-gpu-tests.sh says; its carried/lib is
 # put on LD_LIBRARY_PATH). CUDNN is libcudnn.so.9 or its folder; by default PyTorch's
-# (python3 -c "import nvidia.cudnn ..."/lib), else the loader's search. Exit 1 if a run fails.
+# (tests/cuda/find-cudnn.sh), else the loader's search. Exit 1 if a run fails.
 set -u
 build=$(cd "${1:-build-gpu}" && pwd) || exit 1
 cudnn=${2:-}
 if [ -z "$cudnn" ]; then
-  cudnn=$(python3 -c "import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))" \
-    2>/dev/null)/lib
-  [ "$cudnn" = /lib ] && cudnn=""
+  cudnn=$("$(dirname "$0")/find-cudnn.sh")
 fi
 export LD_LIBRARY_PATH=$build/carried/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export SESSION_DRIVER_FILES=$build/plugins/cpu/cpu.json

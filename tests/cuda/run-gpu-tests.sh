@@ -59,6 +59,16 @@ data=$data_src
 export SESSION_DRIVER_FILES="$build/plugins/cpu/cpu.json"
 export SESSION_ADD_DRIVER_FILES="$build/plugins/cuda/cuda.json"
 unset SESSION_LOADER_DEBUG
+# cuDNN where PyTorch's packages put it (or the toolkit's), unless the caller chose.
+if [ -z "${SESSION_DRIVER_CUDA_CUDNN:-}" ]; then
+  SESSION_DRIVER_CUDA_CUDNN=$("$root/tests/cuda/find-cudnn.sh") || SESSION_DRIVER_CUDA_CUDNN=
+fi
+export SESSION_DRIVER_CUDA_CUDNN
+# cuDNN loads its sub-libraries (libcudnn_ops.so.9, ...) by name from the loader's path.
+case "$SESSION_DRIVER_CUDA_CUDNN" in
+  /*) export LD_LIBRARY_PATH="$SESSION_DRIVER_CUDA_CUDNN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
+esac
+echo "cudnn: ${SESSION_DRIVER_CUDA_CUDNN:-not found (Conv by im2col + cuBLAS)}"
 pass=0; fail=0
 result() { if [ "$1" = 0 ]; then echo "PASS  $2"; pass=$((pass + 1)); else echo "FAIL  $2"; fail=$((fail + 1)); fi; }
 

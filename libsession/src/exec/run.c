@@ -312,7 +312,8 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
             break;
         case SES__SLOT_OUTPUT:
             /* The result tensor itself, owned by the slot until it is handed out. */
-            st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims, &t);
+            st = ses__tensor_create_for_output(slot->type.dtype, slot->type.rank,
+                                               slot->type.dims, &t);
             if (st != SES_OK)
                 return st;
             break;
@@ -528,8 +529,8 @@ static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
         st = slot->kind == SES__SLOT_VARIABLE ? ses__resident_materialize(s, c, slot->tensor)
                                               : SES_OK;
         if (st == SES_OK)
-            st = ses_tensor_create(slot->type.dtype, slot->type.rank, slot->type.dims,
-                                   &out_values[i]);
+            st = ses__tensor_create_for_output(slot->type.dtype, slot->type.rank,
+                                               slot->type.dims, &out_values[i]);
         if (st == SES_OK)
             st = ses__read_slot(s, c, slot, out_values[i]->data);
         if (st != SES_OK) {

@@ -160,9 +160,9 @@ static ses_status_t tensor_new(const char *what, ses_dtype_t dtype, size_t rank,
     return SES_OK;
 }
 
-/* Gives @p t zero-filled, aligned storage of its size (one byte for an empty tensor, so that
- * data is never NULL for a tensor the library owns). */
-static ses_status_t tensor_alloc_data(const char *what, ses_tensor_t *t) {
+/* Gives @p t aligned storage of its size, zero-filled when @p zero (one byte for an empty
+ * tensor, so that data is never NULL for a tensor the library owns). */
+static ses_status_t tensor_alloc_data(const char *what, ses_tensor_t *t, int zero) {
     size_t size = t->bytes ? t->bytes : 1;
     void *data = NULL;
     int rc = ses__memalign(&data, SES_TENSOR_ALIGNMENT, size);
@@ -173,7 +173,8 @@ static ses_status_t tensor_alloc_data(const char *what, ses_tensor_t *t) {
                          t->bytes, ses_dtype_name(t->dtype),
                          format_dims(text, sizeof text, t->rank, t->dims));
     }
-    memset(data, 0, size);
+    if (zero)
+        memset(data, 0, size);
     t->data = data;
     t->owns = 1;
     return SES_OK;
@@ -191,7 +192,7 @@ ses_status_t ses_tensor_create(ses_dtype_t dtype, size_t rank, const int64_t *di
     st = tensor_new(__func__, dtype, rank, dims, &t);
     if (st != SES_OK)
         goto fail;
-    st = tensor_alloc_data(__func__, t);
+    st = tensor_alloc_data(__func__, t, 1);
     if (st != SES_OK)
         goto fail;
     *out_tensor = t;
@@ -200,6 +201,23 @@ ses_status_t ses_tensor_create(ses_dtype_t dtype, size_t rank, const int64_t *di
 fail:
     free(t);
     return st;
+}
+
+ses_status_t ses__tensor_create_for_output(ses_dtype_t dtype, size_t rank, const int64_t *dims,
+                                           ses_tensor_t **out_tensor) {
+    ses_status_t st;
+    ses_tensor_t *t = NULL;
+
+    *out_tensor = NULL;
+    st = tensor_new("ses_session_eval", dtype, rank, dims, &t);
+    if (st == SES_OK)
+        st = tensor_alloc_data("ses_session_eval", t, 0);
+    if (st != SES_OK) {
+        free(t);
+        return st;
+    }
+    *out_tensor = t;
+    return SES_OK;
 }
 
 ses_status_t ses_tensor_create_from(ses_dtype_t dtype, size_t rank, const int64_t *dims,
@@ -226,7 +244,7 @@ ses_status_t ses_tensor_create_from(ses_dtype_t dtype, size_t rank, const int64_
                        bytes);
         goto fail;
     }
-    st = tensor_alloc_data(__func__, t);
+    st = tensor_alloc_data(__func__, t, bytes == 0);
     if (st != SES_OK)
         goto fail;
     if (bytes > 0)

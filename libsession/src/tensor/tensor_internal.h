@@ -30,6 +30,13 @@ struct ses_tensor {
     void *sync_owner;
 };
 
+/**
+ * A tensor whose every byte the caller writes next (a fetched value: a copy or a kernel fills
+ * it), so its storage is not zero-filled first.
+ */
+ses_status_t ses__tensor_create_for_output(ses_dtype_t dtype, size_t rank, const int64_t *dims,
+                                           ses_tensor_t **out_tensor);
+
 /** Brings a newer device copy of @p t's bytes to its host memory, if there is one. */
 void ses__tensor_materialize(ses_tensor_t *t);
 
