@@ -866,9 +866,13 @@ int main(int argc, char **argv) {
     uint64_t evaluated_at = UINT64_MAX;
     double accuracy = 0, t_start;
     struct sigaction sa;
+    ses_transfer_stats_t moved, moved_before, moved_after;
     int rc;
 
     memset(&net, 0, sizeof net);
+    memset(&moved, 0, sizeof moved);
+    moved_before = moved_after = moved;
+    moved.struct_size = moved_before.struct_size = moved_after.struct_size = sizeof moved;
     if ((rc = parse_options(argc, argv, &o)) != 0)
         return rc;
     if (o.distributed) {
@@ -1051,10 +1055,20 @@ int main(int argc, char **argv) {
             fill_batch(&train, order + position * o.batch + (task ? task->rank : 0) * local, local,
                        ses_tensor_data(x), ses_tensor_data(y));
         }
+        ses_session_transfers(s, &moved_before);
         if (ses_monitored_run(m, NULL, 0, feeds, 2, &net.train, 1, NULL) != SES_OK) {
             progress_finish_line(&progress, step);
             fprintf(stderr, PROGRAM ": step %" PRIu64 ": %s\n", step + 1, ses_last_error());
             goto done;
+        }
+        /* What steps after the first move between host and device (their hooks included). */
+        ses_session_transfers(s, &moved_after);
+        if (step > start_step) {
+            moved.h2d_bytes += moved_after.h2d_bytes - moved_before.h2d_bytes;
+            moved.h2d_copies += moved_after.h2d_copies - moved_before.h2d_copies;
+            moved.d2h_bytes += moved_after.d2h_bytes - moved_before.d2h_bytes;
+            moved.d2h_copies += moved_after.d2h_copies - moved_before.d2h_copies;
+            moved.runs++;
         }
         step = ses_monitored_step(m);
         if (step % steps_per_epoch == 0 && (!task || task->is_chief)) {
@@ -1102,6 +1116,13 @@ int main(int argc, char **argv) {
     printf("kernel calls: %" PRIu64 "; graphs: %" PRIu64 " captured, %" PRIu64 " launches\n",
            ses_session_kernel_calls(s), ses_session_graph_captures(s),
            ses_session_graph_launches(s));
+    if (moved.runs)
+        printf("transfers per step (steps 2 to %" PRIu64 "): host->device %" PRIu64
+               " bytes in %" PRIu64 " copies, device->host %" PRIu64 " bytes in %" PRIu64
+               " copies\n",
+               start_step + moved.runs + 1, moved.h2d_bytes / moved.runs,
+               moved.h2d_copies / moved.runs, moved.d2h_bytes / moved.runs,
+               moved.d2h_copies / moved.runs);
     if ((!task || task->is_chief) && evaluated_at != step &&
         evaluate(s, &net, &test, test_index, &accuracy))
         goto done;
