@@ -126,10 +126,22 @@ static void a_corrupt_program_cache_entry_is_rebuilt(void **state) {
         fail_msg("run on the corrupt cache: exit %d:\n%s", r.exit_code, r.output);
     assert_non_null(strstr(r.output, "PASS  kernel  Relu f32->f32"));
     free(r.output);
-    /* Rebuilt and rewritten: a valid entry of the same size is back. */
+    /* Rebuilt and rewritten: an entry without the garbage is back. (Not necessarily of the
+     * same size: PoCL's binary depends on what its own cache held when it built, which tests
+     * running beside this one change.) */
     assert_true(cached_binary(dir, path, sizeof path));
     assert_int_equal(stat(path, &after), 0);
-    assert_int_equal(after.st_size, before.st_size);
+    assert_true(after.st_size > 0);
+    {
+        char bytes[8] = {0};
+        f = fopen(path, "rb");
+        assert_non_null(f);
+        if (after.st_size >= before.st_size / 2 + 8 &&
+            fseek(f, (long)(before.st_size / 2), SEEK_SET) == 0)
+            assert_int_equal(fread(bytes, 8, 1, f), 1);
+        fclose(f);
+        assert_false(memcmp(bytes, "garbage!", 8) == 0);
+    }
     unlink(path);
     rmdir(dir);
     setenv("SESSION_DRIVER_OPENCL_CACHE_DIR", saved_cache_dir, 1);

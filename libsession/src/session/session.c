@@ -750,6 +750,12 @@ void ses_plan_destroy(ses_plan_t *plan) {
             found = 1;
             break;
         }
+    /* Its device state goes under the lock, as close frees it: a close beside this would
+     * otherwise close the devices while this still frees buffers and streams on them. */
+    if (found) {
+        ses__compiled_free(s, plan->compiled);
+        plan->compiled = NULL;
+    }
     pthread_mutex_unlock(&s->lock);
     if (found)
         plan_free(plan);
