@@ -63,7 +63,7 @@ struct ses_session {
     atomic_uint_fast64_t transfers[7];
     ses_communicator_t comm; /* comm.allreduce_sum NULL: a job of one process */
     struct ses__remote *remote; /* a remote session's workers (distributed/remote.c), or NULL */
-    /* Constants uploaded to devices (compile/resident.c), freed at close; guarded by
+    /* Constants uploaded to devices (exec/resident.c), freed at close; guarded by
      * resident_lock. */
     struct ses__resident *resident;
     size_t n_resident;
@@ -103,9 +103,9 @@ typedef enum ses__slot_kind {
     SES__SLOT_VARIABLE,  /* the scope's tensor for a variable */
     SES__SLOT_OUTPUT,    /* computed and fetched: written straight into the tensor handed to
                             the caller (a device that imports host memory), no copy */
-    SES__SLOT_RESIDENT,  /* a constant's copy the session keeps on a device (compile/resident.c):
+    SES__SLOT_RESIDENT,  /* a constant's copy the session keeps on a device (exec/resident.c):
                             uploaded once, bound by every run and plan, never copied again */
-    SES__SLOT_RESIDENT_VARIABLE, /* a variable's copy on a device (compile/resident.c): bound
+    SES__SLOT_RESIDENT_VARIABLE, /* a variable's copy on a device (exec/resident.c): bound
                             each run, uploaded only when the host's bytes changed; updated there
                             in place, read back only when the host reads it */
 } ses__slot_kind_t;

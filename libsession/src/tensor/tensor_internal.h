@@ -19,7 +19,7 @@ struct ses_tensor {
     void (*deleter)(void *data, void *user); /* NULL: nothing to free, or owned (see owns) */
     void *user;
     int owns;     /* data was allocated by the tensor and is freed with it */
-    /* Residency (compile/resident.c): a variable's tensor may have a newer copy on a device.
+    /* Residency (exec/resident.c): a variable's tensor may have a newer copy on a device.
      * version counts the host writes libsession knows of (ses_scope_set, Restore, a kernel
      * updating it on the host), so device copies know when they are stale; device_newer says a
      * device updated its copy since, and sync(sync_owner, t) brings those bytes here. sync and

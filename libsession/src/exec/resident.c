@@ -11,7 +11,7 @@
 
 #include "../error.h"
 #include "../tensor/tensor_internal.h"
-#include "plan.h"
+#include "../compile/plan.h"
 
 struct ses__resident {
     ses_tensor_t *value; /* retained: its address is the key, and it cannot be reused meanwhile */
