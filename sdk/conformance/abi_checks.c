@@ -129,6 +129,26 @@ static int untouched(const void *p, size_t from, size_t to) {
 }
 
 /*
+ * Calls the driver's negotiate with a struct of @p struct_size for ABI @p major (minors 0 to
+ * @p minor_max), every other byte 0xA5 so that untouched() sees what the driver wrote, and the
+ * host's call counter reset. Returns the driver's code; @p n holds what it answered.
+ */
+static int32_t negotiate_filled(abi_t *a, ses_drv_negotiate_t *n, size_t struct_size,
+                                uint32_t major, uint32_t minor_max) {
+    memset(n, 0xA5, sizeof *n);
+    n->struct_size = (uint32_t)struct_size;
+    n->reserved = 0;
+    n->next = NULL;
+    n->abi_major = major;
+    n->host_minor_min = 0;
+    n->host_minor_max = minor_max;
+    n->host = &ses_conf_host;
+    n->host_ctx = &a->ctx;
+    ses_conf_host_reset();
+    return a->negotiate(n);
+}
+
+/*
  * DRV-6, DRV-7, DRV-11: the order of the negotiation checks. A struct too short for the frozen
  * prefix gets INVALID_ARGUMENT and nothing written; with the prefix, the driver says who it is;
  * another major then gets INCOMPATIBLE even when the struct is shorter than this major's 1.0
@@ -143,17 +163,7 @@ static void check_negotiation_sizes(abi_t *a, uint32_t driver_max) {
     int32_t code;
 
     /* Another major, the prefix only. */
-    memset(&n, 0xA5, sizeof n);
-    n.struct_size = (uint32_t)prefix;
-    n.reserved = 0;
-    n.next = NULL;
-    n.abi_major = SES_DRV_ABI_MAJOR + 1;
-    n.host_minor_min = 0;
-    n.host_minor_max = 0;
-    n.host = &ses_conf_host;
-    n.host_ctx = &a->ctx;
-    ses_conf_host_reset();
-    code = a->negotiate(&n);
+    code = negotiate_filled(a, &n, prefix, SES_DRV_ABI_MAJOR + 1, 0);
     if (code != SES_DRV_INCOMPATIBLE || n.driver_abi_major != SES_DRV_ABI_MAJOR ||
         n.driver_minor_max != driver_max || ses_conf_host_calls() != 0 ||
         !untouched(&n, prefix, sizeof n))
@@ -171,17 +181,7 @@ static void check_negotiation_sizes(abi_t *a, uint32_t driver_max) {
                      SES_CONF_PASS, "INCOMPATIBLE, versions stated, nothing else touched");
 
     /* This major, shorter than 1.0: who it is, then INVALID_ARGUMENT, no message. */
-    memset(&n, 0xA5, sizeof n);
-    n.struct_size = (uint32_t)prefix;
-    n.reserved = 0;
-    n.next = NULL;
-    n.abi_major = SES_DRV_ABI_MAJOR;
-    n.host_minor_min = 0;
-    n.host_minor_max = SES_DRV_ABI_MINOR;
-    n.host = &ses_conf_host;
-    n.host_ctx = &a->ctx;
-    ses_conf_host_reset();
-    code = a->negotiate(&n);
+    code = negotiate_filled(a, &n, prefix, SES_DRV_ABI_MAJOR, SES_DRV_ABI_MINOR);
     if (code != SES_DRV_INVALID_ARGUMENT || n.driver_abi_major != SES_DRV_ABI_MAJOR ||
         n.driver_minor_max != driver_max || ses_conf_host_calls() != 0 ||
         !untouched(&n, prefix, sizeof n))
@@ -198,17 +198,8 @@ static void check_negotiation_sizes(abi_t *a, uint32_t driver_max) {
                      SES_CONF_PASS, "INVALID_ARGUMENT, versions stated");
 
     /* Too short for the prefix: nothing can be said. */
-    memset(&n, 0xA5, sizeof n);
-    n.struct_size = (uint32_t)offsetof(ses_drv_negotiate_t, driver_abi_major);
-    n.reserved = 0;
-    n.next = NULL;
-    n.abi_major = SES_DRV_ABI_MAJOR;
-    n.host_minor_min = 0;
-    n.host_minor_max = SES_DRV_ABI_MINOR;
-    n.host = &ses_conf_host;
-    n.host_ctx = &a->ctx;
-    ses_conf_host_reset();
-    code = a->negotiate(&n);
+    code = negotiate_filled(a, &n, offsetof(ses_drv_negotiate_t, driver_abi_major),
+                            SES_DRV_ABI_MAJOR, SES_DRV_ABI_MINOR);
     if (code != SES_DRV_INVALID_ARGUMENT || ses_conf_host_calls() != 0 ||
         !untouched(&n, offsetof(ses_drv_negotiate_t, driver_abi_major), sizeof n))
         ses_conf_add(a->r, group, "negotiate: a struct shorter than the frozen prefix",
