@@ -866,6 +866,34 @@ __device__ __forceinline__ void unravel(int64_t idx, const int64_t *dims, uint32
     }
 }
 
+/* The offset, in an input plane, of the element that tap @p kk of output position @p o reads,
+ * or -1 when the tap falls in the padding. */
+__device__ __forceinline__ int64_t tap_input(const cuda_win_t &w, const int64_t *o,
+                                             const int64_t *kk) {
+    int64_t off = 0;
+    for (uint32_t i = 0; i < w.n; i++) {
+        const int64_t c = o[i] * w.s[i] - w.pb[i] + kk[i] * w.d[i];
+        if (c < 0 || c >= w.in[i])
+            return -1;
+        off = off * w.in[i] + c;
+    }
+    return off;
+}
+
+/* The offset, in an output plane, of the position whose tap @p kk reads input element @p ic,
+ * or -1 when no output's window reads it through that tap. */
+__device__ __forceinline__ int64_t tap_output(const cuda_win_t &w, const int64_t *ic,
+                                              const int64_t *kk) {
+    int64_t off = 0;
+    for (uint32_t i = 0; i < w.n; i++) {
+        const int64_t u = ic[i] + w.pb[i] - kk[i] * w.d[i];
+        if (u < 0 || u % w.s[i] != 0 || u / w.s[i] >= w.out[i])
+            return -1;
+        off = off * w.out[i] + u / w.s[i];
+    }
+    return off;
+}
+
 /* The pooled window of output position @p p: the max's offset (or -1) and value, the sum, the
  * number of elements inside the input and inside the padded input. A is the arithmetic's type:
  * float for f32 (no double in the inner loop), double for f64. */
@@ -947,13 +975,8 @@ __global__ void pool_grad_kernel(cuda_win_t w, int64_t planes, int op, int inclu
         unravel(p, w.out, w.n, o);
         for (int64_t kq = 0; kq < w.k_count; kq++) {
             unravel(kq, w.k, w.n, kk);
-            int64_t off = 0;
-            bool inside = true;
-            for (uint32_t i = 0; i < w.n; i++) {
-                const int64_t c = o[i] * w.s[i] - w.pb[i] + kk[i] * w.d[i];
-                inside = inside && c >= 0 && c < w.in[i];
-                off = off * w.in[i] + c;
-            }
+            const int64_t off = tap_input(w, o, kk);
+            const bool inside = off >= 0;
             if (inside)
                 atomicAdd(dp + off, g);
         }
@@ -1045,13 +1068,8 @@ __global__ void conv_kernel(cuda_win_t w, const T *x, const T *wt, const T *b, T
             const T *wp = wt + (m * cg + cl) * w.k_count;
             for (int64_t kq = 0; kq < w.k_count; kq++) {
                 unravel(kq, w.k, w.n, kk);
-                int64_t off = 0;
-                bool inside = true;
-                for (uint32_t i = 0; i < w.n; i++) {
-                    const int64_t c = o[i] * w.s[i] - w.pb[i] + kk[i] * w.d[i];
-                    inside = inside && c >= 0 && c < w.in[i];
-                    off = off * w.in[i] + c;
-                }
+                const int64_t off = tap_input(w, o, kk);
+                const bool inside = off >= 0;
                 if (inside)
                     acc += xp[off] * wp[kq];
             }
@@ -1075,13 +1093,8 @@ __global__ void conv_grad_x_kernel(cuda_win_t w, const T *dy, const T *wt, T *dx
             const T *wp = wt + (m * cg + cl) * w.k_count;
             for (int64_t kq = 0; kq < w.k_count; kq++) {
                 unravel(kq, w.k, w.n, kk);
-                int64_t off = 0;
-                bool ok = true;
-                for (uint32_t i = 0; ok && i < w.n; i++) {
-                    const int64_t u = ic[i] + w.pb[i] - kk[i] * w.d[i];
-                    ok = u >= 0 && u % w.s[i] == 0 && u / w.s[i] < w.out[i];
-                    off = off * w.out[i] + u / w.s[i];
-                }
+                const int64_t off = tap_output(w, ic, kk);
+                const bool ok = off >= 0;
                 if (ok)
                     acc += dp[off] * wp[kq];
             }
@@ -1105,13 +1118,8 @@ __global__ void conv_grad_w_kernel(cuda_win_t w, const T *dy, const T *x, T *dw)
             const T *dp = dy + (n * w.m + m) * w.out_count;
             for (int64_t p = 0; p < w.out_count; p++) {
                 unravel(p, w.out, w.n, o);
-                int64_t off = 0;
-                bool inside = true;
-                for (uint32_t i = 0; i < w.n; i++) {
-                    const int64_t cc = o[i] * w.s[i] - w.pb[i] + kk[i] * w.d[i];
-                    inside = inside && cc >= 0 && cc < w.in[i];
-                    off = off * w.in[i] + cc;
-                }
+                const int64_t off = tap_input(w, o, kk);
+                const bool inside = off >= 0;
                 if (inside)
                     acc += xp[off] * dp[p];
             }
@@ -1134,13 +1142,8 @@ __global__ void im2col_kernel(cuda_win_t w, int64_t n0, int64_t nb, int64_t sn, 
         int64_t o[CUDA_SPATIAL_MAX], kk[CUDA_SPATIAL_MAX];
         unravel(p, w.out, w.n, o);
         unravel(kq, w.k, w.n, kk);
-        int64_t off = 0;
-        bool inside = true;
-        for (uint32_t i = 0; i < w.n; i++) {
-            const int64_t cc = o[i] * w.s[i] - w.pb[i] + kk[i] * w.d[i];
-            inside = inside && cc >= 0 && cc < w.in[i];
-            off = off * w.in[i] + cc;
-        }
+        const int64_t off = tap_input(w, o, kk);
+        const bool inside = off >= 0;
         col[n * sn + r * sr + p] = inside ? x[((n0 + n) * w.c + c) * w.in_count + off] : (T)0;
     }
 }
@@ -1158,13 +1161,8 @@ __global__ void col2im_kernel(cuda_win_t w, int64_t nb, const T *col, T *dx) {
         T acc = (T)0;
         for (int64_t kq = 0; kq < w.k_count; kq++) {
             unravel(kq, w.k, w.n, kk);
-            int64_t off = 0;
-            bool ok = true;
-            for (uint32_t i = 0; ok && i < w.n; i++) {
-                const int64_t u = ic[i] + w.pb[i] - kk[i] * w.d[i];
-                ok = u >= 0 && u % w.s[i] == 0 && u / w.s[i] < w.out[i];
-                off = off * w.out[i] + u / w.s[i];
-            }
+            const int64_t off = tap_output(w, ic, kk);
+            const bool ok = off >= 0;
             if (ok)
                 acc += cp[kq * w.out_count + off];
         }
