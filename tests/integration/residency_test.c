@@ -196,6 +196,18 @@ static void a_training_step_moves_no_variable_byte(void **state) {
     assert_true(fabsf(read_float(ses_session_scope(s), "fc1/W", 3) -
                       read_float(ses_session_scope(cpu), "fc1/W", 3)) < 1e-4f);
 
+    /* A step in a private scope updates its own copies on the device, never the session's. */
+    {
+        ses_eval_options_t private_eval = {sizeof private_eval, 1};
+        ses_feed_t feeds[2] = {{n.x, x}, {n.labels, y}};
+        const float w_before = read_float(ses_session_scope(s), "fc1/W", 3);
+        assert_int_equal(ses_session_eval_ex(s, &n.loss, 1, feeds, 2, &n.train, 1,
+                                             &private_eval, &loss),
+                         SES_OK);
+        ses_tensor_release(loss);
+        assert_true(read_float(ses_session_scope(s), "fc1/W", 3) == w_before);
+    }
+
     /* copy_variables takes the device's values too. */
     assert_int_equal(ses_plan_run(plan, values, 2, &loss), SES_OK);
     ses_tensor_release(loss);

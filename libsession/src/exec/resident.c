@@ -116,18 +116,31 @@ struct ses__resident_var {
     size_t device;
     ses_drv_buffer_t *buffer;
     uint64_t version_seen; /* host->version when the two copies were last equal */
+    int newest;            /* a run updated this copy since: the host's bytes are stale */
 };
 
-/* Copies entry @p e's device bytes to its host tensor. Caller holds resident_lock. */
+/* The copy of @p t that holds its newest bytes, or NULL. Caller holds resident_lock. */
+static struct ses__resident_var *newest_locked(ses_session_t *s, const ses_tensor_t *t) {
+    for (size_t i = 0; i < s->n_resident_vars; i++)
+        if (s->resident_vars[i]->host == t && s->resident_vars[i]->newest)
+            return s->resident_vars[i];
+    return NULL;
+}
+
+/* Copies entry @p e's device bytes to its host tensor, when they are the newest. Caller holds
+ * resident_lock. */
 static ses_status_t download_locked(struct ses__resident_var *e, ses__compiled_t *c) {
-    ses_session_t *s = e->session;
-    const ses__device_ctx_t *dev = &s->devices[e->device];
-    ses_tensor_t *t = e->host;
+    ses_session_t *s;
+    const ses__device_ctx_t *dev;
+    ses_tensor_t *t;
     char message[1024];
     int32_t rc;
 
-    if (!atomic_load(&t->device_newer) || t->sync_owner != e)
+    if (!e || !e->newest)
         return SES_OK;
+    s = e->session;
+    dev = &s->devices[e->device];
+    t = e->host;
     rc = t->bytes ? dev->api->copy_d2h(dev->handle, NULL, e->buffer, 0, t->data, t->bytes)
                   : SES_DRV_OK;
     if (rc != SES_DRV_OK) {
@@ -137,49 +150,50 @@ static ses_status_t download_locked(struct ses__resident_var *e, ses__compiled_t
                          ses_driver_name(ses_device_driver(dev->device)), message);
     }
     ses__count_transfer(s, c, e->device, s->n_devices - 1, t->bytes);
-    atomic_store(&t->device_newer, 0);
+    e->newest = 0;
     e->version_seen = atomic_load(&t->version);
+    atomic_store(&t->device_newer, 0);
     return SES_OK;
 }
 
-/* ses_tensor_t.sync for resident variables: a reader on the host wants the device's bytes. */
+/*
+ * ses_tensor_t.sync for resident variables (sync_owner is the session): a reader on the host
+ * wants the device's bytes. The session outlives the mark: its close brings every newer copy
+ * home and clears device_newer before it goes.
+ */
 static void materialize(void *owner, ses_tensor_t *t) {
-    struct ses__resident_var *e = owner;
-    ses_session_t *s = e->session;
+    ses_session_t *s = owner;
 
-    (void)t;
     pthread_mutex_lock(&s->resident_lock);
     /* A failure leaves the device copy marked newer; the reader sees the host's last bytes. */
-    if (download_locked(e, NULL) != SES_OK)
+    if (download_locked(newest_locked(s, t), NULL) != SES_OK)
         ses__host_take_message(NULL, 0);
     pthread_mutex_unlock(&s->resident_lock);
 }
 
 ses_status_t ses__resident_materialize(ses_session_t *s, ses__compiled_t *c, ses_tensor_t *t) {
-    ses_status_t st = SES_OK;
+    ses_status_t st;
 
-    if (!atomic_load_explicit(&t->device_newer, memory_order_acquire) || t->sync != materialize)
+    if (!atomic_load_explicit(&t->device_newer, memory_order_acquire))
         return SES_OK;
-    if (((struct ses__resident_var *)t->sync_owner)->session != s) {
+    if (t->sync_owner != s) {
         ses__tensor_materialize(t); /* another session's copy */
         return SES_OK;
     }
     pthread_mutex_lock(&s->resident_lock);
-    st = download_locked(t->sync_owner, c);
+    st = download_locked(newest_locked(s, t), c);
     pthread_mutex_unlock(&s->resident_lock);
     return st;
 }
 
-/* Drops entry @p i (its tensor no longer reachable from any scope). Caller holds the lock. */
+/* Drops entry @p i (its tensor no longer reachable from any scope, or the session closing
+ * after bringing everything home). Caller holds the lock. */
 static void drop_var_locked(ses_session_t *s, size_t i) {
     struct ses__resident_var *e = s->resident_vars[i];
     const ses__device_ctx_t *dev = &s->devices[e->device];
 
-    if (e->host->sync_owner == e) {
+    if (e->newest)
         atomic_store(&e->host->device_newer, 0);
-        e->host->sync = NULL;
-        e->host->sync_owner = NULL;
-    }
     dev->api->free(dev->handle, e->buffer);
     ses_tensor_release(e->host);
     free(e);
@@ -191,7 +205,6 @@ ses_status_t ses__resident_variable(ses_session_t *s, ses__compiled_t *c, ses_te
                                     struct ses__resident_var **out_entry) {
     struct ses__resident_var *e = NULL, **grown;
     ses_status_t st = SES_OK;
-    int upload_now = 0;
 
     *out_buffer = NULL;
     *out_entry = NULL;
@@ -199,6 +212,15 @@ ses_status_t ses__resident_variable(ses_session_t *s, ses__compiled_t *c, ses_te
     for (size_t i = 0; i < s->n_resident_vars && !e; i++)
         if (s->resident_vars[i]->host == t && s->resident_vars[i]->device == device)
             e = s->resident_vars[i];
+    /* Another device's copy may be newer than the host's: bring it home first. */
+    if (!(e && e->newest) && atomic_load(&t->device_newer)) {
+        if (t->sync_owner == s)
+            st = download_locked(newest_locked(s, t), c);
+        else
+            ses__tensor_materialize(t);
+        if (st != SES_OK)
+            goto done;
+    }
     if (!e) {
         /* Copies of tensors only this table still holds are of no use to anyone. */
         for (size_t i = s->n_resident_vars; i-- > 0;)
@@ -223,18 +245,8 @@ ses_status_t ses__resident_variable(ses_session_t *s, ses__compiled_t *c, ses_te
         e->host = ses_tensor_retain(t);
         e->version_seen = atomic_load(&t->version);
         s->resident_vars[s->n_resident_vars++] = e;
-    } else if (atomic_load(&t->device_newer) && t->sync_owner == e) {
-        /* This copy is the newest: bind it as it is. */
-    } else {
-        /* Another device's copy may be newer than the host's: bring it home first. */
-        if (atomic_load(&t->device_newer) && t->sync == materialize) {
-            st = download_locked(t->sync_owner, c);
-            if (st != SES_OK)
-                goto done;
-        }
-        upload_now = atomic_load(&t->version) != e->version_seen;
-    }
-    if (upload_now) {
+    } else if (!e->newest && atomic_load(&t->version) != e->version_seen) {
+        /* The host's bytes changed since this copy was made: refresh it. */
         const ses__device_ctx_t *dev = &s->devices[device];
         int32_t rc = t->bytes ? dev->api->copy_h2d(dev->handle, NULL, t->data, e->buffer, 0,
                                                    t->bytes)
@@ -262,9 +274,14 @@ void ses__resident_variable_updated(ses_session_t *s, struct ses__resident_var *
     ses_tensor_t *t = e->host;
 
     pthread_mutex_lock(&s->resident_lock);
-    t->sync = materialize;
-    t->sync_owner = e;
+    /* One copy holds the newest bytes: this one; the others are stale like the host's. */
+    for (size_t i = 0; i < s->n_resident_vars; i++)
+        if (s->resident_vars[i]->host == t)
+            s->resident_vars[i]->newest = 0;
+    e->newest = 1;
     e->version_seen = atomic_load(&t->version);
+    t->sync = materialize;
+    t->sync_owner = s;
     atomic_store_explicit(&t->device_newer, 1, memory_order_release);
     pthread_mutex_unlock(&s->resident_lock);
 }
