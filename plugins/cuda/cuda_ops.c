@@ -971,7 +971,7 @@ static int32_t cuda_gather_run(ses_drv_device_t *device, const ses_drv_launch_t 
 
 static int32_t cuda_gather(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[3];
-    int64_t axis = 0, outer, inner;
+    int64_t axis = 0, outer = 0, inner = 0;
     int32_t st;
 
     (void)state;
@@ -990,7 +990,7 @@ static int32_t cuda_gather(ses_drv_device_t *device, void *state, const ses_drv_
 static int32_t cuda_gather_grad(ses_drv_device_t *device, void *state,
                                 const ses_drv_launch_t *launch) {
     cuda_arg_t a[3];
-    int64_t axis = 0, outer, inner;
+    int64_t axis = 0, outer = 0, inner = 0;
     int32_t st;
 
     (void)state;

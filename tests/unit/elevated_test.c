@@ -20,7 +20,7 @@
 #include "../integration/run_util.h"
 
 static void write_manifest(const char *folder, const char *name) {
-    char path[512];
+    char path[1024];
     FILE *f;
 
     snprintf(path, sizeof path, "%s/%s.json", folder, name);

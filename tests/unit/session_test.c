@@ -61,7 +61,7 @@ static ses_edge_t binary(ses_graph_t *g, const char *op, const char *name, ses_e
                          ses_edge_t b) {
     ses_edge_t in[2] = {a, b}, out;
     if (ses_graph_op(g, op, name, in, 2, NULL, 0, &out) != SES_OK)
-        fail_msg("%s: %s", name, ses_last_error());
+        fail_msg("%s: %s", name ? name : "(unnamed)", ses_last_error());
     return out;
 }
 

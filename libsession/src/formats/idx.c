@@ -84,7 +84,7 @@ static ses_status_t fill_input(idx_reader_t *r, size_t want, size_t *out_have) {
  * truncated gzip streams, and bytes after the last gzip member, are errors. */
 static ses_status_t reader_read(idx_reader_t *r, void *buffer, size_t n, size_t *out_got) {
     unsigned char *out = buffer;
-    size_t have;
+    size_t have = 0;
     ses_status_t st;
 
     *out_got = 0;

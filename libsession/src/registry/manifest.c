@@ -167,7 +167,7 @@ static ses_status_t get_integer(const cJSON *item, const char *key, const char *
 }
 
 static ses_status_t parse_format_version(const cJSON *root, const char *path) {
-    const cJSON *item;
+    const cJSON *item = NULL;
     ses_status_t st = require_string(root, "file_format_version", path, &item);
     unsigned major, minor, patch;
     char extra;
@@ -345,8 +345,8 @@ static ses_status_t parse_options(const cJSON *root, const char *path, ses__mani
 }
 
 static ses_status_t parse_root(const cJSON *root, const char *path, ses__manifest_t *m) {
-    const cJSON *item;
-    int64_t value;
+    const cJSON *item = NULL;
+    int64_t value = 0;
     ses_status_t st;
 
     if (!cJSON_IsObject(root))

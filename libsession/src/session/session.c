@@ -516,7 +516,7 @@ static ses_status_t eval_in(ses_session_t *s, ses_scope_t *scope, const ses_edge
                             size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
                             ses_node_t *const *targets, size_t n_targets,
                             ses_tensor_t **out_values, int depth) {
-    ses_edge_t fed_small[16], *fed = fed_small;
+    ses_edge_t fed_small[16] = {{NULL, 0}}, *fed = fed_small;
     ses_tensor_t *values_small[16], **values = values_small;
     ses_tensor_t *outs_small[16] = {NULL}, **outs = outs_small;
     ses_plan_t *key = NULL, *plan = NULL;

@@ -135,7 +135,10 @@ static ses_status_t fused(ses__grad_ctx_t *c, const ses_node_t *n, const char *o
                           ses_edge_t *out) {
     ses_attr_t attrs[4];
     ses_edge_t in[2] = {dy, other};
-    size_t k = forward_attrs(n, attr_names, n_attr_names, attrs);
+    size_t k;
+
+    memset(attrs, 0, sizeof attrs);
+    k = forward_attrs(n, attr_names, n_attr_names, attrs);
     return ses__grad_op(c, op, in, 2, attrs, k, out);
 }
 
