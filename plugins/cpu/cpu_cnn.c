@@ -418,6 +418,7 @@ typedef struct cpu__pool_job {
     const unsigned char *x;  /* forward input (MaxPool, MaxPoolGrad) */
     const unsigned char *dy; /* gradients: [planes, out...] */
     unsigned char *y;        /* forward output, or the gradient [planes, in...] */
+    const struct cpu__pool2d *g2; /* the 2-D geometry when there are two spatial dims */
 } cpu__pool_job_t;
 
 static double cpu__get(uint32_t dtype, const unsigned char *base, int64_t i) {
@@ -432,7 +433,7 @@ static void cpu__put(uint32_t dtype, unsigned char *base, int64_t i, double v) {
         ((double *)(void *)base)[i] = v;
 }
 
-/* One plane of a pool or pool gradient. */
+/* One plane of a pool or pool gradient, any number of spatial dims (the 2-D ones below). */
 static void cpu__pool_plane(const cpu__pool_job_t *j, int64_t plane) {
     const cpu__win_t *w = j->w;
     const uint32_t n = w->n;
@@ -505,9 +506,257 @@ static void cpu__pool_plane(const cpu__pool_job_t *j, int64_t plane) {
     } while (cpu__next(o, w->out, n));
 }
 
+/*
+ * The 2-D pools ([N, C, H, W]), the common case, at the tensor's own precision (f32 math for
+ * f32). Per plane and output row, the kernel rows that fall inside the input are found once.
+ * Along a row, the interior output columns [lo, hi) (those whose windows lie wholly inside the
+ * input) are computed in one pass over the row per kernel tap, without bounds checks, which the
+ * compiler vectorizes over the output columns; the border columns check each tap. Each output
+ * element still meets its taps in the generic path's order (kernel rows, then columns), so a
+ * max picks the same element, and f64 sums add in the same order as before.
+ */
+typedef struct cpu__pool2d {
+    int64_t h, w, oh, ow;     /* input and output rows and columns */
+    int64_t kh, kw, sh, sw;   /* kernel, strides */
+    int64_t dh, dw, ph, pw;   /* dilations, begin pads */
+    int64_t peh, pew;         /* end pads */
+    int64_t lo, hi;           /* interior output columns */
+} cpu__pool2d_t;
+
+/* The interior columns: ow * sw - pw >= 0 and ow * sw - pw + (kw - 1) * dw < w. */
+static void cpu__pool2d_init(const cpu__win_t *w, cpu__pool2d_t *g) {
+    g->h = w->in[0], g->w = w->in[1], g->oh = w->out[0], g->ow = w->out[1];
+    g->kh = w->k[0], g->kw = w->k[1], g->sh = w->s[0], g->sw = w->s[1];
+    g->dh = w->d[0], g->dw = w->d[1], g->ph = w->pb[0], g->pw = w->pb[1];
+    g->peh = w->pe[0], g->pew = w->pe[1];
+    const int64_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pw; /* ow * sw <= last */
+    g->lo = (g->pw + g->sw - 1) / g->sw;
+    g->hi = last < 0 ? 0 : last / g->sw + 1;
+    if (g->lo > g->ow)
+        g->lo = g->ow;
+    if (g->hi > g->ow)
+        g->hi = g->ow;
+    if (g->hi < g->lo)
+        g->hi = g->lo;
+}
+
+/* Along one axis from @p start: the taps inside [0, n) and inside the padded [-pb, n + pe). */
+static void cpu__pool2d_count(int64_t start, int64_t k, int64_t d, int64_t n, int64_t pb,
+                              int64_t pe, int64_t *out_valid, int64_t *out_padded) {
+    int64_t valid = 0, padded = 0;
+    for (int64_t i = 0; i < k; i++) {
+        const int64_t c = start + i * d;
+        valid += c >= 0 && c < n;
+        padded += c >= -pb && c < n + pe;
+    }
+    *out_valid = valid;
+    *out_padded = padded;
+}
+
+/*
+ * The max keeps NaN: a NaN tap replaces the running value, and nothing replaces a NaN (v > NaN is
+ * false). Otherwise the first of equal values stays (strict >), as in the generic path.
+ */
+#define CPU__MAXNAN(m, v) ((v) > (m) || (v) != (v) ? (v) : (m))
+
+#define CPU__POOL2D_DEFINE(T, SUFFIX)                                                              \
+    static void cpu__maxpool2d_##SUFFIX(const cpu__pool2d_t *g, const T *restrict x,              \
+                                        T *restrict y) {                                           \
+        for (int64_t oh = 0; oh < g->oh; oh++) {                                                   \
+            T *restrict yr = y + oh * g->ow;                                                       \
+            const int64_t r0 = oh * g->sh - g->ph;                                                 \
+            for (int64_t ow = 0; ow < g->ow; ow++)                                                 \
+                yr[ow] = (T)-INFINITY;                                                             \
+            for (int64_t i = 0; i < g->kh; i++) {                                                  \
+                const int64_t r = r0 + i * g->dh;                                                  \
+                if (r < 0 || r >= g->h)                                                            \
+                    continue;                                                                      \
+                const T *restrict xr = x + r * g->w;                                               \
+                for (int64_t ow = 0; ow < g->lo; ow++)                                             \
+                    for (int64_t j = 0; j < g->kw; j++) {                                          \
+                        const int64_t c = ow * g->sw - g->pw + j * g->dw;                          \
+                        if (c >= 0 && c < g->w)                                                    \
+                            yr[ow] = CPU__MAXNAN(yr[ow], xr[c]);                                   \
+                    }                                                                              \
+                for (int64_t j = 0; j < g->kw; j++) {                                              \
+                    const int64_t off = j * g->dw - g->pw, sw = g->sw;                             \
+                    if (sw == 1)                                                                   \
+                        for (int64_t ow = g->lo; ow < g->hi; ow++)                                 \
+                            yr[ow] = CPU__MAXNAN(yr[ow], xr[ow + off]);                            \
+                    else if (sw == 2)                                                              \
+                        for (int64_t ow = g->lo; ow < g->hi; ow++)                                 \
+                            yr[ow] = CPU__MAXNAN(yr[ow], xr[2 * ow + off]);                        \
+                    else                                                                           \
+                        for (int64_t ow = g->lo; ow < g->hi; ow++)                                 \
+                            yr[ow] = CPU__MAXNAN(yr[ow], xr[ow * sw + off]);                       \
+                }                                                                                  \
+                for (int64_t ow = g->hi; ow < g->ow; ow++)                                         \
+                    for (int64_t j = 0; j < g->kw; j++) {                                          \
+                        const int64_t c = ow * g->sw - g->pw + j * g->dw;                          \
+                        if (c >= 0 && c < g->w)                                                    \
+                            yr[ow] = CPU__MAXNAN(yr[ow], xr[c]);                                   \
+                    }                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    static void cpu__avgpool2d_##SUFFIX(const cpu__pool2d_t *g, int64_t include_pad,              \
+                                        const T *restrict x, T *restrict y) {                      \
+        for (int64_t oh = 0; oh < g->oh; oh++) {                                                   \
+            T *restrict yr = y + oh * g->ow;                                                       \
+            const int64_t r0 = oh * g->sh - g->ph;                                                 \
+            int64_t vh, ph;                                                                        \
+            cpu__pool2d_count(r0, g->kh, g->dh, g->h, g->ph, g->peh, &vh, &ph);                    \
+            for (int64_t ow = 0; ow < g->ow; ow++)                                                 \
+                yr[ow] = 0;                                                                        \
+            for (int64_t i = 0; i < g->kh; i++) {                                                  \
+                const int64_t r = r0 + i * g->dh;                                                  \
+                if (r < 0 || r >= g->h)                                                            \
+                    continue;                                                                      \
+                const T *restrict xr = x + r * g->w;                                               \
+                for (int64_t ow = 0; ow < g->lo; ow++)                                             \
+                    for (int64_t j = 0; j < g->kw; j++) {                                          \
+                        const int64_t c = ow * g->sw - g->pw + j * g->dw;                          \
+                        if (c >= 0 && c < g->w)                                                    \
+                            yr[ow] += xr[c];                                                       \
+                    }                                                                              \
+                for (int64_t j = 0; j < g->kw; j++) {                                              \
+                    const int64_t off = j * g->dw - g->pw, sw = g->sw;                             \
+                    if (sw == 1)                                                                   \
+                        for (int64_t ow = g->lo; ow < g->hi; ow++)                                 \
+                            yr[ow] += xr[ow + off];                                                \
+                    else if (sw == 2)                                                              \
+                        for (int64_t ow = g->lo; ow < g->hi; ow++)                                 \
+                            yr[ow] += xr[2 * ow + off];                                            \
+                    else                                                                           \
+                        for (int64_t ow = g->lo; ow < g->hi; ow++)                                 \
+                            yr[ow] += xr[ow * sw + off];                                           \
+                }                                                                                  \
+                for (int64_t ow = g->hi; ow < g->ow; ow++)                                         \
+                    for (int64_t j = 0; j < g->kw; j++) {                                          \
+                        const int64_t c = ow * g->sw - g->pw + j * g->dw;                          \
+                        if (c >= 0 && c < g->w)                                                    \
+                            yr[ow] += xr[c];                                                       \
+                    }                                                                              \
+            }                                                                                      \
+            /* An interior window has all kw columns inside the input, hence inside the pads. */   \
+            const int64_t div_in = (include_pad ? ph : vh) * g->kw;                                \
+            for (int64_t ow = 0; ow < g->ow; ow++) {                                               \
+                int64_t div = div_in;                                                              \
+                if (ow < g->lo || ow >= g->hi) {                                                   \
+                    int64_t vw, pw;                                                                \
+                    cpu__pool2d_count(ow * g->sw - g->pw, g->kw, g->dw, g->w, g->pw, g->pew, &vw,  \
+                                      &pw);                                                        \
+                    div = include_pad ? ph * pw : vh * vw;                                         \
+                }                                                                                  \
+                yr[ow] = div ? yr[ow] / (T)div : (T)NAN;                                           \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* MaxPoolGrad: dy onto the window's max (first on ties, the first NaN if any); AveragePool-  \
+     * Grad (x NULL): dy / divisor spread over the window's input elements. dx starts at zero. */  \
+    static void cpu__pool2d_grad_##SUFFIX(const cpu__pool2d_t *g, int64_t include_pad,           \
+                                          const T *restrict x, const T *restrict dy,               \
+                                          T *restrict dx) {                                        \
+        for (int64_t oh = 0; oh < g->oh; oh++) {                                                   \
+            const int64_t r0 = oh * g->sh - g->ph;                                                 \
+            int64_t vh, ph;                                                                        \
+            cpu__pool2d_count(r0, g->kh, g->dh, g->h, g->ph, g->peh, &vh, &ph);                    \
+            for (int64_t ow = 0; ow < g->ow; ow++) {                                               \
+                const int64_t c0 = ow * g->sw - g->pw;                                             \
+                const T d = dy[oh * g->ow + ow];                                                   \
+                if (x) {                                                                           \
+                    int64_t best = -1;                                                             \
+                    T best_v = (T)-INFINITY;                                                       \
+                    for (int64_t i = 0; i < g->kh; i++) {                                          \
+                        const int64_t r = r0 + i * g->dh;                                          \
+                        if (r < 0 || r >= g->h)                                                    \
+                            continue;                                                              \
+                        for (int64_t j = 0; j < g->kw; j++) {                                      \
+                            const int64_t c = c0 + j * g->dw;                                      \
+                            if (c < 0 || c >= g->w)                                                \
+                                continue;                                                          \
+                            const T v = x[r * g->w + c];                                           \
+                            if (best < 0 || v > best_v || (v != v && best_v == best_v)) {          \
+                                best_v = v;                                                        \
+                                best = r * g->w + c;                                               \
+                            }                                                                      \
+                        }                                                                          \
+                    }                                                                              \
+                    if (best >= 0)                                                                 \
+                        dx[best] += d;                                                             \
+                    continue;                                                                      \
+                }                                                                                  \
+                int64_t vw, pw;                                                                    \
+                cpu__pool2d_count(c0, g->kw, g->dw, g->w, g->pw, g->pew, &vw, &pw);                \
+                const int64_t div = include_pad ? ph * pw : vh * vw;                               \
+                if (!div)                                                                          \
+                    continue;                                                                      \
+                const T share = d / (T)div;                                                        \
+                for (int64_t i = 0; i < g->kh; i++) {                                              \
+                    const int64_t r = r0 + i * g->dh;                                              \
+                    if (r < 0 || r >= g->h)                                                        \
+                        continue;                                                                  \
+                    for (int64_t j = 0; j < g->kw; j++) {                                          \
+                        const int64_t c = c0 + j * g->dw;                                          \
+                        if (c >= 0 && c < g->w)                                                    \
+                            dx[r * g->w + c] += share;                                             \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+CPU__POOL2D_DEFINE(float, f32)
+CPU__POOL2D_DEFINE(double, f64)
+
+/* One plane of a 2-D pool or pool gradient. */
+static void cpu__pool2d_plane(const cpu__pool_job_t *j, int64_t plane) {
+    const cpu__pool2d_t *g = j->g2;
+    const int64_t in_off = plane * g->h * g->w, out_off = plane * g->oh * g->ow;
+    const int f32 = j->dtype == SES_DRV_DTYPE_F32;
+    const void *x = j->x, *dy = j->dy;
+    void *y = j->y;
+
+#define CPU__AT(p, T, off) ((p) ? (T *)(void *)(p) + (off) : NULL)
+    switch (j->code) {
+    case CPU__OP_MAXPOOL:
+        if (f32)
+            cpu__maxpool2d_f32(g, CPU__AT(x, const float, in_off), CPU__AT(y, float, out_off));
+        else
+            cpu__maxpool2d_f64(g, CPU__AT(x, const double, in_off), CPU__AT(y, double, out_off));
+        break;
+    case CPU__OP_AVGPOOL:
+        if (f32)
+            cpu__avgpool2d_f32(g, j->include_pad, CPU__AT(x, const float, in_off),
+                               CPU__AT(y, float, out_off));
+        else
+            cpu__avgpool2d_f64(g, j->include_pad, CPU__AT(x, const double, in_off),
+                               CPU__AT(y, double, out_off));
+        break;
+    default: /* the gradients: x is NULL for AveragePoolGrad */
+        if (j->code != CPU__OP_MAXPOOLGRAD)
+            x = NULL;
+        if (f32)
+            cpu__pool2d_grad_f32(g, j->include_pad, CPU__AT(x, const float, in_off),
+                                 CPU__AT(dy, const float, out_off), CPU__AT(y, float, in_off));
+        else
+            cpu__pool2d_grad_f64(g, j->include_pad, CPU__AT(x, const double, in_off),
+                                 CPU__AT(dy, const double, out_off), CPU__AT(y, double, in_off));
+    }
+#undef CPU__AT
+}
+
 static void cpu__pool_task(void *ctx, uint64_t begin, uint64_t end) {
-    for (uint64_t plane = begin; plane < end; plane++)
-        cpu__pool_plane(ctx, (int64_t)plane);
+    const cpu__pool_job_t *j = ctx;
+
+    for (uint64_t plane = begin; plane < end; plane++) {
+        if (j->g2)
+            cpu__pool2d_plane(j, (int64_t)plane);
+        else
+            cpu__pool_plane(j, (int64_t)plane);
+    }
 }
 
 /* MaxPool, AveragePool (input X) and MaxPoolGrad (dy, X), AveragePoolGrad (dy). */
@@ -545,6 +794,11 @@ int32_t cpu__pool(const cpu__call_t *call) {
         cpu__zero(out);
     if (fy->count == 0)
         return SES_DRV_OK;
+    cpu__pool2d_t g2;
+    if (w.n == 2) {
+        cpu__pool2d_init(&w, &g2);
+        j.g2 = &g2;
+    }
     cpu__parallel(call, (uint64_t)(fx->dims[0] * fx->dims[1]), (uint64_t)(w.out_count * w.k_count),
                   cpu__pool_task, &j);
     return SES_DRV_OK;

@@ -378,6 +378,175 @@ static void average_pool_counts_padding_only_when_asked(void **state) {
     ses_tensor_release(t);
 }
 
+/*
+ * Runs @p op on x ([N, C, H, W], or with a trailing 1 appended when @p rank5) with the window
+ * @p win (kh, kw, sh, sw, dh, dw, pads top, left, bottom, right), and the gradient of
+ * sum(y * y); returns 0 when the window does not fit the padded input. The 2-D pools have a
+ * path of their own, and [N, C, H, W, 1] with a kernel of 1 along the last dim computes the same
+ * through the generic N-d loop, so comparing the two checks the fast path against the general
+ * one.
+ */
+static int pool_via(const char *op, ses_dtype_t dtype, int rank5, const int64_t *dims,
+                    const void *x, const int64_t *win, int64_t ceil_mode, int64_t include_pad,
+                    ses_tensor_t **out_y, ses_tensor_t **out_dx) {
+    const size_t rank = rank5 ? 5 : 4, es = dtype == SES_F32 ? 4 : 8;
+    const int64_t k[3] = {win[0], win[1], 1}, s[3] = {win[2], win[3], 1};
+    const int64_t d[3] = {win[4], win[5], 1};
+    int64_t p[6], xd[5] = {dims[0], dims[1], dims[2], dims[3], 1};
+    ses_attr_t a[6];
+    size_t n_attrs = 0;
+    ses_graph_t *g = NULL;
+    ses_edge_t in, y, pair[2], sq, dx, fetch[2];
+    ses_tensor_t *t = NULL, *outs[2] = {NULL, NULL};
+    ses_feed_t feed;
+    const char *cpu = "cpu";
+    ses_session_t *sess = NULL;
+
+    if (rank5) {
+        p[0] = win[6], p[1] = win[7], p[2] = 0, p[3] = win[8], p[4] = win[9], p[5] = 0;
+    } else {
+        p[0] = win[6], p[1] = win[7], p[2] = win[8], p[3] = win[9];
+    }
+    a[n_attrs++] = ses_attr_ints("kernel_shape", k, rank - 2);
+    a[n_attrs++] = ses_attr_ints("strides", s, rank - 2);
+    a[n_attrs++] = ses_attr_ints("dilations", d, rank - 2);
+    a[n_attrs++] = ses_attr_ints("pads", p, 2 * (rank - 2));
+    a[n_attrs++] = ses_attr_int("ceil_mode", ceil_mode);
+    if (strcmp(op, "AveragePool") == 0)
+        a[n_attrs++] = ses_attr_int("count_include_pad", include_pad);
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", dtype, rank, xd, &in), SES_OK);
+    if (ses_graph_op(g, op, "pool", &in, 1, a, n_attrs, &y) != SES_OK) {
+        ses_graph_release(g);
+        return 0;
+    }
+    /* The gradient of sum(y * y): dy = 2y differs per element. */
+    pair[0] = pair[1] = y;
+    assert_int_equal(ses_graph_op(g, "Mul", "sq", pair, 2, NULL, 0, &sq), SES_OK);
+    if (ses_gradients(g, NULL, &sq, 1, &in, 1, NULL, &dx) != SES_OK)
+        fail_msg("%s: ses_gradients: %s", op, ses_last_error());
+    assert_int_equal(ses_tensor_create_from(dtype, rank, xd, x,
+                                            (size_t)(dims[0] * dims[1] * dims[2] * dims[3]) * es,
+                                            &t),
+                     SES_OK);
+    feed.edge = in;
+    feed.value = t;
+    fetch[0] = y;
+    fetch[1] = dx;
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &sess), SES_OK);
+    /* A window larger than the padded input is refused when the plan is compiled. */
+    const int ran = ses_session_eval(sess, fetch, 2, &feed, 1, NULL, 0, outs) == SES_OK;
+    if (!ran && !strstr(ses_last_error(), "bigger than the padded input"))
+        fail_msg("%s: eval: %s", op, ses_last_error());
+    ses_session_destroy(sess);
+    ses_tensor_release(t);
+    ses_graph_release(g);
+    *out_y = outs[0];
+    *out_dx = outs[1];
+    return ran;
+}
+
+static double value_at(ses_tensor_t *t, size_t i) {
+    return ses_tensor_dtype(t) == SES_F32 ? (double)((const float *)ses_tensor_data(t))[i]
+                                          : ((const double *)ses_tensor_data(t))[i];
+}
+
+/* @p a and @p b hold the same values: NaN where the other has NaN, else within tol * (1 + |b|). */
+static void assert_same_values(ses_tensor_t *a, ses_tensor_t *b, double tol,
+                               const char *what) {
+    assert_int_equal(ses_tensor_count(a), ses_tensor_count(b));
+    for (size_t i = 0; i < ses_tensor_count(a); i++) {
+        const double u = value_at(a, i), v = value_at(b, i);
+        if (isnan(u) != isnan(v) || (!isnan(u) && !(u == v || fabs(u - v) <= tol * (1 + fabs(v)))))
+            fail_msg("%s: element %zu is %.9g by the 2-D path, %.9g by the generic one", what, i,
+                     u, v);
+    }
+}
+
+/* The 2-D pools and their gradients agree with the generic N-d path on every edge: pads on either
+ * side, strides and dilations, ceil_mode, count_include_pad, planes of 1x1 and planes narrower
+ * than the window, NaN at the border and inside, at f32 and f64. */
+static void two_d_pools_agree_with_the_generic_path_on_every_edge(void **state) {
+    static const int64_t shapes[][4] = {{2, 3, 7, 9}, {1, 2, 1, 1}, {1, 1, 2, 19}, {2, 2, 6, 5}};
+    /* kh, kw, sh, sw, dh, dw, pad top, left, bottom, right */
+    static const int64_t wins[][10] = {
+        {2, 2, 2, 2, 1, 1, 0, 0, 0, 0}, {3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {3, 2, 2, 1, 1, 1, 1, 0, 1, 1}, {3, 3, 2, 2, 1, 1, 1, 1, 0, 0},
+        {2, 3, 1, 3, 2, 2, 1, 2, 0, 1}, {1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+        {3, 3, 3, 3, 1, 1, 2, 2, 2, 2}, {2, 2, 1, 2, 1, 3, 0, 1, 1, 0},
+    };
+    static const char *const ops[] = {"MaxPool", "AveragePool"};
+    double xs[2 * 3 * 7 * 19];
+    float xf[sizeof xs / sizeof xs[0]];
+    int checked = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        /* Few distinct values, so that windows hold ties (the first one must win in both). */
+        xs[i] = (double)((i * 7919) % 11) - 5.0;
+        xf[i] = (float)xs[i];
+    }
+    xs[3] = xs[40] = NAN; /* at a border and inside the larger planes */
+    xf[3] = xf[40] = NAN;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++)
+            for (int ceil_mode = 0; ceil_mode < 2; ceil_mode++)
+                for (size_t o = 0; o < 2; o++)
+                    for (int incl = 0; incl < (o == 1 ? 2 : 1); incl++)
+                        for (int f64 = 0; f64 < 2; f64++) {
+                            const ses_dtype_t dt = f64 ? SES_F64 : SES_F32;
+                            const void *x = f64 ? (const void *)xs : (const void *)xf;
+                            ses_tensor_t *y2 = NULL, *dx2 = NULL, *yn = NULL, *dxn = NULL;
+                            char what[160];
+                            int ok2 = pool_via(ops[o], dt, 0, shapes[sh], x, wins[w],
+                                               ceil_mode, incl, &y2, &dx2);
+                            int okn = pool_via(ops[o], dt, 1, shapes[sh], x, wins[w],
+                                               ceil_mode, incl, &yn, &dxn);
+                            assert_int_equal(ok2, okn);
+                            if (!ok2)
+                                continue;
+                            snprintf(what, sizeof what,
+                                     "%s %s shape %zu window %zu ceil_mode %d "
+                                     "count_include_pad %d",
+                                     ops[o], f64 ? "f64" : "f32", sh, w, ceil_mode, incl);
+                            /* f32 sums are now f32 sums (they were double) */
+                            const double tol = f64 || o == 0 ? 0 : 1e-5;
+                            assert_same_values(y2, yn, tol, what);
+                            assert_same_values(dx2, dxn, tol, what);
+                            checked++;
+                            ses_tensor_release(y2);
+                            ses_tensor_release(dx2);
+                            ses_tensor_release(yn);
+                            ses_tensor_release(dxn);
+                        }
+    assert_true(checked > 100);
+}
+
+/* MaxPool propagates NaN (never fmaxf's "the other one"), wherever it sits in the window, in the
+ * vectorised interior and at the borders alike; -inf stays -inf. */
+static void max_pool_propagates_nan_in_the_interior_and_at_borders(void **state) {
+    static const int64_t k2[] = {2, 2}, d[] = {1, 1, 4, 8};
+    float x[32];
+    ses_attr_t a[2] = {ses_attr_ints("kernel_shape", k2, 2), ses_attr_ints("strides", k2, 2)};
+
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)i;
+    x[0] = NAN;             /* the first tap of the first window */
+    x[8 + 3] = NAN;         /* the last tap of the second window */
+    x[16 + 7] = -INFINITY;  /* a window of -inf and numbers keeps the numbers' max */
+    x[24 + 4] = NAN;        /* a later tap after larger values */
+    x[16 + 4] = 1000.0f;
+    ses_tensor_t *t = unary("MaxPool", 4, d, x, a, 2);
+    const float *y = ses_tensor_data(t);
+    assert_true(isnan(y[0]));
+    assert_true(isnan(y[1]));
+    assert_true(y[2] == 13.0f && y[3] == 15.0f);
+    assert_true(isnan(y[6]));
+    assert_true(y[7] == 31.0f);
+    ses_tensor_release(t);
+}
+
 static void global_pools_reduce_every_spatial_axis(void **state) {
     static const int64_t d[] = {1, 2, 2, 2}, yd[] = {1, 2, 1, 1};
     static const float x[] = {1, 2, 3, 6, -1, -2, -3, 10};
@@ -1069,6 +1238,8 @@ int main(void) {
         cmocka_unit_test(conv_gives_hand_checked_values),
         cmocka_unit_test(max_pool_takes_window_maxima_with_ceil_mode),
         cmocka_unit_test(average_pool_counts_padding_only_when_asked),
+        cmocka_unit_test(two_d_pools_agree_with_the_generic_path_on_every_edge),
+        cmocka_unit_test(max_pool_propagates_nan_in_the_interior_and_at_borders),
         cmocka_unit_test(global_pools_reduce_every_spatial_axis),
         cmocka_unit_test(batch_normalization_applies_the_running_statistics),
         cmocka_unit_test(dropout_is_the_identity_with_a_true_mask),
