@@ -261,7 +261,7 @@ static int32_t cuda_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
         desc.name = g->desc;
         desc.memory_bytes = g->total;
         desc.caps = SES_DRV_CAP_STREAMS | SES_DRV_CAP_EVENTS | SES_DRV_CAP_ASYNC_COPY |
-                    SES_DRV_CAP_GRAPHS |
+                    SES_DRV_CAP_GRAPHS | SES_DRV_CAP_NATIVE |
                     SES_DRV_CAP_F16 | SES_DRV_CAP_CONCURRENT |
                     (g->major >= 8 ? SES_DRV_CAP_BF16 : 0);
         desc.mem_kinds = (1u << SES_DRV_MEM_DEVICE) | (1u << SES_DRV_MEM_HOST_PINNED);
@@ -615,7 +615,9 @@ static int32_t cuda_alloc(ses_drv_device_t *device, uint64_t bytes, uint32_t mem
 static void cuda_free(ses_drv_device_t *device, ses_drv_buffer_t *buffer) {
     if (!device || !buffer)
         return;
-    if (buffer->mem_kind == SES_DRV_MEM_HOST_PINNED) {
+    if (buffer->mem_kind == CUDA_MEM_IMPORTED) {
+        /* DRV-84: the memory is the importer's; only the handle goes. */
+    } else if (buffer->mem_kind == SES_DRV_MEM_HOST_PINNED) {
         cudaFreeHost(buffer->ptr);
     } else {
         cuda_block_t *blk = malloc(sizeof *blk);
@@ -633,6 +635,45 @@ static void cuda_free(ses_drv_device_t *device, ses_drv_buffer_t *buffer) {
         }
     }
     free(buffer);
+}
+
+/* DRV-83: a buffer's device pointer, as cudaMalloc gave it (or as import_native took it). */
+static int32_t cuda_buffer_native(ses_drv_device_t *device, ses_drv_buffer_t *buffer,
+                                  void **out_native) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!buffer || !out_native)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "buffer_native: %s is NULL",
+                                !buffer ? "buffer" : "out_native");
+    *out_native = buffer->ptr;
+    return SES_DRV_OK;
+}
+
+/* DRV-84: device memory someone else allocated, wrapped without a copy. */
+static int32_t cuda_import_native(ses_drv_device_t *device, void *native, uint64_t bytes,
+                                  ses_drv_buffer_t **out_buffer) {
+    ses_drv_buffer_t *b;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_buffer)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "import_native: out_buffer is NULL");
+    *out_buffer = NULL;
+    if (!native || bytes == 0)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
+                                "import_native: %s", !native ? "the address is NULL"
+                                                             : "bytes is 0");
+    b = calloc(1, sizeof *b);
+    if (!b)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_OUT_OF_MEMORY,
+                                "import_native: out of host memory");
+    b->ptr = native;
+    b->size = bytes;
+    b->capacity = bytes;
+    b->mem_kind = CUDA_MEM_IMPORTED;
+    *out_buffer = b;
+    return SES_DRV_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -949,6 +990,8 @@ static const ses_drv_api_t cuda_api = {
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .buffer_native = cuda_buffer_native,
+    .import_native = cuda_import_native,
 };
 
 static const uint32_t cuda_minor_min = 0;

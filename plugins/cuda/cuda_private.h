@@ -82,8 +82,11 @@ struct ses_drv_buffer {
     void *ptr;         /* device or pinned host address */
     uint64_t size;     /* bytes asked */
     uint64_t capacity; /* bytes of the block (size rounded up) */
-    uint32_t mem_kind; /* SES_DRV_MEM_* */
+    uint32_t mem_kind; /* SES_DRV_MEM_*, or CUDA_MEM_IMPORTED */
 };
+
+/* A buffer made by import_native: the memory is the caller's, free releases only the handle. */
+#define CUDA_MEM_IMPORTED 0xffffffffu
 
 int32_t cuda__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
                    const char *format, ...) CUDA_PRINTF(4, 5);

@@ -35,6 +35,12 @@ static int has_graph_entries(const abi_t *a) {
            a->api->struct_size >= offsetof(ses_drv_api_t, graph_destroy) + sizeof(void *);
 }
 
+/* Whether the table has the ABI 1.2 native entries (negotiated minor and struct_size). */
+static int has_native_entries(const abi_t *a) {
+    return a->minor >= 2 &&
+           a->api->struct_size >= offsetof(ses_drv_api_t, import_native) + sizeof(void *);
+}
+
 static const char *code_name(int32_t code) {
     static const char *const names[] = {
         "OK",          "INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION",
@@ -542,7 +548,7 @@ static int check_open_and_enumerate(abi_t *a) {
 
     for (uint32_t i = 0; i < n; i++) {
         const ses_drv_device_desc_t *d = &a->descs[i];
-        const uint64_t known_caps = (SES_DRV_CAP_GRAPHS << 1) - 1;
+        const uint64_t known_caps = (SES_DRV_CAP_NATIVE << 1) - 1;
         char name[64];
         const char *problem =
             d->kind > SES_DRV_DEVICE_ACCEL                           ? "kind is not a SES_DRV_DEVICE_*"
@@ -571,6 +577,9 @@ static int check_open_and_enumerate(abi_t *a) {
             : (d->caps & SES_DRV_CAP_GRAPHS) && has_graph_entries(a) &&
                     (!a->api->capture_begin || !(d->caps & SES_DRV_CAP_STREAMS))
                 ? "CAP_GRAPHS without graph entries or without CAP_STREAMS"
+            : (d->caps & SES_DRV_CAP_NATIVE) && has_native_entries(a) &&
+                    (!a->api->buffer_native || !a->api->import_native)
+                ? "CAP_NATIVE without buffer_native and import_native (DRV-83)"
             : d->memory_bytes && d->memory_free > d->memory_bytes ? "memory_free exceeds memory_bytes"
                                                                     : NULL;
         snprintf(name, sizeof name, "descriptor %s:%" PRIu32, ses_driver_name(a->o->driver), i);
@@ -987,6 +996,68 @@ static void check_map_and_import(abi_t *a, ses_drv_device_t *device,
 }
 
 /*
+ * DRV-83, DRV-84: an allocated buffer's native address, imported again, names the same bytes;
+ * import_native refuses a NULL address and 0 bytes.
+ */
+static void check_native(abi_t *a, ses_drv_device_t *device, const ses_drv_device_desc_t *d) {
+    const uint64_t n = 4096;
+    unsigned char src[4096], dst[4096];
+    ses_drv_buffer_t *buffer = NULL, *imported = NULL;
+    void *native = NULL, *again = NULL;
+    const char *step = NULL;
+    int32_t code = SES_DRV_OK;
+
+    if (!has_native_entries(a) || !(d->caps & SES_DRV_CAP_NATIVE)) {
+        ses_conf_add(a->r, "memory", "buffer_native and import_native", SES_CONF_SKIP,
+                     "not offered (no CAP_NATIVE at ABI 1.2)");
+        return;
+    }
+    fill_pattern(src, sizeof src, 5);
+    ses_conf_host_reset();
+    if ((code = a->api->alloc(device, n, SES_DRV_MEM_DEVICE, &buffer)) != SES_DRV_OK)
+        step = "alloc";
+    else if ((code = a->api->copy_h2d(device, NULL, src, buffer, 0, n)) != SES_DRV_OK)
+        step = "copy_h2d";
+    else if ((code = a->api->buffer_native(device, buffer, &native)) != SES_DRV_OK || !native)
+        step = "buffer_native";
+    else if ((code = a->api->import_native(device, native, n, &imported)) != SES_DRV_OK ||
+             !imported)
+        step = "import_native";
+    else if ((code = a->api->copy_d2h(device, NULL, imported, 0, dst, n)) != SES_DRV_OK)
+        step = "copy_d2h from the imported buffer";
+    else if (memcmp(src, dst, n) != 0)
+        step = "the bytes read through the imported buffer";
+    else if ((code = a->api->buffer_native(device, imported, &again)) != SES_DRV_OK ||
+             again != native)
+        step = "buffer_native of the imported buffer (must give the address back)";
+    /* Freeing the imported handle must leave the memory to its owner: read it again after. */
+    a->api->free(device, imported);
+    if (!step && ((code = a->api->copy_d2h(device, NULL, buffer, 0, dst, n)) != SES_DRV_OK ||
+                  memcmp(src, dst, n) != 0))
+        step = "the allocated buffer after freeing the imported one";
+    a->api->free(device, buffer);
+    if (step)
+        ses_conf_add(a->r, "memory", "buffer_native and import_native", SES_CONF_FAIL, "%s: %s %s",
+                     step, code ? code_name(code) : "wrong",
+                     code && ses_conf_host_message() ? ses_conf_host_message() : "");
+    else
+        ses_conf_add(a->r, "memory", "buffer_native and import_native", SES_CONF_PASS, "%s", "");
+
+    imported = NULL;
+    ses_conf_host_reset();
+    code = a->api->import_native(device, NULL, 64, &imported);
+    if (code == SES_DRV_OK)
+        a->api->free(device, imported);
+    expect(a, "memory", "import_native refuses a NULL address", code, SES_DRV_INVALID_ARGUMENT);
+    imported = NULL;
+    ses_conf_host_reset();
+    code = a->api->import_native(device, src, 0, &imported);
+    if (code == SES_DRV_OK)
+        a->api->free(device, imported);
+    expect(a, "memory", "import_native refuses 0 bytes", code, SES_DRV_INVALID_ARGUMENT);
+}
+
+/*
  * DRV-16: the table is shared by every device, the capability bits are per device. An entry
  * present on a device whose bit is clear is never called by the host; if called anyway it must
  * refuse with UNIMPLEMENTED and a message, never half work.
@@ -1063,6 +1134,17 @@ static void check_entries_without_caps(abi_t *a, ses_drv_device_t *device,
                    code, SES_DRV_UNIMPLEMENTED);
             api->stream_destroy(device, s);
         }
+    }
+    if (has_native_entries(a) && api->import_native && !(d->caps & SES_DRV_CAP_NATIVE)) {
+        ses_drv_buffer_t *buffer = NULL;
+        unsigned char bytes[64];
+        checked = 1;
+        ses_conf_host_reset();
+        code = api->import_native(device, bytes, sizeof bytes, &buffer);
+        if (code == SES_DRV_OK)
+            api->free(device, buffer);
+        expect(a, "memory", "import_native without CAP_NATIVE is refused as UNIMPLEMENTED", code,
+               SES_DRV_UNIMPLEMENTED);
     }
     if (!checked)
         ses_conf_add(a->r, "device", "optional entries without their capability bit",
@@ -1235,6 +1317,7 @@ void ses_conf_run_abi(const ses_conf_options_t *o, ses_conf_report_t *r, char **
         check_copies(&a, device, &a.descs[i]);
         check_map_and_import(&a, device, &a.descs[i]);
         check_entries_without_caps(&a, device, &a.descs[i]);
+        check_native(&a, device, &a.descs[i]);
         check_streams(&a, device, &a.descs[i]);
         check_graphs(&a, device, &a.descs[i]);
         a.api->close_device(device);

@@ -170,7 +170,7 @@ static void kernel_keeps_its_abi_1_0_layout(void **state) {
 static void api_table_keeps_its_abi_1_0_layout(void **state) {
     (void)state;
     SKIP_UNLESS_PINNED_TARGET();
-    SIZE(ses_drv_api_t, 240); /* 208 in 1.0, four graph entries in 1.1 */
+    SIZE(ses_drv_api_t, 256); /* 208 in 1.0, four graph entries in 1.1, two native in 1.2 */
     FIELD(ses_drv_api_t, info, 16, 8);
     FIELD(ses_drv_api_t, open, 24, 8);
     FIELD(ses_drv_api_t, close, 32, 8);
@@ -200,6 +200,9 @@ static void api_table_keeps_its_abi_1_0_layout(void **state) {
     FIELD(ses_drv_api_t, capture_end, 216, 8);
     FIELD(ses_drv_api_t, graph_launch, 224, 8);
     FIELD(ses_drv_api_t, graph_destroy, 232, 8);
+    /* ABI 1.2 */
+    FIELD(ses_drv_api_t, buffer_native, 240, 8);
+    FIELD(ses_drv_api_t, import_native, 248, 8);
 }
 
 static void negotiate_args_keep_their_abi_1_0_layout(void **state) {
@@ -257,10 +260,10 @@ static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table(vo
 
 /* -- constants ------------------------------------------------------------------------------ */
 
-static void abi_version_is_1_1_and_the_entry_point_keeps_its_name(void **state) {
+static void abi_version_is_1_2_and_the_entry_point_keeps_its_name(void **state) {
     (void)state;
     assert_int_equal(SES_DRV_ABI_MAJOR, 1);
-    assert_int_equal(SES_DRV_ABI_MINOR, 1);
+    assert_int_equal(SES_DRV_ABI_MINOR, 2);
     assert_string_equal(SES_DRV_NEGOTIATE_SYMBOL, "ses_drv_negotiate");
 }
 
@@ -323,6 +326,7 @@ static void capability_bits_keep_their_values_and_are_64_bit(void **state) {
     assert_int_equal(SES_DRV_CAP_F64, 0x100);
     assert_int_equal(SES_DRV_CAP_CONCURRENT, 0x200);
     assert_int_equal(SES_DRV_CAP_GRAPHS, 0x400);
+    assert_int_equal(SES_DRV_CAP_NATIVE, 0x800);
     assert_int_equal(sizeof(SES_DRV_CAP_HOST_VISIBLE), 8);
     assert_int_equal(sizeof(SES_DRV_CAP_CONCURRENT), 8);
 }
@@ -360,7 +364,7 @@ int main(void) {
         cmocka_unit_test(api_table_keeps_its_abi_1_0_layout),
         cmocka_unit_test(negotiate_args_keep_their_abi_1_0_layout),
         cmocka_unit_test(sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table),
-        cmocka_unit_test(abi_version_is_1_1_and_the_entry_point_keeps_its_name),
+        cmocka_unit_test(abi_version_is_1_2_and_the_entry_point_keeps_its_name),
         cmocka_unit_test(status_codes_keep_their_values),
         cmocka_unit_test(dtype_codes_keep_their_values),
         cmocka_unit_test(device_kinds_and_memory_kinds_keep_their_values),

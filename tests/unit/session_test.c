@@ -248,7 +248,7 @@ static void an_eval_in_a_private_scope_leaves_the_session_scope_alone(void **sta
     ses_session_t *s;
     ses_edge_t v;
     ses_tensor_t *out = NULL;
-    ses_eval_options_t options = {sizeof options, 1};
+    ses_eval_options_t options = {.struct_size = sizeof options, .private_scope = 1};
 
     (void)state;
     assert_int_equal(ses_graph_create(&g), SES_OK);
@@ -969,7 +969,7 @@ static void a_training_step_in_a_private_scope_leaves_the_weights_alone(void **s
     ses_edge_t w, loss;
     ses_optimizer_t o;
     ses_tensor_t *out = NULL;
-    ses_eval_options_t private_eval = {sizeof private_eval, 1};
+    ses_eval_options_t private_eval = {.struct_size = sizeof private_eval, .private_scope = 1};
     float w1, m1;
     size_t entries;
 

@@ -191,6 +191,8 @@ SES_API const ses_device_t *ses_driver_device(const ses_driver_t *driver, size_t
 #define SES_DEVICE_CAP_F64 (UINT64_C(1) << 8)
 #define SES_DEVICE_CAP_CONCURRENT (UINT64_C(1) << 9)
 #define SES_DEVICE_CAP_GRAPHS (UINT64_C(1) << 10) /* records work once and replays it */
+#define SES_DEVICE_CAP_NATIVE (UINT64_C(1) << 11) /* hands out and takes in device addresses
+                                                     (DLPack of device tensors) */
 
 /** The device's canonical name, "<driver>:<ordinal>": "cpu:0", "cuda:1". */
 SES_API const char *ses_device_name(const ses_device_t *device);

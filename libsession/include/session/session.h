@@ -66,7 +66,10 @@ SES_API ses_status_t ses_session_open(ses_graph_t *graph, const char *const *dev
 /** A value to use for an edge instead of computing it. */
 typedef struct ses_feed {
     ses_edge_t edge;
-    ses_tensor_t *value; /* borrowed for the call */
+    /* Borrowed for the call. A host tensor, or a device tensor of this session: nodes on its
+     * device read it in place (no copy); others get a copy, counted. A device tensor of another
+     * session, or of a closed one, is refused (SES_INVALID_ARGUMENT, SES_FAILED_PRECONDITION). */
+    ses_tensor_t *value;
 } ses_feed_t;
 
 /**
@@ -90,6 +93,14 @@ typedef struct ses_eval_options {
      *  update and any variable first set by this eval vanish with it; the session's variables
      *  never change. */
     int private_scope;
+    /* Since libsession 0.1's device tensors (a struct_size that ends before it: 0). */
+    /** 1: a fetched value computed on a device other than the host comes back as a device
+     *  tensor on that device (ses_tensor_is_device, ses_tensor_device), its bytes copied on the
+     *  device (counted as device to device), never through the host; a fed device tensor fetched
+     *  comes back as itself. A value that is already in host memory (computed on the CPU, on a
+     *  device that writes results into host memory, a variable) is a host tensor as before.
+     *  0 (default): every fetched value is a host tensor. */
+    int device_fetches;
 } ses_eval_options_t;
 
 SES_API ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches,
@@ -124,6 +135,17 @@ SES_API ses_status_t ses_session_compile(ses_session_t *s, const ses_edge_t *fet
  */
 SES_API ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
                                   size_t n_feed_values, ses_tensor_t **out_values);
+
+/**
+ * ses_plan_run with options: only ses_eval_options_t.device_fetches applies (private_scope set
+ * is SES_UNIMPLEMENTED: a plan runs in its session's scope). @p options may be NULL. A feed value
+ * may be a device tensor of the plan's session: a node on its device reads it where it is (no
+ * copy, no transfer counted); a node elsewhere gets a copy (counted). The plan recompiles when a
+ * fed value moves between the host and a device.
+ */
+SES_API ses_status_t ses_plan_run_ex(ses_plan_t *plan, ses_tensor_t *const *feed_values,
+                                     size_t n_feed_values, const ses_eval_options_t *options,
+                                     ses_tensor_t **out_values);
 
 /**
  * Compiles @p plan for these feed values (their types, and the values that shape the plan)
@@ -243,6 +265,9 @@ SES_API void ses_session_destroy(ses_session_t *s);
 #ifdef __cplusplus
 }
 #endif
+
+/* DLPack exchange of host and device tensors. */
+#include <session/dlpack.h>
 
 /* Hooks and the monitored training loop build on the types above; hooks.h includes this
  * header itself, so either may be included first. */

@@ -76,10 +76,35 @@ SES_API const int64_t *ses_tensor_dims(const ses_tensor_t *t);
 /** The number of elements (1 for a scalar, 0 when a dimension is 0). */
 SES_API size_t ses_tensor_count(const ses_tensor_t *t);
 SES_API size_t ses_tensor_bytes(const ses_tensor_t *t);
-/** The device the data lives on: "cpu:0" for host tensors. */
+/**
+ * The device the data lives on: "cpu:0" for host tensors, the session's device name ("cuda:0")
+ * for a device tensor (ses_eval_options_t.device_fetches, ses_session_tensor_from_dlpack). The
+ * string is owned by the tensor. "" for NULL.
+ */
 SES_API const char *ses_tensor_device(const ses_tensor_t *t);
-/** The host-visible data, or NULL when the data is not host-visible. */
+/**
+ * The host-visible data, or NULL when the data is not host-visible: always NULL for a device
+ * tensor (read it with ses_tensor_copy_to_host), and for NULL.
+ */
 SES_API void *ses_tensor_data(ses_tensor_t *t);
+
+/**
+ * 1 when @p t is a device tensor: its bytes live in device memory of the session that made it,
+ * and the tensor's reference keeps that memory allocated until the last release or until the
+ * session closes, whichever comes first. Closing the session frees the memory of its device
+ * tensors (they stay valid objects to release; every other use then fails with
+ * SES_FAILED_PRECONDITION, naming the device and saying its session closed). 0 for a host tensor
+ * and for NULL.
+ */
+SES_API int ses_tensor_is_device(const ses_tensor_t *t);
+
+/**
+ * Copies @p t's bytes into a new host tensor (refcount 1, owned by the caller). A device tensor
+ * is read from its device (counted as a device-to-host transfer of its session); a host tensor is
+ * copied. SES_INVALID_ARGUMENT for NULL; SES_FAILED_PRECONDITION for a device tensor whose
+ * session closed. Thread-safe; waits for a close of the tensor's session in progress.
+ */
+SES_API ses_status_t ses_tensor_copy_to_host(ses_tensor_t *t, ses_tensor_t **out_tensor);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,8 @@
  * Compiling a plan: prune → infer → place → insert copies → plan memory → bind kernels.
  *
  * External values (feeds, constants, variables) are host tensors; their home is the CPU device,
- * which imports host memory without copying. A consumer on another device gets a copy step.
+ * which imports host memory without copying. A fed device tensor's home is its device. A
+ * consumer on another device than the home gets a copy step.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -222,8 +223,10 @@ static ses_status_t home_slot(builder_t *b, ses_edge_t edge, size_t *out_index) 
         return SES_OK;
     }
     if (fed != SIZE_MAX) {
+        /* A device tensor lives on its device (checked to be this session's in compile_with). */
         type_of_tensor(b->feeds[fed], &type);
-        st = new_slot(b, SES__SLOT_FEED, &type, cpu, edge, out_index);
+        st = new_slot(b, SES__SLOT_FEED, &type,
+                      b->feeds[fed]->home ? b->feeds[fed]->home_device : cpu, edge, out_index);
         if (st == SES_OK)
             b->c->slots[*out_index].feed_index = fed;
     } else if (edge.node->kind == SES__NODE_CONSTANT) {
@@ -578,10 +581,16 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
         in_types[i] = slot->type;
         values[i] = NULL;
         if (slot->kind == SES__SLOT_FEED)
-            values[i] = b->feeds[slot->feed_index]->data;
+            values[i] = b->feeds[slot->feed_index]->data; /* NULL for a device tensor */
         else if (slot->kind == SES__SLOT_CONSTANT)
             values[i] = node->inputs[i].node->value->data;
         if (slot->kind == SES__SLOT_FEED && (node->schema->value_inputs & (UINT64_C(1) << i))) {
+            if (b->feeds[slot->feed_index]->home)
+                return ses__fail(SES_INVALID_ARGUMENT,
+                                 "%s \"%s\": input %zu shapes the plan, so the host reads it, "
+                                 "but it is fed a device tensor on %s; feed a host tensor",
+                                 node->op, node->name, i,
+                                 b->feeds[slot->feed_index]->device_name);
             if (b->types_only) {
                 b->deferred = 1;
                 return ses__fail(SES_UNAVAILABLE, "%s \"%s\": input %zu is a fed value that "
@@ -899,6 +908,16 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
         const ses_node_t *p = plan->fed[i].node;
         const ses_tensor_t *t = feeds[i];
         int ok = 1;
+        if (t->home) {
+            char what[300];
+            size_t d;
+            snprintf(what, sizeof what, "feed for \"%s\"", p->name);
+            st = ses__device_tensor_locate(s, t, what, &d);
+            if (st != SES_OK) {
+                ses__pruned_clear(&pruned);
+                return st;
+            }
+        }
         if (p->kind != SES__NODE_PLACEHOLDER)
             continue;
         ok = t->dtype == p->dtype && t->rank == p->rank;
@@ -1086,7 +1105,12 @@ int ses__compiled_matches(const ses_plan_t *plan, ses_tensor_t *const *feeds, se
         const ses__slot_t *slot = &c->slots[i];
         ses__type_t t;
         if (slot->kind == SES__SLOT_FEED) {
-            type_of_tensor(feeds[slot->feed_index], &t);
+            const ses_tensor_t *f = feeds[slot->feed_index];
+            /* Moved between the host and a device (or to another session: compile says so). */
+            if (f->home ? f->home != plan->session->home || f->home_device != slot->device
+                        : slot->device != plan->session->n_devices - 1)
+                return 0;
+            type_of_tensor(f, &t);
             if (slot->value_seen && types_equal(&t, &slot->type) &&
                 memcmp(feeds[slot->feed_index]->data, slot->value_seen, slot->bytes) != 0)
                 return 0;

@@ -36,7 +36,10 @@ typedef struct ses__device_ctx {
     int can_import;   /* import_host_ptr works: external host tensors need no copy */
     int streams;      /* plans enqueue this device's kernels on a stream of their own */
     int graphs;       /* ABI 1.1 graph entries: runs of kernels are captured and replayed */
+    int native;       /* ABI 1.2 buffer_native and import_native (DLPack of device tensors) */
 } ses__device_ctx_t;
+
+typedef struct ses__device_home ses__device_home_t;
 
 struct ses_session {
     ses_graph_t *graph;
@@ -70,6 +73,9 @@ struct ses_session {
     struct ses__resident_var **resident_vars; /* variables on devices, same file and lock */
     size_t n_resident_vars;
     pthread_mutex_t resident_lock;
+    /* Device tensors' side of the session (session/device_tensor.c): shared with them, so they
+     * may outlive it; close frees their buffers. */
+    ses__device_home_t *home;
 };
 
 /* Remote sessions (distributed/remote.c): evals go through ses__remote_eval, which runs this
@@ -139,6 +145,8 @@ typedef struct ses__slot {
     ses_tensor_t *tensor;   /* externals: the host tensor of this run (borrowed) */
     int imported;           /* buffer came from import_host_ptr and is freed after the run */
     int handed_out;         /* SES__SLOT_OUTPUT: the tensor went to the caller this run */
+    ses_tensor_t *device_feed; /* SES__SLOT_FEED of a device tensor (slot->device is its
+                               device): this run's value, borrowed; bound in place */
 } ses__slot_t;
 
 typedef enum ses__step_kind {
@@ -313,11 +321,41 @@ void ses__resident_variables_free(ses_session_t *s);
 /** Offsets for every arena slot of @p c, reusing memory once a value's last reader ran. */
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);
 
+/* ---- device tensors (session/device_tensor.c) ------------------------------------------ */
+
+/** Makes @p s's home for device tensors, at open. */
+ses_status_t ses__device_home_open(ses_session_t *s);
+/** Frees the buffers of @p s's live device tensors and marks them closed; before the devices
+ *  close. */
+void ses__device_home_close(ses_session_t *s);
+/** Drops the session's reference to its home, at destroy. */
+void ses__device_home_release(ses_session_t *s);
+/**
+ * A new device tensor of @p s on device @p device owning @p buffer (freed with it, or now on
+ * failure; NULL for 0 bytes).
+ */
+ses_status_t ses__device_tensor_wrap(ses_session_t *s, size_t device, ses_dtype_t dtype,
+                                     size_t rank, const int64_t *dims, ses_drv_buffer_t *buffer,
+                                     ses_tensor_t **out);
+/**
+ * The index in @p s->devices of device tensor @p t's device; SES_INVALID_ARGUMENT when it is
+ * another session's, SES_FAILED_PRECONDITION when its session closed (messages start with
+ * @p what).
+ */
+ses_status_t ses__device_tensor_locate(ses_session_t *s, const ses_tensor_t *t, const char *what,
+                                       size_t *out_device);
+/** Holds @p t's home open (its buffer valid) and gives its session, or fails if closed. */
+ses_status_t ses__device_tensor_lock(ses_tensor_t *t, const char *what, ses_session_t **out_s);
+void ses__device_tensor_unlock(ses_tensor_t *t);
+
 /* ---- run -------------------------------------------------------------------------------- */
 
-/** Runs a compiled plan: binds externals, runs the steps, copies fetches out. */
+/**
+ * Runs a compiled plan: binds externals, runs the steps, copies fetches out (as device tensors
+ * where @p device_fetches and the value is on a device other than the host).
+ */
 ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
-                      ses_tensor_t **out_values);
+                      int device_fetches, ses_tensor_t **out_values);
 
 /**
  * Counts @p bytes moved from device @p from to device @p to (indexes in s->devices; the CPU

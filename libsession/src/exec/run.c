@@ -208,6 +208,7 @@ static void unbind_externals(ses_session_t *s, ses__compiled_t *c) {
         slot->tensor = NULL;
         slot->imported = 0;
         slot->handed_out = 0;
+        slot->device_feed = NULL;
     }
 }
 
@@ -276,6 +277,14 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
             continue;
         case SES__SLOT_FEED:
             t = feeds[slot->feed_index];
+            if (t->home) {
+                /* A device tensor of this session on the slot's device (compile checked it):
+                 * bound in place, no copy. A 0-byte value is never read, so any buffer does. */
+                slot->device_feed = t;
+                slot->buffer = t->buffer ? t->buffer : c->arenas[slot->device];
+                slot->offset = 0;
+                continue;
+            }
             break;
         case SES__SLOT_CONSTANT:
             t = slot->edge.node->value;
@@ -490,7 +499,51 @@ static void note_updates(ses_session_t *s, ses__compiled_t *c) {
     }
 }
 
-static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
+/*
+ * A fetched value on device @p slot->device as a new device tensor: a buffer of its own on that
+ * device, filled by one device-to-device copy (the slot's memory is the plan's, reused by the
+ * next run).
+ */
+static ses_status_t fetch_on_device(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,
+                                    ses_tensor_t **out) {
+    const ses__device_ctx_t *dev = &s->devices[slot->device];
+    ses_drv_buffer_t *buffer = NULL;
+    int32_t rc;
+
+    *out = NULL;
+    if (slot->device_feed) {
+        /* A fed device tensor fetched: the value itself, no copy. */
+        *out = ses_tensor_retain(slot->device_feed);
+        return SES_OK;
+    }
+    if (slot->bytes) {
+        rc = dev->api->alloc(dev->handle, slot->bytes, SES_DRV_MEM_DEVICE, &buffer);
+        if (rc == SES_DRV_OK && !buffer)
+            return ses__fail(SES_OUT_OF_MEMORY, "fetching \"%s\" on %s: alloc returned OK but "
+                             "no buffer", slot->edge.node->name, device_name(s, slot->device));
+        if (rc != SES_DRV_OK) {
+            char message[1024];
+            ses__host_take_message(message, sizeof message);
+            note_failure(s, slot->device, rc);
+            return ses__fail((ses_status_t)rc, "fetching \"%s\" on %s (driver %s): cannot "
+                             "allocate %zu bytes: %s", slot->edge.node->name,
+                             device_name(s, slot->device), driver_name(s, slot->device),
+                             slot->bytes, message);
+        }
+        rc = dev->api->copy_d2d(dev->handle, NULL, slot->buffer, slot->offset, buffer, 0,
+                                slot->bytes);
+        if (rc != SES_DRV_OK) {
+            ses_status_t st = copy_failed(s, slot->device, rc, "within");
+            dev->api->free(dev->handle, buffer);
+            return st;
+        }
+        ses__count_transfer(s, c, slot->device, slot->device, slot->bytes);
+    }
+    return ses__device_tensor_wrap(s, slot->device, slot->type.dtype, slot->type.rank,
+                                   slot->type.dims, buffer, out);
+}
+
+static ses_status_t fetch_values(ses_plan_t *plan, int device_fetches, ses_tensor_t **out_values) {
     ses_session_t *s = plan->session;
     ses__compiled_t *c = plan->compiled;
 
@@ -498,6 +551,13 @@ static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
         ses__slot_t *slot = &c->slots[c->fetch_slots[i]];
         ses_status_t st;
 
+        /* On a device other than the host, and not in host memory (a tensor bound to it). */
+        if (device_fetches && slot->device != s->n_devices - 1 && !slot->tensor) {
+            st = fetch_on_device(s, c, slot, &out_values[i]);
+            if (st != SES_OK)
+                goto fail;
+            continue;
+        }
         if (slot->kind == SES__SLOT_OUTPUT && slot->tensor && !slot->handed_out) {
             /* The kernel wrote into this tensor: hand it over (a reference stays with the slot
              * until unbind, which drops it). */
@@ -513,19 +573,21 @@ static ses_status_t fetch_values(ses_plan_t *plan, ses_tensor_t **out_values) {
                                                slot->type.dims, &out_values[i]);
         if (st == SES_OK)
             st = ses__read_slot(s, c, slot, out_values[i]->data);
-        if (st != SES_OK) {
-            for (size_t j = 0; j <= i; j++) {
-                ses_tensor_release(out_values[j]);
-                out_values[j] = NULL;
-            }
-            return st;
+        if (st != SES_OK)
+            goto fail;
+        continue;
+    fail:
+        for (size_t j = 0; j <= i; j++) {
+            ses_tensor_release(out_values[j]);
+            out_values[j] = NULL;
         }
+        return st;
     }
     return SES_OK;
 }
 
 ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
-                      ses_tensor_t **out_values) {
+                      int device_fetches, ses_tensor_t **out_values) {
     ses_status_t st;
 
     plan->compiled->transfers = &plan->transfers;
@@ -539,7 +601,7 @@ ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t 
     if (st == SES_OK)
         note_updates(plan->session, plan->compiled);
     if (st == SES_OK)
-        st = fetch_values(plan, out_values);
+        st = fetch_values(plan, device_fetches, out_values);
     unbind_externals(plan->session, plan->compiled);
     if (st != SES_OK) {
         char lost[256], message[2048];

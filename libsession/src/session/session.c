@@ -158,6 +158,10 @@ static ses_status_t open_device(ses_session_t *s, const ses_device_t *device) {
                 api->struct_size >= offsetof(ses_drv_api_t, graph_destroy) + sizeof(void *) &&
                 api->capture_begin && api->capture_end && api->graph_launch && api->graph_destroy &&
                 s->options.graphs != 0;
+    /* The native entries exist only in tables of ABI 1.2 and later (DRV-83, DRV-84). */
+    d->native = (ses_device_caps(device) & SES_DEVICE_CAP_NATIVE) && driver->abi_minor >= 2 &&
+                api->struct_size >= offsetof(ses_drv_api_t, import_native) + sizeof(void *) &&
+                api->buffer_native && api->import_native;
     s->n_devices++;
     return SES_OK;
 }
@@ -244,6 +248,8 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
             break;
         }
     if (device && (st = open_device(s, device)) != SES_OK)
+        goto fail;
+    if ((st = ses__device_home_open(s)) != SES_OK)
         goto fail;
     ses__host_set_session_options(NULL, 0);
     s->graph = ses_graph_retain(graph);
@@ -418,6 +424,11 @@ static ses_status_t cached_plan(ses_session_t *s, ses_plan_t *key, ses_plan_t **
     return add_plan(s, key);
 }
 
+static ses_status_t eval_in_ex(ses_session_t *s, ses_scope_t *scope, const ses_edge_t *fetches,
+                               size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
+                               ses_node_t *const *targets, size_t n_targets,
+                               ses_tensor_t **out_values, int depth, int device_fetches);
+
 static ses_status_t eval_in(ses_session_t *s, ses_scope_t *scope, const ses_edge_t *fetches,
                             size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
                             ses_node_t *const *targets, size_t n_targets,
@@ -496,11 +507,11 @@ static ses_status_t prepare_locked(ses_plan_t *plan, ses_tensor_t *const *feeds,
 
 /* Runs @p plan with @p feeds in plan order, compiling it first when it does not fit them. */
 static ses_status_t run_plan(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t *scope,
-                             ses_tensor_t **out_values, int depth) {
+                             ses_tensor_t **out_values, int depth, int device_fetches) {
     ses_status_t st = prepare_locked(plan, feeds, scope, depth);
 
     if (st == SES_OK)
-        st = ses__run(plan, feeds, scope, out_values);
+        st = ses__run(plan, feeds, scope, device_fetches, out_values);
     pthread_mutex_unlock(&plan->lock);
     return st;
 }
@@ -516,6 +527,14 @@ static ses_status_t eval_in(ses_session_t *s, ses_scope_t *scope, const ses_edge
                             size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
                             ses_node_t *const *targets, size_t n_targets,
                             ses_tensor_t **out_values, int depth) {
+    return eval_in_ex(s, scope, fetches, n_fetches, feeds, n_feeds, targets, n_targets,
+                      out_values, depth, 0);
+}
+
+static ses_status_t eval_in_ex(ses_session_t *s, ses_scope_t *scope, const ses_edge_t *fetches,
+                               size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
+                               ses_node_t *const *targets, size_t n_targets,
+                               ses_tensor_t **out_values, int depth, int device_fetches) {
     ses_edge_t fed_small[16] = {{NULL, 0}}, *fed = fed_small;
     ses_tensor_t *values_small[16], **values = values_small;
     ses_tensor_t *outs_small[16] = {NULL}, **outs = outs_small;
@@ -555,7 +574,7 @@ static ses_status_t eval_in(ses_session_t *s, ses_scope_t *scope, const ses_edge
     /* The caller's feeds and fetches in the plan's sorted order. */
     for (size_t i = 0; i < n_feeds; i++)
         values[ses__fed_index(plan->fed, n_feeds, feeds[i].edge)] = feeds[i].value;
-    st = run_plan(plan, values, scope, outs, depth);
+    st = run_plan(plan, values, scope, outs, depth, device_fetches);
     if (st == SES_OK) {
         for (size_t i = 0; i < n_fetches; i++) {
             /* Equal edges fetched twice each get their own tensor. */
@@ -576,6 +595,14 @@ done:
         free(outs);
     }
     return st;
+}
+
+/* ses_eval_options_t.device_fetches, 0 when the caller's struct ends before it. */
+static int device_fetches(const ses_eval_options_t *options) {
+    return options &&
+           options->struct_size >=
+               offsetof(ses_eval_options_t, device_fetches) + sizeof options->device_fetches &&
+           options->device_fetches;
 }
 
 ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
@@ -616,8 +643,8 @@ ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, si
     if (options && options->struct_size >= sizeof(uint32_t) * 2 && options->private_scope)
         st = ses_scope_create_child(s->scope, &scope);
     if (st == SES_OK)
-        st = eval_in(s, scope, fetches, n_fetches, feeds, n_feeds, targets, n_targets, out_values,
-                     0);
+        st = eval_in_ex(s, scope, fetches, n_fetches, feeds, n_feeds, targets, n_targets,
+                        out_values, 0, device_fetches(options));
     if (scope != s->scope)
         ses_scope_destroy(scope);
     ses__session_leave(s);
@@ -713,6 +740,12 @@ ses_status_t ses_plan_prepare(ses_plan_t *plan, ses_tensor_t *const *feed_values
 
 ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
                           size_t n_feed_values, ses_tensor_t **out_values) {
+    return ses_plan_run_ex(plan, feed_values, n_feed_values, NULL, out_values);
+}
+
+ses_status_t ses_plan_run_ex(ses_plan_t *plan, ses_tensor_t *const *feed_values,
+                             size_t n_feed_values, const ses_eval_options_t *options,
+                             ses_tensor_t **out_values) {
     ses_status_t st;
 
     if (!plan)
@@ -729,9 +762,17 @@ ses_status_t ses_plan_run(ses_plan_t *plan, ses_tensor_t *const *feed_values,
     for (size_t i = 0; i < n_feed_values; i++)
         if (!feed_values[i])
             return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: feed value %zu is NULL", i);
+    if (options && options->struct_size < sizeof(uint32_t) * 2)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_plan_run: options.struct_size is %u",
+                         options->struct_size);
+    if (options && options->private_scope)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "ses_plan_run: a plan runs in its session's scope; private_scope is for "
+                         "ses_session_eval_ex");
     if ((st = ses__session_enter(plan->session, "ses_plan_run")) != SES_OK)
         return st;
-    st = run_plan(plan, feed_values, plan->session->scope, out_values, 0);
+    st = run_plan(plan, feed_values, plan->session->scope, out_values, 0,
+                  device_fetches(options));
     ses__session_leave(plan->session);
     return st;
 }
@@ -945,6 +986,7 @@ ses_status_t ses_session_close(ses_session_t *s) {
     ses__remote_close(s->remote); /* ends the job: workers exit */
     ses__resident_free(s);
     ses__resident_variables_free(s);
+    ses__device_home_close(s); /* device tensors' buffers, before their devices close */
     close_devices(s);
     /* The scope object stays, emptied, with any child scope a caller made from it (emptied
      * too), so that no pointer from ses_session_scope dangles before ses_session_destroy. */
@@ -966,6 +1008,7 @@ void ses_session_destroy(ses_session_t *s) {
     free(s->devices);
     free_driver_options(s);
     ses_graph_release(s->graph);
+    ses__device_home_release(s);
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->resident_lock);
     pthread_cond_destroy(&s->idle);

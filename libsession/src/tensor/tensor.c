@@ -1,4 +1,5 @@
-/* Host tensors: dtype table, shape checks, owned and wrapped storage, atomic refcounting. */
+/* Tensors: dtype table, shape checks, owned and wrapped storage, atomic refcounting. Device
+ * tensors are made and freed by session/device_tensor.c. */
 #include "tensor_internal.h"
 
 #include <assert.h>
@@ -180,6 +181,20 @@ static ses_status_t tensor_alloc_data(const char *what, ses_tensor_t *t, int zer
     return SES_OK;
 }
 
+ses_status_t ses__tensor_new_empty(const char *what, ses_dtype_t dtype, size_t rank,
+                                   const int64_t *dims, ses_tensor_t **out_tensor) {
+    return tensor_new(what, dtype, rank, dims, out_tensor);
+}
+
+ses_status_t ses__tensor_require_host(const ses_tensor_t *t, const char *what) {
+    if (t && t->home)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: the tensor lives on %s, not in host memory; bring it home first "
+                         "(ses_tensor_copy_to_host)",
+                         what, t->device_name);
+    return SES_OK;
+}
+
 ses_status_t ses_tensor_create(ses_dtype_t dtype, size_t rank, const int64_t *dims,
                                ses_tensor_t **out_tensor) {
     ses_status_t st;
@@ -320,6 +335,8 @@ void ses_tensor_release(ses_tensor_t *t) {
     assert(old > 0 && "release of a released tensor");
     if (old != 1)
         return;
+    if (t->home)
+        ses__device_tensor_drop(t);
     if (t->owns)
         free(t->data);
     else if (t->deleter)
@@ -348,8 +365,11 @@ size_t ses_tensor_bytes(const ses_tensor_t *t) {
 }
 
 const char *ses_tensor_device(const ses_tensor_t *t) {
-    /* Host tensors only for now (see tensor_internal.h). */
-    return t ? "cpu:0" : "";
+    return !t ? "" : t->home ? t->device_name : "cpu:0";
+}
+
+int ses_tensor_is_device(const ses_tensor_t *t) {
+    return t && t->home;
 }
 
 void ses__tensor_materialize(ses_tensor_t *t) {

@@ -1,4 +1,5 @@
-/* The tensor object behind ses_tensor_t. Host tensors only for now: data is host memory. */
+/* The tensor object behind ses_tensor_t: host memory (data), or a device tensor (home set: a
+ * buffer on a session's device, data NULL; session/device_tensor.c). */
 #ifndef SES_TENSOR_INTERNAL_H
 #define SES_TENSOR_INTERNAL_H
 
@@ -28,7 +29,29 @@ struct ses_tensor {
     atomic_int device_newer;
     void (*sync)(void *owner, ses_tensor_t *t);
     void *sync_owner;
+    /* Device tensors (session/device_tensor.c): home is the session's side, shared and
+     * refcounted so the tensor may outlive the session; buffer is on home's device
+     * home_device, NULL once the session closed (or for 0 bytes). The list links every live
+     * device tensor of a home, under its lock, so that close frees their buffers. */
+    struct ses__device_home *home;
+    size_t home_device;
+    struct ses_drv_buffer *buffer;
+    ses_tensor_t *home_prev, *home_next;
+    char device_name[64];
 };
+
+/** Frees a device tensor's buffer (unless its session closed) and drops its home. At release. */
+void ses__device_tensor_drop(ses_tensor_t *t);
+
+/**
+ * A tensor object (refcount 1) of this type with no data yet, for device tensors and DLPack.
+ * Messages start with @p what.
+ */
+ses_status_t ses__tensor_new_empty(const char *what, ses_dtype_t dtype, size_t rank,
+                                   const int64_t *dims, ses_tensor_t **out_tensor);
+
+/** SES_INVALID_ARGUMENT naming @p what when @p t is a device tensor (it has no host bytes). */
+ses_status_t ses__tensor_require_host(const ses_tensor_t *t, const char *what);
 
 /**
  * A tensor whose every byte the caller writes next (a fetched value: a copy or a kernel fills

@@ -44,7 +44,7 @@ extern "C" {
 /** The ABI major this header describes. A different major is a different, incompatible ABI. */
 #define SES_DRV_ABI_MAJOR 1
 /** The newest ABI minor this header describes. Minors only append fields and entries. */
-#define SES_DRV_ABI_MINOR 1
+#define SES_DRV_ABI_MINOR 2
 
 /** The one symbol a driver exports. */
 #define SES_DRV_NEGOTIATE_SYMBOL "ses_drv_negotiate"
@@ -126,6 +126,8 @@ typedef struct ses_drv_graph ses_drv_graph_t;       /* recorded work, replayed (
                                                         is the same with or without it */
 #define SES_DRV_CAP_GRAPHS (UINT64_C(1) << 10)       /* ABI 1.1: capture_begin, capture_end,
                                                         graph_launch, graph_destroy */
+#define SES_DRV_CAP_NATIVE (UINT64_C(1) << 11)       /* ABI 1.2: buffer_native, import_native
+                                                        (the vendor runtime's device addresses) */
 
 /* Memory kinds (alloc's mem_kind; ses_drv_device_desc_t.mem_kinds has bit 1 << kind set). */
 #define SES_DRV_MEM_DEVICE 0      /* device memory: fastest for kernels; always supported */
@@ -499,7 +501,31 @@ typedef struct ses_drv_api {
     /** Frees a graph that no stream still runs (the host synchronizes first). Accepts NULL. */
     void (*graph_destroy)(ses_drv_device_t *device, ses_drv_graph_t *graph);
 
-    /* ABI 1.2 and later append here. */
+    /* ABI 1.2 */
+    /* -- native pointers: optional (SES_DRV_CAP_NATIVE) ------------------------------------- */
+    /*
+     * A native pointer is the address the vendor runtime's own API uses for device memory (a
+     * CUDA driver's is a device pointer from cudaMalloc, valid in the device's context), so that
+     * the host can hand a buffer to another library and take one in (DLPack) without a copy.
+     */
+    /**
+     * Stores in *@p out_native the native address of byte 0 of @p buffer (allocated or imported
+     * on @p device). It stays valid, and keeps naming the buffer's bytes, until the buffer is
+     * freed; the host never frees memory through it. Thread-safe.
+     */
+    int32_t (*buffer_native)(ses_drv_device_t *device, ses_drv_buffer_t *buffer,
+                             void **out_native);
+    /**
+     * Wraps @p bytes (> 0) of device memory at the native address @p native as a buffer without
+     * copying. The memory belongs to the caller, who keeps it alive until the buffer is freed;
+     * free releases the driver's handle only. The buffer works wherever an allocated one does
+     * (kernels, copies). A driver may refuse an address not aligned to its alignment, or one it
+     * can tell is not device memory of @p device, with SES_DRV_INVALID_ARGUMENT. Thread-safe.
+     */
+    int32_t (*import_native)(ses_drv_device_t *device, void *native, uint64_t bytes,
+                             ses_drv_buffer_t **out_buffer);
+
+    /* ABI 1.3 and later append here. */
 } ses_drv_api_t;
 
 /* ---------------------------------------------------------------------------------------------
