@@ -268,6 +268,9 @@ ses_status_t ses_graph_constant(ses_graph_t *g, const char *name, ses_tensor_t *
         return ses__fail(SES_INVALID_ARGUMENT, "ses_graph_constant: NULL %s",
                          !g ? "graph" : !value ? "value" : "out_edge");
     *out_edge = (ses_edge_t){NULL, 0};
+    /* Constants are uploaded to each device by the session (resident.c) from host bytes. */
+    if ((st = ses__tensor_require_host(value, "ses_graph_constant")) != SES_OK)
+        return st;
     st = append_node(g, "constant", "Constant", name, SES__NODE_CONSTANT, NULL, 0, 1, &n);
     if (st != SES_OK)
         return st;

@@ -330,6 +330,9 @@ ses_status_t ses_scope_set(ses_scope_t *scope, const char *name, ses_tensor_t *v
         return ses__fail(SES_INVALID_ARGUMENT, "%s: name is NULL", __func__);
     if (!value)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: value for \"%s\" is NULL", __func__, name);
+    /* Variables are host tensors that the session moves to devices itself (resident.c). */
+    if ((st = ses__tensor_require_host(value, "ses_scope_set")) != SES_OK)
+        return st;
 
     /* A set is a host write: device copies of this tensor are stale from now on. */
     ses__tensor_host_wrote(value);
