@@ -283,7 +283,7 @@ uint64_t ses_device_caps(const ses_device_t *dev) {
 const char *ses_device_cap_name(uint64_t cap_bit) {
     static const char *const names[] = {"host-visible", "streams", "events", "async-copy",
                                         "host-import", "map",     "f16",    "bf16",
-                                        "f64",          "concurrent", "graphs"};
+                                        "f64",          "concurrent", "graphs",     "native"};
 
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
         if (cap_bit == (UINT64_C(1) << i))
