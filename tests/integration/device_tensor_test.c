@@ -366,13 +366,14 @@ static void eval_with_device_fetches_gives_device_tensors_and_older_options_give
     void **state) {
     ses_eval_options_t options = {.struct_size = sizeof options, .device_fetches = 1};
     ses_eval_options_t old = {.struct_size = 2 * sizeof(uint32_t), .device_fetches = 1};
-    ses_tensor_t *x = host_values(1.0f), *y = NULL, *fed = NULL;
+    ses_tensor_t *x, *y = NULL, *fed = NULL;
     ses_feed_t feed;
     ses_session_t *s;
     net_t n;
 
     (void)state;
     NEED_DEVICE();
+    x = host_values(1.0f);
     build(&n);
     s = open_on_device(n.g);
     feed.edge = n.x;

@@ -203,6 +203,11 @@ ses_status_t ses_npy_write_file(const char *path, const ses_tensor_t *t) {
     if (!path || !t)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_npy_write_file: NULL %s",
                          !path ? "path" : "tensor");
+    if (ses_tensor_is_device(t))
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "ses_npy_write_file: the tensor lives on %s, not in host memory; bring it "
+                         "home first (ses_tensor_copy_to_host)",
+                         ses_tensor_device(t));
     for (size_t i = 0; i < sizeof descrs / sizeof descrs[0] && !descr; i++)
         if (descrs[i].dtype == ses_tensor_dtype(t))
             descr = descrs[i].descr;
