@@ -26,8 +26,10 @@
  *                              Relu, Mul flagged SES_DRV_KERNEL_NO_CAPTURE, and Identity, which
  *                              refuses to be recorded; work on a stream runs at once unless the
  *                              stream is capturing, and a graph replays its records in order
+ *                              (also ABI 1.2 native pointers, SES_DRV_CAP_NATIVE: a buffer's
+ *                              native address is its host memory, import_native wraps one)
  *   FAKE_MODE_GRAPHS_1_0       the same code speaking ABI 1.0 with a 1.0-sized table: the host
- *                              must never call its graph entries
+ *                              must never call its graph or native entries
  *   FAKE_MODE_KERNEL_FAILS     healthy, but the 3rd Identity call on a device fails (INTERNAL,
  *                              "injected failure"); every other call works
  *   FAKE_MODE_ALLOC_NULL       healthy for allocations up to 4 KiB; up to 1 MiB alloc returns OK
@@ -145,6 +147,7 @@ struct ses_drv_device {
 struct ses_drv_buffer {
     uint64_t size;
     unsigned char *data; /* FAKE_ALIGNMENT-aligned host memory */
+    int imported;        /* made by import_native: data is the importer's, never freed here */
 };
 
 #if FAKE_HAS_GRAPHS
@@ -289,7 +292,7 @@ static int32_t fake_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
 #elif defined(FAKE_MODE_LAX_CAPS)
     d->caps = SES_DRV_CAP_HOST_VISIBLE; /* the misbehaviour: no CAP_MAP, yet map is set */
 #else
-    d->caps = FAKE_HAS_GRAPHS ? SES_DRV_CAP_STREAMS | SES_DRV_CAP_GRAPHS : 0;
+    d->caps = FAKE_HAS_GRAPHS ? SES_DRV_CAP_STREAMS | SES_DRV_CAP_GRAPHS | SES_DRV_CAP_NATIVE : 0;
 #endif
     d->mem_kinds = 1u << SES_DRV_MEM_DEVICE;
     d->alignment = FAKE_ALIGNMENT;
@@ -393,9 +396,50 @@ static void fake_free(ses_drv_device_t *device, ses_drv_buffer_t *buffer) {
     (void)device;
     if (!buffer)
         return;
-    free(buffer->data);
+    if (!buffer->imported)
+        free(buffer->data);
     free(buffer);
 }
+
+#if FAKE_HAS_GRAPHS
+/* DRV-83: the fake's device memory is host memory, so its native address is that pointer. */
+static int32_t fake_buffer_native(ses_drv_device_t *device, ses_drv_buffer_t *buffer,
+                                  void **out_native) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!buffer || !out_native)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s buffer_native: %s is NULL", FAKE_NAME,
+                         !buffer ? "buffer" : "out_native");
+    *out_native = buffer->data;
+    return SES_DRV_OK;
+}
+
+/* DRV-84: wraps someone else's memory; free leaves it alone. */
+static int32_t fake_import_native(ses_drv_device_t *device, void *native, uint64_t bytes,
+                                  ses_drv_buffer_t **out_buffer) {
+    ses_drv_buffer_t *buffer;
+
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out_buffer)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s import_native: out_buffer is NULL", FAKE_NAME);
+    *out_buffer = NULL;
+    if (!native || !bytes)
+        return FAKE_FAIL(device->driver, SES_DRV_INVALID_ARGUMENT, "%s import_native: %s",
+                         FAKE_NAME, !native ? "the address is NULL" : "bytes is 0");
+    buffer = calloc(1, sizeof *buffer);
+    if (!buffer)
+        return FAKE_FAIL(device->driver, SES_DRV_OUT_OF_MEMORY,
+                         "%s import_native: out of host memory", FAKE_NAME);
+    buffer->data = native;
+    buffer->size = bytes;
+    buffer->imported = 1;
+    *out_buffer = buffer;
+    return SES_DRV_OK;
+}
+#endif
 
 /* Checks that [offset, offset + bytes) lies inside @p buffer; @p what names it in the message. */
 static int32_t fake_check_range(ses_drv_device_t *device, const char *entry, const char *what,
@@ -1028,6 +1072,8 @@ static const ses_drv_api_t fake_api = {
     .capture_end = fake_capture_end,
     .graph_launch = fake_graph_launch,
     .graph_destroy = fake_graph_destroy,
+    .buffer_native = fake_buffer_native, /* ABI 1.2; past the 1.0 table's end in GRAPHS_1_0 */
+    .import_native = fake_import_native,
 #endif
     /* memory_info, import_host_ptr and events (and map and unmap but in the LAX modes):
      * optional, not offered. */

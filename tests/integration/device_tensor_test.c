@@ -1,10 +1,11 @@
 /*
  * Device tensors and DLPack (issue #19). Host DLPack exchange and every refusal run everywhere;
  * the device checks run on the device DEVICE_TENSOR_DEVICE names (the meson tests: cuda:0 on the
- * CUDA emulator, opencl:0 on PoCL) and skip without it: a value fetched as a device tensor feeds
- * a second plan on that device with no byte crossing between host and device, a device tensor
- * read on the host is copied and counted, device tensors of another or a closed session are
- * refused, and (CUDA) device tensors round-trip through kDLCUDA.
+ * CUDA emulator, opencl:0 on PoCL, fake_graphs:0 of tests/fakes) and skip without it: a value
+ * fetched as a device tensor feeds a second plan on that device with no byte crossing between
+ * host and device, a device tensor read on the host is copied and counted, device tensors of
+ * another or a closed session are refused, and CUDA device tensors round-trip through kDLCUDA
+ * (other devices' are refused).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -449,7 +450,7 @@ static void count_import_deleter(DLManagedTensor *m) {
     m->deleter = NULL;
 }
 
-static void a_cuda_device_tensor_round_trips_through_dlpack(void **state) {
+static void a_cuda_device_tensor_round_trips_through_dlpack_and_others_are_refused(void **state) {
     ses_eval_options_t options = {.struct_size = sizeof options, .device_fetches = 1};
     ses_transfer_stats_t stats = {.struct_size = sizeof stats};
     ses_tensor_t *y, *back = NULL, *z = NULL;
@@ -520,7 +521,7 @@ int main(void) {
         cmocka_unit_test(
             eval_with_device_fetches_gives_device_tensors_and_older_options_give_host_ones),
         cmocka_unit_test(device_tensors_of_another_or_a_closed_session_are_refused),
-        cmocka_unit_test(a_cuda_device_tensor_round_trips_through_dlpack),
+        cmocka_unit_test(a_cuda_device_tensor_round_trips_through_dlpack_and_others_are_refused),
     };
     ses_registry_t *reg = NULL;
     const ses_device_t *d = NULL;

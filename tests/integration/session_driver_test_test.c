@@ -117,6 +117,13 @@ static void a_driver_with_graphs_passes_the_graph_checks(void **state) {
     assert_true(strncmp(line, "PASS", 4) == 0);
     assert_true(line_containing(r.output, "kernel  Relu f32->f32", line, sizeof line));
     assert_true(strncmp(line, "PASS", 4) == 0);
+    /* ABI 1.2 native pointers (DRV-83, DRV-84), offered by the same fake. */
+    assert_true(line_containing(r.output, "memory  buffer_native and import_native", line,
+                                sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
+    assert_true(line_containing(r.output, "memory  import_native refuses a NULL address", line,
+                                sizeof line));
+    assert_true(strncmp(line, "PASS", 4) == 0);
     free(r.output);
 
     /* The same driver speaking 1.0: no graph checks, and still a pass. */
@@ -126,6 +133,10 @@ static void a_driver_with_graphs_passes_the_graph_checks(void **state) {
     assert_true(line_containing(r.output, "graph   graphs", line, sizeof line));
     assert_non_null(strstr(line, "SKIP"));
     assert_non_null(strstr(line, "ABI 1.0"));
+    /* Its CAP_NATIVE is a 1.2 bit, and its entries lie past its table: skipped, never called. */
+    assert_true(line_containing(r.output, "memory  buffer_native and import_native", line,
+                                sizeof line));
+    assert_non_null(strstr(line, "SKIP"));
     free(r.output);
 }
 
