@@ -198,7 +198,7 @@ static void a_training_step_moves_no_variable_byte(void **state) {
 
     /* A step in a private scope updates its own copies on the device, never the session's. */
     {
-        ses_eval_options_t private_eval = {sizeof private_eval, 1};
+        ses_eval_options_t private_eval = {.struct_size = sizeof private_eval, .private_scope = 1};
         ses_feed_t feeds[2] = {{n.x, x}, {n.labels, y}};
         const float w_before = read_float(ses_session_scope(s), "fc1/W", 3);
         assert_int_equal(ses_session_eval_ex(s, &n.loss, 1, feeds, 2, &n.train, 1,
