@@ -5,8 +5,10 @@
  * posix_memalign'd block, map is pointer arithmetic and copies are memcpy/memmove. There are no
  * streams: every call completes before it returns.
  *
- * No mutable globals: the library may be opened by several registries in one process, and each
- * open gets its own ses_drv_driver_t. The tables below are static and const.
+ * No mutable globals but one: the library may be opened by several registries in one process,
+ * and each open gets its own ses_drv_driver_t; the tables below are static and const. The
+ * exception is the GEMM library (cpu_gemm.c), which is process-wide like OpenBLAS itself:
+ * loaded once, at the first open, with its kernels chosen by what the CPU can do.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* posix_memalign, sysconf(_SC_PHYS_PAGES) under -std=c11 */
@@ -190,7 +192,7 @@ static int cpu__read_model_name(char *out, size_t size) {
 }
 
 static void cpu__describe_host(char *out, size_t size) {
-    char model[CPU__NAME_MAX - 32];
+    char model[CPU__NAME_MAX - CPU__GEMM_DESC_MAX - 32];
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
 
     if (!cpu__read_model_name(model, sizeof model))
@@ -204,6 +206,8 @@ static void cpu__describe_host(char *out, size_t size) {
 static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
                         ses_drv_driver_t **out_driver) {
     ses_drv_driver_t *driver;
+    char gemm[CPU__GEMM_DESC_MAX];
+    int32_t st;
 
     if (!out_driver)
         return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT, "open: out_driver is NULL");
@@ -215,6 +219,10 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
         return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
                          "open: the host table is %" PRIu32 " bytes, ABI 1.0 needs %zu",
                          host->struct_size, SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort));
+    /* The GEMM library is loaded (once per process) before anything else: without it the
+     * driver cannot run a MatMul, and a forced kernel choice it cannot honour is an error. */
+    if ((st = cpu__gemm_open(host, ctx, gemm, sizeof gemm)) != SES_DRV_OK)
+        return st;
 
     driver = calloc(1, sizeof *driver);
     if (!driver)
@@ -224,6 +232,8 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
     driver->ctx = ctx;
     /* Computed once so the name string lives as long as the instance, as the ABI asks. */
     cpu__describe_host(driver->device_name, sizeof driver->device_name);
+    size_t used = strlen(driver->device_name);
+    snprintf(driver->device_name + used, sizeof driver->device_name - used, "; %s", gemm);
     *out_driver = driver;
     return SES_DRV_OK;
 }
@@ -389,6 +399,8 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
             err, CPU__THREADS_OPTION);
         goto fail;
     }
+    /* The GEMM library shares the pool's threads: as many as the pool runs work on. */
+    cpu__gemm_set_threads(threads);
     *out_device = device;
     return SES_DRV_OK;
 

@@ -51,11 +51,23 @@
 /** Every allocation is aligned to a cache line, which also suits every SIMD width up to AVX-512. */
 #define CPU__ALIGNMENT 64u
 
-/** Longest device name we keep: the model name from /proc/cpuinfo plus " (N threads)". */
-#define CPU__NAME_MAX 256
+/**
+ * Longest device name we keep: the model name from /proc/cpuinfo plus " (N threads)", then
+ * "; gemm: ..." naming the GEMM library's kernels.
+ */
+#define CPU__NAME_MAX 512
+
+/** How long the "gemm: ..." part of the device name may be. */
+#define CPU__GEMM_DESC_MAX 256
 
 /** The option that sizes each device's thread pool; unset or "0" means the online CPUs. */
 #define CPU__THREADS_OPTION "driver.cpu.threads"
+
+/**
+ * The option that forces OpenBLAS's core type (its kernels), e.g. "Haswell"; unset means the
+ * one the CPU's ISA calls for (cpu_gemm.c).
+ */
+#define CPU__GEMM_KERNELS_OPTION "driver.cpu.gemm_kernels"
 
 /** The largest pool the option may ask for. */
 #define CPU__MAX_THREADS 1024
@@ -101,6 +113,26 @@ uint32_t cpu__pool_threads(const cpu__pool_t *pool);
  */
 void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, cpu__task_fn fn,
                        void *ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * The GEMM library (cpu_gemm.c): OpenBLAS, loaded at the first open with kernels chosen by ISA
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * Loads OpenBLAS once per process (later calls only check), with the core type that option
+ * driver.cpu.gemm_kernels forces, that OPENBLAS_CORETYPE names, or that cpuid calls for, and
+ * writes "gemm: openblas 0.3.21, SkylakeX kernels (AVX-512; detected ...)" into @p out_desc.
+ * Fails (message through the host) when the library cannot be loaded, or the forced core is
+ * unknown, beyond the CPU, or not the one in use. Thread-safe.
+ */
+int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char *out_desc,
+                       size_t desc_size);
+
+/**
+ * Sizes OpenBLAS's threads to @p threads, the device pool's. OpenBLAS has one thread count per
+ * process, so the device opened last sets it. Call only after a successful cpu__gemm_open.
+ */
+void cpu__gemm_set_threads(uint32_t threads);
 
 /* ---------------------------------------------------------------------------------------------
  * Driver objects (cpu_driver.c)

@@ -1,7 +1,7 @@
 /*
- * MatMul and Gemm through OpenBLAS's cblas_sgemm / cblas_dgemm.
+ * MatMul and Gemm through OpenBLAS's cblas_sgemm / cblas_dgemm (cpu__gemm_call, cpu_gemm.c).
  *
- * OpenBLAS runs its own threads (sized by OPENBLAS_NUM_THREADS, default all CPUs), so these
+ * OpenBLAS runs its own threads (as many as the device's pool, set by open_device), so these
  * kernels call it from the calling thread and do not use the device's pool: running GEMMs on
  * the pool's workers would oversubscribe the machine.
  */
@@ -10,24 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "cpu_internal.h"
-
-/* One GEMM, row-major, at the call's dtype (f32 or f64). Also MatMulGrad's (cpu_grad.c). */
-void cpu__gemm_call(uint32_t dtype, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                    double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
-                    double beta, void *c, int64_t ldc) {
-    const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-    const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-
-    if (dtype == SES_DRV_DTYPE_F32)
-        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, (float)alpha, a,
-                    (blasint)lda, b, (blasint)ldb, (float)beta, c, (blasint)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, alpha, a,
-                    (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
-}
 
 /* BLAS takes int dimensions (blasint); anything larger is refused rather than truncated. */
 int32_t cpu__check_blas_dims(const cpu__call_t *call, int64_t m, int64_t n, int64_t k) {
