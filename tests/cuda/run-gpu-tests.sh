@@ -37,6 +37,11 @@ if [ "$collect" = 1 ]; then
     awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so|/usr/local/cuda|/tmp/|'"$build" |
     while read -r lib; do cp -L "$lib" "$build/carried/lib/"; done
+  # The CPU driver loads OpenBLAS itself (dlopen, after choosing its kernels): no ldd shows it.
+  for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
+    path=$(/sbin/ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    [ -n "$path" ] && cp -L "$path" "$build/carried/lib/"
+  done
   cp "$data_src"/*.gz "$build/carried/fashion-mnist/" 2>/dev/null || echo "note: no Fashion-MNIST in $data_src"
   du -sh "$build/carried"
   ls "$build/carried/lib"
