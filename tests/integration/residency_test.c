@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <session/npy.h>
+#include <session/onnx.h>
 #include <session/session.h>
 
 #include <setjmp.h>
@@ -131,6 +133,50 @@ static void an_inference_plan_moves_only_its_feed_and_fetch(void **state) {
     ses_graph_release(g);
 }
 
+/* The committed ONNX MLP (tests/onnx/models/mlp: 784-32-10, batch 4): its initializers stay on
+ * the device; runs 2..N move the input (4x784 f32) in and the output (4x10 f32) out. */
+static void the_onnx_mlp_moves_only_its_input_and_output(void **state) {
+    ses_onnx_model_t *model = NULL;
+    ses_session_t *s;
+    ses_plan_t *plan = NULL;
+    ses_tensor_t *x = NULL, *y = NULL, *expected = NULL;
+    ses_edge_t in, out;
+    ses_transfer_stats_t first = {sizeof first, 0, 0, 0, 0, 0, 0, 0}, last = first;
+    ses_status_t st;
+
+    (void)state;
+    st = ses_onnx_import_file(SOURCE_ROOT "/tests/onnx/models/mlp/model.onnx", NULL, &model);
+    if (st == SES_UNIMPLEMENTED)
+        skip(); /* built without ONNX import */
+    assert_int_equal(st, SES_OK);
+    assert_int_equal(ses_npy_read_file(SOURCE_ROOT "/tests/onnx/models/mlp/input_0.npy", &x),
+                     SES_OK);
+    assert_int_equal(
+        ses_npy_read_file(SOURCE_ROOT "/tests/onnx/models/mlp/expected_0.npy", &expected), SES_OK);
+    in = ses_onnx_model_input(model, 0);
+    out = ses_onnx_model_output(model, 0);
+    s = open_on(ses_onnx_model_graph(model), device);
+    assert_int_equal(ses_session_compile(s, &out, 1, &in, 1, NULL, 0, &plan), SES_OK);
+    for (int r = 0; r < 4; r++) {
+        assert_int_equal(ses_plan_run(plan, &x, 1, &y), SES_OK);
+        for (size_t i = 0; i < ses_tensor_count(y); i++)
+            assert_true(fabsf(((float *)ses_tensor_data(y))[i] -
+                              ((float *)ses_tensor_data(expected))[i]) < 1e-5f);
+        ses_tensor_release(y);
+        if (r == 0)
+            assert_int_equal(ses_plan_transfers(plan, &first), SES_OK);
+    }
+    assert_int_equal(ses_plan_transfers(plan, &last), SES_OK);
+    assert_int_equal(last.h2d_bytes - first.h2d_bytes, 3 * 4 * 784 * 4);
+    assert_int_equal(last.h2d_copies - first.h2d_copies, 3);
+    assert_int_equal(last.d2h_bytes - first.d2h_bytes, 3 * 4 * 10 * 4);
+    assert_int_equal(last.d2h_copies - first.d2h_copies, 3);
+    ses_session_destroy(s);
+    ses_onnx_model_destroy(model);
+    ses_tensor_release(x);
+    ses_tensor_release(expected);
+}
+
 /* Training: no variable byte crosses per step; the host still reads current values, and its
  * writes reach the device. The same steps on the CPU give the same weights. */
 static void a_training_step_moves_no_variable_byte(void **state) {
@@ -227,6 +273,7 @@ static void a_training_step_moves_no_variable_byte(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_inference_plan_moves_only_its_feed_and_fetch),
+        cmocka_unit_test(the_onnx_mlp_moves_only_its_input_and_output),
         cmocka_unit_test(a_training_step_moves_no_variable_byte),
     };
     ses_registry_t *reg = NULL;
