@@ -463,6 +463,122 @@ static void assert_same_values(ses_tensor_t *a, ses_tensor_t *b, double tol,
     }
 }
 
+/* Conv, dX and dW of sum(y * y) on @p threads threads (driver.cpu.threads): [y, dx, dw]. */
+static void conv_on_threads(const char *threads, ses_dtype_t dtype, const int64_t *xd,
+                            const int64_t *wd, const int64_t *win, int64_t group,
+                            const void *x, const void *w, const void *b, ses_tensor_t **outs) {
+    const size_t es = dtype == SES_F32 ? 4 : 8;
+    const int64_t s[2] = {win[0], win[1]}, d[2] = {win[2], win[3]};
+    const int64_t p[4] = {win[4], win[5], win[6], win[7]}, bd[1] = {wd[0]};
+    ses_attr_t a[4] = {ses_attr_ints("strides", s, 2), ses_attr_ints("dilations", d, 2),
+                       ses_attr_ints("pads", p, 4), ses_attr_int("group", group)};
+    ses_graph_t *g = NULL;
+    ses_edge_t in[3], y, pair[2], sq, grads[2], fetch[3];
+    ses_tensor_t *t[3] = {NULL, NULL, NULL};
+    ses_feed_t feeds[3];
+    ses_session_t *sess = NULL;
+    ses_session_options_t opt;
+    char option[64];
+    const char *option_p = option, *cpu = "cpu";
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", dtype, 4, xd, &in[0]), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "w", dtype, 4, wd, &in[1]), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "b", dtype, 1, bd, &in[2]), SES_OK);
+    if (ses_graph_op(g, "Conv", "conv", in, 3, a, 4, &y) != SES_OK)
+        fail_msg("Conv: %s", ses_last_error());
+    /* sum(y * y): dy = 2y differs per element, so every block's dy must land in its place. */
+    pair[0] = pair[1] = y;
+    assert_int_equal(ses_graph_op(g, "Mul", "sq", pair, 2, NULL, 0, &sq), SES_OK);
+    if (ses_gradients(g, NULL, &sq, 1, in, 2, NULL, grads) != SES_OK)
+        fail_msg("ses_gradients: %s", ses_last_error());
+    assert_int_equal(ses_tensor_create_from(dtype, 4, xd, x,
+                                            (size_t)(xd[0] * xd[1] * xd[2] * xd[3]) * es, &t[0]),
+                     SES_OK);
+    assert_int_equal(ses_tensor_create_from(dtype, 4, wd, w,
+                                            (size_t)(wd[0] * wd[1] * wd[2] * wd[3]) * es, &t[1]),
+                     SES_OK);
+    assert_int_equal(ses_tensor_create_from(dtype, 1, bd, b, (size_t)wd[0] * es, &t[2]), SES_OK);
+    for (int i = 0; i < 3; i++) {
+        feeds[i].edge = in[i];
+        feeds[i].value = t[i];
+    }
+    fetch[0] = y;
+    fetch[1] = grads[0];
+    fetch[2] = grads[1];
+    snprintf(option, sizeof option, "driver.cpu.threads=%s", threads);
+    ses_session_options_init(&opt);
+    opt.driver_options = &option_p;
+    opt.n_driver_options = 1;
+    assert_int_equal(ses_session_open(g, &cpu, 1, &opt, &sess), SES_OK);
+    if (ses_session_eval(sess, fetch, 3, feeds, 3, NULL, 0, outs) != SES_OK)
+        fail_msg("eval on %s threads: %s", threads, ses_last_error());
+    ses_session_destroy(sess);
+    for (int i = 0; i < 3; i++)
+        ses_tensor_release(t[i]);
+    ses_graph_release(g);
+}
+
+/* Conv and ConvGrad give the same values whether the images go one per GEMM (a pool of one
+ * thread) or in blocks with one GEMM each (several threads: im2col side by side, the output
+ * scattered, dy gathered): C_in = 1, groups and depthwise, dilations, strides 2, asymmetric
+ * pads, 1x1 kernels (the image is its own column matrix), odd sizes, at f32 and f64. */
+static void conv_blocks_of_images_agree_with_one_image_per_gemm(void **state) {
+    /* x [N, C, H, W], w [M, C / group, kh, kw], group */
+    static const int64_t shapes[][9] = {
+        {3, 1, 7, 9, 4, 1, 3, 3, 1}, {3, 4, 6, 5, 6, 2, 3, 2, 2}, {3, 3, 5, 5, 4, 3, 1, 1, 1},
+        {2, 3, 5, 7, 2, 3, 1, 1, 1}, {3, 2, 9, 8, 3, 2, 3, 3, 1}, {5, 4, 5, 5, 4, 1, 3, 3, 4},
+        {1, 2, 4, 4, 2, 2, 2, 2, 1},
+    };
+    /* strides, dilations, pads top, left, bottom, right */
+    static const int64_t wins[][8] = {
+        {1, 1, 1, 1, 1, 1, 1, 1}, {2, 1, 1, 2, 1, 0, 2, 1}, {1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 2, 1, 1, 0, 0, 0, 0}, {1, 2, 2, 2, 2, 1, 0, 3}, {2, 2, 1, 1, 1, 1, 1, 1},
+    };
+    double xs[5 * 4 * 9 * 9], ws[6 * 4 * 3 * 3], bs[6];
+    float xf[sizeof xs / sizeof xs[0]], wf[sizeof ws / sizeof ws[0]], bf[6];
+    int checked = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++)
+        xf[i] = (float)(xs[i] = (double)(float)uniform(-1, 1));
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+        wf[i] = (float)(ws[i] = (double)(float)uniform(-1, 1));
+    for (size_t i = 0; i < 6; i++)
+        bf[i] = (float)(bs[i] = (double)(float)uniform(-1, 1));
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (size_t wi = 0; wi < sizeof wins / sizeof wins[0]; wi++)
+            for (int f64 = 0; f64 < 2; f64++) {
+                const int64_t *c = shapes[sh], *win = wins[wi];
+                const ses_dtype_t dt = f64 ? SES_F64 : SES_F32;
+                ses_tensor_t *one[3] = {NULL, NULL, NULL}, *many[3] = {NULL, NULL, NULL};
+                /* Skip windows larger than the padded input (the op refuses them). */
+                if ((c[6] - 1) * win[2] + 1 > c[2] + win[4] + win[6] ||
+                    (c[7] - 1) * win[3] + 1 > c[3] + win[5] + win[7])
+                    continue;
+                conv_on_threads("1", dt, c, c + 4, win, c[8], f64 ? (void *)xs : (void *)xf,
+                                f64 ? (void *)ws : (void *)wf, f64 ? (void *)bs : (void *)bf,
+                                one);
+                conv_on_threads("3", dt, c, c + 4, win, c[8], f64 ? (void *)xs : (void *)xf,
+                                f64 ? (void *)ws : (void *)wf, f64 ? (void *)bs : (void *)bf,
+                                many);
+                for (int o = 0; o < 3; o++) {
+                    assert_int_equal(ses_tensor_count(one[o]), ses_tensor_count(many[o]));
+                    for (size_t i = 0; i < ses_tensor_count(one[o]); i++) {
+                        const double u = value_at(one[o], i), v = value_at(many[o], i);
+                        if (!(fabs(u - v) <= (f64 ? 1e-12 : 1e-5) * (1 + fabs(v))))
+                            fail_msg("%s shape %zu window %zu output %d element %zu: %.9g on one "
+                                     "thread, %.9g on three",
+                                     f64 ? "f64" : "f32", sh, wi, o, i, u, v);
+                    }
+                    ses_tensor_release(one[o]);
+                    ses_tensor_release(many[o]);
+                }
+                checked++;
+            }
+    assert_true(checked > 40);
+}
+
 /* The 2-D pools and their gradients agree with the generic N-d path on every edge: pads on either
  * side, strides and dilations, ceil_mode, count_include_pad, planes of 1x1 and planes narrower
  * than the window, NaN at the border and inside, at f32 and f64. */
@@ -1238,6 +1354,7 @@ int main(void) {
         cmocka_unit_test(conv_gives_hand_checked_values),
         cmocka_unit_test(max_pool_takes_window_maxima_with_ceil_mode),
         cmocka_unit_test(average_pool_counts_padding_only_when_asked),
+        cmocka_unit_test(conv_blocks_of_images_agree_with_one_image_per_gemm),
         cmocka_unit_test(two_d_pools_agree_with_the_generic_path_on_every_edge),
         cmocka_unit_test(max_pool_propagates_nan_in_the_interior_and_at_borders),
         cmocka_unit_test(global_pools_reduce_every_spatial_axis),
