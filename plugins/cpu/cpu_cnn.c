@@ -252,10 +252,13 @@ static void cpu__zero(const cpu__tensor_t *t) {
  * spent its time starting and joining them; im2col, col2im and the scatter run on the pool. With
  * a pool of several threads a block is as many images as fit CPU__CONV_BLOCK_BYTES of scratch;
  * with one thread it is one image, whose GEMM reads and writes the tensors in place, without the
- * scatter or gather, and whose columns stay in cache (larger blocks measured 1.1-2x slower on
- * one thread for the CNN's first layer, where the scatter is as costly as its K = 9 GEMM).
+ * scatter or gather, and whose columns stay in cache. So is it when a filter has fewer than
+ * CPU__CONV_BLOCK_MIN_KDIM taps (C/group x kernel): the CNN's first layer (1 x 3x3) has K = 9,
+ * its GEMMs are as cheap as the scatter, and blocks measured 1.5-2x slower there on 2 threads
+ * (the 32 x 3x3 second layer, K = 288, 1.2x faster).
  */
 #define CPU__CONV_BLOCK_BYTES ((uint64_t)4 << 20)
+#define CPU__CONV_BLOCK_MIN_KDIM 64
 
 typedef struct cpu__conv_job {
     const cpu__conv_shape_t *sh;
@@ -385,9 +388,13 @@ static int32_t cpu__conv_scratch(const cpu__call_t *call, const cpu__conv_shape_
     if (__builtin_mul_overflow((uint64_t)(sh->kdim + sh->mg), p, &per_image) ||
         __builtin_mul_overflow(per_image, (uint64_t)es, &per_image) || per_image > SIZE_MAX / 4)
         return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "the column matrix is too large");
-    /* One thread: one image per block (its columns stay in cache, no scatter). Several: as
-     * many images as the budget holds, so that OpenBLAS's threads get one large GEMM. */
-    const uint64_t budget = cpu__pool_threads(call->device->pool) > 1 ? CPU__CONV_BLOCK_BYTES : 0;
+    /* One thread, or few taps: one image per block (its columns stay in cache, no scatter).
+     * Otherwise as many images as the budget holds, so that OpenBLAS's threads get one large
+     * GEMM. */
+    const uint64_t budget =
+        cpu__pool_threads(call->device->pool) > 1 && sh->kdim >= CPU__CONV_BLOCK_MIN_KDIM
+            ? CPU__CONV_BLOCK_BYTES
+            : 0;
     uint64_t nb = per_image ? budget / per_image : (uint64_t)sh->batch;
     if (nb > (uint64_t)sh->batch)
         nb = (uint64_t)sh->batch;

@@ -520,8 +520,8 @@ static void conv_on_threads(const char *threads, ses_dtype_t dtype, const int64_
 }
 
 /* Conv and ConvGrad give the same values whether the images go one per GEMM (a pool of one
- * thread) or in blocks with one GEMM each (several threads: im2col side by side, the output
- * scattered, dy gathered): C_in = 1, groups and depthwise, dilations, strides 2, asymmetric
+ * thread, or few taps per filter) or in blocks with one GEMM each (several threads and 64 taps
+ * or more: im2col side by side, the output scattered, dy gathered): C_in = 1, groups and depthwise, dilations, strides 2, asymmetric
  * pads, 1x1 kernels (the image is its own column matrix), odd sizes, at f32 and f64. */
 static void conv_blocks_of_images_agree_with_one_image_per_gemm(void **state) {
     /* x [N, C, H, W], w [M, C / group, kh, kw], group */
@@ -529,14 +529,17 @@ static void conv_blocks_of_images_agree_with_one_image_per_gemm(void **state) {
         {3, 1, 7, 9, 4, 1, 3, 3, 1}, {3, 4, 6, 5, 6, 2, 3, 2, 2}, {3, 3, 5, 5, 4, 3, 1, 1, 1},
         {2, 3, 5, 7, 2, 3, 1, 1, 1}, {3, 2, 9, 8, 3, 2, 3, 3, 1}, {5, 4, 5, 5, 4, 1, 3, 3, 4},
         {1, 2, 4, 4, 2, 2, 2, 2, 1},
+        /* C / group x kernel >= 64: blocks of images on several threads */
+        {3, 8, 7, 9, 4, 8, 3, 3, 1}, {3, 16, 6, 5, 6, 8, 3, 3, 2}, {3, 64, 5, 5, 4, 64, 1, 1, 1},
+        {2, 33, 5, 7, 2, 33, 2, 1, 1}, {5, 8, 9, 8, 3, 8, 3, 3, 1}, {1, 32, 4, 4, 2, 16, 2, 2, 2},
     };
     /* strides, dilations, pads top, left, bottom, right */
     static const int64_t wins[][8] = {
         {1, 1, 1, 1, 1, 1, 1, 1}, {2, 1, 1, 2, 1, 0, 2, 1}, {1, 1, 1, 1, 0, 0, 0, 0},
         {2, 2, 1, 1, 0, 0, 0, 0}, {1, 2, 2, 2, 2, 1, 0, 3}, {2, 2, 1, 1, 1, 1, 1, 1},
     };
-    double xs[5 * 4 * 9 * 9], ws[6 * 4 * 3 * 3], bs[6];
-    float xf[sizeof xs / sizeof xs[0]], wf[sizeof ws / sizeof ws[0]], bf[6];
+    static double xs[5 * 64 * 9 * 9], ws[6 * 64 * 3 * 3], bs[6];
+    static float xf[sizeof xs / sizeof xs[0]], wf[sizeof ws / sizeof ws[0]], bf[6];
     int checked = 0;
 
     (void)state;
@@ -576,7 +579,7 @@ static void conv_blocks_of_images_agree_with_one_image_per_gemm(void **state) {
                 }
                 checked++;
             }
-    assert_true(checked > 40);
+    assert_true(checked > 80);
 }
 
 /* The 2-D pools and their gradients agree with the generic N-d path on every edge: pads on either
