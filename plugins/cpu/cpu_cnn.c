@@ -9,7 +9,10 @@
  * is checked against the input's dims, so whatever the attributes say nothing is read outside
  * the input. Work is split over (image, channel) planes or im2col rows on the device's pool;
  * each output element is computed by one thread in a fixed order, so results do not depend on
- * the number of threads. GEMMs run on the calling thread (OpenBLAS has its own threads).
+ * the number of threads, with one exception: Conv and ConvGrad group images into larger GEMMs on
+ * a pool of several threads (see cpu__conv_scratch), which may round f32 sums differently (the
+ * last bits) from one thread's per-image GEMMs; any pool of two or more threads gives the same
+ * blocks. GEMMs run on the calling thread (OpenBLAS has its own threads, sized to the pool).
  */
 #include <inttypes.h>
 #include <math.h>
