@@ -41,10 +41,17 @@ models=${models//,/ }
 declare -A runs=([mlp_b1]=1000 [mlp_b64]=300 [bigmlp_b128]=30 [cnn_b64]=60 [squeezenet_b1]=40
   [resnet50_b1]=15)
 
-if [ ! -f "$build/build.ninja" ]; then
+if [ -f "$build/build.ninja" ]; then
+  meson compile -C "$build" session-run ses_cpu >/dev/null || exit 2
+elif [ ! -x "$build/tools/session-run" ]; then
   meson setup "$build" --buildtype=release || exit 2
+  meson compile -C "$build" session-run ses_cpu >/dev/null || exit 2
 fi
-meson compile -C "$build" session-run ses_cpu >/dev/null || exit 2
+# A build folder carried to another machine (tests/cuda/run-gpu-tests.sh --collect) brings the
+# libraries it needs.
+if [ -d "$build/carried/lib" ]; then
+  export LD_LIBRARY_PATH="$build/carried/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 run_bin=$build/tools/session-run
 export SESSION_DRIVER_FILES=$build/plugins/cpu/cpu.json
 unset SESSION_LOADER_DEBUG
@@ -81,9 +88,15 @@ models=$present
 
 # ---- ONNX Runtime ----------------------------------------------------------------------------
 have_ort=0
+ort_py=0
 ort_dir=$work/ort
 export ORT_NODE_MODULES=$ort_dir/node_modules
-if ! command -v node >/dev/null; then
+# Without Node.js, ONNX Runtime's Python package (a GPU machine has it) runs bench/ort_run.py.
+if ! command -v node >/dev/null && why=$("$python" -c 'import onnxruntime; print(onnxruntime.__version__)' 2>&1); then
+  have_ort=1
+  ort_py=1
+  echo "onnxruntime: $why (Python package, bench/ort_run.py)"
+elif ! command -v node >/dev/null; then
   echo "note: node is not installed, so only libsession's figures follow."
 else
   if [ ! -d "$ORT_NODE_MODULES/onnxruntime-node" ] && command -v npm >/dev/null; then
@@ -122,7 +135,9 @@ side() {
       "$work/models/$m.onnx" --device cpu --input "x=$work/models/${m}_input.npy" \
       --output "y=$work/out/$m.t$t.ours.npy" --repeat "$n" >"$steplog" 2>&1
   else
-    timeout -k 5 "$limit" node "$root/bench/ort_run.js" "$work/models/$m.onnx" \
+    local -a ort_cmd=(node "$root/bench/ort_run.js")
+    [ "$ort_py" = 1 ] && ort_cmd=("$python" "$root/bench/ort_run.py")
+    timeout -k 5 "$limit" "${ort_cmd[@]}" "$work/models/$m.onnx" \
       "$work/models/${m}_input.npy" --output "$work/out/$m.t$t.ort.npy" --threads "$t" \
       --repeat "$n" >"$steplog" 2>&1
   fi

@@ -103,8 +103,13 @@ def write(name, out):
     how = "torch.onnx.export"
     try:
         with torch.no_grad():
-            torch.onnx.export(m, (x,), path, opset_version=13, input_names=["x"],
-                              output_names=["y"], do_constant_folding=True)
+            kwargs = dict(opset_version=13, input_names=["x"], output_names=["y"],
+                          do_constant_folding=True)
+            try:
+                # torch 2.x: the classic TorchScript exporter (the dynamo one wants onnxscript).
+                torch.onnx.export(m, (x,), path, dynamo=False, **kwargs)
+            except TypeError:  # torch 1.x has no dynamo argument
+                torch.onnx.export(m, (x,), path, **kwargs)
     except Exception as e:  # noqa: BLE001 -- any exporter failure selects the fallback
         if name.startswith(("squeezenet", "resnet")):
             raise
