@@ -25,26 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_timing.h"
 
 #include <session/mpi.h>
 #include <session/train.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, compare_doubles);
-    return v[n / 2];
-}
 
 static void die(const char *what) {
     fprintf(stderr, "mpi-bench: %s: %s\n", what, ses_last_error());
@@ -101,40 +86,40 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
     for (int r = -3; r < REPS; r++) {
         double t0, t1, t2, t3, t4, t5;
         MPI_Barrier(MPI_COMM_WORLD);
-        t0 = now();
+        t0 = bench_now();
         if (ses_plan_run(fed_plan, values, 4, NULL) != SES_OK)
             die("run");
-        t1 = now();
+        t1 = bench_now();
         MPI_Barrier(MPI_COMM_WORLD);
-        t2 = now();
+        t2 = bench_now();
         if (ses_plan_run(with_plan, values, 4, NULL) != SES_OK)
             die("run");
-        t3 = now();
+        t3 = bench_now();
         MPI_Barrier(MPI_COMM_WORLD);
         t3 -= t2;
-        t2 = now();
+        t2 = bench_now();
         if (ses_plan_run(without_plan, values, 4, NULL) != SES_OK)
             die("run");
-        t4 = now() - t2;
+        t4 = bench_now() - t2;
         t3 -= t4;
         MPI_Barrier(MPI_COMM_WORLD);
-        t2 = now();
+        t2 = bench_now();
         if (ses_plan_run(mean_plan, values, 4, NULL) != SES_OK)
             die("run");
-        t4 = now() - t2 - t4;
+        t4 = bench_now() - t2 - t4;
         MPI_Barrier(MPI_COMM_WORLD);
-        t2 = now();
+        t2 = bench_now();
         if (ses_plan_run(without_plan, values, 4, NULL) != SES_OK)
             die("run");
         memcpy(raw, raw_src, total * sizeof *raw);
         MPI_Allreduce(MPI_IN_PLACE, raw, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        t5 = now() - t2;
+        t5 = bench_now() - t2;
         MPI_Barrier(MPI_COMM_WORLD);
-        t2 = now();
+        t2 = bench_now();
         if (ses_plan_run(without_plan, values, 4, NULL) != SES_OK)
             die("run");
         memcpy(raw, raw_src, total * sizeof *raw);
-        t5 -= now() - t2;
+        t5 -= bench_now() - t2;
         if (r >= 0) {
             fed_t[r] = t1 - t0;
             op_t[r] = t3;
@@ -143,8 +128,8 @@ static void bench_allreduce(ses_mpi_t *mpi, const ses_task_spec_t *task) {
         }
     }
     if (task->is_chief) {
-        double a = median(op_t, REPS), m = median(mean_t, REPS), f = median(fed_t, REPS),
-               b = median(raw_t, REPS);
+        double a = bench_median(op_t, REPS), m = bench_median(mean_t, REPS), f = bench_median(fed_t, REPS),
+               b = bench_median(raw_t, REPS);
         printf("allreduce of %zu floats (%.2f MB) on %u ranks: op %.1f us on computed gradients "
                "(%.1f us taking the mean), %.1f us on fed ones, raw MPI_Allreduce %.1f us\n",
                total, total * 4.0 / 1e6, task->size, a * 1e6, m * 1e6, f * 1e6, b * 1e6);
@@ -197,14 +182,14 @@ static void bench_train(ses_mpi_t *mpi, const ses_task_spec_t *task) {
         ses_feed_t feeds[2] = {{x, tx}, {labels, tl}};
         double t0;
         MPI_Barrier(MPI_COMM_WORLD);
-        t0 = now();
+        t0 = bench_now();
         if (ses_session_eval(s, NULL, 0, feeds, 2, &step, 1, NULL) != SES_OK)
             die("step");
         if (r >= 0)
-            t[r] = now() - t0;
+            t[r] = bench_now() - t0;
     }
     if (task->is_chief)
-        printf("bench: train_step_%ur: %.3f ms\n", task->size, median(t, STEPS) * 1e3);
+        printf("bench: train_step_%ur: %.3f ms\n", task->size, bench_median(t, STEPS) * 1e3);
     ses_tensor_release(tx);
     ses_tensor_release(tl);
     ses_session_destroy(s);

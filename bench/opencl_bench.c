@@ -19,28 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <CL/cl.h>
 #include <clblast_c.h>
 
+#include "bench_timing.h"
+
 #include <session/session.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "opencl-bench: %s: %s\n", what, ses_last_error());
@@ -75,12 +60,12 @@ static ses_plan_t *plan_of(const char *op, const char *device, uint32_t rank, co
 
 static double time_plan(ses_plan_t *plan, ses_tensor_t **feeds) {
     ses_tensor_t *out = NULL;
-    double t0 = now();
+    double t0 = bench_now();
 
     if (ses_plan_run(plan, feeds, 2, &out) != SES_OK)
         die("run");
     ses_tensor_release(out);
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 int main(void) {
@@ -122,17 +107,17 @@ int main(void) {
     ses_plan_t *add = plan_of("Add", "opencl:0", 1, dv, dv, &g3, &s3);
     for (int r = -2; r < REPS; r++) {
         double t0, o = time_plan(ocl, mfeeds), p = time_plan(cpu, mfeeds), s = time_plan(add, vfeeds);
-        t0 = now();
+        t0 = bench_now();
         if (CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
                          (size_t)n, (size_t)n, (size_t)n, 1.0f, a, 0, (size_t)n, b, 0, (size_t)n,
                          0.0f, c, 0, (size_t)n, &q, NULL) != CLBlastSuccess)
             die("CLBlastSgemm");
         clFinish(q);
-        double bl = now() - t0;
-        t0 = now();
+        double bl = bench_now() - t0;
+        t0 = bench_now();
         clEnqueueCopyBuffer(q, src, dst, 0, 0, 3 * vbytes, 0, NULL, NULL);
         clFinish(q);
-        double cp = now() - t0;
+        double cp = bench_now() - t0;
         if (r >= 0) {
             ocl_t[r] = o;
             cpu_t[r] = p;
@@ -143,15 +128,15 @@ int main(void) {
     }
     double flop = 2.0 * (double)n * (double)n * (double)n, moved = 3.0 * (double)vbytes;
     printf("bench: opencl_matmul_%lld_gflops: %.2f GFLOP/s\n", (long long)n,
-           flop / median(ocl_t, REPS) * 1e-9);
+           flop / bench_median(ocl_t, REPS) * 1e-9);
     printf("bench: clblast_sgemm_%lld_gflops: %.2f GFLOP/s\n", (long long)n,
-           flop / median(blast_t, REPS) * 1e-9);
+           flop / bench_median(blast_t, REPS) * 1e-9);
     printf("bench: cpu_matmul_%lld_gflops: %.2f GFLOP/s\n", (long long)n,
-           flop / median(cpu_t, REPS) * 1e-9);
+           flop / bench_median(cpu_t, REPS) * 1e-9);
     printf("bench: opencl_add_%lld_gbps: %.2f GB/s\n", (long long)vn,
-           moved / median(add_t, REPS) * 1e-9);
+           moved / bench_median(add_t, REPS) * 1e-9);
     printf("bench: copy_buffer_%lld_gbps: %.2f GB/s\n", (long long)vn,
-           moved / median(copy_t, REPS) * 1e-9);
+           moved / bench_median(copy_t, REPS) * 1e-9);
 
     ses_session_destroy(s1);
     ses_session_destroy(s2);

@@ -11,23 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_timing.h"
 
 #include <session/session.h>
 #include <session/train.h>
 
 #define RUNS 21
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "session-pool-bench: %s: %s\n", what, ses_last_error());
@@ -69,17 +59,16 @@ static double bench_pool(const pool_case_t *c, ses_tensor_t *x) {
         die(c->name);
     for (int r = -3; r < RUNS; r++) {
         ses_tensor_t *out = NULL;
-        double t0 = now();
+        double t0 = bench_now();
         if (ses_plan_run(plan, &x, 1, &out) != SES_OK)
             die(c->name);
         if (r >= 0)
-            t[r] = now() - t0;
+            t[r] = bench_now() - t0;
         ses_tensor_release(out);
     }
     ses_session_destroy(s);
     ses_graph_release(g);
-    qsort(t, RUNS, sizeof t[0], compare_doubles);
-    return t[RUNS / 2] * 1e3;
+    return bench_median(t, RUNS) * 1e3;
 }
 
 int main(int argc, char **argv) {

@@ -18,27 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cblas.h>
 
+#include "bench_timing.h"
+
 #include <session/session.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "session-bench: %s: %s\n", what, ses_last_error());
@@ -90,13 +75,13 @@ static void bench_matmul(int64_t m, int64_t k, int64_t n) {
         die("matmul setup");
     for (int r = -2; r < reps; r++) {
         ses_tensor_t *out = NULL;
-        double t0 = now(), t1, t2;
+        double t0 = bench_now(), t1, t2;
         if (ses_plan_run(plan, feeds, 2, &out) != SES_OK)
             die("matmul run");
-        t1 = now();
+        t1 = bench_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
                     ses_tensor_data(a), (int)k, ses_tensor_data(b), (int)n, 0.0f, c, (int)n);
-        t2 = now();
+        t2 = bench_now();
         ses_tensor_release(out);
         if (r >= 0) {
             plan_t[r] = t1 - t0;
@@ -104,7 +89,7 @@ static void bench_matmul(int64_t m, int64_t k, int64_t n) {
         }
     }
     {
-        double p = median(plan_t, (size_t)reps), q = median(blas_t, (size_t)reps);
+        double p = bench_median(plan_t, (size_t)reps), q = bench_median(blas_t, (size_t)reps);
         printf("matmul %lldx%lldx%lld: plan %.1f us (%.1f GFLOP/s), cblas_sgemm %.1f us\n",
                (long long)m, (long long)k, (long long)n, p * 1e6, 2.0 * m * k * n / p * 1e-9,
                q * 1e6);
@@ -159,21 +144,21 @@ static double chain_run_time(int nodes, int runs, long *rss_before, long *rss_af
     if (rss_before)
         *rss_before = rss_kib();
     for (int r = 0; r < 15; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (int i = 0; i < runs / 15; i++) {
             ses_tensor_t *out = NULL;
             if (ses_plan_run(plan, &one, 1, &out) != SES_OK)
                 die("chain run");
             ses_tensor_release(out);
         }
-        samples[r] = (now() - t0) / (runs / 15);
+        samples[r] = (bench_now() - t0) / (runs / 15);
     }
     if (rss_after)
         *rss_after = rss_kib();
     ses_tensor_release(one);
     ses_session_destroy(s);
     ses_graph_release(g);
-    return median(samples, 15);
+    return bench_median(samples, 15);
 }
 
 /* The chain on --device, with graphs and without; a name fit for a figure: gpu:0 -> gpu_0. */

@@ -36,9 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cblas.h>
+
+#include "bench_timing.h"
 
 #include <session/session.h>
 #include <session/train.h>
@@ -47,22 +48,6 @@
 #define HIDDEN 256
 #define CLASSES 10
 #define MAX_REPS 101
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "session-train-bench: %s: %s\n", what, ses_last_error());
@@ -240,30 +225,30 @@ int main(int argc, char **argv) {
     }
     /* Interleaved: a block of steps, a block of GEMM-only steps, with and without dX. */
     for (long r = 0; r < reps; r++) {
-        double t0 = now(), t1, t2, t3;
+        double t0 = bench_now(), t1, t2, t3;
         for (long i = 0; i < steps; i++) {
             ses_tensor_t *out = NULL;
             if (ses_plan_run(plan, feeds, 2, &out) != SES_OK)
                 die("a training step");
             ses_tensor_release(out);
         }
-        t1 = t2 = t3 = now();
+        t1 = t2 = t3 = bench_now();
         if (host_reference) {
             for (long i = 0; i < steps; i++)
                 gemm_step_run(&gs, 0);
-            t2 = now();
+            t2 = bench_now();
             for (long i = 0; i < steps; i++)
                 gemm_step_run(&gs, 1);
-            t3 = now();
+            t3 = bench_now();
         }
         step_t[r] = (t1 - t0) / (double)steps;
         gemm5_t[r] = (t2 - t1) / (double)steps;
         gemm6_t[r] = (t3 - t2) / (double)steps;
     }
     {
-        double st = median(step_t, (size_t)reps), g5 = median(gemm5_t, (size_t)reps),
-               g6 = median(gemm6_t, (size_t)reps);
-        double lo = step_t[0], hi = step_t[reps - 1]; /* sorted by median() */
+        double st = bench_median(step_t, (size_t)reps), g5 = bench_median(gemm5_t, (size_t)reps),
+               g6 = bench_median(gemm6_t, (size_t)reps);
+        double lo = step_t[0], hi = step_t[reps - 1]; /* sorted by bench_median() */
         printf("train step batch %ld, threads %s, device %s: %.1f us (spread %.1f-%.1f), %ld "
                "steps x %ld reps",
                batch, threads_env ? threads_env : "default", devices[0], st * 1e6, lo * 1e6,
