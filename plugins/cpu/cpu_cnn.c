@@ -10,12 +10,17 @@
  * the input. Work is split over (image, channel) planes or im2col rows on the device's pool;
  * each output element is computed by one thread in a fixed order, so results do not depend on
  * the number of threads, with one exception: Conv and ConvGrad group images into larger GEMMs on
- * a pool of several threads (see cpu__conv_scratch), which may round f32 sums differently (the
- * last bits) from one thread's per-image GEMMs; any pool of two or more threads gives the same
- * blocks. GEMMs run on the calling thread (OpenBLAS has its own threads, sized to the pool).
+ * a pool of several threads when there are fewer images (x groups) than threads or an image's
+ * columns are large (see cpu__conv_by_images, cpu__conv_scratch), which may round f32 sums
+ * differently (the last bits) from one thread's per-image GEMMs. Those GEMMs run on the calling
+ * thread with OpenBLAS's own threads, sized to the pool. Otherwise Conv and ConvGrad run images
+ * as tasks on the pool, each with a single-threaded GEMM, which gives one thread's values for Y
+ * and dX; dW is then summed per thread over a fixed run of images, then across the threads in
+ * order, so it depends on the thread count (never on timing).
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,10 +263,30 @@ static void cpu__zero(const cpu__tensor_t *t) {
  * scatter or gather, and whose columns stay in cache. So is it when a filter has fewer than
  * CPU__CONV_BLOCK_MIN_KDIM taps (C/group x kernel): the CNN's first layer (1 x 3x3) has K = 9,
  * its GEMMs are as cheap as the scatter, and blocks measured 1.5-2x slower there on 2 threads
- * (the 32 x 3x3 second layer, K = 288, 1.2x faster).
+ * (the 32 x 3x3 second layer, K = 288, 1.2x faster). Most shapes on several threads rather run by
+ * images (below), which leaves blocks to few large images.
  */
 #define CPU__CONV_BLOCK_BYTES ((uint64_t)4 << 20)
 #define CPU__CONV_BLOCK_MIN_KDIM 64
+
+/*
+ * By images: with several threads, Conv and ConvGrad's dX rather run each (image, group) as a
+ * task on the pool: im2col into that thread's own column matrix, one GEMM with OpenBLAS set to a
+ * single thread (cpu__gemm_single_threaded), the output written in place, so a task is what one
+ * thread does per image, and the values are one thread's. One GEMM per image is too small for
+ * OpenBLAS to share out (0.3.21 runs a GEMM of m * n * k <= CPU__OPENBLAS_ONE_THREAD_MNK on one
+ * thread, as the CNN's first layer's 32 x 784 x 9), and a block's one large GEMM left the
+ * im2col, scatter and gather to the pool between GEMMs. The rule: by images when the pool has
+ * several threads, there are at least two tasks, one image's columns fit
+ * CPU__CONV_BLOCK_BYTES (a column matrix per thread: at most 4 MiB each), and either every
+ * thread gets a task (batch x group >= threads) or OpenBLAS would run the image's GEMM on one
+ * thread anyway. Otherwise, few large images (batch 1 inference with wide layers) keep blocks
+ * and OpenBLAS's threads inside each GEMM. dW sums over the images, so by images it gives each
+ * thread's slot a fixed run of images (image n to slot n * threads / batch) and a dW of its own
+ * (slot 0 writes dW itself), summed in slot order after: its values depend on the thread count,
+ * never on timing, and differ from one thread's in the last bits as blocks do.
+ */
+#define CPU__OPENBLAS_ONE_THREAD_MNK 262144.0 /* SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD */
 
 typedef struct cpu__conv_job {
     const cpu__conv_shape_t *sh;
@@ -445,6 +470,198 @@ static const unsigned char *cpu__conv_dy(const cpu__call_t *call, cpu__conv_job_
     return mat;
 }
 
+/* Whether Conv (or ConvGrad's dX) runs by images: the rule above. */
+static int cpu__conv_by_images(const cpu__call_t *call, const cpu__conv_shape_t *sh, size_t es) {
+    const uint32_t threads = cpu__pool_threads(call->device->pool);
+    const double tasks = (double)sh->batch * (double)sh->group;
+    const double col_bytes =
+        cpu__col_is_image(&sh->w) ? 0.0 : (double)sh->kdim * (double)sh->w.out_count * (double)es;
+    const double mnk = (double)sh->mg * (double)sh->w.out_count * (double)sh->kdim;
+
+    if (threads < 2 || tasks < 2 || col_bytes > (double)CPU__CONV_BLOCK_BYTES)
+        return 0;
+    return tasks >= (double)threads || mnk <= CPU__OPENBLAS_ONE_THREAD_MNK;
+}
+
+/* The tasks of a launch by images. Item s of the pool's work is scratch slot s: it takes
+ * (image, group) tasks from `next` until none are left, so a slot is only ever used by one
+ * thread at a time, and the tasks still spread evenly whatever the threads' speeds. */
+typedef struct cpu__conv_images {
+    cpu__conv_job_t base;     /* sh, dtype, es, x, bias; dst: Y, dX or dW */
+    const unsigned char *w;   /* W */
+    const unsigned char *dy;  /* dX and dW: dy */
+    unsigned char *scratch;   /* one [kdim, P] column matrix per slot */
+    size_t slot_bytes;
+    int64_t tasks;            /* batch * group: task t is image t / group, group t % group */
+    int mode;                 /* CPU__CONV_Y, CPU__CONV_DX or CPU__CONV_DW */
+    unsigned char *dw;        /* dW: slot s > 0 sums into dw + (s - 1) * dw_bytes */
+    size_t dw_bytes;
+    uint64_t slots;           /* the pool's threads */
+    atomic_int_fast64_t next; /* the next task to take */
+} cpu__conv_images_t;
+
+enum { CPU__CONV_Y, CPU__CONV_DX, CPU__CONV_DW };
+
+/* One (image, group) of the forward pass on the calling thread: what a pool of one does. */
+static void cpu__conv_image(const cpu__conv_images_t *im, cpu__conv_job_t *j) {
+    const cpu__conv_shape_t *sh = j->sh;
+    const int64_t p = sh->w.out_count;
+    const unsigned char *cols = j->x + cpu__plane(j, j->n0, sh->c, j->g * sh->cg, sh->w.in_count);
+    unsigned char *out = j->dst + cpu__plane(j, j->n0, sh->m, j->g * sh->mg, p);
+
+    if (!cpu__col_is_image(&sh->w)) {
+        cpu__conv_im2col_task(j, 0, (uint64_t)sh->kdim);
+        cols = j->col;
+    }
+    cpu__gemm_call(j->dtype, 0, 0, sh->mg, p, sh->kdim, 1.0,
+                   im->w + (size_t)(j->g * sh->mg * sh->kdim) * j->es, sh->kdim, cols, p, 0.0,
+                   out, p);
+    if (j->bias) {
+        j->src = out;
+        cpu__conv_scatter_task(j, 0, (uint64_t)sh->mg);
+    }
+}
+
+/* One (image, group) of dX, into the zeroed dX: W_g^T dy, then col2im. */
+static void cpu__conv_image_dx(const cpu__conv_images_t *im, cpu__conv_job_t *j) {
+    const cpu__conv_shape_t *sh = j->sh;
+    const int64_t p = sh->w.out_count;
+    const unsigned char *dy_g = im->dy + cpu__plane(j, j->n0, sh->m, j->g * sh->mg, p);
+    const unsigned char *w_g = im->w + (size_t)(j->g * sh->mg * sh->kdim) * j->es;
+
+    if (cpu__col_is_image(&sh->w)) {
+        /* The column gradient is the image gradient itself. */
+        cpu__gemm_call(j->dtype, 1, 0, sh->kdim, p, sh->mg, 1.0, w_g, sh->kdim, dy_g, p, 0.0,
+                       j->dst + cpu__plane(j, j->n0, sh->c, j->g * sh->cg, sh->w.in_count), p);
+        return;
+    }
+    cpu__gemm_call(j->dtype, 1, 0, sh->kdim, p, sh->mg, 1.0, w_g, sh->kdim, dy_g, p, 0.0, j->col,
+                   p);
+    cpu__conv_col2im_task(j, 0, (uint64_t)sh->cg);
+}
+
+/* Slot @p s's images of dW, summed (GEMMs with beta 1) into its own zeroed dW, one image and
+ * group at a time in order, as one thread sums them all. */
+static void cpu__conv_slot_dw(const cpu__conv_images_t *im, uint64_t s) {
+    const cpu__conv_shape_t *sh = im->base.sh;
+    const int64_t p = sh->w.out_count;
+    const int64_t n_begin = (int64_t)((uint64_t)sh->batch * s / im->slots);
+    const int64_t n_end = (int64_t)((uint64_t)sh->batch * (s + 1) / im->slots);
+    unsigned char *dw = s ? im->dw + (s - 1) * im->dw_bytes : im->base.dst;
+    cpu__conv_job_t j = im->base;
+
+    j.nb = 1;
+    j.col = im->scratch + s * im->slot_bytes;
+    for (j.n0 = n_begin; j.n0 < n_end; j.n0++)
+        for (j.g = 0; j.g < sh->group; j.g++) {
+            const unsigned char *cols =
+                j.x + cpu__plane(&j, j.n0, sh->c, j.g * sh->cg, sh->w.in_count);
+            if (!cpu__col_is_image(&sh->w)) {
+                cpu__conv_im2col_task(&j, 0, (uint64_t)sh->kdim);
+                cols = j.col;
+            }
+            cpu__gemm_call(j.dtype, 0, 1, sh->mg, sh->kdim, p, 1.0,
+                           im->dy + cpu__plane(&j, j.n0, sh->m, j.g * sh->mg, p), p, cols, p,
+                           1.0, dw + (size_t)(j.g * sh->mg * sh->kdim) * j.es, sh->kdim);
+        }
+}
+
+/* dW's sum: item i is element i of dW, plus the other slots' element i in slot order. */
+static void cpu__conv_sum_dw_task(void *ctx, uint64_t begin, uint64_t end) {
+    const cpu__conv_images_t *im = ctx;
+    const size_t n = im->dw_bytes / im->base.es;
+    for (uint64_t s = 1; s < im->slots; s++) {
+        const unsigned char *part = im->dw + (s - 1) * im->dw_bytes;
+        if (im->base.dtype == SES_DRV_DTYPE_F32) {
+            float *restrict d = (float *)(void *)im->base.dst;
+            const float *restrict a = (const float *)(const void *)part;
+            for (uint64_t i = begin; i < end && i < n; i++)
+                d[i] += a[i];
+        } else {
+            double *restrict d = (double *)(void *)im->base.dst;
+            const double *restrict a = (const double *)(const void *)part;
+            for (uint64_t i = begin; i < end && i < n; i++)
+                d[i] += a[i];
+        }
+    }
+}
+
+static void cpu__conv_images_task(void *ctx, uint64_t begin, uint64_t end) {
+    cpu__conv_images_t *im = ctx;
+    for (uint64_t s = begin; s < end; s++) {
+        if (im->mode == CPU__CONV_DW) {
+            cpu__conv_slot_dw(im, s);
+            continue;
+        }
+        for (;;) {
+            const int64_t t = (int64_t)atomic_fetch_add_explicit(&im->next, 1,
+                                                                 memory_order_relaxed);
+            if (t >= im->tasks)
+                break;
+            cpu__conv_job_t j = im->base;
+            j.n0 = t / j.sh->group;
+            j.g = t % j.sh->group;
+            j.nb = 1;
+            j.col = im->scratch + s * im->slot_bytes;
+            if (im->mode == CPU__CONV_DX)
+                cpu__conv_image_dx(im, &j);
+            else
+                cpu__conv_image(im, &j);
+        }
+    }
+}
+
+/*
+ * Runs Conv (@p mode CPU__CONV_Y: @p base's dst is Y), ConvGrad's dX (CPU__CONV_DX: dst is the
+ * zeroed dX) or its dW (CPU__CONV_DW: dst is the zeroed dW) by images: a column matrix per pool
+ * thread, and for dW a dW per thread but the first, allocated here once for the launch, and
+ * OpenBLAS on one thread for the duration.
+ */
+static int32_t cpu__conv_run_images(const cpu__call_t *call, const cpu__conv_job_t *base,
+                                    const unsigned char *w, const unsigned char *dy, int mode) {
+    const cpu__conv_shape_t *sh = base->sh;
+    const uint32_t threads = cpu__pool_threads(call->device->pool);
+    /* Whole cache lines per slot, so that no two threads write one line. */
+    const size_t slot = cpu__col_is_image(&sh->w)
+                            ? 0
+                            : ((size_t)(sh->kdim * sh->w.out_count) * base->es + 63) & ~(size_t)63;
+    const size_t dw_count = (size_t)(sh->m * sh->kdim);
+    const size_t dw_bytes = mode == CPU__CONV_DW ? (dw_count * base->es + 63) & ~(size_t)63 : 0;
+    const size_t bytes = slot * threads + dw_bytes * (threads - 1);
+    cpu__conv_images_t im = {.base = *base,
+                             .w = w,
+                             .dy = dy,
+                             .slot_bytes = slot,
+                             .tasks = sh->batch * sh->group,
+                             .mode = mode,
+                             .dw_bytes = dw_bytes,
+                             .slots = threads};
+    /* Each slot's share of the work, in element operations, so that cpu__parallel keeps tiny
+     * convolutions on the calling thread. */
+    double cost = (double)im.tasks * (double)sh->mg * (double)sh->w.out_count *
+                  (double)(sh->kdim + 1) / (double)threads;
+
+    im.scratch = malloc(bytes ? bytes : 1);
+    if (!im.scratch)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
+                              "cannot allocate %zu bytes of column matrices", bytes);
+    im.dw = im.scratch + slot * threads;
+    if (dw_bytes)
+        memset(im.dw, 0, dw_bytes * (threads - 1));
+    atomic_init(&im.next, 0);
+    if (cost > (double)UINT32_MAX)
+        cost = (double)UINT32_MAX;
+    cpu__gemm_single_threaded(1);
+    cpu__parallel(call, threads, (uint64_t)cost + 1, cpu__conv_images_task, &im);
+    cpu__gemm_single_threaded(0);
+    if (mode == CPU__CONV_DW)
+        cpu__parallel(call, dw_count, threads - 1, cpu__conv_sum_dw_task, &im);
+    free(im.scratch);
+    if (cpu__cancelled(call))
+        return cpu__call_fail(call, SES_DRV_CANCELLED, "cancelled");
+    return SES_DRV_OK;
+}
+
 int32_t cpu__conv(const cpu__call_t *call) {
     const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1];
     const cpu__tensor_t *y = &call->outs[0];
@@ -473,6 +690,8 @@ int32_t cpu__conv(const cpu__call_t *call) {
             }
         return SES_DRV_OK;
     }
+    if (cpu__conv_by_images(call, &sh, es))
+        return cpu__conv_run_images(call, &j, wt->data, NULL, CPU__CONV_Y);
     if ((st = cpu__conv_scratch(call, &sh, es, &nb, &col, &mat)) != SES_DRV_OK)
         return st;
     j.col = col;
@@ -525,6 +744,15 @@ int32_t cpu__conv_grad(const cpu__call_t *call) {
         return SES_DRV_OK;
     const size_t es = x->esize;
     const int64_t p = sh.w.out_count;
+    /* dW by images needs a dW per thread: only for filters of at most CPU__CONV_BLOCK_BYTES. */
+    if (cpu__conv_by_images(call, &sh, es) &&
+        (input == 0 ||
+         (double)sh.m * (double)sh.kdim * (double)es <= (double)CPU__CONV_BLOCK_BYTES)) {
+        const cpu__conv_job_t base = {&sh, x->dtype, es, x->data, NULL, NULL, out->data, NULL,
+                                      0,   1,        0};
+        return cpu__conv_run_images(call, &base, wt->data, dy->data,
+                                    input ? CPU__CONV_DW : CPU__CONV_DX);
+    }
     if ((st = cpu__conv_scratch(call, &sh, es, &nb, &col, &mat)) != SES_DRV_OK)
         return st;
     cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL, NULL, NULL, col, 0, 1, 0};

@@ -264,7 +264,8 @@ typedef struct cpu__openblas {
     char version[32];             /* "0.3.21", from openblas_get_config() */
     char corename[32];            /* what openblas_get_corename() said after loading */
     char how[160];                /* how the kernels were chosen, for the description */
-    uint32_t threads;             /* the count last given to openblas_set_num_threads; 0: none */
+    uint32_t threads;             /* the pool's count, cpu__gemm_set_threads's; 0: none yet */
+    uint32_t single;              /* cpu__gemm_single_threaded(1) calls not yet undone */
 } cpu__openblas_t;
 
 static pthread_mutex_t cpu_openblas_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -481,8 +482,28 @@ void cpu__gemm_set_threads(uint32_t threads) {
      * running on another thread, and devices of one size (the usual case) never change it. */
     pthread_mutex_lock(&cpu_openblas_lock);
     if (cpu_openblas.loaded && cpu_openblas.threads != threads) {
-        cpu_openblas.set_num_threads((int)threads);
+        /* Inside a single-threaded stretch the count is only recorded, for its end. */
+        if (!cpu_openblas.single)
+            cpu_openblas.set_num_threads((int)threads);
         cpu_openblas.threads = threads;
+    }
+    pthread_mutex_unlock(&cpu_openblas_lock);
+}
+
+void cpu__gemm_single_threaded(int on) {
+    /* OpenBLAS only stores a lower count (its threads stay, idle), and a count up to the one it
+     * had wakes the threads it already has, so a switch costs a lock and a store each way. A GEMM
+     * already running on another thread keeps the split it chose when it started. */
+    pthread_mutex_lock(&cpu_openblas_lock);
+    cpu__openblas_t *o = &cpu_openblas;
+    if (o->loaded) {
+        if (on) {
+            if (o->single++ == 0 && o->threads != 1)
+                o->set_num_threads(1);
+        } else if (o->single > 0 && --o->single == 0 && o->threads != 1) {
+            /* 0 (no device has set a count) gives OpenBLAS back its own default. */
+            o->set_num_threads((int)o->threads);
+        }
     }
     pthread_mutex_unlock(&cpu_openblas_lock);
 }

@@ -134,6 +134,20 @@ int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char
  */
 void cpu__gemm_set_threads(uint32_t threads);
 
+/**
+ * With @p on non-zero, makes every GEMM in the process run on its calling thread alone
+ * (openblas_set_num_threads(1)); with @p on zero, undoes one such call, and the last undo gives
+ * OpenBLAS back the count cpu__gemm_set_threads gave it. For kernels that run single-threaded
+ * GEMMs on the pool's threads (Conv by images): OpenBLAS 0.3.21 has no per-call thread count,
+ * only the process-wide one. The calls are counted, so kernels running concurrently (one device
+ * called from several host threads, or two devices) may nest them; while any of them is inside,
+ * every other GEMM of the process (another kernel's, another device's) is single-threaded too:
+ * slower, never wrong. A device of another thread count does not get its own count back either:
+ * the count restored is the process-wide one, the last device opened's. Thread-safe; call only
+ * after a successful cpu__gemm_open, and pair every on with an off on the same thread.
+ */
+void cpu__gemm_single_threaded(int on);
+
 /* ---------------------------------------------------------------------------------------------
  * Driver objects (cpu_driver.c)
  * ------------------------------------------------------------------------------------------- */

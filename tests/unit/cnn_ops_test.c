@@ -582,6 +582,58 @@ static void conv_blocks_of_images_agree_with_one_image_per_gemm(void **state) {
     assert_true(checked > 80);
 }
 
+/* Conv and ConvGrad on 4 threads agree with 1 thread on shapes that take each path: by images
+ * (batch x group >= threads, or GEMMs OpenBLAS would not share out: each image a task on the
+ * pool, a single-threaded GEMM each), whose Y and dX must be one thread's bit for bit; blocks
+ * (fewer images than threads with large GEMMs); one image per GEMM with OpenBLAS's threads (an
+ * image's columns over 4 MiB). dW always takes blocks; the sums of thousands of products round
+ * differently, so f32 within 1e-5 of the largest value. */
+static void conv_on_four_threads_agrees_with_one(void **state) {
+    /* x [N, C, H, W], w [M, C / group, kh, kw], group, then 1 where Y and dX go by images */
+    static const int64_t shapes[][10] = {
+        {64, 1, 28, 28, 32, 1, 3, 3, 1, 1},   /* the CNN's first layer: K = 9 */
+        {16, 32, 14, 14, 64, 32, 3, 3, 1, 1}, /* its second, on fewer images */
+        {5, 8, 9, 8, 6, 4, 3, 3, 2, 1},       /* groups */
+        {4, 6, 7, 5, 6, 1, 3, 3, 6, 1},       /* depthwise */
+        {6, 16, 6, 6, 8, 16, 1, 1, 1, 1},     /* 1x1: the image is its own column matrix */
+        {2, 2, 6, 6, 3, 2, 3, 3, 1, 1},       /* 2 images, tiny GEMMs */
+        {1, 1, 9, 9, 4, 1, 3, 3, 1, 0},       /* one image: one task */
+        {2, 64, 12, 12, 32, 64, 3, 3, 1, 0},  /* 2 images, large GEMMs: a block */
+        {4, 64, 32, 64, 16, 64, 3, 3, 1, 0},  /* 4.5 MiB of columns an image: one per GEMM */
+    };
+    static const int64_t win[8] = {1, 1, 1, 1, 1, 1, 1, 1}; /* stride 1, pads 1 */
+    static float x[4 * 64 * 32 * 64], w[64 * 64 * 3 * 3], b[64];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        x[i] = (float)uniform(-1, 1);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        w[i] = (float)uniform(-1, 1);
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        b[i] = (float)uniform(-1, 1);
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const int64_t *c = shapes[sh];
+        ses_tensor_t *one[3] = {NULL, NULL, NULL}, *four[3] = {NULL, NULL, NULL};
+        conv_on_threads("1", SES_F32, c, c + 4, win, c[8], x, w, b, one);
+        conv_on_threads("4", SES_F32, c, c + 4, win, c[8], x, w, b, four);
+        for (int o = 0; o < 3; o++) {
+            const int exact = c[9] && o < 2;
+            double scale = 1;
+            assert_int_equal(ses_tensor_count(one[o]), ses_tensor_count(four[o]));
+            for (size_t i = 0; i < ses_tensor_count(four[o]); i++)
+                scale = fmax(scale, fabs(value_at(four[o], i)));
+            for (size_t i = 0; i < ses_tensor_count(one[o]); i++) {
+                const double u = value_at(one[o], i), v = value_at(four[o], i);
+                if (exact ? u != v : !(fabs(u - v) <= 1e-5 * scale))
+                    fail_msg("shape %zu output %d element %zu: %.9g on one thread, %.9g on four%s",
+                             sh, o, i, u, v, exact ? " (expected the same bits)" : "");
+            }
+            ses_tensor_release(one[o]);
+            ses_tensor_release(four[o]);
+        }
+    }
+}
+
 /* The 2-D pools and their gradients agree with the generic N-d path on every edge: pads on either
  * side, strides and dilations, ceil_mode, count_include_pad, planes of 1x1 and planes narrower
  * than the window, NaN at the border and inside, at f32 and f64. */
@@ -1358,6 +1410,7 @@ int main(void) {
         cmocka_unit_test(max_pool_takes_window_maxima_with_ceil_mode),
         cmocka_unit_test(average_pool_counts_padding_only_when_asked),
         cmocka_unit_test(conv_blocks_of_images_agree_with_one_image_per_gemm),
+        cmocka_unit_test(conv_on_four_threads_agrees_with_one),
         cmocka_unit_test(two_d_pools_agree_with_the_generic_path_on_every_edge),
         cmocka_unit_test(max_pool_propagates_nan_in_the_interior_and_at_borders),
         cmocka_unit_test(global_pools_reduce_every_spatial_axis),

@@ -2720,6 +2720,68 @@ static void large_kernels_on_the_pool_give_the_inline_result(void **state) {
     free(idx);
 }
 
+/* Conv and ConvGrad by images (each image and group a task on the pool, with a single-threaded
+ * GEMM and its thread's own column matrix): Y and dX are one thread's bit for bit; dW, summed per
+ * thread then across, within f32 rounding. Under ThreadSanitizer this checks the tasks' scratch
+ * and the per-thread dW. */
+static void conv_by_images_on_the_pool_gives_the_inline_result(void **state) {
+    fixture_t *f = *state;
+    enum { N = 8, C = 8, H = 10, M = 16 };
+    static float x[N * C * H * H], w[M * C * 9], b[M], dy[N * M * H * H];
+    static float y1[N * M * H * H], y4[N * M * H * H], dx1[N * C * H * H], dx4[N * C * H * H];
+    pooled_t wide, narrow;
+
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        x[i] = (float)((int64_t)(i * 7919) % 1000) * 0.002f - 1.0f;
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        w[i] = (float)((int64_t)(i * 104729) % 1000) * 0.002f - 1.0f;
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        b[i] = (float)i * 0.1f - 0.8f;
+    for (size_t i = 0; i < sizeof dy / sizeof dy[0]; i++)
+        dy[i] = (float)((int64_t)(i * 31) % 97) * 0.02f - 1.0f;
+    open_pooled(f, &wide, "4");
+    open_pooled(f, &narrow, "1");
+    for (int64_t group = 1; group <= 2; group++) {
+        const test_attr_t conv[] = {A_INTS("kernel_shape", 3, 3), A_INTS("strides", 1, 1),
+                                    A_INTS("dilations", 1, 1),  A_INTS("pads", 1, 1, 1, 1),
+                                    A_INT("group", group),      A_END};
+        const test_attr_t grad_x[] = {A_INTS("kernel_shape", 3, 3),
+                                      A_INTS("strides", 1, 1),
+                                      A_INTS("dilations", 1, 1),
+                                      A_INTS("pads", 1, 1, 1, 1),
+                                      A_INT("group", group),
+                                      A_INT("input", 0),
+                                      A_END};
+        const test_attr_t grad_w[] = {A_INTS("kernel_shape", 3, 3),
+                                      A_INTS("strides", 1, 1),
+                                      A_INTS("dilations", 1, 1),
+                                      A_INTS("pads", 1, 1, 1, 1),
+                                      A_INT("group", group),
+                                      A_INT("input", 1),
+                                      A_END};
+        const int64_t cg = C / group;
+        targ_t in[3] = {tensor(F32, x, 4, N, C, H, H), tensor(F32, w, 4, M, cg, 3, 3),
+                        tensor(F32, b, 1, M)};
+        same_on_both(f, &wide, &narrow, "Conv", "f32,f32,f32->f32", conv, 3, in,
+                     tensor(F32, NULL, 4, N, M, H, H), y4, y1);
+        targ_t gin[3] = {tensor(F32, dy, 4, N, M, H, H), tensor(F32, x, 4, N, C, H, H),
+                         tensor(F32, w, 4, M, cg, 3, 3)};
+        same_on_both(f, &wide, &narrow, "ConvGrad", "f32,f32,f32->f32", grad_x, 3, gin,
+                     tensor(F32, NULL, 4, N, C, H, H), dx4, dx1);
+        float dw1[M * C * 9], dw4[M * C * 9];
+        RUN_OK(f, "ConvGrad", "f32,f32,f32->f32", grad_w, 3, gin, tensor(F32, NULL, 4, M, cg, 3, 3),
+               dw1);
+        int32_t st = run_on(f->api, wide.device, f->prepare, "wide", "ConvGrad",
+                            "f32,f32,f32->f32", grad_w, 3, gin, tensor(F32, NULL, 4, M, cg, 3, 3),
+                            dw4);
+        if (st != SES_DRV_OK)
+            fail_msg("ConvGrad dW on 4 threads: %s", wide.ctx.base.message);
+        expect_f32(dw1, dw4, (size_t)(M * cg * 9), 1e-4);
+    }
+    close_pooled(f, &wide);
+    close_pooled(f, &narrow);
+}
+
 static void a_batched_matmul_stops_when_the_host_cancels(void **state) {
     fixture_t *f = *state;
     pooled_t p;
@@ -2914,6 +2976,7 @@ int main(void) {
         TEST(open_device_starts_its_pool_and_close_device_joins_it),
         TEST(open_device_refuses_a_thread_count_that_is_not_a_number),
         TEST(large_kernels_on_the_pool_give_the_inline_result),
+        TEST(conv_by_images_on_the_pool_gives_the_inline_result),
         TEST(a_batched_matmul_stops_when_the_host_cancels),
         TEST(kernels_called_from_several_threads_at_once_all_compute_correctly),
         TEST(the_flat_and_the_broadcasting_walk_give_the_same_bits),
@@ -2940,6 +3003,7 @@ int main(void) {
         TEST_PREPARED(cast_truncates_toward_zero_and_maps_bools_to_0_and_1),
         TEST_PREPARED(cast_refuses_a_to_attribute_that_disagrees_with_the_output),
         TEST_PREPARED(large_kernels_on_the_pool_give_the_inline_result),
+        TEST_PREPARED(conv_by_images_on_the_pool_gives_the_inline_result),
         TEST_PREPARED(kernels_called_from_several_threads_at_once_all_compute_correctly),
     };
     return cmocka_run_group_tests_name("cpu_kernels", tests, NULL, NULL);
