@@ -604,7 +604,7 @@ static int32_t xrt_compute(ses_drv_device_t *device, void *state, const ses_drv_
     xrt_state_t *s = state;
     const xrt_kernel_t *k;
     xrt_shape_t shape;
-    ses_drv_buffer_t *bufs[3];
+    ses_drv_buffer_t *bufs[3] = {NULL, NULL, NULL};
     uint64_t offs[3];
     int32_t st;
 
