@@ -345,6 +345,23 @@ static void cpu__conv_col2im_task(void *ctx, uint64_t begin, uint64_t end) {
     }
 }
 
+/* d = s + b over @p p values (d += b when the GEMM wrote d itself), in T. */
+#define CPU__ROW_PLUS_BIAS_DEFINE(T, SUFFIX)                                                      \
+    static void cpu__row_plus_bias_##SUFFIX(void *dst, const void *src, const void *bias,         \
+                                            int64_t filter, int64_t p) {                          \
+        T *restrict d = (T *)dst;                                                                 \
+        const T *s = (const T *)src;                                                              \
+        const T b = bias ? ((const T *)bias)[filter] : (T)0;                                      \
+        if (s == d)                                                                               \
+            for (int64_t q = 0; q < p; q++)                                                       \
+                d[q] += b;                                                                        \
+        else                                                                                      \
+            for (int64_t q = 0; q < p; q++)                                                       \
+                d[q] = s[q] + b;                                                                  \
+    }
+CPU__ROW_PLUS_BIAS_DEFINE(float, f32)
+CPU__ROW_PLUS_BIAS_DEFINE(double, f64)
+
 /* Scatter: item i is filter i % mg of image i / mg: its GEMM row, plus the bias, into Y. When
  * the GEMM wrote Y itself (one image per block) only the bias is added. */
 static void cpu__conv_scatter_task(void *ctx, uint64_t begin, uint64_t end) {
@@ -356,27 +373,10 @@ static void cpu__conv_scatter_task(void *ctx, uint64_t begin, uint64_t end) {
         const int64_t filter = j->g * sh->mg + m;
         unsigned char *dst = j->dst + cpu__plane(j, j->n0 + img, sh->m, filter, p);
         const unsigned char *src = j->src + (size_t)(m * j->nb * p + img * p) * j->es;
-        if (j->dtype == SES_DRV_DTYPE_F32) {
-            float *restrict d = (float *)(void *)dst;
-            const float *s = (const float *)(const void *)src;
-            const float b = j->bias ? ((const float *)(const void *)j->bias)[filter] : 0.0f;
-            if (s == d)
-                for (int64_t q = 0; q < p; q++)
-                    d[q] += b;
-            else
-                for (int64_t q = 0; q < p; q++)
-                    d[q] = s[q] + b;
-        } else {
-            double *restrict d = (double *)(void *)dst;
-            const double *s = (const double *)(const void *)src;
-            const double b = j->bias ? ((const double *)(const void *)j->bias)[filter] : 0.0;
-            if (s == d)
-                for (int64_t q = 0; q < p; q++)
-                    d[q] += b;
-            else
-                for (int64_t q = 0; q < p; q++)
-                    d[q] = s[q] + b;
-        }
+        if (j->dtype == SES_DRV_DTYPE_F32)
+            cpu__row_plus_bias_f32(dst, src, j->bias, filter, p);
+        else
+            cpu__row_plus_bias_f64(dst, src, j->bias, filter, p);
     }
 }
 
