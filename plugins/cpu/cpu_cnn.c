@@ -298,6 +298,7 @@ typedef struct cpu__conv_job {
     unsigned char *dst;        /* scatter: Y; gather: [mg, nb * P]; col2im: dX */
     unsigned char *col;        /* [kdim, nb * P] */
     int64_t n0, nb, g;         /* images [n0, n0 + nb) of group g */
+    const ses_drv_device_t *device; /* whose GEMM library runs the products */
 } cpu__conv_job_t;
 
 /* The byte offset of plane (image n, channel ch) of a [N, channels, count] tensor. */
@@ -513,9 +514,9 @@ static void cpu__conv_image(const cpu__conv_images_t *im, cpu__conv_job_t *j) {
         cpu__conv_im2col_task(j, 0, (uint64_t)sh->kdim);
         cols = j->col;
     }
-    cpu__gemm_call(j->dtype, 0, 0, sh->mg, p, sh->kdim, 1.0,
-                   im->w + (size_t)(j->g * sh->mg * sh->kdim) * j->es, sh->kdim, cols, p, 0.0,
-                   out, p);
+    cpu__gemm_call(j->device, 0, j->dtype, 0, 0, sh->mg, p, sh->kdim, 1.0,
+                   im->w + (size_t)(j->g * sh->mg * sh->kdim) * j->es, sh->kdim, cols, p, 0.0, out,
+                   p);
     if (j->bias) {
         j->src = out;
         cpu__conv_scatter_task(j, 0, (uint64_t)sh->mg);
@@ -531,12 +532,13 @@ static void cpu__conv_image_dx(const cpu__conv_images_t *im, cpu__conv_job_t *j)
 
     if (cpu__col_is_image(&sh->w)) {
         /* The column gradient is the image gradient itself. */
-        cpu__gemm_call(j->dtype, 1, 0, sh->kdim, p, sh->mg, 1.0, w_g, sh->kdim, dy_g, p, 0.0,
-                       j->dst + cpu__plane(j, j->n0, sh->c, j->g * sh->cg, sh->w.in_count), p);
+        cpu__gemm_call(j->device, 0, j->dtype, 1, 0, sh->kdim, p, sh->mg, 1.0, w_g, sh->kdim, dy_g,
+                       p, 0.0, j->dst + cpu__plane(j, j->n0, sh->c, j->g * sh->cg, sh->w.in_count),
+                       p);
         return;
     }
-    cpu__gemm_call(j->dtype, 1, 0, sh->kdim, p, sh->mg, 1.0, w_g, sh->kdim, dy_g, p, 0.0, j->col,
-                   p);
+    cpu__gemm_call(j->device, 0, j->dtype, 1, 0, sh->kdim, p, sh->mg, 1.0, w_g, sh->kdim, dy_g, p,
+                   0.0, j->col, p);
     cpu__conv_col2im_task(j, 0, (uint64_t)sh->cg);
 }
 
@@ -560,9 +562,9 @@ static void cpu__conv_slot_dw(const cpu__conv_images_t *im, uint64_t s) {
                 cpu__conv_im2col_task(&j, 0, (uint64_t)sh->kdim);
                 cols = j.col;
             }
-            cpu__gemm_call(j.dtype, 0, 1, sh->mg, sh->kdim, p, 1.0,
-                           im->dy + cpu__plane(&j, j.n0, sh->m, j.g * sh->mg, p), p, cols, p,
-                           1.0, dw + (size_t)(j.g * sh->mg * sh->kdim) * j.es, sh->kdim);
+            cpu__gemm_call(j.device, 0, j.dtype, 0, 1, sh->mg, sh->kdim, p, 1.0,
+                           im->dy + cpu__plane(&j, j.n0, sh->m, j.g * sh->mg, p), p, cols, p, 1.0,
+                           dw + (size_t)(j.g * sh->mg * sh->kdim) * j.es, sh->kdim);
         }
 }
 
@@ -679,7 +681,8 @@ int32_t cpu__conv(const cpu__call_t *call) {
     const size_t es = x->esize;
     const int64_t p = sh.w.out_count;
     cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL,
-                         call->n_in == 3 ? call->in[2].data : NULL, y->data, NULL, 0, 1, 0};
+                         call->n_in == 3 ? call->in[2].data : NULL, y->data, NULL, 0, 1, 0,
+                         call->device};
     if (sh.kdim == 0) {
         /* No taps: the output is the bias (or 0), one image per block. */
         cpu__zero(y);
@@ -702,9 +705,9 @@ int32_t cpu__conv(const cpu__call_t *call) {
             /* One image writes its own Y block; several write mat, scattered below. */
             unsigned char *out =
                 j.nb == 1 ? y->data + cpu__plane(&j, j.n0, sh.m, j.g * sh.mg, p) : mat;
-            cpu__gemm_call(x->dtype, 0, 0, sh.mg, j.nb * p, sh.kdim, 1.0,
-                           wt->data + (size_t)(j.g * sh.mg * sh.kdim) * es, sh.kdim, cols,
-                           j.nb * p, 0.0, out, j.nb * p);
+            cpu__gemm_call(call->device, 1, x->dtype, 0, 0, sh.mg, j.nb * p, sh.kdim, 1.0,
+                           wt->data + (size_t)(j.g * sh.mg * sh.kdim) * es, sh.kdim, cols, j.nb * p,
+                           0.0, out, j.nb * p);
             if (j.nb > 1 || j.bias) {
                 j.src = out;
                 cpu__parallel(call, (uint64_t)(sh.mg * j.nb), (uint64_t)p, cpu__conv_scatter_task,
@@ -748,14 +751,15 @@ int32_t cpu__conv_grad(const cpu__call_t *call) {
     if (cpu__conv_by_images(call, &sh, es) &&
         (input == 0 ||
          (double)sh.m * (double)sh.kdim * (double)es <= (double)CPU__CONV_BLOCK_BYTES)) {
-        const cpu__conv_job_t base = {&sh, x->dtype, es, x->data, NULL, NULL, out->data, NULL,
-                                      0,   1,        0};
+        const cpu__conv_job_t base = {&sh, x->dtype, es,   x->data, NULL,        NULL,
+                                      out->data, NULL, 0, 1, 0, call->device};
         return cpu__conv_run_images(call, &base, wt->data, dy->data,
                                     input ? CPU__CONV_DW : CPU__CONV_DX);
     }
     if ((st = cpu__conv_scratch(call, &sh, es, &nb, &col, &mat)) != SES_DRV_OK)
         return st;
-    cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL, NULL, NULL, col, 0, 1, 0};
+    cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL, NULL, NULL, col, 0, 1, 0,
+                         call->device};
     for (j.n0 = 0; j.n0 < sh.batch; j.n0 += j.nb) {
         j.nb = sh.batch - j.n0 < nb ? sh.batch - j.n0 : nb;
         const int64_t cols_n = j.nb * p;
@@ -764,20 +768,20 @@ int32_t cpu__conv_grad(const cpu__call_t *call) {
             const unsigned char *w_g = wt->data + (size_t)(j.g * sh.mg * sh.kdim) * es;
             if (input == 1) {
                 const unsigned char *cols = cpu__conv_cols(call, &j);
-                cpu__gemm_call(x->dtype, 0, 1, sh.mg, sh.kdim, cols_n, 1.0, dy_g, cols_n, cols,
-                               cols_n, 1.0, out->data + (size_t)(j.g * sh.mg * sh.kdim) * es,
-                               sh.kdim);
+                cpu__gemm_call(call->device, 1, x->dtype, 0, 1, sh.mg, sh.kdim, cols_n, 1.0, dy_g,
+                               cols_n, cols, cols_n, 1.0,
+                               out->data + (size_t)(j.g * sh.mg * sh.kdim) * es, sh.kdim);
                 continue;
             }
             if (j.nb == 1 && cpu__col_is_image(&sh.w)) {
                 /* The column gradient is the image gradient itself. */
-                cpu__gemm_call(x->dtype, 1, 0, sh.kdim, p, sh.mg, 1.0, w_g, sh.kdim, dy_g, p, 0.0,
-                               out->data + cpu__plane(&j, j.n0, sh.c, j.g * sh.cg, sh.w.in_count),
-                               p);
+                cpu__gemm_call(
+                    call->device, 1, x->dtype, 1, 0, sh.kdim, p, sh.mg, 1.0, w_g, sh.kdim, dy_g, p,
+                    0.0, out->data + cpu__plane(&j, j.n0, sh.c, j.g * sh.cg, sh.w.in_count), p);
                 continue;
             }
-            cpu__gemm_call(x->dtype, 1, 0, sh.kdim, cols_n, sh.mg, 1.0, w_g, sh.kdim, dy_g, cols_n,
-                           0.0, col, cols_n);
+            cpu__gemm_call(call->device, 1, x->dtype, 1, 0, sh.kdim, cols_n, sh.mg, 1.0, w_g,
+                           sh.kdim, dy_g, cols_n, 0.0, col, cols_n);
             j.dst = out->data;
             cpu__parallel(call, (uint64_t)(sh.cg * j.nb), (uint64_t)(sh.w.k_count * p),
                           cpu__conv_col2im_task, &j);

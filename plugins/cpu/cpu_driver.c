@@ -207,6 +207,7 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
                         ses_drv_driver_t **out_driver) {
     ses_drv_driver_t *driver;
     char gemm[CPU__GEMM_DESC_MAX];
+    int onednn = 0;
     int32_t st;
 
     if (!out_driver)
@@ -221,7 +222,7 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
                          host->struct_size, SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort));
     /* The GEMM library is loaded (once per process) before anything else: without it the
      * driver cannot run a MatMul, and a forced kernel choice it cannot honour is an error. */
-    if ((st = cpu__gemm_open(host, ctx, gemm, sizeof gemm)) != SES_DRV_OK)
+    if ((st = cpu__gemm_open(host, ctx, gemm, sizeof gemm, &onednn)) != SES_DRV_OK)
         return st;
 
     driver = calloc(1, sizeof *driver);
@@ -230,6 +231,7 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
                          "open: cannot allocate the driver instance (%zu bytes)", sizeof *driver);
     driver->host = host;
     driver->ctx = ctx;
+    driver->gemm_onednn = onednn;
     /* Computed once so the name string lives as long as the instance, as the ABI asks. */
     cpu__describe_host(driver->device_name, sizeof driver->device_name);
     size_t used = strlen(driver->device_name);

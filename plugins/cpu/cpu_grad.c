@@ -469,13 +469,13 @@ int32_t cpu__matmul_grad(const cpu__call_t *call) {
         if (input == 0) {
             if ((st = cpu__check_blas_dims(call, rows, k, n)) != SES_DRV_OK)
                 return st;
-            cpu__gemm_call(dtype, 0, 1, rows, k, n, 1.0, dy->data, n, b->data, n, 0.0, out->data,
-                           k);
+            cpu__gemm_call(call->device, 1, dtype, 0, 1, rows, k, n, 1.0, dy->data, n, b->data, n,
+                           0.0, out->data, k);
         } else {
             if ((st = cpu__check_blas_dims(call, k, n, rows)) != SES_DRV_OK)
                 return st;
-            cpu__gemm_call(dtype, 1, 0, k, n, rows, 1.0, a->data, k, dy->data, n, 0.0, out->data,
-                           n);
+            cpu__gemm_call(call->device, 1, dtype, 1, 0, k, n, rows, 1.0, a->data, k, dy->data, n,
+                           0.0, out->data, n);
         }
         return SES_DRV_OK;
     }
@@ -494,12 +494,13 @@ int32_t cpu__matmul_grad(const cpu__call_t *call) {
                                   i, n_matrices);
         const unsigned char *dy_i = dy->data + (size_t)(i * m * n) * es;
         if (input == 0)
-            cpu__gemm_call(dtype, 0, 1, m, k, n, 1.0, dy_i, n,
+            cpu__gemm_call(call->device, 1, dtype, 0, 1, m, k, n, 1.0, dy_i, n,
                            b->data + (size_t)(b_off * k * n) * es, n, 1.0,
                            out->data + (size_t)(a_off * m * k) * es, k);
         else
-            cpu__gemm_call(dtype, 1, 0, k, n, m, 1.0, a->data + (size_t)(a_off * m * k) * es, k,
-                           dy_i, n, 1.0, out->data + (size_t)(b_off * k * n) * es, n);
+            cpu__gemm_call(call->device, 1, dtype, 1, 0, k, n, m, 1.0,
+                           a->data + (size_t)(a_off * m * k) * es, k, dy_i, n, 1.0,
+                           out->data + (size_t)(b_off * k * n) * es, n);
         for (uint32_t d = n_batch; d-- > 0;) {
             a_off += a_stride[d];
             b_off += b_stride[d];

@@ -69,6 +69,12 @@
  */
 #define CPU__GEMM_KERNELS_OPTION "driver.cpu.gemm_kernels"
 
+/**
+ * The option that picks the f32 GEMM library: "auto" (unset: oneDNN where it loads, else
+ * OpenBLAS), "onednn" (an error where it cannot load) or "openblas" (cpu_gemm.c).
+ */
+#define CPU__GEMM_OPTION "driver.cpu.gemm"
+
 /** The largest pool the option may ask for. */
 #define CPU__MAX_THREADS 1024
 
@@ -126,7 +132,7 @@ void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, 
  * unknown, beyond the CPU, or not the one in use. Thread-safe.
  */
 int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char *out_desc,
-                       size_t desc_size);
+                       size_t desc_size, int *out_onednn);
 
 /**
  * Sizes OpenBLAS's threads to @p threads, the device pool's. OpenBLAS has one thread count per
@@ -161,6 +167,7 @@ struct ses_drv_driver {
     const ses_drv_host_t *host;
     ses_drv_host_ctx_t *ctx;
     char device_name[CPU__NAME_MAX]; /* ses_drv_device_desc_t.name; lives until close */
+    int gemm_onednn; /* f32 GEMMs go to oneDNN's sgemm on the pool (option driver.cpu.gemm) */
 };
 
 /**
@@ -619,13 +626,16 @@ int32_t cpu__matmul_shape(const cpu__call_t *call, const cpu__tensor_t *a, const
 int32_t cpu__matmul(const cpu__call_t *call);
 int32_t cpu__gemm(const cpu__call_t *call);
 /**
- * One row-major GEMM through OpenBLAS at @p dtype (f32 or f64): C = alpha * op(A) * op(B) +
- * beta * C, op(A) m x k, op(B) k x n. Dimensions and leading dimensions must be at least 1 and
- * fit an int (cpu__check_blas_dims).
+ * One row-major GEMM at @p dtype (f32 or f64): C = alpha * op(A) * op(B) + beta * C, op(A)
+ * m x k, op(B) k x n. Dimensions and leading dimensions must be at least 1 and fit an int
+ * (cpu__check_blas_dims). f32 on a @p device whose driver chose oneDNN runs oneDNN's sgemm: with
+ * @p split non-zero cut into blocks of C on the device's pool, with @p split zero on the calling
+ * thread alone (for callers already running on a pool thread). Otherwise OpenBLAS, on its own
+ * threads (cpu__gemm_set_threads, cpu__gemm_single_threaded). @p device may be NULL (OpenBLAS).
  */
-void cpu__gemm_call(uint32_t dtype, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                    double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
-                    double beta, void *c, int64_t ldc);
+void cpu__gemm_call(const ses_drv_device_t *device, int split, uint32_t dtype, int trans_a,
+                    int trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                    int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /** Refuses, with SES_DRV_UNIMPLEMENTED naming them, GEMM dimensions over OpenBLAS's int. */
 int32_t cpu__check_blas_dims(const cpu__call_t *call, int64_t m, int64_t n, int64_t k);
 

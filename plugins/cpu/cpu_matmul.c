@@ -132,8 +132,8 @@ int32_t cpu__matmul(const cpu__call_t *call) {
     if (!b_batched && !a_broadcast) {
         /* Every matrix of a against the same b, and a's matrices lie one after the other:
          * one GEMM with the batches stacked as rows. */
-        cpu__gemm_call(dtype, 0, 0, m * n_matrices, n, k, 1.0, a->data, k, b->data, n, 0.0,
-                       out->data, n);
+        cpu__gemm_call(call->device, 1, dtype, 0, 0, m * n_matrices, n, k, 1.0, a->data, k, b->data,
+                       n, 0.0, out->data, n);
         return SES_DRV_OK;
     }
     int64_t idx[CPU__MAX_RANK] = {0};
@@ -145,7 +145,8 @@ int32_t cpu__matmul(const cpu__call_t *call) {
                                   "cancelled by the host after %" PRId64 " of %" PRId64
                                   " matrix products",
                                   i, n_matrices);
-        cpu__gemm_call(dtype, 0, 0, m, n, k, 1.0, a->data + (size_t)(a_off * m * k) * es, k,
+        cpu__gemm_call(call->device, 1, dtype, 0, 0, m, n, k, 1.0,
+                       a->data + (size_t)(a_off * m * k) * es, k,
                        b->data + (size_t)(b_off * k * n) * es, n, 0.0,
                        out->data + (size_t)(i * m * n) * es, n);
         for (uint32_t d = n_batch; d-- > 0;) {
@@ -263,7 +264,7 @@ int32_t cpu__gemm(const cpu__call_t *call) {
     }
     if (k == 0)
         return SES_DRV_OK;
-    cpu__gemm_call(out->dtype, (int)trans_a, (int)trans_b, m, n, k, alpha, a->data, a->dims[1],
-                   b->data, b->dims[1], use_c ? beta : 0.0, out->data, n);
+    cpu__gemm_call(call->device, 1, out->dtype, (int)trans_a, (int)trans_b, m, n, k, alpha, a->data,
+                   a->dims[1], b->data, b->dims[1], use_c ? beta : 0.0, out->data, n);
     return SES_DRV_OK;
 }

@@ -45,20 +45,24 @@
 typedef struct kernel_host_ctx {
     struct ses_drv_host_ctx base; /* first: the test host's error entry writes here */
     const char *threads;          /* the value of driver.cpu.threads; NULL when unset */
+    const char *gemm;             /* the value of driver.cpu.gemm; NULL when unset */
     int abort;                    /* what should_abort answers */
 } kernel_host_ctx_t;
 
 static int32_t option_host_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
                                       uint64_t buffer_size, uint64_t *out_size) {
     const kernel_host_ctx_t *k = (const kernel_host_ctx_t *)(const void *)ctx;
+    const char *value = strcmp(key, "driver.cpu.threads") == 0 ? k->threads
+                        : strcmp(key, "driver.cpu.gemm") == 0  ? k->gemm
+                                                               : NULL;
 
-    if (!k->threads || strcmp(key, "driver.cpu.threads") != 0)
+    if (!value)
         return SES_DRV_NOT_FOUND;
-    uint64_t need = strlen(k->threads) + 1;
+    uint64_t need = strlen(value) + 1;
     *out_size = need;
     if (need > buffer_size)
         return SES_DRV_INVALID_ARGUMENT;
-    memcpy(buffer, k->threads, need);
+    memcpy(buffer, value, need);
     return SES_DRV_OK;
 }
 
@@ -2565,6 +2569,19 @@ typedef struct pooled {
     ses_drv_device_t *device;
 } pooled_t;
 
+/* Opens a driver instance with options threads and gemm (NULL: unset); returns open's status. */
+static int32_t try_open_pooled(fixture_t *f, pooled_t *p, const char *threads, const char *gemm) {
+    memset(p, 0, sizeof *p);
+    p->ctx.threads = threads;
+    p->ctx.gemm = gemm;
+    int32_t st = f->api->open(&option_host, &p->ctx.base, &p->driver);
+    if (st != SES_DRV_OK)
+        return st;
+    if (f->api->open_device(p->driver, 0, &p->device) != SES_DRV_OK)
+        fail_msg("open_device with %s threads: %s", threads, p->ctx.base.message);
+    return SES_DRV_OK;
+}
+
 static void open_pooled(fixture_t *f, pooled_t *p, const char *threads) {
     memset(p, 0, sizeof *p);
     p->ctx.threads = threads;
@@ -2576,6 +2593,108 @@ static void open_pooled(fixture_t *f, pooled_t *p, const char *threads) {
 static void close_pooled(fixture_t *f, pooled_t *p) {
     f->api->close_device(p->device);
     f->api->close(p->driver);
+}
+
+/* Fills @p n floats with values in [-1, 1) from a small LCG seeded with @p seed. */
+static void fill_random(float *v, size_t n, uint32_t seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = (float)((double)(seed >> 8) / 8388608.0 - 1.0);
+    }
+}
+
+/* max |got - want| / max |want| over @p n values */
+static double relative_error(const float *want, const float *got, size_t n) {
+    double err = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)want[i]);
+        err = d > err ? d : err;
+        scale = fabs((double)want[i]) > scale ? fabs((double)want[i]) : scale;
+    }
+    return scale > 0 ? err / scale : err;
+}
+
+/*
+ * f32 GEMMs on oneDNN (option driver.cpu.gemm=onednn), cut into blocks of rows or columns over
+ * a pool of 4 threads, agree with OpenBLAS on one thread: MatMul and Gemm with both transposes,
+ * C, alpha and beta, at shapes that split by rows and by columns, with a last block shorter
+ * than the others, and too small to split at all.
+ */
+static void f32_gemms_on_onednn_agree_with_openblas(void **state) {
+    fixture_t *f = *state;
+    pooled_t ref, dnn;
+    static const int shapes[][3] = {/* m, k, n */
+                                    {1, 7, 3},     {64, 784, 256}, {300, 33, 5},
+                                    {17, 129, 700}, {130, 64, 65},  {257, 300, 190}};
+
+    assert_int_equal(try_open_pooled(f, &ref, "1", "openblas"), SES_DRV_OK);
+    int32_t st = try_open_pooled(f, &dnn, "4", "onednn");
+    if (st != SES_DRV_OK) {
+        close_pooled(f, &ref);
+        print_message("skipped: oneDNN is not usable here: %s\n", dnn.ctx.base.message);
+        skip();
+    }
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+        float *a = malloc(sizeof(float) * (size_t)m * k);
+        float *b = malloc(sizeof(float) * (size_t)k * n);
+        float *c = malloc(sizeof(float) * (size_t)m * n);
+        float *want = malloc(sizeof(float) * (size_t)m * n);
+        float *got = malloc(sizeof(float) * (size_t)m * n);
+        assert_true(a && b && c && want && got);
+        fill_random(a, (size_t)m * k, 1u + (uint32_t)s);
+        fill_random(b, (size_t)k * n, 7u + (uint32_t)s);
+        fill_random(c, (size_t)m * n, 13u + (uint32_t)s);
+
+        targ_t mm[2] = {tensor(F32, a, 2, m, k), tensor(F32, b, 2, k, n)};
+        assert_int_equal(run_on(f->api, ref.device, 0, "mm", "MatMul", "f32,f32->f32", NULL, 2, mm,
+                                tensor(F32, NULL, 2, m, n), want),
+                         SES_DRV_OK);
+        assert_int_equal(run_on(f->api, dnn.device, 0, "mm", "MatMul", "f32,f32->f32", NULL, 2, mm,
+                                tensor(F32, NULL, 2, m, n), got),
+                         SES_DRV_OK);
+        if (relative_error(want, got, (size_t)m * n) > 1e-5)
+            fail_msg("MatMul %dx%dx%d: oneDNN differs from OpenBLAS by %g", m, k, n,
+                     relative_error(want, got, (size_t)m * n));
+
+        /* The same operands read transposed: A as [k, m], B as [n, k]. */
+        for (int t = 0; t < 4; t++) {
+            const int ta = t & 1, tb = (t >> 1) & 1;
+            test_attr_t attrs[] = {A_INT("transA", ta), A_INT("transB", tb),
+                                   A_FLOAT("alpha", 0.5), A_FLOAT("beta", -2.0), A_END};
+            targ_t g[3] = {ta ? tensor(F32, a, 2, k, m) : tensor(F32, a, 2, m, k),
+                           tb ? tensor(F32, b, 2, n, k) : tensor(F32, b, 2, k, n),
+                           tensor(F32, c, 2, m, n)};
+            assert_int_equal(run_on(f->api, ref.device, 0, "g", "Gemm", "f32,f32,f32->f32", attrs,
+                                    3, g, tensor(F32, NULL, 2, m, n), want),
+                             SES_DRV_OK);
+            assert_int_equal(run_on(f->api, dnn.device, 0, "g", "Gemm", "f32,f32,f32->f32", attrs,
+                                    3, g, tensor(F32, NULL, 2, m, n), got),
+                             SES_DRV_OK);
+            if (relative_error(want, got, (size_t)m * n) > 1e-5)
+                fail_msg("Gemm %dx%dx%d transA %d transB %d: oneDNN differs from OpenBLAS by %g",
+                         m, k, n, ta, tb, relative_error(want, got, (size_t)m * n));
+        }
+        free(a);
+        free(b);
+        free(c);
+        free(want);
+        free(got);
+    }
+    close_pooled(f, &dnn);
+    close_pooled(f, &ref);
+}
+
+/* Option driver.cpu.gemm takes auto, onednn or openblas, and names them when it is anything
+ * else. */
+static void the_gemm_option_refuses_an_unknown_library(void **state) {
+    fixture_t *f = *state;
+    pooled_t p;
+
+    assert_int_equal(try_open_pooled(f, &p, "1", "mkl"), SES_DRV_INVALID_ARGUMENT);
+    assert_non_null(strstr(p.ctx.base.message, "driver.cpu.gemm is \"mkl\""));
+    assert_non_null(strstr(p.ctx.base.message, "auto"));
+    assert_non_null(strstr(p.ctx.base.message, "onednn or openblas"));
 }
 
 static void open_device_starts_its_pool_and_close_device_joins_it(void **state) {
@@ -2973,6 +3092,8 @@ int main(void) {
         TEST(scalar_like_converts_its_value_as_cast_does),
         TEST(gradient_kernels_refuse_shapes_and_attributes_that_do_not_fit),
         TEST(gradient_kernels_refuse_an_output_over_their_input_but_scalar_like),
+        TEST(f32_gemms_on_onednn_agree_with_openblas),
+        TEST(the_gemm_option_refuses_an_unknown_library),
         TEST(open_device_starts_its_pool_and_close_device_joins_it),
         TEST(open_device_refuses_a_thread_count_that_is_not_a_number),
         TEST(large_kernels_on_the_pool_give_the_inline_result),
