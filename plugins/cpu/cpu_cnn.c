@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_act.h"
 #include "cpu_internal.h"
 
 #define CPU__SPATIAL_MAX (CPU__MAX_RANK - 2)
@@ -298,6 +299,10 @@ typedef struct cpu__conv_job {
     unsigned char *dst;        /* scatter: Y; gather: [mg, nb * P]; col2im: dX */
     unsigned char *col;        /* [kdim, nb * P] */
     int64_t n0, nb, g;         /* images [n0, n0 + nb) of group g */
+    /* FusedConv: Z (Y's shape, or NULL) and the activation, applied in the scatter's pass that
+     * adds the bias; NULL for Conv, which then leaves the scatter to blocks and a bias alone. */
+    const unsigned char *z;
+    const cpu__act_t *act;
     const ses_drv_device_t *device; /* whose GEMM library runs the products */
 } cpu__conv_job_t;
 
@@ -364,7 +369,8 @@ CPU__ROW_PLUS_BIAS_DEFINE(float, f32)
 CPU__ROW_PLUS_BIAS_DEFINE(double, f64)
 
 /* Scatter: item i is filter i % mg of image i / mg: its GEMM row, plus the bias, into Y. When
- * the GEMM wrote Y itself (one image per block) only the bias is added. */
+ * the GEMM wrote Y itself (one image per block) only the bias is added. FusedConv adds Z and
+ * applies its activation in the same pass. */
 static void cpu__conv_scatter_task(void *ctx, uint64_t begin, uint64_t end) {
     const cpu__conv_job_t *j = ctx;
     const cpu__conv_shape_t *sh = j->sh;
@@ -374,6 +380,19 @@ static void cpu__conv_scatter_task(void *ctx, uint64_t begin, uint64_t end) {
         const int64_t filter = j->g * sh->mg + m;
         unsigned char *dst = j->dst + cpu__plane(j, j->n0 + img, sh->m, filter, p);
         const unsigned char *src = j->src + (size_t)(m * j->nb * p + img * p) * j->es;
+        if (j->act) {
+            const unsigned char *z = j->z ? j->z + cpu__plane(j, j->n0 + img, sh->m, filter, p)
+                                          : NULL;
+            if (j->dtype == SES_DRV_DTYPE_F32)
+                cpu__act_row_f32((float *)(void *)dst, (const float *)(const void *)src,
+                                 j->bias ? ((const float *)(const void *)j->bias)[filter] : 0.0f,
+                                 (const float *)(const void *)z, p, j->act);
+            else
+                cpu__act_row_f64((double *)(void *)dst, (const double *)(const void *)src,
+                                 j->bias ? ((const double *)(const void *)j->bias)[filter] : 0.0,
+                                 (const double *)(const void *)z, p, j->act);
+            continue;
+        }
         if (j->dtype == SES_DRV_DTYPE_F32)
             cpu__row_plus_bias_f32(dst, src, j->bias, filter, p);
         else
@@ -517,7 +536,7 @@ static void cpu__conv_image(const cpu__conv_images_t *im, cpu__conv_job_t *j) {
     cpu__gemm_call(j->device, 0, j->dtype, 0, 0, sh->mg, p, sh->kdim, 1.0,
                    im->w + (size_t)(j->g * sh->mg * sh->kdim) * j->es, sh->kdim, cols, p, 0.0, out,
                    p);
-    if (j->bias) {
+    if (j->bias || j->act) {
         j->src = out;
         cpu__conv_scatter_task(j, 0, (uint64_t)sh->mg);
     }
@@ -664,7 +683,12 @@ static int32_t cpu__conv_run_images(const cpu__call_t *call, const cpu__conv_job
     return SES_DRV_OK;
 }
 
-int32_t cpu__conv(const cpu__call_t *call) {
+/*
+ * Conv's forward pass, with bias @p b (or NULL), and for FusedConv addend @p z (Y's shape, or
+ * NULL) and activation @p act (NULL for Conv).
+ */
+static int32_t cpu__conv_forward(const cpu__call_t *call, const cpu__tensor_t *b,
+                                 const cpu__tensor_t *z, const cpu__act_t *act) {
     const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1];
     const cpu__tensor_t *y = &call->outs[0];
     cpu__conv_shape_t sh;
@@ -674,15 +698,16 @@ int32_t cpu__conv(const cpu__call_t *call) {
 
     if ((st = cpu__conv_check(call, x, wt, y, &sh)) != SES_DRV_OK)
         return st;
-    if (call->n_in == 3 && (call->in[2].rank != 1 || call->in[2].dims[0] != sh.m))
+    if (b && (b->rank != 1 || b->dims[0] != sh.m))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "B must have one entry per filter");
+    if (z && !cpu__same_shape(z, y))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "Z must have Y's shape");
     if (y->count == 0)
         return SES_DRV_OK;
     const size_t es = x->esize;
     const int64_t p = sh.w.out_count;
-    cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL,
-                         call->n_in == 3 ? call->in[2].data : NULL, y->data, NULL, 0, 1, 0,
-                         call->device};
+    cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL, b ? b->data : NULL, y->data, NULL, 0,
+                         1, 0, z ? z->data : NULL, act, call->device};
     if (sh.kdim == 0) {
         /* No taps: the output is the bias (or 0), one image per block. */
         cpu__zero(y);
@@ -708,7 +733,7 @@ int32_t cpu__conv(const cpu__call_t *call) {
             cpu__gemm_call(call->device, 1, x->dtype, 0, 0, sh.mg, j.nb * p, sh.kdim, 1.0,
                            wt->data + (size_t)(j.g * sh.mg * sh.kdim) * es, sh.kdim, cols, j.nb * p,
                            0.0, out, j.nb * p);
-            if (j.nb > 1 || j.bias) {
+            if (j.nb > 1 || j.bias || j.act) {
                 j.src = out;
                 cpu__parallel(call, (uint64_t)(sh.mg * j.nb), (uint64_t)p, cpu__conv_scatter_task,
                               &j);
@@ -723,6 +748,35 @@ int32_t cpu__conv(const cpu__call_t *call) {
     free(col);
     free(mat);
     return SES_DRV_OK;
+}
+
+int32_t cpu__conv(const cpu__call_t *call) {
+    return cpu__conv_forward(call, call->n_in == 3 ? &call->in[2] : NULL, NULL, NULL);
+}
+
+/* FusedConv: inputs X, W, then B and Z as has_bias and has_z say; Conv's pass, with Z and the
+ * activation applied where the bias is added. */
+int32_t cpu__fused_conv(const cpu__call_t *call) {
+    int64_t has_bias, has_z;
+    cpu__tensor_t z;
+    cpu__act_t act;
+    char why[160];
+    int32_t st;
+
+    if ((st = cpu__attr_int(call, "has_bias", 1, 0, &has_bias)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "has_z", 1, 0, &has_z)) != SES_DRV_OK)
+        return st;
+    has_bias = has_bias != 0;
+    has_z = has_z != 0;
+    if ((int64_t)call->n_in != 2 + has_bias + has_z)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "%" PRIu32 " inputs, but has_bias is %" PRId64 " and has_z %" PRId64,
+                              call->n_in, has_bias, has_z);
+    if (cpu__act_read(call->node, &act, why, sizeof why) != SES_DRV_OK)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "%s", why);
+    if (has_z)
+        z = cpu__input(call, (uint32_t)(2 + has_bias));
+    return cpu__conv_forward(call, has_bias ? &call->in[2] : NULL, has_z ? &z : NULL, &act);
 }
 
 /* ConvGrad: inputs dy, X, W; input 0 gives dX (col2im of W^T dy), 1 gives dW (dy col^T). */
@@ -751,14 +805,14 @@ int32_t cpu__conv_grad(const cpu__call_t *call) {
     if (cpu__conv_by_images(call, &sh, es) &&
         (input == 0 ||
          (double)sh.m * (double)sh.kdim * (double)es <= (double)CPU__CONV_BLOCK_BYTES)) {
-        const cpu__conv_job_t base = {&sh, x->dtype, es,   x->data, NULL,        NULL,
-                                      out->data, NULL, 0, 1, 0, call->device};
+        const cpu__conv_job_t base = {&sh, x->dtype, es, x->data, NULL, NULL, out->data,
+                                      NULL, 0,   1,        0,       NULL,    NULL, call->device};
         return cpu__conv_run_images(call, &base, wt->data, dy->data,
                                     input ? CPU__CONV_DW : CPU__CONV_DX);
     }
     if ((st = cpu__conv_scratch(call, &sh, es, &nb, &col, &mat)) != SES_DRV_OK)
         return st;
-    cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL, NULL, NULL, col, 0, 1, 0,
+    cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL, NULL, NULL, col, 0, 1, 0, NULL, NULL,
                          call->device};
     for (j.n0 = 0; j.n0 < sh.batch; j.n0 += j.nb) {
         j.nb = sh.batch - j.n0 < nb ? sh.batch - j.n0 : nb;

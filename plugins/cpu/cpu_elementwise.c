@@ -32,20 +32,6 @@
 #define CPU__IDIV(T, MIN, x, y) \
     ((y) == 0 ? (T)0 : ((x) == (MIN) && (y) == -1) ? (MIN) : (T)((x) / (y)))
 
-/* 1 / (1 + e^-x), or e^x / (1 + e^x) for x < 0: never exp of a large positive number, which
- * would overflow. Written without branches so that a loop of it vectorises. */
-static inline float cpu__sigmoidf(float x) {
-    const float e = cpu__expf(x < 0 ? x : -x); /* e^-|x|, NaN for NaN */
-    const float s = 1.0f / (1.0f + e);
-    return x < 0 ? e * s : s;
-}
-
-static inline double cpu__sigmoid(double x) {
-    if (x >= 0)
-        return 1.0 / (1.0 + exp(-x));
-    double e = exp(x);
-    return e / (1.0 + e);
-}
 
 /* log(1 + e^x), exact for large |x| too. */
 static inline float cpu__softplusf(float x) {

@@ -317,6 +317,9 @@ enum cpu__op {
     CPU__OP_SHAPE,
     CPU__OP_CONSTANTOFSHAPE,
     CPU__OP_RANGE,
+    /* The fused ops (cpu_fused.c, FusedConv's body in cpu_cnn.c), general entries */
+    CPU__OP_FUSEDCONV,
+    CPU__OP_FUSEDGEMM,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -706,6 +709,7 @@ int32_t cpu__slice_grad(const cpu__call_t *call);       /* SliceGrad */
 
 /* cpu_cnn.c (general entries) */
 int32_t cpu__conv(const cpu__call_t *call);              /* Conv */
+int32_t cpu__fused_conv(const cpu__call_t *call);        /* FusedConv */
 int32_t cpu__conv_grad(const cpu__call_t *call);         /* ConvGrad */
 int32_t cpu__pool(const cpu__call_t *call);              /* MaxPool AveragePool and grads */
 int32_t cpu__batch_norm(const cpu__call_t *call);        /* BatchNormalization */
@@ -722,5 +726,11 @@ int32_t cpu__range(const cpu__call_t *call);             /* Range */
 int32_t cpu__sce_loss(const cpu__call_t *call);  /* SoftmaxCrossEntropyLoss */
 int32_t cpu__sce_grad(const cpu__call_t *call);  /* SoftmaxCrossEntropyLossGrad */
 int32_t cpu__optimizer(const cpu__call_t *call); /* SGD Momentum Adam, in place */
+
+/* cpu_fused.c */
+int32_t cpu__fused_gemm(const cpu__call_t *call); /* FusedGemm (general entry) */
+/** supports_node of FusedConv and FusedGemm: refuses an activation this driver does not apply
+ *  and a FusedConv whose inputs disagree with has_bias and has_z. */
+int32_t cpu__fused_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
 
 #endif /* SES_CPU_INTERNAL_H */

@@ -323,6 +323,21 @@ CPU__KERNELS(CPU__DEFINE)
       CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)                      \
     CPU__G_SPLIT(G, T, 1) CPU__G_SPLIT(G, T, 2) CPU__G_SPLIT(G, T, 3) CPU__G_SPLIT(G, T, 4)       \
     CPU__G_SPLIT(G, T, 5) CPU__G_SPLIT(G, T, 6) CPU__G_SPLIT(G, T, 7) CPU__G_SPLIT(G, T, 8)
+/* The fused ops at a float dtype T (cpu_fused.c): FusedConv with X, W, then B and Z when given
+ * (has_bias, has_z tell a 3-input node's third apart); FusedGemm with or without C. Their
+ * entries have a supports_node (cpu__fused_supports). */
+#define CPU__T4(T) (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T)
+#define CPU__G_FUSED(G, T)                                                                        \
+    G(FusedConv_##T, "FusedConv", #T "," #T "->" #T, cpu__fused_conv, CPU__OP_FUSEDCONV, 0, 2,    \
+      CPU__T2(T), 1, CPU__DT_##T, 0)                                                              \
+    G(FusedConv3_##T, "FusedConv", #T "," #T "," #T "->" #T, cpu__fused_conv, CPU__OP_FUSEDCONV,  \
+      0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)                                                        \
+    G(FusedConv4_##T, "FusedConv", #T "," #T "," #T "," #T "->" #T, cpu__fused_conv,              \
+      CPU__OP_FUSEDCONV, 0, 4, CPU__T4(T), 1, CPU__DT_##T, 0)                                     \
+    G(FusedGemm_##T, "FusedGemm", #T "," #T "->" #T, cpu__fused_gemm, CPU__OP_FUSEDGEMM, 0, 2,    \
+      CPU__T2(T), 1, CPU__DT_##T, 0)                                                              \
+    G(FusedGemmC_##T, "FusedGemm", #T "," #T "," #T "->" #T, cpu__fused_gemm, CPU__OP_FUSEDGEMM,  \
+      0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)
 #define CPU__G_SHAPE(G, T)                                                                        \
     G(Shape_##T, "Shape", #T "->i64", cpu__shape, CPU__OP_SHAPE, 0, 1, CPU__T1(T), 1,             \
       SES_DRV_DTYPE_I64, 0)
@@ -336,6 +351,9 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__ALL(CPU__G_SHAPE, G)                  \
     G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
       CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0)
+
+/* The fused entries (after the general ones): general entries with a supports_node. */
+#define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
 
 #define CPU__LIST(...) __VA_ARGS__
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
@@ -358,6 +376,7 @@ CPU__KERNELS(CPU__DEFINE)
     }
 
 CPU__GENERAL_KERNELS(CPU__DEFINE_GENERAL)
+CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
 
 /* Second expansion: the table. */
 #define CPU__ENTRY(id, OP, SIG, BODY, ...)                          \
@@ -386,8 +405,21 @@ CPU__GENERAL_KERNELS(CPU__DEFINE_GENERAL)
         .compute = cpu__compute_##id,            \
     },
 
-static const ses_drv_kernel_t cpu_kernels[] = {
-    CPU__KERNELS(CPU__ENTRY) CPU__GENERAL_KERNELS(CPU__GENERAL_ENTRY)};
+#define CPU__FUSED_ENTRY(id, OP, SIG, ...)       \
+    {                                            \
+        .struct_size = sizeof(ses_drv_kernel_t), \
+        .op = OP,                                \
+        .signature = SIG,                        \
+        .priority = 0,                           \
+        .flags = 0,                              \
+        .supports_node = cpu__fused_supports,    \
+        .create = NULL,                          \
+        .destroy = NULL,                         \
+        .compute = cpu__compute_##id,            \
+    },
+
+static const ses_drv_kernel_t cpu_kernels[] = {CPU__KERNELS(CPU__ENTRY) CPU__GENERAL_KERNELS(
+    CPU__GENERAL_ENTRY) CPU__FUSED_KERNELS(CPU__FUSED_ENTRY)};
 
 int32_t cpu__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
                          uint32_t *out_count, uint32_t *out_stride) {

@@ -241,6 +241,8 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_SLICEGRAD:
     case CPU__OP_MATMUL:
     case CPU__OP_GEMM:
+    case CPU__OP_FUSEDGEMM:
+    case CPU__OP_FUSEDCONV:
     case CPU__OP_REDUCESUM:
     case CPU__OP_REDUCEMAX:
     case CPU__OP_REDUCEMEAN:

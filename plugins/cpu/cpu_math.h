@@ -10,6 +10,7 @@
 #ifndef SES_CPU_MATH_H
 #define SES_CPU_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -58,6 +59,22 @@ static inline float cpu__expf(float x) {
     const float s1 = cpu__bits_to_float((uint32_t)(n1 + 127) << 23);
     const float s2 = cpu__bits_to_float((uint32_t)(n2 + 127) << 23);
     return p * s1 * s2;
+}
+
+/* 1 / (1 + e^-x), or e^x / (1 + e^x) for x < 0: never exp of a large positive number, which
+ * would overflow. Written without branches so that a loop of it vectorises. Shared by Sigmoid
+ * (cpu_elementwise.c) and the fused kernels' activation (cpu_fused.c). */
+static inline float cpu__sigmoidf(float x) {
+    const float e = cpu__expf(x < 0 ? x : -x); /* e^-|x|, NaN for NaN */
+    const float s = 1.0f / (1.0f + e);
+    return x < 0 ? e * s : s;
+}
+
+static inline double cpu__sigmoid(double x) {
+    if (x >= 0)
+        return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
 }
 
 #endif /* SES_CPU_MATH_H */

@@ -321,6 +321,41 @@ static const char *const conv[] = {
     "[2,16,16,16] [32,16,3,3] [32] pads=[1,1,1,1] strides=[2,2]",
     NULL,
 };
+/* FusedConv: X, W, then B and Z; an empty B (@like: never passed to the kernel) is absent, so
+ * that Z comes third. Each activation, with and without parameters. */
+static const char *const fused_conv[] = {
+    "[1,1,5,5] [1,1,3,3] activation=Relu",
+    "[2,3,7,7] [4,3,3,3] pads=[1,1,1,1] strides=[2,2] activation=Sigmoid",
+    "[1,4,6,6] [4,2,3,3] group=2 dilations=[2,2] activation=Tanh",
+    "[0,3,5,5] [2,3,3,3] activation=Relu",
+    "[4,16,32,32] [32,16,3,3] pads=[1,1,1,1] activation=Relu",
+    "[1,2,5,5] [3,2,3,3] [3] activation=LeakyRelu",
+    "[2,4,6,6] [4,2,3,3] [4] group=2 pads=[1,0,1,0] activation=LeakyRelu "
+    "activation_params=[0.2]",
+    "[1,3,5,5] [2,3,1,1] [2] activation=Clip activation_params=[-0.5,0.5]",
+    "[2,16,16,16] [32,16,3,3] [32] pads=[1,1,1,1] strides=[2,2] activation=Relu",
+    "[1,2,5,5] [3,2,3,3] [0]@like [1,3,3,3] activation=Relu",
+    "[2,16,8,8] [16,16,3,3] [0]@like [2,16,8,8] pads=[1,1,1,1] activation=Tanh",
+    "[1,2,5,5] [3,2,3,3] [3] [1,3,3,3] activation=Relu",
+    "[2,8,5,5] [6,8,1,1] [6] [2,6,5,5]",
+    "[4,16,16,16] [16,16,3,3] [16] [4,16,16,16] pads=[1,1,1,1] activation=Clip "
+    "activation_params=[0.0,6.0]",
+    NULL,
+};
+/* FusedGemm: Gemm's cases with each activation. */
+static const char *const fused_gemm[] = {
+    "[3,4]@unit [4,5]@unit activation=Relu",
+    "[4,3]@unit [4,5]@unit transA=1 activation=Sigmoid",
+    "[0,4]@unit [4,5]@unit activation=Relu",
+    "[64,128]@unit [128,96]@unit activation=Tanh",
+    "[3,4]@unit [4,5]@unit [5]@unit activation=LeakyRelu",
+    "[3,4]@unit [4,5]@unit [3,5]@unit alpha=2.0 beta=0.5 activation=LeakyRelu "
+    "activation_params=[0.2]",
+    "[3,4]@unit [4,5]@unit [3,1]@unit activation=Clip activation_params=[-0.25,0.5]",
+    "[64,128]@unit [96,128]@unit [96]@unit transB=1 activation=Relu",
+    "[3,4]@unit [4,5]@unit [5]@unit",
+    NULL,
+};
 /* dy, X, W: the gradient of X (input=0) and of W (input=1) of the Conv cases. */
 #define CONV_GRAD(input)                                                                         \
     "[1,1,3,3] [1,1,5,5] [1,1,3,3] input=" input,                                                \
@@ -498,6 +533,8 @@ static const ses_conf_op_cases_t table[] = {
     {"Adam", LIBM, adam},
     {"Conv", PRODUCTS, conv},
     {"ConvGrad", PRODUCTS, conv_grad},
+    {"FusedConv", PRODUCTS, fused_conv},
+    {"FusedGemm", PRODUCTS, fused_gemm},
     {"MaxPool", EXACT, max_pool},
     {"AveragePool", SUMS, average_pool},
     {"MaxPoolGrad", ROUNDED, max_pool_grad},

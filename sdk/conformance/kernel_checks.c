@@ -38,9 +38,29 @@ typedef struct attr_spec {
     int64_t i;
     double f;
     int64_t ints[MAX_VALUES];
+    double floats[MAX_VALUES]; /* SES_ATTR_FLOATS */
     size_t count;
     char s[32]; /* SES_ATTR_STRING */
 } attr_spec_t;
+
+/* "[0.5,-1.0]" (a list with a '.') into @p out: at most @p max values. */
+static int parse_floats(const char *p, double *out, size_t max, size_t *out_count) {
+    size_t n = 0;
+    char *end;
+
+    if (*p++ != '[')
+        return 0;
+    while (*p && *p != ']') {
+        if (n == max)
+            return 0;
+        out[n++] = strtod(p, &end);
+        if (end == p)
+            return 0;
+        p = *end == ',' ? end + 1 : end;
+    }
+    *out_count = n;
+    return *p == ']';
+}
 
 typedef struct kcase {
     arg_t args[MAX_ARGS];
@@ -177,7 +197,11 @@ static int parse_case(const char *text, kcase_t *c) {
                 return 0;
             at = &c->attrs[c->n_attrs++];
             snprintf(at->name, sizeof at->name, "%.*s", (int)(eq - token), token);
-            if (eq[1] == '[') {
+            if (eq[1] == '[' && strchr(eq + 1, '.')) {
+                at->type = SES_ATTR_FLOATS;
+                if (!parse_floats(eq + 1, at->floats, MAX_VALUES, &at->count))
+                    return 0;
+            } else if (eq[1] == '[') {
                 at->type = SES_ATTR_INTS;
                 if (!parse_list(eq + 1, at->ints, MAX_VALUES, &at->count))
                     return 0;
@@ -683,7 +707,9 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
     }
     for (size_t k = 0; k < c->n_attrs; k++) {
         const attr_spec_t *at = &c->attrs[k];
-        attrs[n_attrs++] = at->type == SES_ATTR_INTS    ? ses_attr_ints(at->name, at->ints, at->count)
+        attrs[n_attrs++] = at->type == SES_ATTR_FLOATS
+                               ? ses_attr_floats(at->name, at->floats, at->count)
+                           : at->type == SES_ATTR_INTS   ? ses_attr_ints(at->name, at->ints, at->count)
                            : at->type == SES_ATTR_FLOAT  ? ses_attr_float(at->name, at->f)
                            : at->type == SES_ATTR_STRING ? ses_attr_string(at->name, at->s)
                                                         : ses_attr_int(at->name, at->i);

@@ -137,7 +137,7 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* collectives (collective_ops.c, run by exec/host_ops.c; tested in collective_test.c) */
         "AllReduce", "RankWeight",
         /* CNN and model ops (cnn.c, tested in cnn_ops_test.c) */
-        "Conv", "ConvGrad", "MaxPool", "AveragePool", "MaxPoolGrad", "AveragePoolGrad",
+        "Conv", "ConvGrad", "FusedConv", "FusedGemm", "MaxPool", "AveragePool", "MaxPoolGrad", "AveragePoolGrad",
         "GlobalAveragePool", "GlobalMaxPool", "GlobalAveragePoolGrad", "BatchNormalization",
         "Dropout", "Pad", "PadGrad", "Clip", "Expand", "Split", "Shape", "ConstantOfShape", "Range",
     };

@@ -187,6 +187,11 @@ static ses_status_t check_image(ses__infer_ctx_t *ctx, size_t index, const char 
     return st;
 }
 
+/* Whether optional input @p i is given and not empty. */
+static int given(const ses__infer_ctx_t *ctx, size_t i) {
+    return ses__op_has_input(ctx, i) && ses__type_count(&ctx->inputs[i]) != 0;
+}
+
 static int same_dims(const ses__type_t *a, const ses__type_t *b) {
     if (a->rank != b->rank)
         return 0;
@@ -285,6 +290,54 @@ ses_status_t ses__infer_conv(ses__infer_ctx_t *ctx) {
         ctx->kernel_inputs = 0x7;
     }
     return conv_attrs(ctx, &w, group);
+}
+
+/*
+ * FusedConv(X, W[, B[, Z]]): activation(Conv(X, W, B) + Z), ONNX Runtime's com.microsoft
+ * contrib op; the compiler makes it from Conv -> [Add ->] activation. An empty B is absent (a
+ * graph cannot leave a middle input out), so Z may come without a bias. Z, when given, has Y's
+ * exact shape. The kernel gets X, W, then B and Z when given, told apart by has_bias and has_z,
+ * with Conv's normalized attributes and the activation's (ses__op_activation).
+ */
+ses_status_t ses__infer_fused_conv(ses__infer_ctx_t *ctx) {
+    window_t w;
+    int64_t group, has_bias = 0, has_z = 0;
+    ses_status_t st = conv_core(ctx, 0, &w, &group, &ctx->outputs[0]);
+
+    if (st != SES_OK)
+        return st;
+    ctx->kernel_inputs = 0x3;
+    if (given(ctx, 2)) {
+        const ses__type_t *b = &ctx->inputs[2];
+        st = ses__op_check_same_dtype(ctx, 0, "X", 2, "B");
+        if (st == SES_OK && (b->rank != 1 || b->dims[0] != ctx->outputs[0].dims[1]))
+            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                              "B must be 1-D with one entry per filter: W is %s, B is %s",
+                              ses__tstr(&ctx->inputs[1]).s, ses__tstr(b).s);
+        if (st != SES_OK)
+            return st;
+        ctx->kernel_inputs |= 0x4;
+        has_bias = 1;
+    }
+    if (ses__op_has_input(ctx, 3)) {
+        st = ses__op_check_same_dtype(ctx, 0, "X", 3, "Z");
+        if (st == SES_OK && !same_dims(&ctx->inputs[3], &ctx->outputs[0]))
+            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                              "Z must have the convolution's shape: Y is %s, Z is %s",
+                              ses__tstr(&ctx->outputs[0]).s, ses__tstr(&ctx->inputs[3]).s);
+        if (st != SES_OK)
+            return st;
+        ctx->kernel_inputs |= 0x8;
+        has_z = 1;
+    }
+    st = conv_attrs(ctx, &w, group);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_bias", has_bias);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_z", has_z);
+    if (st == SES_OK)
+        st = ses__op_activation(ctx);
+    return st;
 }
 
 /* The gradient of Conv(X, W[, B]) with respect to X (input 0), W (1) or B (2). */
@@ -618,11 +671,6 @@ ses_status_t ses__infer_dropout(ses__infer_ctx_t *ctx) {
 /* ---- Pad ------------------------------------------------------------------------------------ */
 
 enum { PAD_CONSTANT = 0, PAD_REFLECT = 1, PAD_EDGE = 2 };
-
-/* Whether optional input @p i is given and not empty. */
-static int given(const ses__infer_ctx_t *ctx, size_t i) {
-    return ses__op_has_input(ctx, i) && ses__type_count(&ctx->inputs[i]) != 0;
-}
 
 /*
  * Pad's normalization of input @p di (the data; pads, constant_value and axes follow it):

@@ -10,6 +10,7 @@
 
 ses_status_t ses__infer_conv(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_conv_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_fused_conv(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_max_pool(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_average_pool(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_pool_grad(ses__infer_ctx_t *ctx);   /* MaxPoolGrad AveragePoolGrad */

@@ -1,6 +1,7 @@
 /* The checks every op family's inference is built from; see infer.h. */
 #include "infer.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,4 +313,67 @@ ses_status_t ses__op_check_out_rank(const ses__infer_ctx_t *ctx, size_t rank) {
     return ses__op_fail(ctx, SES_UNIMPLEMENTED,
                         "the output would have rank %zu; at most %d dimensions are supported", rank,
                         SES_MAX_RANK);
+}
+
+/* The activations FusedConv and FusedGemm apply, with how many activation_params each takes:
+ * at least min, at most max; the defaults fill the ones left out. */
+static const struct {
+    const char *name;
+    size_t min, max;
+    double defaults[2];
+} activations[] = {
+    {"Identity", 0, 0, {0.0, 0.0}},
+    {"Relu", 0, 0, {0.0, 0.0}},
+    {"LeakyRelu", 0, 1, {0.01, 0.0}},
+    {"Sigmoid", 0, 0, {0.0, 0.0}},
+    {"Tanh", 0, 0, {0.0, 0.0}},
+    {"Clip", 2, 2, {-INFINITY, INFINITY}},
+};
+
+ses_status_t ses__op_activation(ses__infer_ctx_t *ctx) {
+    const char *name = "Identity";
+    const ses__attr_t *params = ses__attrs_find(ctx->attrs, "activation_params");
+    double values[2];
+    size_t n = 0, a;
+    int found = ses__attrs_get_string(ctx->attrs, "activation", &name);
+    ses_attr_t out;
+    ses_status_t st;
+
+    if (found < 0)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute activation must be a STRING");
+    if (found == 0 || !name[0])
+        name = "Identity";
+    for (a = 0; a < sizeof activations / sizeof activations[0]; a++)
+        if (strcmp(activations[a].name, name) == 0)
+            break;
+    if (a == sizeof activations / sizeof activations[0])
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attribute activation is \"%s\"; expected one of Relu, LeakyRelu, "
+                            "Sigmoid, Tanh, Clip, or none",
+                            name);
+    if (params && params->type != SES_ATTR_FLOATS)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attribute activation_params must be FLOATS, got %s",
+                            ses__attr_type_name(params->type));
+    if (params)
+        n = params->count;
+    if (n < activations[a].min || n > activations[a].max)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attribute activation_params has %zu value%s; activation %s takes %s",
+                            n, n == 1 ? "" : "s", name,
+                            activations[a].max == 0   ? "none"
+                            : activations[a].min == 2 ? "2 (min, max)"
+                                                      : "0 or 1 (alpha, default 0.01)");
+    for (size_t i = 0; i < 2; i++)
+        values[i] = i < n ? params->floats[i] : activations[a].defaults[i];
+    if (a == 5 && !(values[0] <= values[1]))
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "activation Clip: min %g is greater than max %g", values[0], values[1]);
+    out = ses_attr_string("activation", activations[a].name);
+    st = ses__attrs_set(&ctx->kernel_attrs, &out);
+    if (st == SES_OK) {
+        out = ses_attr_floats("activation_params", values, activations[a].max);
+        st = ses__attrs_set(&ctx->kernel_attrs, &out);
+    }
+    return st;
 }

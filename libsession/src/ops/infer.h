@@ -113,6 +113,15 @@ ses_status_t ses__op_read_ints(const ses__infer_ctx_t *ctx, size_t index, const 
 /* Fails with SES_UNIMPLEMENTED when an output would have more than SES_MAX_RANK dimensions. */
 ses_status_t ses__op_check_out_rank(const ses__infer_ctx_t *ctx, size_t rank);
 
+/*
+ * FusedConv's and FusedGemm's activation: reads attributes activation (STRING: Relu, LeakyRelu,
+ * Sigmoid, Tanh, Clip; absent or empty for none) and activation_params (FLOATS: LeakyRelu's
+ * alpha, Clip's min and max), and sets the kernel's normalized ones: activation (the name, or
+ * "Identity"), activation_params (every parameter the activation takes, defaults filled in:
+ * LeakyRelu 1, Clip 2, the others none). An unknown name or a wrong count fails naming the node.
+ */
+ses_status_t ses__op_activation(ses__infer_ctx_t *ctx);
+
 /* elementwise.c */
 ses_status_t ses__infer_identity(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_arithmetic(ses__infer_ctx_t *ctx);
@@ -126,6 +135,7 @@ ses_status_t ses__infer_leaky_relu(ses__infer_ctx_t *ctx);
 /* matmul.c */
 ses_status_t ses__infer_matmul(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_gemm(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_fused_gemm(ses__infer_ctx_t *ctx);
 /* reduce.c */
 ses_status_t ses__infer_reduce_sum(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_reduce_mean(ses__infer_ctx_t *ctx);

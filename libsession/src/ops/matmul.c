@@ -125,3 +125,15 @@ ses_status_t ses__infer_gemm(ses__infer_ctx_t *ctx) {
         st = ses__attrs_set_int(ka, "transB", trans_b);
     return st;
 }
+
+/*
+ * FusedGemm(A, B[, C]): activation(Gemm(A, B, C)), ONNX Runtime's com.microsoft contrib op; the
+ * compiler makes it from Gemm -> activation. Gemm's inference and normalized attributes, plus the
+ * activation's (ses__op_activation).
+ */
+ses_status_t ses__infer_fused_gemm(ses__infer_ctx_t *ctx) {
+    ses_status_t st = ses__infer_gemm(ctx);
+    if (st == SES_OK)
+        st = ses__op_activation(ctx);
+    return st;
+}

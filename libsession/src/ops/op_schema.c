@@ -42,6 +42,7 @@ static const ses__op_schema_t schemas[] = {
     /* matmul.c */
     {"MatMul", 2, 2, 1, 1, 0, ses__infer_matmul},
     {"Gemm", 2, 3, 1, 1, 0, ses__infer_gemm},
+    {"FusedGemm", 2, 3, 1, 1, 0, ses__infer_fused_gemm},
     /* reduce.c. ReduceMean and ReduceMax accept a second input only to refuse the opset-18
      * form (axes as an input) with a clear message rather than a bare count error. */
     {"ReduceSum", 1, 2, 1, 1, BIT(1), ses__infer_reduce_sum},
@@ -101,6 +102,7 @@ static const ses__op_schema_t schemas[] = {
      * Expand's shape, Split's split, ConstantOfShape's input, Range's scalars, Dropout's
      * training_mode) are read at compile time. */
     {"Conv", 2, 3, 1, 1, 0, ses__infer_conv},
+    {"FusedConv", 2, 4, 1, 1, 0, ses__infer_fused_conv},
     {"ConvGrad", 3, 3, 1, 1, 0, ses__infer_conv_grad},
     {"MaxPool", 1, 1, 1, 2, 0, ses__infer_max_pool},
     {"AveragePool", 1, 1, 1, 1, 0, ses__infer_average_pool},
