@@ -48,6 +48,11 @@ typedef struct ses_session_options {
      * run of consecutive kernels of a plan is captured on the plan's first run and replayed as one
      * launch after; 0: every kernel is launched on every run. */
     uint32_t graphs;
+    /* 1 (default): the compiler runs chains Conv -> [Add ->] activation and Gemm -> activation
+     * as one fused node (FusedConv, FusedGemm) where the device's driver has a kernel for it;
+     * placement and errors still name the user's nodes. 0: every node runs as it is. The
+     * environment variable SESSION_FUSION=0 (or off) forces 0, for debugging and A/B benches. */
+    uint32_t fusion;
 } ses_session_options_t;
 
 /** Fills @p options with the defaults. */

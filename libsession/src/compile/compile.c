@@ -35,6 +35,16 @@ typedef struct builder {
      * Inference that must read a fed value sets deferred and stops the compile. */
     int types_only;
     int deferred;
+    /* Fusion (fuse.c): the plan's candidates, and how compile_op is being asked to work.
+     * probing: stop after placing the node and say where (probe_device), adding nothing;
+     * only_device: place the node on that device or fail; trial: a failure of inference or
+     * placement sets rejected, so that the chain is compiled unfused instead. */
+    ses__fusions_t fusions;
+    int probing;
+    size_t probe_device;
+    size_t only_device;
+    int trial;
+    int rejected;
 } builder_t;
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -381,6 +391,8 @@ static ses_status_t place(builder_t *b, const ses_node_t *node, const char *kern
         /* first, then every other device in priority order */
         size_t d = i == 0 ? first : i <= first ? i - 1 : i;
         const ses_drv_kernel_t *refused[8];
+        if (b->only_device != SIZE_MAX && d != b->only_device)
+            continue;
         size_t n_refused = 0;
         const ses_drv_kernel_t *k = ses__find_kernel(&s->devices[d], kernel_op, signature, NULL, 0);
         char why[1024];
@@ -408,14 +420,17 @@ static ses_status_t place(builder_t *b, const ses_node_t *node, const char *kern
                      signature);
         }
         if (k) {
-            if (i > 0) {
+            /* A fused node goes where its chain's first node goes (only_device): that node's
+             * placement already applied the fallback policy. A probe says nothing. */
+            if (i > 0 && b->only_device == SIZE_MAX) {
                 if (s->options.fallback == SES_FALLBACK_DENY)
                     return ses__fail(SES_UNIMPLEMENTED,
                                      "%s \"%s\": cannot run on %s and fallback is denied: %s",
                                      node->op, node->name, device_name(s, first), tried);
-                summary_add(b, "  fallback: %s \"%s\" (%s) on %s: %s\n", node->op, node->name,
-                            signature, device_name(s, d), tried);
-                if (s->options.fallback == SES_FALLBACK_WARN)
+                if (!b->probing)
+                    summary_add(b, "  fallback: %s \"%s\" (%s) on %s: %s\n", node->op,
+                                node->name, signature, device_name(s, d), tried);
+                if (!b->probing && s->options.fallback == SES_FALLBACK_WARN)
                     ses__session_log(s, SES__LOG_WARN, "%s \"%s\" (%s) falls back to %s: %s",
                                      node->op, node->name, signature, device_name(s, d), tried);
             }
@@ -552,7 +567,12 @@ static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const 
     return SES_OK;
 }
 
-static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
+/*
+ * Compiles op node @p node into its step (and the copies it needs). Its outputs are the edges of
+ * @p out_node: @p node itself, or for a fused node the chain's last member, whose consumers and
+ * fetches then find the fused node's output where they look for that member's.
+ */
+static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_node_t *out_node) {
     ses__compiled_t *c = b->c;
     ses__infer_ctx_t ctx;
     ses__type_t in_types[SES__MAX_INPUTS];
@@ -612,6 +632,7 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     st = ses__op_infer(node->schema, &ctx);
     if (st != SES_OK) {
         ses__attrs_clear(&ctx.kernel_attrs);
+        b->rejected = b->trial;
         return st;
     }
     if (node->schema->host_op) {
@@ -650,8 +671,10 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
         }
     }
     st = place(b, node, drv_node.op, signature, &drv_node, &device, &kernel);
-    if (st != SES_OK) {
+    if (st != SES_OK || b->probing) {
         ses__attrs_clear(&ctx.kernel_attrs);
+        b->rejected = b->trial;
+        b->probe_device = device;
         return st;
     }
     b->per_device[device]++;
@@ -686,13 +709,14 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node) {
     }
     for (size_t o = 0; o < node->n_outputs; o++) {
         size_t out;
-        st = new_slot(b, SES__SLOT_ARENA, &ctx.outputs[o], device, (ses_edge_t){(ses_node_t *)node, (uint32_t)o}, &out);
+        st = new_slot(b, SES__SLOT_ARENA, &ctx.outputs[o], device,
+                      (ses_edge_t){(ses_node_t *)out_node, (uint32_t)o}, &out);
         if (st != SES_OK)
             return st;
         c->slots[out].first_step = step_index;
         c->slots[out].last_step = step_index;
         c->steps[step_index].args[n_kernel_in + o] = out;
-        b->slot_of[node->id * SES__MAX_OUTPUTS + o] = out + 1;
+        b->slot_of[out_node->id * SES__MAX_OUTPUTS + o] = out + 1;
     }
     /* A variable updated on another device than its home is copied back after the update. */
     for (size_t i = 0; i < n_kernel_in && node->schema->inplace_inputs; i++) {
@@ -842,6 +866,9 @@ static ses_status_t make_summary(builder_t *b) {
         summary_add(b, " %s %zu node%s%s", device_name(s, d), b->per_device[d],
                     b->per_device[d] == 1 ? "" : "s", d + 1 < s->n_devices ? "," : "");
     summary_add(b, "\n");
+    if (c->n_fusions)
+        summary_add(b, "  fused: %zu chain%s into FusedConv or FusedGemm\n", c->n_fusions,
+                    c->n_fusions == 1 ? "" : "s");
     if (fallbacks)
         summary_add(b, "%.*s", (int)fallbacks_used, fallbacks);
     free(fallbacks);
@@ -852,6 +879,84 @@ static ses_status_t make_summary(builder_t *b) {
     return c->placement ? SES_OK : ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
 }
 
+/*
+ * Tries to compile fusion @p f as its fused node, at its last member's place in the plan (where
+ * every input, Z included, is computed): on the device its first member would take, and only
+ * if that device binds a kernel that accepts the fused node. Sets f->state; a rejected chain is
+ * compiled unfused by the caller. Fails only for errors that would fail the plan anyway.
+ */
+static ses_status_t compile_fused(builder_t *b, ses__fusion_t *f) {
+    ses__compiled_t *c = b->c;
+    const ses_node_t *last = f->members[f->n_members - 1];
+    size_t device;
+    ses_status_t st;
+
+    f->state = SES__FUSION_REJECTED;
+    /* Where the first member would run: its own compile reports any error of its own. */
+    b->probing = 1;
+    st = compile_op(b, f->members[0], f->members[0]);
+    b->probing = 0;
+    if (st != SES_OK)
+        return SES_OK;
+    device = b->probe_device;
+    b->only_device = device;
+    b->trial = 1;
+    b->rejected = 0;
+    st = compile_op(b, f->node, last);
+    b->only_device = SIZE_MAX;
+    b->trial = 0;
+    if (st != SES_OK && b->rejected) {
+        ses__session_log(b->s, SES__LOG_DEBUG, "%s \"%s\" is not fused: %s", f->node->op,
+                         f->node->name, ses_last_error());
+        return SES_OK;
+    }
+    if (st != SES_OK)
+        return st;
+    f->state = SES__FUSION_FUSED;
+    c->n_fusions++;
+    b->per_device[device] += f->n_members - 1;
+    for (size_t m = 0; m < f->n_members; m++) {
+        c->placed_nodes[c->n_placed] = f->members[m];
+        c->placed_devices[c->n_placed++] = device;
+    }
+    return SES_OK;
+}
+
+/* The plan takes the nodes of every chain it tried: the fused ones' steps run them, and a
+ * rejected FusedConv's empty B may already have a slot (a constant's slot reads its node). */
+static ses_status_t adopt_fused_nodes(builder_t *b) {
+    ses__compiled_t *c = b->c;
+
+    if (!b->fusions.count)
+        return SES_OK;
+    c->fused_nodes = ses__calloc(2 * b->fusions.count, sizeof *c->fused_nodes);
+    if (!c->fused_nodes)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+    for (size_t i = 0; i < b->fusions.count; i++) {
+        ses__fusion_t *f = &b->fusions.items[i];
+        if (f->state == SES__FUSION_CANDIDATE)
+            continue;
+        c->fused_nodes[c->n_fused_nodes++] = f->node;
+        f->node = NULL;
+        if (f->empty) {
+            c->fused_nodes[c->n_fused_nodes++] = f->empty;
+            f->empty = NULL;
+        }
+    }
+    return SES_OK;
+}
+
+static ses_status_t compile_one(builder_t *b, const ses_node_t *n) {
+    ses__compiled_t *c = b->c;
+    ses_status_t st = compile_op(b, n, n);
+
+    if (st != SES_OK)
+        return st;
+    c->placed_nodes[c->n_placed] = n;
+    c->placed_devices[c->n_placed++] = c->steps[c->n_steps - 1].device;
+    return SES_OK;
+}
+
 static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     ses_plan_t *plan = b->plan;
     ses__compiled_t *c = b->c;
@@ -860,14 +965,27 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     b->pruned = pruned;
     for (size_t i = 0; i < pruned->n_nodes; i++) {
         const ses_node_t *n = pruned->nodes[i];
+        ses__fusion_t *f;
         if (n->kind != SES__NODE_OP)
             continue;
-        st = compile_op(b, n);
+        f = ses__fusion_of(&b->fusions, n);
+        if (!f) {
+            st = compile_one(b, n);
+        } else if (n != f->members[f->n_members - 1]) {
+            continue; /* decided at the chain's last member */
+        } else {
+            st = compile_fused(b, f);
+            /* Unfused: the members in their order, here, where all their inputs exist. */
+            for (size_t m = 0; st == SES_OK && f->state == SES__FUSION_REJECTED &&
+                               m < f->n_members;
+                 m++)
+                st = compile_one(b, f->members[m]);
+        }
         if (st != SES_OK)
             return st;
-        c->placed_nodes[c->n_placed] = n;
-        c->placed_devices[c->n_placed++] = c->steps[c->n_steps - 1].device;
     }
+    if ((st = adopt_fused_nodes(b)) != SES_OK)
+        return st;
     for (size_t i = 0; i < plan->n_fetches; i++) {
         ses__slot_t *slot;
         st = home_slot(b, plan->fetches[i], &c->fetch_slots[i]);
@@ -899,6 +1017,7 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
     ses_status_t st;
 
     memset(&b, 0, sizeof b);
+    b.only_device = SIZE_MAX;
     st = ses__prune(g, plan->fetches, plan->n_fetches, plan->fed, plan->n_fed, plan->targets,
                     plan->n_targets, &pruned);
     if (st != SES_OK)
@@ -946,6 +1065,13 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
         ses__pruned_clear(&pruned);
         return st;
     }
+    if (s->options.fusion) {
+        st = ses__fuse_find(plan, &pruned, g->n_nodes, &b.fusions);
+        if (st != SES_OK) {
+            ses__pruned_clear(&pruned);
+            return st;
+        }
+    }
     c = ses__calloc(1, sizeof *c);
     b.s = s;
     b.plan = plan;
@@ -953,7 +1079,8 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
     b.feeds = feeds;
     b.scope = scope;
     b.types_only = types_only;
-    b.slot_of = ses__calloc(g->n_nodes * SES__MAX_OUTPUTS + 1, sizeof *b.slot_of);
+    b.slot_of = ses__calloc((g->n_nodes + 2 * b.fusions.count) * SES__MAX_OUTPUTS + 1,
+                            sizeof *b.slot_of);
     b.per_device = ses__calloc(s->n_devices, sizeof *b.per_device);
     if (c) {
         c->fetch_slots = ses__calloc(plan->n_fetches + 1, sizeof *c->fetch_slots);
@@ -970,6 +1097,7 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
     free(b.slot_of);
     free(b.per_device);
     free(b.summary);
+    ses__fusions_clear(&b.fusions);
     ses__pruned_clear(&pruned);
     if (out_deferred)
         *out_deferred = b.deferred;
@@ -1093,6 +1221,9 @@ void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {
     free(c->placement);
     free(c->placed_nodes);
     free(c->placed_devices);
+    for (size_t i = 0; i < c->n_fused_nodes; i++)
+        ses__fused_node_free(c->fused_nodes[i]);
+    free(c->fused_nodes);
     free(c);
 }
 

@@ -209,6 +209,9 @@ typedef struct ses__compiled {
     ses__segment_t *segments;
     size_t n_segments;
     ses_transfer_stats_t *transfers; /* the plan's counters, for this run's copies */
+    ses_node_t **fused_nodes;     /* the fused nodes its steps run, and their empty Bs */
+    size_t n_fused_nodes;
+    size_t n_fusions;             /* chains run as one fused node */
     int recapture; /* a resident variable moved to another buffer: graphs are recorded again */
 } ses__compiled_t;
 
@@ -247,6 +250,42 @@ typedef struct ses__pruned {
     const ses_node_t **variables;
     size_t n_variables;
 } ses__pruned_t;
+
+/* ---- fusion (compile/fuse.c) ------------------------------------------------------------ */
+
+typedef enum ses__fusion_state {
+    SES__FUSION_CANDIDATE = 0, /* found; decided when the compiler reaches its last member */
+    SES__FUSION_FUSED,         /* compiled as one step of the fused node */
+    SES__FUSION_REJECTED,      /* no kernel on the device, or inference refused: unfused */
+} ses__fusion_state_t;
+
+/** A chain of the plan that may run as one fused node (see fuse.c for the patterns). */
+typedef struct ses__fusion {
+    const ses_node_t *members[3]; /* in plan order: Conv or Gemm, [Add], the activation */
+    size_t n_members;
+    ses_node_t *node;  /* FusedConv or FusedGemm, the plan's own (not the graph's) */
+    ses_node_t *empty; /* FusedConv with Z and no B: the empty constant standing for B, or NULL */
+    ses__fusion_state_t state;
+} ses__fusion_t;
+
+typedef struct ses__fusions {
+    ses__fusion_t *items;
+    size_t count;
+} ses__fusions_t;
+
+/**
+ * Finds the fusion candidates of @p pruned for @p plan and builds their nodes, with ids from
+ * @p first_id on (two per candidate: the compiler's tables index them past the graph's nodes).
+ * Fails only when memory runs out.
+ */
+ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned, size_t first_id,
+                            ses__fusions_t *out);
+/** The candidate @p n is a member of, or NULL. */
+ses__fusion_t *ses__fusion_of(const ses__fusions_t *f, const ses_node_t *n);
+/** Frees the candidates and the nodes still theirs (a compiled plan takes the fused ones). */
+void ses__fusions_clear(ses__fusions_t *f);
+/** Frees a node the plan made (a fused node or its empty B). Accepts NULL. */
+void ses__fused_node_free(ses_node_t *n);
 
 /** Validates the request and finds what it needs. Messages name the node and edge at fault. */
 ses_status_t ses__prune(const ses_graph_t *g, const ses_edge_t *fetches, size_t n_fetches,

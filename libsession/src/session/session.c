@@ -28,6 +28,7 @@ void ses_session_options_init(ses_session_options_t *o) {
     o->fallback = SES_FALLBACK_WARN;
     o->log_level = SES__LOG_WARN;
     o->graphs = 1;
+    o->fusion = 1;
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
@@ -47,6 +48,9 @@ static ses_status_t check_options(const ses_session_t *s) {
     if (o->threads > 4096)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: %u threads; the most is 4096",
                          o->threads);
+    if (o->fusion > 1)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: fusion is %u; use 1 or 0",
+                         o->fusion);
     if (o->graphs > 1)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: graphs is %u; use 1 or 0",
                          o->graphs);
@@ -199,6 +203,13 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
         memcpy(&s->options, options,
                options->struct_size < sizeof s->options ? options->struct_size : sizeof s->options);
     s->options.struct_size = sizeof s->options;
+    /* SESSION_FUSION=0 turns fusion off whatever the options say: for debugging and A/B
+     * benchmarks of programs that do not expose the option. */
+    {
+        const char *fusion = getenv("SESSION_FUSION");
+        if (fusion && (!strcmp(fusion, "0") || !strcmp(fusion, "off")))
+            s->options.fusion = 0;
+    }
     if ((st = check_options(s)) != SES_OK || (st = copy_driver_options(s)) != SES_OK) {
         free_driver_options(s);
         free(s);

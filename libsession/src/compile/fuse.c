@@ -1,0 +1,281 @@
+/*
+ * Fusion: chains of the pruned plan that run as one kernel, the way ONNX Runtime's FusedConv
+ * and FusedGemm do, so that an activation does not write and read the whole tensor again:
+ *
+ *   Conv -> act                   FusedConv(X, W[, B])      activation(Conv(X, W, B))
+ *   Conv -> Add(other) -> act     FusedConv(X, W, B, Z)     activation(Conv(X, W, B) + Z)
+ *   Gemm -> act                   FusedGemm(A, B[, C])      activation(Gemm(A, B, C))
+ *
+ * with act one of Relu, LeakyRelu (its alpha), Sigmoid, Tanh, Clip (min and max from constant
+ * inputs: ONNX import turns opset-6 attributes into such inputs). A chain is a candidate only
+ * when every intermediate edge has exactly one consumer in the plan and is not fetched, not fed
+ * and not a target's, and its nodes ask for the same device (or none). Either operand of the
+ * Add may be the Conv; the other must have exactly the Conv output's shape, which FusedConv's
+ * inference checks when the plan is compiled. A Conv without B but with Z gets an empty
+ * constant for B (absent, as an empty optional input is everywhere in libsession).
+ *
+ * This file only finds the candidates and builds their nodes; compile.c decides at the chain's
+ * last node: the fused node is compiled only on the device the chain's first node would take,
+ * and only if that device's driver binds a kernel for the fused op that accepts the node
+ * (supports_node). Otherwise the members are compiled one by one as if nothing happened, so a
+ * driver never sees an op or attribute it does not know. The user's graph is never touched:
+ * the fused nodes belong to the compiled plan, named after the members ("conv1+relu1"), so that
+ * an error at run time names nodes the user recognizes.
+ *
+ * Training graphs are left as they are where it matters: a gradient reads the forward
+ * activations, so their edges have several consumers and are not fused.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../tensor/tensor_internal.h"
+#include "plan.h"
+
+/* How many times the plan's op nodes read @p e. */
+static size_t consumers(const ses__pruned_t *p, ses_edge_t e) {
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        const ses_node_t *x = p->nodes[i];
+        if (x->kind != SES__NODE_OP)
+            continue;
+        for (size_t j = 0; j < x->n_inputs; j++)
+            n += x->inputs[j].node == e.node && x->inputs[j].index == e.index;
+    }
+    return n;
+}
+
+/* Whether output 0 of @p n is an intermediate a fusion may hide: one reader in the plan, not
+ * fetched, not fed, and @p n not a target. */
+static int hidden(const ses_plan_t *plan, const ses__pruned_t *p, const ses_node_t *n) {
+    const ses_edge_t e = {(ses_node_t *)n, 0};
+
+    if (n->kind != SES__NODE_OP || n->n_outputs != 1 || consumers(p, e) != 1 ||
+        ses__fed_index(plan->fed, plan->n_fed, e) != SIZE_MAX)
+        return 0;
+    for (size_t i = 0; i < plan->n_fetches; i++)
+        if (plan->fetches[i].node == n)
+            return 0;
+    for (size_t i = 0; i < plan->n_targets; i++)
+        if (plan->targets[i] == n)
+            return 0;
+    return 1;
+}
+
+static int same_device(const ses_node_t *a, const ses_node_t *b) {
+    return (!a->device && !b->device) || (a->device && b->device && !strcmp(a->device, b->device));
+}
+
+/* A scalar bound of Clip from input @p i: absent (an empty constant, or no input) gives
+ * @p fallback; a one-element f32 or f64 constant that is not fed gives its value. */
+static int clip_bound(const ses_plan_t *plan, const ses_node_t *clip, size_t i, double fallback,
+                      double *out) {
+    const ses_node_t *c;
+    const ses_tensor_t *t;
+
+    *out = fallback;
+    if (i >= clip->n_inputs)
+        return 1;
+    c = clip->inputs[i].node;
+    if (c->kind != SES__NODE_CONSTANT ||
+        ses__fed_index(plan->fed, plan->n_fed, clip->inputs[i]) != SIZE_MAX || !c->value)
+        return 0;
+    t = c->value;
+    if (t->count == 0)
+        return 1;
+    if (t->count != 1)
+        return 0;
+    if (t->dtype == SES_F32)
+        *out = *(const float *)t->data;
+    else if (t->dtype == SES_F64)
+        *out = *(const double *)t->data;
+    else
+        return 0;
+    return 1;
+}
+
+/* The activation @p act applies, with its parameters: 0 when it is not one a fused op takes. */
+static int activation_of(const ses_plan_t *plan, const ses_node_t *act, double *params,
+                         size_t *out_n) {
+    *out_n = 0;
+    if (act->kind != SES__NODE_OP || act->n_outputs != 1)
+        return 0;
+    if (!strcmp(act->op, "Relu") || !strcmp(act->op, "Sigmoid") || !strcmp(act->op, "Tanh"))
+        return act->n_inputs == 1;
+    if (!strcmp(act->op, "LeakyRelu")) {
+        params[0] = 0.01;
+        if (act->n_inputs != 1 || ses__attrs_get_float(&act->attrs, "alpha", &params[0]) < 0)
+            return 0;
+        *out_n = 1;
+        return 1;
+    }
+    if (!strcmp(act->op, "Clip")) {
+        if (act->n_inputs < 1 || act->n_inputs > 3 ||
+            !clip_bound(plan, act, 1, -INFINITY, &params[0]) ||
+            !clip_bound(plan, act, 2, INFINITY, &params[1]) || !(params[0] <= params[1]))
+            return 0;
+        *out_n = 2;
+        return 1;
+    }
+    return 0;
+}
+
+void ses__fused_node_free(ses_node_t *n) {
+    if (!n)
+        return;
+    free(n->name);
+    free(n->op);
+    free(n->inputs);
+    free(n->device);
+    ses__attrs_clear(&n->attrs);
+    ses_tensor_release(n->value);
+    free(n);
+}
+
+/* A node of the plan's own, outside the graph: id @p id indexes the compiler's tables only. */
+static ses_node_t *plan_node(const ses_node_t *like, size_t id, const char *name, const char *op,
+                             ses__node_kind_t kind, size_t n_inputs) {
+    ses_node_t *n = ses__calloc(1, sizeof *n);
+
+    if (!n)
+        return NULL;
+    n->graph = like->graph;
+    n->id = id;
+    n->kind = kind;
+    n->name = ses__strdup(name);
+    n->op = ses__strdup(op);
+    n->device = like->device ? ses__strdup(like->device) : NULL;
+    n->inputs = ses__calloc(n_inputs + 1, sizeof *n->inputs);
+    n->n_inputs = n_inputs;
+    n->n_outputs = 1;
+    if (!n->name || !n->op || !n->inputs || (like->device && !n->device)) {
+        ses__fused_node_free(n);
+        return NULL;
+    }
+    if (kind == SES__NODE_OP) {
+        n->schema = ses__op_schema_find(op);
+        if (!n->schema) {
+            ses__fused_node_free(n);
+            return NULL;
+        }
+    }
+    return n;
+}
+
+/* Builds @p f's fused node: the head's inputs (plus B and Z for Conv -> Add), the head's
+ * attributes and the activation's. */
+static ses_status_t build_fused(ses__fusion_t *f, size_t id, ses_edge_t z, const double *params,
+                                size_t n_params) {
+    const ses_node_t *head = f->members[0], *act = f->members[f->n_members - 1];
+    const int conv = !strcmp(head->op, "Conv");
+    size_t n_inputs = z.node ? 4 : head->n_inputs;
+    char name[512];
+    ses_attr_t a;
+    ses_status_t st;
+
+    snprintf(name, sizeof name, "%s+%s%s%s", head->name,
+             f->n_members == 3 ? f->members[1]->name : "", f->n_members == 3 ? "+" : "",
+             act->name);
+    f->node = plan_node(head, id, name, conv ? "FusedConv" : "FusedGemm", SES__NODE_OP, n_inputs);
+    if (!f->node)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
+    for (size_t i = 0; i < head->n_inputs; i++)
+        f->node->inputs[i] = head->inputs[i];
+    if (z.node) {
+        if (head->n_inputs < 3) {
+            int64_t zero = 0;
+            snprintf(name, sizeof name, "%s:B", head->name);
+            f->empty = plan_node(head, id + 1, name, "Constant", SES__NODE_CONSTANT, 0);
+            if (!f->empty || ses_tensor_create(SES_F32, 1, &zero, &f->empty->value) != SES_OK)
+                return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
+            f->node->inputs[2] = (ses_edge_t){f->empty, 0};
+        }
+        f->node->inputs[3] = z;
+    }
+    st = ses__attrs_copy(&f->node->attrs, &head->attrs);
+    if (st != SES_OK)
+        return st;
+    a = ses_attr_string("activation", act->op);
+    st = ses__attrs_set(&f->node->attrs, &a);
+    if (st == SES_OK && n_params) {
+        a = ses_attr_floats("activation_params", params, n_params);
+        st = ses__attrs_set(&f->node->attrs, &a);
+    }
+    return st;
+}
+
+ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned, size_t first_id,
+                            ses__fusions_t *out) {
+    ses_status_t st = SES_OK;
+
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < pruned->n_nodes; i++) {
+        const ses_node_t *act = pruned->nodes[i], *src, *head = NULL, *add = NULL;
+        ses_edge_t z = {NULL, 0};
+        double params[2];
+        size_t n_params;
+        ses__fusion_t *f;
+
+        if (!activation_of(plan, act, params, &n_params) || act->inputs[0].index != 0)
+            continue;
+        src = act->inputs[0].node;
+        if (!hidden(plan, pruned, src) || !same_device(src, act))
+            continue;
+        if ((!strcmp(src->op, "Conv") || !strcmp(src->op, "Gemm")) && src->n_inputs >= 2 &&
+            src->n_inputs <= 3) {
+            head = src;
+        } else if (!strcmp(src->op, "Add") && src->n_inputs == 2) {
+            for (size_t k = 0; k < 2 && !head; k++) {
+                const ses_node_t *c = src->inputs[k].node;
+                if (src->inputs[k].index == 0 && !strcmp(c->op, "Conv") && c->n_inputs >= 2 &&
+                    c->n_inputs <= 3 && src->inputs[1 - k].node != c && hidden(plan, pruned, c) &&
+                    same_device(c, src)) {
+                    head = c;
+                    add = src;
+                    z = src->inputs[1 - k];
+                }
+            }
+        }
+        if (!head)
+            continue;
+        if (out->count % 16 == 0) {
+            ses__fusion_t *items = ses__realloc(out->items, (out->count + 16) * sizeof *items);
+            if (!items) {
+                st = ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for fusions");
+                break;
+            }
+            out->items = items;
+        }
+        f = &out->items[out->count++];
+        memset(f, 0, sizeof *f);
+        f->members[f->n_members++] = head;
+        if (add)
+            f->members[f->n_members++] = add;
+        f->members[f->n_members++] = act;
+        st = build_fused(f, first_id + 2 * (out->count - 1), z, params, n_params);
+        if (st != SES_OK)
+            break;
+    }
+    if (st != SES_OK)
+        ses__fusions_clear(out);
+    return st;
+}
+
+ses__fusion_t *ses__fusion_of(const ses__fusions_t *f, const ses_node_t *n) {
+    for (size_t i = 0; i < f->count; i++)
+        for (size_t m = 0; m < f->items[i].n_members; m++)
+            if (f->items[i].members[m] == n)
+                return &f->items[i];
+    return NULL;
+}
+
+void ses__fusions_clear(ses__fusions_t *f) {
+    for (size_t i = 0; i < f->count; i++) {
+        ses__fused_node_free(f->items[i].node);
+        ses__fused_node_free(f->items[i].empty);
+    }
+    free(f->items);
+    memset(f, 0, sizeof *f);
+}

@@ -1,0 +1,648 @@
+/*
+ * Fusion (libsession/src/compile/fuse.c): chains Conv -> [Add ->] activation and Gemm ->
+ * activation run as one FusedConv or FusedGemm step where the device's driver has the kernel,
+ * with the values of the unfused plan; chains whose intermediate has another reader or is
+ * fetched stay as they are; a device without the fused kernels keeps the user's nodes. Also the
+ * fused ops built by hand, as ONNX Runtime's contrib ops, and their attribute errors.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <session/registry.h>
+#include <session/session.h>
+#include <session/train.h>
+
+/* The CPU driver and, where the build has it, the OpenCL driver (OPENCL_MANIFEST). */
+static ses_registry_t *registry;
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static double next_uniform(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0; /* [-1, 1) */
+}
+
+/* A tensor of @p dtype with uniform values in [-1, 1). */
+static ses_tensor_t *random_tensor(ses_dtype_t dtype, size_t rank, const int64_t *dims) {
+    ses_tensor_t *t = NULL;
+    size_t n = 1;
+
+    for (size_t i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    assert_int_equal(ses_tensor_create(dtype, rank, dims, &t), SES_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == SES_F32)
+            ((float *)ses_tensor_data(t))[i] = (float)next_uniform();
+        else
+            ((double *)ses_tensor_data(t))[i] = next_uniform();
+    }
+    return t;
+}
+
+static ses_edge_t constant(ses_graph_t *g, const char *name, ses_tensor_t *t) {
+    ses_edge_t e;
+    assert_int_equal(ses_graph_constant(g, name, t, &e), SES_OK);
+    ses_tensor_release(t);
+    return e;
+}
+
+static ses_edge_t scalar(ses_graph_t *g, const char *name, ses_dtype_t dtype, double v) {
+    ses_tensor_t *t = NULL;
+    assert_int_equal(ses_tensor_create(dtype, 0, NULL, &t), SES_OK);
+    if (dtype == SES_F32)
+        *(float *)ses_tensor_data(t) = (float)v;
+    else
+        *(double *)ses_tensor_data(t) = v;
+    return constant(g, name, t);
+}
+
+static ses_edge_t op(ses_graph_t *g, const char *type, const char *name, const ses_edge_t *in,
+                     size_t n_in, const ses_attr_t *attrs, size_t n_attrs) {
+    ses_edge_t e;
+    ses_status_t st = ses_graph_op(g, type, name, in, n_in, attrs, n_attrs, &e);
+    if (st != SES_OK)
+        fail_msg("%s %s: %s", type, name, ses_last_error());
+    return e;
+}
+
+/* Appends activation @p act ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "ClipMin") named
+ * @p name to @p x. */
+static ses_edge_t activation(ses_graph_t *g, const char *act, const char *name, ses_edge_t x,
+                             ses_dtype_t dtype) {
+    char bound[64];
+    if (!strcmp(act, "LeakyRelu")) {
+        ses_attr_t alpha = ses_attr_float("alpha", 0.2);
+        return op(g, act, name, &x, 1, &alpha, 1);
+    }
+    if (!strcmp(act, "Clip") || !strcmp(act, "ClipMin")) {
+        ses_edge_t in[3] = {x, {NULL, 0}, {NULL, 0}};
+        snprintf(bound, sizeof bound, "%s/min", name);
+        in[1] = scalar(g, bound, dtype, -0.5);
+        if (!strcmp(act, "ClipMin"))
+            return op(g, "Clip", name, in, 2, NULL, 0);
+        snprintf(bound, sizeof bound, "%s/max", name);
+        in[2] = scalar(g, bound, dtype, 0.25);
+        return op(g, "Clip", name, in, 3, NULL, 0);
+    }
+    return op(g, act, name, &x, 1, NULL, 0);
+}
+
+typedef struct result {
+    ses_tensor_t *values[4];
+    size_t steps;
+    const char *devices[4]; /* of the nodes asked for */
+} result_t;
+
+/*
+ * Compiles and runs @p fetches of @p g on @p device (NULL: the CPU) with fusion on or off, feeding
+ * @p fed with @p feeds; @p nodes (up to 4) get their device in out->devices.
+ */
+static ses_status_t run(ses_graph_t *g, const char *device, uint32_t fusion,
+                        const ses_edge_t *fetches, size_t n_fetches, const ses_edge_t *fed,
+                        ses_tensor_t *const *feeds, size_t n_fed, ses_node_t *const *nodes,
+                        size_t n_nodes, result_t *out) {
+    ses_session_options_t so;
+    ses_session_t *s = NULL;
+    ses_plan_t *plan = NULL;
+    ses_status_t st;
+
+    memset(out, 0, sizeof *out);
+    ses_session_options_init(&so);
+    so.fusion = fusion;
+    so.fallback = SES_FALLBACK_DENY;
+    so.registry = registry;
+    st = ses_session_open(g, device ? &device : NULL, device ? 1 : 0, &so, &s);
+    if (st != SES_OK) {
+        printf("# %s: %s\n", device ? device : "cpu", ses_last_error());
+        return st;
+    }
+    st = ses_session_compile(s, fetches, n_fetches, fed, n_fed, NULL, 0, &plan);
+    if (st == SES_OK)
+        st = ses_plan_run(plan, feeds, n_fed, out->values);
+    if (st == SES_OK) {
+        out->steps = ses_plan_step_count(plan);
+        for (size_t i = 0; i < n_nodes; i++)
+            out->devices[i] = ses_plan_node_device(plan, nodes[i]);
+        /* Copied: the plan's strings go with the session. */
+        for (size_t i = 0; i < n_nodes; i++)
+            out->devices[i] = out->devices[i] && !strncmp(out->devices[i], "opencl", 6)
+                                  ? "opencl"
+                              : out->devices[i] ? "cpu"
+                                                : NULL;
+    }
+    if (st != SES_OK)
+        printf("# %s (fusion %u): %s\n", device ? device : "cpu", fusion, ses_last_error());
+    ses_plan_destroy(plan);
+    ses_session_destroy(s);
+    return st;
+}
+
+static void result_clear(result_t *r) {
+    for (size_t i = 0; i < 4; i++)
+        ses_tensor_release(r->values[i]);
+}
+
+/* |a - b| <= 1e-6 * max(1, |b|) element by element, with both values in the message. */
+static void assert_close(ses_tensor_t *a, ses_tensor_t *b, const char *what) {
+    size_t n = ses_tensor_count(b);
+
+    assert_int_equal(ses_tensor_dtype(a), ses_tensor_dtype(b));
+    assert_int_equal(ses_tensor_count(a), n);
+    for (size_t i = 0; i < n; i++) {
+        double x, y;
+        if (ses_tensor_dtype(b) == SES_F32) {
+            x = ((const float *)ses_tensor_data(a))[i];
+            y = ((const float *)ses_tensor_data(b))[i];
+        } else {
+            x = ((const double *)ses_tensor_data(a))[i];
+            y = ((const double *)ses_tensor_data(b))[i];
+        }
+        if (!(fabs(x - y) <= 1e-6 * fmax(1.0, fabs(y))))
+            fail_msg("%s: element %zu is %.9g fused, %.9g unfused", what, i, x, y);
+    }
+}
+
+static const char *const acts[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "ClipMin"};
+static const ses_dtype_t dtypes[] = {SES_F32, SES_F64};
+
+/* Runs fetch @p y of @p g fused and unfused, checks the values agree and that fusion saved
+ * @p saved steps. */
+static void check_fused(ses_graph_t *g, ses_edge_t y, const ses_edge_t *fed,
+                        ses_tensor_t *const *feeds, size_t n_fed, size_t saved, const char *what) {
+    result_t on, off;
+
+    assert_int_equal(run(g, NULL, 1, &y, 1, fed, feeds, n_fed, NULL, 0, &on), SES_OK);
+    assert_int_equal(run(g, NULL, 0, &y, 1, fed, feeds, n_fed, NULL, 0, &off), SES_OK);
+    assert_close(on.values[0], off.values[0], what);
+    if (on.steps + saved != off.steps)
+        fail_msg("%s: %zu steps fused, %zu unfused; expected %zu fewer", what, on.steps,
+                 off.steps, saved);
+    result_clear(&on);
+    result_clear(&off);
+}
+
+/* ---- the patterns ------------------------------------------------------------------------- */
+
+/* Conv (with and without B, strided and padded) -> each activation, f32 and f64. */
+static void conv_then_each_activation_fuses_with_the_unfused_values(void **state) {
+    (void)state;
+    for (size_t d = 0; d < 2; d++)
+        for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+            for (int bias = 0; bias < 2; bias++) {
+                const int64_t xd[4] = {2, 3, 9, 9}, wd[4] = {8, 3, 3, 3}, bd[1] = {8};
+                const int64_t pads[4] = {1, 1, 1, 1}, strides[2] = {2, 2};
+                ses_attr_t attrs[2] = {ses_attr_ints("pads", pads, 4),
+                                       ses_attr_ints("strides", strides, 2)};
+                ses_graph_t *g = NULL;
+                ses_edge_t x, in[3], y;
+                ses_tensor_t *feed = random_tensor(dtypes[d], 4, xd);
+                char what[128];
+
+                assert_int_equal(ses_graph_create(&g), SES_OK);
+                assert_int_equal(ses_graph_placeholder(g, "x", dtypes[d], 4, xd, &x), SES_OK);
+                in[0] = x;
+                in[1] = constant(g, "w", random_tensor(dtypes[d], 4, wd));
+                if (bias)
+                    in[2] = constant(g, "b", random_tensor(dtypes[d], 1, bd));
+                y = op(g, "Conv", "conv1", in, bias ? 3 : 2, attrs, 2);
+                y = activation(g, acts[a], "act1", y, dtypes[d]);
+                snprintf(what, sizeof what, "Conv%s -> %s in %s", bias ? " with B" : "", acts[a],
+                         ses_dtype_name(dtypes[d]));
+                check_fused(g, y, &x, &feed, 1, 1, what);
+                ses_tensor_release(feed);
+                ses_graph_release(g);
+            }
+}
+
+/* Conv -> Add(other) -> act, with other on either side, from a placeholder or another Conv,
+ * with and without B (an empty constant stands for B). */
+static void conv_add_activation_fuses_with_either_operand_and_no_bias(void **state) {
+    (void)state;
+    for (size_t d = 0; d < 2; d++)
+        for (int variant = 0; variant < 4; variant++) {
+            const int64_t xd[4] = {2, 4, 6, 6}, wd[4] = {4, 4, 3, 3}, bd[1] = {4};
+            const int64_t pads[4] = {1, 1, 1, 1};
+            ses_attr_t attrs[1] = {ses_attr_ints("pads", pads, 4)};
+            const int bias = variant & 1, left = variant & 2;
+            ses_graph_t *g = NULL;
+            ses_edge_t x, in[3], conv, other, sum, y;
+            ses_tensor_t *feed = random_tensor(dtypes[d], 4, xd);
+            char what[128];
+
+            assert_int_equal(ses_graph_create(&g), SES_OK);
+            assert_int_equal(ses_graph_placeholder(g, "x", dtypes[d], 4, xd, &x), SES_OK);
+            /* other: a residual branch, Conv(x) + x's identity, computed before conv2. */
+            in[0] = x;
+            in[1] = constant(g, "w1", random_tensor(dtypes[d], 4, wd));
+            other = op(g, "Conv", "conv1", in, 2, attrs, 1);
+            other = op(g, "Relu", "relu1", &other, 1, NULL, 0);
+            in[0] = other;
+            in[1] = constant(g, "w2", random_tensor(dtypes[d], 4, wd));
+            if (bias)
+                in[2] = constant(g, "b2", random_tensor(dtypes[d], 1, bd));
+            conv = op(g, "Conv", "conv2", in, bias ? 3 : 2, attrs, 1);
+            in[0] = left ? conv : x;
+            in[1] = left ? x : conv;
+            sum = op(g, "Add", "add2", in, 2, NULL, 0);
+            y = activation(g, d ? "Relu" : "Clip", "relu2", sum, dtypes[d]);
+            snprintf(what, sizeof what, "Conv%s -> Add(%s) -> act in %s", bias ? " with B" : "",
+                     left ? "conv, x" : "x, conv", ses_dtype_name(dtypes[d]));
+            /* conv1 + relu1 fuse (1 step saved), conv2 + add2 + relu2 too (2 saved). */
+            check_fused(g, y, &x, &feed, 1, 3, what);
+            ses_tensor_release(feed);
+            ses_graph_release(g);
+        }
+}
+
+/* An Add whose other operand broadcasts (a [C,1,1] tensor) is not Z: unfused, same values. */
+static void conv_add_of_a_broadcast_operand_is_not_fused_into_z(void **state) {
+    const int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3}, od[3] = {3, 1, 1};
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[2], y;
+    ses_tensor_t *feed = random_tensor(SES_F32, 4, xd);
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, "w", random_tensor(SES_F32, 4, wd));
+    y = op(g, "Conv", "conv", in, 2, NULL, 0);
+    in[0] = y;
+    in[1] = constant(g, "o", random_tensor(SES_F32, 3, od));
+    y = op(g, "Add", "add", in, 2, NULL, 0);
+    y = op(g, "Relu", "relu", &y, 1, NULL, 0);
+    check_fused(g, y, &x, &feed, 1, 0, "Conv -> Add(broadcast) -> Relu");
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* Gemm (with and without C, transposed B, alpha and beta) -> each activation, f32 and f64. */
+static void gemm_then_each_activation_fuses_with_the_unfused_values(void **state) {
+    (void)state;
+    for (size_t d = 0; d < 2; d++)
+        for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+            for (int with_c = 0; with_c < 2; with_c++) {
+                const int64_t xd[2] = {33, 20}, wd[2] = {17, 20}, cd[1] = {17};
+                ses_attr_t attrs[3] = {ses_attr_int("transB", 1), ses_attr_float("alpha", 0.5),
+                                       ses_attr_float("beta", 2.0)};
+                ses_graph_t *g = NULL;
+                ses_edge_t x, in[3], y;
+                ses_tensor_t *feed = random_tensor(dtypes[d], 2, xd);
+                char what[128];
+
+                assert_int_equal(ses_graph_create(&g), SES_OK);
+                assert_int_equal(ses_graph_placeholder(g, "x", dtypes[d], 2, xd, &x), SES_OK);
+                in[0] = x;
+                in[1] = constant(g, "w", random_tensor(dtypes[d], 2, wd));
+                if (with_c)
+                    in[2] = constant(g, "c", random_tensor(dtypes[d], 1, cd));
+                y = op(g, "Gemm", "fc1", in, with_c ? 3 : 2, attrs, 3);
+                y = activation(g, acts[a], "act1", y, dtypes[d]);
+                snprintf(what, sizeof what, "Gemm%s -> %s in %s", with_c ? " with C" : "",
+                         acts[a], ses_dtype_name(dtypes[d]));
+                check_fused(g, y, &x, &feed, 1, 1, what);
+                ses_tensor_release(feed);
+                ses_graph_release(g);
+            }
+}
+
+/* ---- what is not fused --------------------------------------------------------------------- */
+
+/* Gemm's output read by Relu and by an Add: both kept, the same steps as unfused. */
+static void an_intermediate_with_two_readers_is_not_fused(void **state) {
+    const int64_t xd[2] = {4, 6}, wd[2] = {6, 5};
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[2], h, r, y;
+    ses_tensor_t *feed = random_tensor(SES_F32, 2, xd);
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 2, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, "w", random_tensor(SES_F32, 2, wd));
+    h = op(g, "Gemm", "fc", in, 2, NULL, 0);
+    r = op(g, "Relu", "relu", &h, 1, NULL, 0);
+    in[0] = r;
+    in[1] = h;
+    y = op(g, "Add", "add", in, 2, NULL, 0);
+    check_fused(g, y, &x, &feed, 1, 0, "Gemm read by Relu and Add");
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* Fetching Conv's output too keeps Conv and Relu apart, and both values are right. */
+static void a_fetched_intermediate_is_not_fused_and_is_fetched(void **state) {
+    const int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3};
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[2], fetches[2];
+    ses_tensor_t *feed = random_tensor(SES_F32, 4, xd);
+    result_t on, off;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, "w", random_tensor(SES_F32, 4, wd));
+    fetches[0] = op(g, "Conv", "conv", in, 2, NULL, 0);
+    fetches[1] = op(g, "Relu", "relu", &fetches[0], 1, NULL, 0);
+    assert_int_equal(run(g, NULL, 1, fetches, 2, &x, &feed, 1, NULL, 0, &on), SES_OK);
+    assert_int_equal(run(g, NULL, 0, fetches, 2, &x, &feed, 1, NULL, 0, &off), SES_OK);
+    assert_int_equal(on.steps, off.steps);
+    assert_close(on.values[0], off.values[0], "the fetched Conv output");
+    assert_close(on.values[1], off.values[1], "the Relu");
+    for (size_t i = 0; i < ses_tensor_count(on.values[1]); i++) {
+        float c = ((const float *)ses_tensor_data(on.values[0]))[i];
+        assert_float_equal(((const float *)ses_tensor_data(on.values[1]))[i], c > 0 ? c : 0, 0);
+    }
+    result_clear(&on);
+    result_clear(&off);
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* A fused plan still answers for the user's nodes: each member placed on the CPU. */
+static void placement_still_names_the_users_nodes(void **state) {
+    const int64_t xd[2] = {4, 6}, wd[2] = {6, 5};
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[2], h, y;
+    ses_tensor_t *feed = random_tensor(SES_F32, 2, xd);
+    ses_node_t *nodes[2];
+    result_t on;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 2, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, "w", random_tensor(SES_F32, 2, wd));
+    h = op(g, "Gemm", "fc", in, 2, NULL, 0);
+    y = op(g, "Sigmoid", "sig", &h, 1, NULL, 0);
+    nodes[0] = h.node;
+    nodes[1] = y.node;
+    assert_int_equal(run(g, NULL, 1, &y, 1, &x, &feed, 1, nodes, 2, &on), SES_OK);
+    assert_int_equal(on.steps, 1);
+    assert_string_equal(on.devices[0], "cpu");
+    assert_string_equal(on.devices[1], "cpu");
+    result_clear(&on);
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* SESSION_FUSION=0 turns fusion off whatever the options say. */
+static void session_fusion_0_in_the_environment_turns_fusion_off(void **state) {
+    const int64_t xd[2] = {4, 6}, wd[2] = {6, 5};
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[2], y;
+    ses_tensor_t *feed = random_tensor(SES_F32, 2, xd);
+    result_t on;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 2, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, "w", random_tensor(SES_F32, 2, wd));
+    y = op(g, "Gemm", "fc", in, 2, NULL, 0);
+    y = op(g, "Relu", "relu", &y, 1, NULL, 0);
+    setenv("SESSION_FUSION", "0", 1);
+    assert_int_equal(run(g, NULL, 1, &y, 1, &x, &feed, 1, NULL, 0, &on), SES_OK);
+    unsetenv("SESSION_FUSION");
+    assert_int_equal(on.steps, 2);
+    result_clear(&on);
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* On the OpenCL driver (PoCL), which has Gemm, Conv and Relu but no fused kernels, the chains
+ * stay unfused there, on the device, with the CPU's values. */
+static void a_device_without_fused_kernels_keeps_the_unfused_nodes(void **state) {
+    const int64_t xd[4] = {1, 2, 6, 6}, wd[4] = {3, 2, 3, 3}, gd[2] = {48, 4};
+    const int64_t shape_v[2] = {1, 48};
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[2], c, r, y;
+    ses_tensor_t *feed = random_tensor(SES_F32, 4, xd), *shape = NULL;
+    ses_node_t *nodes[4];
+    result_t ocl, cpu;
+    ses_status_t st;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, "w", random_tensor(SES_F32, 4, wd));
+    c = op(g, "Conv", "conv", in, 2, NULL, 0);
+    r = op(g, "Relu", "relu", &c, 1, NULL, 0);
+    assert_int_equal(ses_tensor_create_from(SES_I64, 1, (const int64_t[]){2}, shape_v,
+                                            sizeof shape_v, &shape),
+                     SES_OK);
+    in[0] = r;
+    in[1] = constant(g, "shape", shape);
+    in[0] = op(g, "Reshape", "flat", in, 2, NULL, 0);
+    in[1] = constant(g, "fcw", random_tensor(SES_F32, 2, gd));
+    y = op(g, "Gemm", "fc", in, 2, NULL, 0);
+    y = op(g, "Tanh", "tanh", &y, 1, NULL, 0);
+    nodes[0] = c.node;
+    nodes[1] = r.node;
+    nodes[2] = y.node;
+    st = run(g, "opencl:0", 1, &y, 1, &x, &feed, 1, nodes, 3, &ocl);
+    if (st == SES_NOT_FOUND || st == SES_UNAVAILABLE) {
+        ses_tensor_release(feed);
+        ses_graph_release(g);
+        skip(); /* no OpenCL driver or device here */
+    }
+    assert_int_equal(st, SES_OK);
+    assert_string_equal(ocl.devices[0], "opencl");
+    assert_string_equal(ocl.devices[1], "opencl");
+    assert_string_equal(ocl.devices[2], "opencl");
+    assert_int_equal(run(g, NULL, 1, &y, 1, &x, &feed, 1, NULL, 0, &cpu), SES_OK);
+    for (size_t i = 0; i < ses_tensor_count(cpu.values[0]); i++)
+        assert_float_equal(((const float *)ses_tensor_data(ocl.values[0]))[i],
+                           ((const float *)ses_tensor_data(cpu.values[0]))[i], 1e-4);
+    result_clear(&ocl);
+    result_clear(&cpu);
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* A training step's gradients: the forward activations have several readers (the gradient
+ * reads them), so what fuses leaves every gradient as it was. */
+static void gradients_are_the_same_with_fusion_on_and_off(void **state) {
+    const int64_t xd[4] = {2, 2, 6, 6}, wd[4] = {3, 2, 3, 3}, bd[1] = {3}, fd[2] = {48, 4};
+    const int64_t fc_c[1] = {4}, shape_v[2] = {2, 48};
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[3], h, loss, vars[5], grads[5], inits[5];
+    ses_tensor_t *feed = random_tensor(SES_F32, 4, xd), *shape = NULL;
+    result_t on, off;
+    const char *names[5] = {"w", "b", "fw", "fb", "fw2"};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd, &x), SES_OK);
+    inits[0] = constant(g, "w0", random_tensor(SES_F32, 4, wd));
+    inits[1] = constant(g, "b0", random_tensor(SES_F32, 1, bd));
+    inits[2] = constant(g, "fw0", random_tensor(SES_F32, 2, fd));
+    inits[3] = constant(g, "fb0", random_tensor(SES_F32, 1, fc_c));
+    {
+        const int64_t d2[2] = {4, 4};
+        inits[4] = constant(g, "fw20", random_tensor(SES_F32, 2, d2));
+    }
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(ses_graph_variable(g, names[i], inits[i], &vars[i]), SES_OK);
+    in[0] = x;
+    in[1] = vars[0];
+    in[2] = vars[1];
+    h = op(g, "Conv", "conv", in, 3, NULL, 0);
+    h = op(g, "Relu", "relu", &h, 1, NULL, 0);
+    assert_int_equal(ses_tensor_create_from(SES_I64, 1, (const int64_t[]){2}, shape_v,
+                                            sizeof shape_v, &shape),
+                     SES_OK);
+    in[0] = h;
+    in[1] = constant(g, "shape", shape);
+    in[0] = op(g, "Reshape", "flat", in, 2, NULL, 0);
+    in[1] = vars[2];
+    in[2] = vars[3];
+    h = op(g, "Gemm", "fc", in, 3, NULL, 0);
+    h = op(g, "Sigmoid", "sig", &h, 1, NULL, 0);
+    in[0] = h;
+    in[1] = vars[4];
+    h = op(g, "Gemm", "fc2", in, 2, NULL, 0);
+    h = op(g, "Tanh", "tanh", &h, 1, NULL, 0);
+    loss = op(g, "ReduceSum", "loss", &h, 1, (ses_attr_t[]){ses_attr_int("keepdims", 0)}, 1);
+    assert_int_equal(ses_gradients(g, NULL, &loss, 1, vars, 5, NULL, grads), SES_OK);
+    {
+        ses_edge_t fetches[5];
+        memcpy(fetches, grads, sizeof fetches);
+        /* run() fetches up to 4: the first four gradients, then the last with the loss. */
+        assert_int_equal(run(g, NULL, 1, fetches, 4, &x, &feed, 1, NULL, 0, &on), SES_OK);
+        assert_int_equal(run(g, NULL, 0, fetches, 4, &x, &feed, 1, NULL, 0, &off), SES_OK);
+        for (int i = 0; i < 4; i++)
+            assert_close(on.values[i], off.values[i], names[i]);
+        result_clear(&on);
+        result_clear(&off);
+        fetches[0] = grads[4];
+        fetches[1] = loss;
+        assert_int_equal(run(g, NULL, 1, fetches, 2, &x, &feed, 1, NULL, 0, &on), SES_OK);
+        assert_int_equal(run(g, NULL, 0, fetches, 2, &x, &feed, 1, NULL, 0, &off), SES_OK);
+        assert_close(on.values[0], off.values[0], names[4]);
+        assert_close(on.values[1], off.values[1], "loss");
+        result_clear(&on);
+        result_clear(&off);
+    }
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* ---- the fused ops by hand ---------------------------------------------------------------- */
+
+/* FusedConv(X, W, B, Z) and FusedGemm built by the user give activation(op + Z). */
+static void fused_ops_built_by_hand_give_the_composite_values(void **state) {
+    const int64_t xd[4] = {2, 3, 5, 5}, wd[4] = {4, 3, 3, 3}, bd[1] = {4}, zd[4] = {2, 4, 3, 3};
+    const double clip[2] = {-0.5, 0.5};
+    ses_attr_t attrs[2] = {ses_attr_string("activation", "Clip"),
+                           ses_attr_floats("activation_params", clip, 2)};
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[4], fused, composite;
+    ses_tensor_t *feed = random_tensor(SES_F64, 4, xd);
+    result_t r;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F64, 4, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, "w", random_tensor(SES_F64, 4, wd));
+    in[2] = constant(g, "b", random_tensor(SES_F64, 1, bd));
+    in[3] = constant(g, "z", random_tensor(SES_F64, 4, zd));
+    fused = op(g, "FusedConv", "fconv", in, 4, attrs, 2);
+    composite = op(g, "Conv", "conv", in, 3, NULL, 0);
+    {
+        ses_edge_t add_in[2] = {composite, in[3]};
+        composite = op(g, "Add", "add", add_in, 2, NULL, 0);
+    }
+    {
+        ses_edge_t clip_in[3] = {composite, scalar(g, "lo", SES_F64, -0.5),
+                                 scalar(g, "hi", SES_F64, 0.5)};
+        composite = op(g, "Clip", "clip", clip_in, 3, NULL, 0);
+    }
+    {
+        ses_edge_t fetches[2] = {fused, composite};
+        assert_int_equal(run(g, NULL, 0, fetches, 2, &x, &feed, 1, NULL, 0, &r), SES_OK);
+        assert_close(r.values[0], r.values[1], "FusedConv by hand");
+        result_clear(&r);
+    }
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* An unknown activation or a wrong count of parameters fails naming the node and the rule. */
+static void bad_fused_attributes_fail_naming_the_node(void **state) {
+    const int64_t ad[2] = {3, 4}, bd[2] = {4, 5};
+    const double two[2] = {1.0, 2.0};
+    static const struct {
+        const char *activation;
+        size_t n_params;
+        const char *want;
+    } cases[] = {
+        {"Gelu", 0, "attribute activation is \"Gelu\""},
+        {"LeakyRelu", 2, "activation LeakyRelu takes 0 or 1"},
+        {"Clip", 1, "activation Clip takes 2 (min, max)"},
+        {"Relu", 1, "activation Relu takes none"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ses_attr_t attrs[2] = {ses_attr_string("activation", cases[i].activation),
+                               ses_attr_floats("activation_params", two, cases[i].n_params)};
+        ses_graph_t *g = NULL;
+        ses_edge_t in[2], y;
+        result_t r;
+
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        in[0] = constant(g, "a", random_tensor(SES_F32, 2, ad));
+        in[1] = constant(g, "b", random_tensor(SES_F32, 2, bd));
+        y = op(g, "FusedGemm", "my_fc", in, 2, attrs, cases[i].n_params ? 2 : 1);
+        assert_int_equal(run(g, NULL, 1, &y, 1, NULL, NULL, 0, NULL, 0, &r), SES_INVALID_ARGUMENT);
+        if (!strstr(ses_last_error(), "FusedGemm \"my_fc\"") ||
+            !strstr(ses_last_error(), cases[i].want))
+            fail_msg("expected \"%s\" naming FusedGemm \"my_fc\", got: %s", cases[i].want,
+                     ses_last_error());
+        ses_graph_release(g);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(conv_then_each_activation_fuses_with_the_unfused_values),
+        cmocka_unit_test(conv_add_activation_fuses_with_either_operand_and_no_bias),
+        cmocka_unit_test(conv_add_of_a_broadcast_operand_is_not_fused_into_z),
+        cmocka_unit_test(gemm_then_each_activation_fuses_with_the_unfused_values),
+        cmocka_unit_test(an_intermediate_with_two_readers_is_not_fused),
+        cmocka_unit_test(a_fetched_intermediate_is_not_fused_and_is_fetched),
+        cmocka_unit_test(placement_still_names_the_users_nodes),
+        cmocka_unit_test(session_fusion_0_in_the_environment_turns_fusion_off),
+        cmocka_unit_test(a_device_without_fused_kernels_keeps_the_unfused_nodes),
+        cmocka_unit_test(gradients_are_the_same_with_fusion_on_and_off),
+        cmocka_unit_test(fused_ops_built_by_hand_give_the_composite_values),
+        cmocka_unit_test(bad_fused_attributes_fail_naming_the_node),
+    };
+    int failed;
+
+#ifdef OPENCL_MANIFEST
+    setenv("SESSION_ADD_DRIVER_FILES", OPENCL_MANIFEST, 1);
+#endif
+    if (ses_registry_create(&registry) != SES_OK)
+        return 1;
+    unsetenv("SESSION_ADD_DRIVER_FILES");
+    failed = cmocka_run_group_tests(tests, NULL, NULL);
+    ses_registry_destroy(registry);
+    return failed;
+}
