@@ -20,7 +20,8 @@
  *                  as a target and the variables are compared afterwards;
  *   shape=i64:[4,-1]   a constant i64 input (a shape-like input, resolved at compile time);
  *   axis=1  alpha=0.5  perm=[1,0]  reduction=sum   an INT, FLOAT (has a '.'), INTS or STRING
- *                  (starts with a letter) attribute;
+ *                  (starts with a letter) attribute; activation_params=[0.0,6.0] a FLOATS one
+ *                  (a list with a '.');
  *   !nan           every output element must be NaN (DRV-54), checked on the driver's output
  *                  itself, not only against the reference.
  *
