@@ -318,6 +318,39 @@ static void gemm_then_each_activation_fuses_with_the_unfused_values(void **state
             }
 }
 
+/* MatMul -> Add(bias, either side) -> act becomes FusedGemm(A, B, bias); a batched MatMul
+ * (rank 3) stays as it is, with the same values. */
+static void matmul_add_bias_activation_fuses_as_gemm_and_batched_does_not(void **state) {
+    (void)state;
+    for (size_t d = 0; d < 2; d++)
+        for (int variant = 0; variant < 3; variant++) {
+            const int64_t xd2[2] = {16, 12}, xd3[3] = {2, 8, 12}, wd[2] = {12, 7}, bd[1] = {7};
+            const int batched = variant == 2, left = variant == 1;
+            ses_graph_t *g = NULL;
+            ses_edge_t x, in[2], y;
+            ses_tensor_t *feed = random_tensor(dtypes[d], batched ? 3 : 2, batched ? xd3 : xd2);
+            char what[128];
+
+            assert_int_equal(ses_graph_create(&g), SES_OK);
+            assert_int_equal(ses_graph_placeholder(g, "x", dtypes[d], batched ? 3 : 2,
+                                                   batched ? xd3 : xd2, &x),
+                             SES_OK);
+            in[0] = x;
+            in[1] = constant(g, "w", random_tensor(dtypes[d], 2, wd));
+            y = op(g, "MatMul", "mm", in, 2, NULL, 0);
+            in[left ? 1 : 0] = y;
+            in[left ? 0 : 1] = constant(g, "b", random_tensor(dtypes[d], 1, bd));
+            y = op(g, "Add", "bias", in, 2, NULL, 0);
+            y = op(g, d ? "Tanh" : "Relu", "act", &y, 1, NULL, 0);
+            snprintf(what, sizeof what, "%sMatMul -> Add(%s) -> act in %s",
+                     batched ? "batched " : "", left ? "b, mm" : "mm, b",
+                     ses_dtype_name(dtypes[d]));
+            check_fused(g, y, &x, &feed, 1, batched ? 0 : 2, what);
+            ses_tensor_release(feed);
+            ses_graph_release(g);
+        }
+}
+
 /* ---- what is not fused --------------------------------------------------------------------- */
 
 /* Gemm's output read by Relu and by an Add: both kept, the same steps as unfused. */
@@ -625,6 +658,7 @@ int main(void) {
         cmocka_unit_test(conv_add_activation_fuses_with_either_operand_and_no_bias),
         cmocka_unit_test(conv_add_of_a_broadcast_operand_is_not_fused_into_z),
         cmocka_unit_test(gemm_then_each_activation_fuses_with_the_unfused_values),
+        cmocka_unit_test(matmul_add_bias_activation_fuses_as_gemm_and_batched_does_not),
         cmocka_unit_test(an_intermediate_with_two_readers_is_not_fused),
         cmocka_unit_test(a_fetched_intermediate_is_not_fused_and_is_fetched),
         cmocka_unit_test(placement_still_names_the_users_nodes),

@@ -5,6 +5,7 @@
  *   Conv -> act                   FusedConv(X, W[, B])      activation(Conv(X, W, B))
  *   Conv -> Add(other) -> act     FusedConv(X, W, B, Z)     activation(Conv(X, W, B) + Z)
  *   Gemm -> act                   FusedGemm(A, B[, C])      activation(Gemm(A, B, C))
+ *   MatMul -> Add(bias) -> act    FusedGemm(A, B, bias)     activation(A B + bias)
  *
  * with act one of Relu, LeakyRelu (its alpha), Sigmoid, Tanh, Clip (min and max from constant
  * inputs: ONNX import turns opset-6 attributes into such inputs). A chain is a candidate only
@@ -12,7 +13,10 @@
  * and not a target's, and its nodes ask for the same device (or none). Either operand of the
  * Add may be the Conv; the other must have exactly the Conv output's shape, which FusedConv's
  * inference checks when the plan is compiled. A Conv without B but with Z gets an empty
- * constant for B (absent, as an empty optional input is everywhere in libsession).
+ * constant for B (absent, as an empty optional input is everywhere in libsession). MatMul ->
+ * Add fuses only when the bias is a constant or a variable (what ses_fc and exporters make)
+ * and FusedGemm's inference accepts it: A and B matrices, the bias broadcasting one way to
+ * [M, N] (a [N] vector); a batched MatMul stays as it is.
  *
  * This file only finds the candidates and builds their nodes; compile.c decides at the chain's
  * last node: the fused node is compiled only on the device the chain's first node would take,
@@ -170,7 +174,7 @@ static ses_status_t build_fused(ses__fusion_t *f, size_t id, ses_edge_t z, const
                                 size_t n_params) {
     const ses_node_t *head = f->members[0], *act = f->members[f->n_members - 1];
     const int conv = !strcmp(head->op, "Conv");
-    size_t n_inputs = z.node ? 4 : head->n_inputs;
+    size_t n_inputs = !z.node ? head->n_inputs : conv ? 4 : 3;
     char name[512];
     ses_attr_t a;
     ses_status_t st;
@@ -183,7 +187,9 @@ static ses_status_t build_fused(ses__fusion_t *f, size_t id, ses_edge_t z, const
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
     for (size_t i = 0; i < head->n_inputs; i++)
         f->node->inputs[i] = head->inputs[i];
-    if (z.node) {
+    if (z.node && !conv) {
+        f->node->inputs[2] = z; /* MatMul's bias: Gemm's C */
+    } else if (z.node) {
         if (head->n_inputs < 3) {
             int64_t zero = 0;
             snprintf(name, sizeof name, "%s:B", head->name);
@@ -228,10 +234,15 @@ ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned,
             head = src;
         } else if (!strcmp(src->op, "Add") && src->n_inputs == 2) {
             for (size_t k = 0; k < 2 && !head; k++) {
-                const ses_node_t *c = src->inputs[k].node;
-                if (src->inputs[k].index == 0 && !strcmp(c->op, "Conv") && c->n_inputs >= 2 &&
-                    c->n_inputs <= 3 && src->inputs[1 - k].node != c && hidden(plan, pruned, c) &&
-                    same_device(c, src)) {
+                const ses_node_t *c = src->inputs[k].node, *o = src->inputs[1 - k].node;
+                const int conv = !strcmp(c->op, "Conv") && c->n_inputs >= 2 && c->n_inputs <= 3;
+                const int matmul = !strcmp(c->op, "MatMul") && c->n_inputs == 2 &&
+                                   (o->kind == SES__NODE_CONSTANT ||
+                                    o->kind == SES__NODE_VARIABLE) &&
+                                   ses__fed_index(plan->fed, plan->n_fed, src->inputs[1 - k]) ==
+                                       SIZE_MAX;
+                if (src->inputs[k].index == 0 && (conv || matmul) && o != c &&
+                    hidden(plan, pruned, c) && same_device(c, src)) {
                     head = c;
                     add = src;
                     z = src->inputs[1 - k];
