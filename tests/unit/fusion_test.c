@@ -137,10 +137,9 @@ static ses_status_t run(ses_graph_t *g, const char *device, uint32_t fusion,
             out->devices[i] = ses_plan_node_device(plan, nodes[i]);
         /* Copied: the plan's strings go with the session. */
         for (size_t i = 0; i < n_nodes; i++)
-            out->devices[i] = out->devices[i] && !strncmp(out->devices[i], "opencl", 6)
-                                  ? "opencl"
-                              : out->devices[i] ? "cpu"
-                                                : NULL;
+            out->devices[i] = out->devices[i] && !strncmp(out->devices[i], "opencl", 6) ? "opencl"
+                              : out->devices[i]                                         ? "cpu"
+                                                                                        : NULL;
     }
     if (st != SES_OK)
         printf("# %s (fusion %u): %s\n", device ? device : "cpu", fusion, ses_last_error());
@@ -187,8 +186,8 @@ static void check_fused(ses_graph_t *g, ses_edge_t y, const ses_edge_t *fed,
     assert_int_equal(run(g, NULL, 0, &y, 1, fed, feeds, n_fed, NULL, 0, &off), SES_OK);
     assert_close(on.values[0], off.values[0], what);
     if (on.steps + saved != off.steps)
-        fail_msg("%s: %zu steps fused, %zu unfused; expected %zu fewer", what, on.steps,
-                 off.steps, saved);
+        fail_msg("%s: %zu steps fused, %zu unfused; expected %zu fewer", what, on.steps, off.steps,
+                 saved);
     result_clear(&on);
     result_clear(&off);
 }
@@ -310,8 +309,8 @@ static void gemm_then_each_activation_fuses_with_the_unfused_values(void **state
                     in[2] = constant(g, "c", random_tensor(dtypes[d], 1, cd));
                 y = op(g, "Gemm", "fc1", in, with_c ? 3 : 2, attrs, 3);
                 y = activation(g, acts[a], "act1", y, dtypes[d]);
-                snprintf(what, sizeof what, "Gemm%s -> %s in %s", with_c ? " with C" : "",
-                         acts[a], ses_dtype_name(dtypes[d]));
+                snprintf(what, sizeof what, "Gemm%s -> %s in %s", with_c ? " with C" : "", acts[a],
+                         ses_dtype_name(dtypes[d]));
                 check_fused(g, y, &x, &feed, 1, 1, what);
                 ses_tensor_release(feed);
                 ses_graph_release(g);
@@ -332,9 +331,9 @@ static void matmul_add_bias_activation_fuses_as_gemm_and_batched_does_not(void *
             char what[128];
 
             assert_int_equal(ses_graph_create(&g), SES_OK);
-            assert_int_equal(ses_graph_placeholder(g, "x", dtypes[d], batched ? 3 : 2,
-                                                   batched ? xd3 : xd2, &x),
-                             SES_OK);
+            assert_int_equal(
+                ses_graph_placeholder(g, "x", dtypes[d], batched ? 3 : 2, batched ? xd3 : xd2, &x),
+                SES_OK);
             in[0] = x;
             in[1] = constant(g, "w", random_tensor(dtypes[d], 2, wd));
             y = op(g, "MatMul", "mm", in, 2, NULL, 0);
@@ -475,9 +474,9 @@ static void a_device_without_fused_kernels_keeps_the_unfused_nodes(void **state)
     in[1] = constant(g, "w", random_tensor(SES_F32, 4, wd));
     c = op(g, "Conv", "conv", in, 2, NULL, 0);
     r = op(g, "Relu", "relu", &c, 1, NULL, 0);
-    assert_int_equal(ses_tensor_create_from(SES_I64, 1, (const int64_t[]){2}, shape_v,
-                                            sizeof shape_v, &shape),
-                     SES_OK);
+    assert_int_equal(
+        ses_tensor_create_from(SES_I64, 1, (const int64_t[]){2}, shape_v, sizeof shape_v, &shape),
+        SES_OK);
     in[0] = r;
     in[1] = constant(g, "shape", shape);
     in[0] = op(g, "Reshape", "flat", in, 2, NULL, 0);
@@ -536,9 +535,9 @@ static void gradients_are_the_same_with_fusion_on_and_off(void **state) {
     in[2] = vars[1];
     h = op(g, "Conv", "conv", in, 3, NULL, 0);
     h = op(g, "Relu", "relu", &h, 1, NULL, 0);
-    assert_int_equal(ses_tensor_create_from(SES_I64, 1, (const int64_t[]){2}, shape_v,
-                                            sizeof shape_v, &shape),
-                     SES_OK);
+    assert_int_equal(
+        ses_tensor_create_from(SES_I64, 1, (const int64_t[]){2}, shape_v, sizeof shape_v, &shape),
+        SES_OK);
     in[0] = h;
     in[1] = constant(g, "shape", shape);
     in[0] = op(g, "Reshape", "flat", in, 2, NULL, 0);

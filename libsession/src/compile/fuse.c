@@ -180,8 +180,7 @@ static ses_status_t build_fused(ses__fusion_t *f, size_t id, ses_edge_t z, const
     ses_status_t st;
 
     snprintf(name, sizeof name, "%s+%s%s%s", head->name,
-             f->n_members == 3 ? f->members[1]->name : "", f->n_members == 3 ? "+" : "",
-             act->name);
+             f->n_members == 3 ? f->members[1]->name : "", f->n_members == 3 ? "+" : "", act->name);
     f->node = plan_node(head, id, name, conv ? "FusedConv" : "FusedGemm", SES__NODE_OP, n_inputs);
     if (!f->node)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
@@ -236,11 +235,10 @@ ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned,
             for (size_t k = 0; k < 2 && !head; k++) {
                 const ses_node_t *c = src->inputs[k].node, *o = src->inputs[1 - k].node;
                 const int conv = !strcmp(c->op, "Conv") && c->n_inputs >= 2 && c->n_inputs <= 3;
-                const int matmul = !strcmp(c->op, "MatMul") && c->n_inputs == 2 &&
-                                   (o->kind == SES__NODE_CONSTANT ||
-                                    o->kind == SES__NODE_VARIABLE) &&
-                                   ses__fed_index(plan->fed, plan->n_fed, src->inputs[1 - k]) ==
-                                       SIZE_MAX;
+                const int matmul =
+                    !strcmp(c->op, "MatMul") && c->n_inputs == 2 &&
+                    (o->kind == SES__NODE_CONSTANT || o->kind == SES__NODE_VARIABLE) &&
+                    ses__fed_index(plan->fed, plan->n_fed, src->inputs[1 - k]) == SIZE_MAX;
                 if (src->inputs[k].index == 0 && (conv || matmul) && o != c &&
                     hidden(plan, pruned, c) && same_device(c, src)) {
                     head = c;
