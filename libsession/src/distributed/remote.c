@@ -231,6 +231,7 @@ static ses_status_t ship_graph(ses__remote_t *r, ses_session_t *s) {
         ses__wire_u32(&w, (uint32_t)s->options.fallback);
         ses__wire_u32(&w, s->options.threads);
         ses__wire_u32(&w, (uint32_t)s->options.graphs);
+        ses__wire_u32(&w, s->options.fusion);
         write_worker_devices(r, s->graph, task, &w);
         ses__wire_graph(&w, s->graph);
         st = call_worker(r, task, &w, &reply, &reader);
@@ -809,6 +810,7 @@ static ses_status_t worker_open(ses_remote_worker_t *w, ses__wire_reader_t *r) {
     options.fallback = (ses_fallback_t)ses__wire_read_u32(r);
     options.threads = ses__wire_read_u32(r);
     options.graphs = (int)ses__wire_read_u32(r);
+    options.fusion = ses__wire_read_u32(r);
     count = ses__wire_read_u64(r);
     if (r->failed || count > r->size)
         return ses__wire_read_fail(r, "remote message: device names cut short");
