@@ -130,7 +130,7 @@ static void tensor_desc_keeps_its_abi_1_0_layout(void **state) {
 static void node_keeps_its_abi_1_0_layout(void **state) {
     (void)state;
     SKIP_UNLESS_PINNED_TARGET();
-    SIZE(ses_drv_node_t, 72);
+    SIZE(ses_drv_node_t, 80); /* 72 in 1.0; constant_inputs in 1.3 */
     FIELD(ses_drv_node_t, op, 16, 8);
     FIELD(ses_drv_node_t, name, 24, 8);
     FIELD(ses_drv_node_t, n_inputs, 32, 4);
@@ -139,6 +139,8 @@ static void node_keeps_its_abi_1_0_layout(void **state) {
     FIELD(ses_drv_node_t, outputs, 48, 8);
     FIELD(ses_drv_node_t, attr, 56, 8);
     FIELD(ses_drv_node_t, attr_ctx, 64, 8);
+    /* ABI 1.3 */
+    FIELD(ses_drv_node_t, constant_inputs, 72, 8);
 }
 
 static void launch_keeps_its_abi_1_0_layout(void **state) {
@@ -229,7 +231,7 @@ static void negotiate_args_keep_their_abi_1_0_layout(void **state) {
  * demands equals sizeof. When a minor appends fields, sizeof grows and the 1.0 size must not:
  * change the sizeof half of these checks then, never the literals.
  */
-static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table(void **state) {
+static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table_and_node(void **state) {
     (void)state;
     SKIP_UNLESS_PINNED_TARGET();
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_host_t, should_abort), 56);
@@ -248,7 +250,9 @@ static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table(vo
                      sizeof(ses_drv_device_desc_t));
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_tensor_desc_t, dims),
                      sizeof(ses_drv_tensor_desc_t));
-    assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_node_t, attr_ctx), sizeof(ses_drv_node_t));
+    /* ABI 1.3 grew the node: the 1.0 part ends where constant_inputs starts. */
+    assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_node_t, attr_ctx),
+                     offsetof(ses_drv_node_t, constant_inputs));
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets),
                      sizeof(ses_drv_launch_t));
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_kernel_t, compute), sizeof(ses_drv_kernel_t));
@@ -260,10 +264,10 @@ static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table(vo
 
 /* -- constants ------------------------------------------------------------------------------ */
 
-static void abi_version_is_1_2_and_the_entry_point_keeps_its_name(void **state) {
+static void abi_version_is_1_3_and_the_entry_point_keeps_its_name(void **state) {
     (void)state;
     assert_int_equal(SES_DRV_ABI_MAJOR, 1);
-    assert_int_equal(SES_DRV_ABI_MINOR, 2);
+    assert_int_equal(SES_DRV_ABI_MINOR, 3);
     assert_string_equal(SES_DRV_NEGOTIATE_SYMBOL, "ses_drv_negotiate");
 }
 
@@ -363,8 +367,8 @@ int main(void) {
         cmocka_unit_test(kernel_keeps_its_abi_1_0_layout),
         cmocka_unit_test(api_table_keeps_its_abi_1_0_layout),
         cmocka_unit_test(negotiate_args_keep_their_abi_1_0_layout),
-        cmocka_unit_test(sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table),
-        cmocka_unit_test(abi_version_is_1_2_and_the_entry_point_keeps_its_name),
+        cmocka_unit_test(sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table_and_node),
+        cmocka_unit_test(abi_version_is_1_3_and_the_entry_point_keeps_its_name),
         cmocka_unit_test(status_codes_keep_their_values),
         cmocka_unit_test(dtype_codes_keep_their_values),
         cmocka_unit_test(device_kinds_and_memory_kinds_keep_their_values),

@@ -440,6 +440,52 @@ static void the_memory_plan_reuses_buffers_along_a_chain(void **state) {
     ses_graph_release(g);
 }
 
+/* The kernel step of node @p name in a compiled plan. */
+static const ses__step_t *kernel_step(const ses_plan_t *plan, const char *name) {
+    for (size_t i = 0; i < plan->compiled->n_steps; i++) {
+        const ses__step_t *step = &plan->compiled->steps[i];
+        if (step->kind == SES__STEP_KERNEL && strcmp(step->node->name, name) == 0)
+            return step;
+    }
+    fail_msg("no kernel step for \"%s\"", name);
+    return NULL;
+}
+
+/* DRV-85: the host marks the inputs bound to a graph constant, and never a variable, a feed or
+ * a computed value; the node given to create carries the same bits. */
+static void the_host_marks_constant_inputs_and_only_those(void **state) {
+    ses_graph_t *g = NULL;
+    ses_session_t *s;
+    ses_plan_t *plan = NULL;
+    ses_edge_t c, v, x, sum, fetches[3];
+    ses_tensor_t *in = scalar(1), *out[3] = {NULL, NULL, NULL};
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    c = constant(g, "c", 2);
+    assert_int_equal(ses_graph_variable(g, "v", constant(g, "init", 3), &v), SES_OK);
+    x = placeholder(g, "x");
+    fetches[0] = binary(g, "Add", "feed_const", x, c);        /* bits: 0b10 */
+    fetches[1] = binary(g, "Add", "var_const", v, c);         /* 0b10 */
+    sum = binary(g, "Add", "computed", fetches[0], x);        /* 0 */
+    fetches[2] = binary(g, "Add", "const_var", c, sum);       /* 0b01 */
+    s = open_cpu(g);
+    assert_int_equal(ses_session_compile(s, fetches, 3, &x, 1, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, &in, 1, out), SES_OK);
+    assert_true(value_of(out[0]) == 3.0f && value_of(out[1]) == 5.0f);
+    assert_int_equal(kernel_step(plan, "feed_const")->drv_node.constant_inputs, 2);
+    assert_int_equal(kernel_step(plan, "var_const")->drv_node.constant_inputs, 2);
+    assert_int_equal(kernel_step(plan, "computed")->drv_node.constant_inputs, 0);
+    assert_int_equal(kernel_step(plan, "const_var")->drv_node.constant_inputs, 1);
+    assert_true(kernel_step(plan, "feed_const")->drv_node.struct_size >=
+                offsetof(ses_drv_node_t, constant_inputs) + sizeof(uint64_t));
+    for (size_t i = 0; i < 3; i++)
+        ses_tensor_release(out[i]);
+    ses_tensor_release(in);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
 /* Empty tensors flow through a plan: inference, placement, binding and fetch all cope. */
 static void zero_size_values_flow_through_a_plan(void **state) {
     ses_graph_t *g = NULL;
@@ -1278,6 +1324,7 @@ int main(void) {
         cmocka_unit_test(a_fed_shape_value_that_changes_recompiles_the_plan),
         cmocka_unit_test(a_value_fetched_twice_and_read_downstream_is_right_everywhere),
         cmocka_unit_test(the_memory_plan_reuses_buffers_along_a_chain),
+        cmocka_unit_test(the_host_marks_constant_inputs_and_only_those),
         cmocka_unit_test(zero_size_values_flow_through_a_plan),
         cmocka_unit_test(nodes_fall_back_to_the_cpu_and_values_are_copied_between_devices),
         cmocka_unit_test(a_device_request_comes_before_the_priority_order),

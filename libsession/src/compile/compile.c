@@ -662,6 +662,11 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
     drv_node.outputs = descs + n_kernel_in;
     drv_node.attr = node_attr;
     drv_node.attr_ctx = &ctx.kernel_attrs;
+    /* DRV-85: a graph constant holds the same bytes at the same address in every run (bound
+     * from its host tensor, or the session's resident copy on another device). */
+    for (size_t i = 0; i < n_kernel_in && i < 64; i++)
+        if (c->slots[in_slots[kernel_in[i]]].kind == SES__SLOT_CONSTANT)
+            drv_node.constant_inputs |= UINT64_C(1) << i;
     /* In-place updates write variables: only real ones, read from the scope. */
     if (node->schema->inplace_inputs) {
         st = check_inplace(b, node, in_slots);
@@ -689,6 +694,11 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
             return st;
         }
         kernel_in[i] = local;
+        /* The slot the kernel reads: the constant itself or its resident copy keep their
+         * address; a copy into the arena (a 0-byte constant) does not count. */
+        if (i < 64 && c->slots[local].kind != SES__SLOT_CONSTANT &&
+            c->slots[local].kind != SES__SLOT_RESIDENT)
+            drv_node.constant_inputs &= ~(UINT64_C(1) << i);
     }
     st = new_step(b, SES__STEP_KERNEL, device, node, n_kernel_in + node->n_outputs, &step);
     if (st != SES_OK) {

@@ -44,7 +44,7 @@ extern "C" {
 /** The ABI major this header describes. A different major is a different, incompatible ABI. */
 #define SES_DRV_ABI_MAJOR 1
 /** The newest ABI minor this header describes. Minors only append fields and entries. */
-#define SES_DRV_ABI_MINOR 2
+#define SES_DRV_ABI_MINOR 3
 
 /** The one symbol a driver exports. */
 #define SES_DRV_NEGOTIATE_SYMBOL "ses_drv_negotiate"
@@ -296,6 +296,11 @@ typedef struct ses_drv_node {
     int32_t (*attr)(const struct ses_drv_node *node, const char *attr_name, uint32_t type,
                     uint64_t *inout_count, void *values);
     const void *attr_ctx; /* host data behind attr; drivers leave it alone */
+    /* ABI 1.3: read only when struct_size covers it (an older host's node ends before) */
+    uint64_t constant_inputs; /* bit i: input i holds the same bytes at the same address for
+                                 every run of this node (a graph constant); never set for a
+                                 variable, a feed or a computed value. Kernels may keep what they
+                                 derive from such an input (reordered weights) in their state */
 } ses_drv_node_t;
 
 /**
