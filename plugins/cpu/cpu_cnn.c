@@ -21,11 +21,14 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_act.h"
+#include "cpu_dnnl.h"
 #include "cpu_internal.h"
 
 #define CPU__SPATIAL_MAX (CPU__MAX_RANK - 2)
@@ -683,6 +686,157 @@ static int32_t cpu__conv_run_images(const cpu__call_t *call, const cpu__conv_job
     return SES_DRV_OK;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Conv through oneDNN (cpu_dnnl.c): the path, its state, and the switch
+ * ------------------------------------------------------------------------------------------- */
+
+int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, uint32_t *out_dnnl,
+                       char *out_desc, size_t desc_size) {
+    char value[32] = "", why[256];
+    uint64_t needed = 0;
+    uint32_t mode = CPU__CONV_AUTO;
+
+    *out_dnnl = 0;
+    out_desc[0] = '\0';
+    if (host->get_option) {
+        int32_t st = host->get_option(ctx, CPU__CONV_OPTION, value, sizeof value, &needed);
+        if (st == SES_DRV_NOT_FOUND)
+            value[0] = '\0';
+        else if (st == SES_DRV_INVALID_ARGUMENT)
+            return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
+                             "option %s is %" PRIu64 " bytes long; expected auto, dnnl or "
+                             "im2col",
+                             CPU__CONV_OPTION, needed);
+        else if (st != SES_DRV_OK)
+            return st;
+        value[sizeof value - 1] = '\0';
+    }
+    if (value[0] == '\0' || strcmp(value, "auto") == 0)
+        mode = CPU__CONV_AUTO;
+    else if (strcmp(value, "dnnl") == 0)
+        mode = CPU__CONV_DNNL;
+    else if (strcmp(value, "im2col") == 0)
+        mode = CPU__CONV_IM2COL;
+    else
+        return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
+                         "option %s is \"%s\"; accepted are auto (oneDNN where it loads, "
+                         "else im2col), dnnl and im2col",
+                         CPU__CONV_OPTION, value);
+    if (mode == CPU__CONV_IM2COL) {
+        snprintf(out_desc, desc_size, "conv: im2col (forced by %s)", CPU__CONV_OPTION);
+        return SES_DRV_OK;
+    }
+    if (cpu__dnnl_load(why, sizeof why) != SES_DRV_OK) {
+        if (mode == CPU__CONV_DNNL)
+            return cpu__fail(host, ctx, SES_DRV_UNAVAILABLE,
+                             "option %s is dnnl, but oneDNN cannot be used: %s",
+                             CPU__CONV_OPTION, why);
+        snprintf(out_desc, desc_size, "conv: im2col (no oneDNN: %.120s)", why);
+        return SES_DRV_OK;
+    }
+    *out_dnnl = 1;
+    snprintf(out_desc, desc_size, "conv: %s%s", cpu__dnnl_describe(),
+             mode == CPU__CONV_DNNL ? ", forced" : "");
+    return SES_DRV_OK;
+}
+
+typedef struct cpu__conv_state {
+    uint64_t constant_inputs;     /* the node's DRV-85 bits; 0 from a host older than 1.3 */
+    cpu__dnnl_conv_cache_t *dnnl; /* made at the first launch through oneDNN */
+} cpu__conv_state_t;
+
+int32_t cpu__conv_create(ses_drv_device_t *device, const ses_drv_node_t *node, void **out_state) {
+    if (!out_state)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "Conv: create: out_state is NULL");
+    *out_state = NULL;
+    cpu__conv_state_t *state = calloc(1, sizeof *state);
+    if (!state)
+        return cpu__device_fail(device, SES_DRV_OUT_OF_MEMORY,
+                                "Conv: cannot allocate the kernel's state");
+    /* DRV-85: read only from a node that has the field. */
+    if (node && node->struct_size >= offsetof(ses_drv_node_t, constant_inputs) + sizeof(uint64_t))
+        state->constant_inputs = node->constant_inputs;
+    *out_state = state;
+    return SES_DRV_OK;
+}
+
+void cpu__conv_destroy(ses_drv_device_t *device, void *state) {
+    cpu__conv_state_t *s = state;
+    (void)device;
+    if (!s)
+        return;
+    cpu__dnnl_conv_cache_destroy(s->dnnl);
+    free(s);
+}
+
+/*
+ * Runs an f32 Conv through oneDNN when the driver chose it and the node fits: SES_DRV_OK when
+ * done, SES_DRV_UNIMPLEMENTED when the caller should take the im2col path, another code (with a
+ * message) when it failed.
+ */
+static int32_t cpu__conv_dnnl(const cpu__call_t *call, const cpu__conv_shape_t *sh,
+                              const cpu__tensor_t *b, const cpu__tensor_t *z,
+                              const cpu__act_t *act) {
+    cpu__conv_state_t *state = call->state;
+    const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1];
+    cpu__dnnl_conv_params_t p;
+    char why[256];
+
+    if (!state || !call->device->conv_dnnl || x->dtype != SES_DRV_DTYPE_F32 ||
+        sh->w.n > CPU__DNNL_MAX_SPATIAL)
+        return SES_DRV_UNIMPLEMENTED;
+    memset(&p, 0, sizeof p);
+    p.spatial = sh->w.n;
+    p.batch = sh->batch;
+    p.in_channels = sh->c;
+    p.out_channels = sh->m;
+    p.group = sh->group;
+    for (uint32_t i = 0; i < sh->w.n; i++) {
+        p.in[i] = sh->w.in[i];
+        p.out[i] = sh->w.out[i];
+        p.kernel[i] = sh->w.k[i];
+        p.strides[i] = sh->w.s[i];
+        p.dilations[i] = sh->w.d[i];
+        p.pads_begin[i] = sh->w.pb[i];
+        p.pads_end[i] = sh->w.pe[i];
+    }
+    if (!cpu__dnnl_conv_supported(&p))
+        return SES_DRV_UNIMPLEMENTED;
+    if (!state->dnnl && cpu__dnnl_conv_cache_create(&state->dnnl) != SES_DRV_OK)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "cannot allocate oneDNN's cache");
+    /* The activation as oneDNN's post-op: Clip's alpha and beta are its bounds. */
+    int dnnl_act = CPU__DNNL_ACT_NONE;
+    float alpha = 0.0f, beta = 0.0f;
+    if (act) {
+        switch (act->kind) {
+        case CPU__ACT_IDENTITY: break;
+        case CPU__ACT_RELU: dnnl_act = CPU__DNNL_ACT_RELU; break;
+        case CPU__ACT_LEAKYRELU:
+            dnnl_act = CPU__DNNL_ACT_LEAKY_RELU;
+            alpha = (float)act->alpha;
+            break;
+        case CPU__ACT_SIGMOID: dnnl_act = CPU__DNNL_ACT_SIGMOID; break;
+        case CPU__ACT_TANH: dnnl_act = CPU__DNNL_ACT_TANH; break;
+        case CPU__ACT_CLIP:
+            dnnl_act = CPU__DNNL_ACT_CLIP;
+            alpha = (float)act->lo;
+            beta = (float)act->hi;
+            break;
+        default: return SES_DRV_UNIMPLEMENTED;
+        }
+    }
+    const uint32_t flags = (state->constant_inputs & 2u) ? CPU__DNNL_W_CONSTANT : 0;
+    int32_t st = cpu__dnnl_conv(state->dnnl, &p, (const float *)(const void *)x->data,
+                                (const float *)(const void *)wt->data,
+                                b ? (const float *)(const void *)b->data : NULL,
+                                z ? (const float *)(const void *)z->data : NULL,
+                                (float *)(void *)call->outs[0].data, dnnl_act, alpha, beta,
+                                cpu__pool_threads(call->device->pool), flags, why, sizeof why);
+    if (st == SES_DRV_OK || st == SES_DRV_UNIMPLEMENTED)
+        return st;
+    return cpu__call_fail(call, st, "%s", why);
+}
+
 /*
  * Conv's forward pass, with bias @p b (or NULL), and for FusedConv addend @p z (Y's shape, or
  * NULL) and activation @p act (NULL for Conv).
@@ -718,6 +872,8 @@ static int32_t cpu__conv_forward(const cpu__call_t *call, const cpu__tensor_t *b
             }
         return SES_DRV_OK;
     }
+    if ((st = cpu__conv_dnnl(call, &sh, b, z, act)) != SES_DRV_UNIMPLEMENTED)
+        return st;
     if (cpu__conv_by_images(call, &sh, es))
         return cpu__conv_run_images(call, &j, wt->data, NULL, CPU__CONV_Y);
     if ((st = cpu__conv_scratch(call, &sh, es, &nb, &col, &mat)) != SES_DRV_OK)

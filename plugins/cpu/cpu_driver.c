@@ -192,7 +192,7 @@ static int cpu__read_model_name(char *out, size_t size) {
 }
 
 static void cpu__describe_host(char *out, size_t size) {
-    char model[CPU__NAME_MAX - CPU__GEMM_DESC_MAX - 32];
+    char model[CPU__NAME_MAX - CPU__GEMM_DESC_MAX - CPU__CONV_DESC_MAX - 32];
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
 
     if (!cpu__read_model_name(model, sizeof model))
@@ -206,8 +206,9 @@ static void cpu__describe_host(char *out, size_t size) {
 static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
                         ses_drv_driver_t **out_driver) {
     ses_drv_driver_t *driver;
-    char gemm[CPU__GEMM_DESC_MAX];
+    char gemm[CPU__GEMM_DESC_MAX], conv[CPU__CONV_DESC_MAX];
     int onednn = 0;
+    uint32_t conv_dnnl = 0;
     int32_t st;
 
     if (!out_driver)
@@ -224,6 +225,9 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
      * driver cannot run a MatMul, and a forced kernel choice it cannot honour is an error. */
     if ((st = cpu__gemm_open(host, ctx, gemm, sizeof gemm, &onednn)) != SES_DRV_OK)
         return st;
+    /* Then the convolution's path: oneDNN unless the option says im2col. */
+    if ((st = cpu__conv_open(host, ctx, &conv_dnnl, conv, sizeof conv)) != SES_DRV_OK)
+        return st;
 
     driver = calloc(1, sizeof *driver);
     if (!driver)
@@ -235,7 +239,9 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
     /* Computed once so the name string lives as long as the instance, as the ABI asks. */
     cpu__describe_host(driver->device_name, sizeof driver->device_name);
     size_t used = strlen(driver->device_name);
-    snprintf(driver->device_name + used, sizeof driver->device_name - used, "; %s", gemm);
+    snprintf(driver->device_name + used, sizeof driver->device_name - used, "; %s; %s", gemm,
+             conv);
+    driver->conv_dnnl = conv_dnnl;
     *out_driver = driver;
     return SES_DRV_OK;
 }
@@ -383,12 +389,20 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                          ordinal);
     if ((st = cpu__pool_size(driver, &threads)) != SES_DRV_OK)
         return st;
+    /* The Conv path is read again here, as the pool's size is, so that a session's own
+     * driver.cpu.conv applies to its device (open saw only the options of its time). */
+    char conv[CPU__CONV_DESC_MAX];
+    uint32_t conv_dnnl = 0;
+    if ((st = cpu__conv_open(driver->host, driver->ctx, &conv_dnnl, conv, sizeof conv)) !=
+        SES_DRV_OK)
+        return st;
 
     device = calloc(1, sizeof *device);
     if (!device)
         return cpu__fail(driver->host, driver->ctx, SES_DRV_OUT_OF_MEMORY,
                          "open_device: cannot allocate the device (%zu bytes)", sizeof *device);
     device->driver = driver;
+    device->conv_dnnl = conv_dnnl;
     int err = cpu__pool_create(threads, &device->pool);
     if (err != 0) {
         st = cpu__fail(

@@ -53,9 +53,9 @@
 
 /**
  * Longest device name we keep: the model name from /proc/cpuinfo plus " (N threads)", then
- * "; gemm: ..." naming the GEMM library's kernels.
+ * "; gemm: ..." naming the GEMM library's kernels and "; conv: ..." the convolution path.
  */
-#define CPU__NAME_MAX 512
+#define CPU__NAME_MAX 768
 
 /** How long the "gemm: ..." part of the device name may be. */
 #define CPU__GEMM_DESC_MAX 256
@@ -75,6 +75,19 @@
  */
 #define CPU__GEMM_OPTION "driver.cpu.gemm"
 
+/**
+ * The option that chooses the f32 Conv path: "auto" (oneDNN where it loads, else im2col),
+ * "dnnl" (oneDNN, and open fails when it cannot load) or "im2col" (the driver's own).
+ */
+#define CPU__CONV_OPTION "driver.cpu.conv"
+/** How long the "conv: ..." part of the device name may be. */
+#define CPU__CONV_DESC_MAX 160
+/** The Conv paths option driver.cpu.conv chooses between. */
+enum cpu__conv_mode {
+    CPU__CONV_AUTO = 0,
+    CPU__CONV_DNNL,
+    CPU__CONV_IM2COL,
+};
 /** The largest pool the option may ask for. */
 #define CPU__MAX_THREADS 1024
 
@@ -135,6 +148,15 @@ int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char
                        size_t desc_size, int *out_onednn);
 
 /**
+ * Reads option driver.cpu.conv and, unless it says im2col, loads oneDNN (cpu_dnnl.c); stores
+ * whether f32 Conv runs through oneDNN in *@p out_dnnl and writes "conv: onednn 2.6.3
+ * (avx512_core)" or "conv: im2col (...why...)" into @p out_desc. Fails for an unknown value
+ * (SES_DRV_INVALID_ARGUMENT, naming the accepted ones) and for "dnnl" where oneDNN cannot load
+ * (SES_DRV_UNAVAILABLE, saying why). Thread-safe.
+ */
+int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, uint32_t *out_dnnl,
+                       char *out_desc, size_t desc_size);
+/**
  * Sizes OpenBLAS's threads to @p threads, the device pool's. OpenBLAS has one thread count per
  * process, so the device opened last sets it. Call only after a successful cpu__gemm_open.
  */
@@ -168,6 +190,7 @@ struct ses_drv_driver {
     ses_drv_host_ctx_t *ctx;
     char device_name[CPU__NAME_MAX]; /* ses_drv_device_desc_t.name; lives until close */
     int gemm_onednn; /* f32 GEMMs go to oneDNN's sgemm on the pool (option driver.cpu.gemm) */
+    uint32_t conv_dnnl;              /* non-zero: f32 Conv runs through oneDNN (cpu_dnnl.c) */
 };
 
 /**
@@ -177,6 +200,7 @@ struct ses_drv_driver {
 struct ses_drv_device {
     struct ses_drv_driver *driver;
     cpu__pool_t *pool; /* never NULL once open; thread-safe */
+    uint32_t conv_dnnl; /* non-zero: f32 Conv runs through oneDNN (driver.cpu.conv, cpu_dnnl.c) */
 };
 
 /** What a ses_drv_buffer_t handle points at. */
@@ -380,6 +404,9 @@ struct cpu__call {
      * and zeroed when there is none. Inputs past CPU__MAX_INPUTS are read with cpu__input. */
     uint32_t n_out;
     cpu__tensor_t outs[CPU__MAX_OUTPUTS];
+    /* General entries with a create (Conv): the state it made, or NULL. Mutable: the ABI never
+     * overlaps two computes on one state. */
+    void *state;
 };
 
 /**
@@ -397,7 +424,7 @@ int32_t cpu__run(ses_drv_device_t *device, const ses_drv_launch_t *launch, const
  * any other argument. Then builds the call, with call->outs, and runs spec->body.
  */
 int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launch,
-                         const cpu__spec_t *spec);
+                         const cpu__spec_t *spec, void *state);
 
 /** Input @p i of a checked call (any i < n_in, also past CPU__MAX_INPUTS). */
 cpu__tensor_t cpu__input(const cpu__call_t *call, uint32_t i);
@@ -711,6 +738,12 @@ int32_t cpu__slice_grad(const cpu__call_t *call);       /* SliceGrad */
 int32_t cpu__conv(const cpu__call_t *call);              /* Conv */
 int32_t cpu__fused_conv(const cpu__call_t *call);        /* FusedConv */
 int32_t cpu__conv_grad(const cpu__call_t *call);         /* ConvGrad */
+/**
+ * Conv's per-node state: the host's constant-input bits (DRV-85) and, made at the first f32
+ * launch that runs through oneDNN, its cache. create never fails but for memory.
+ */
+int32_t cpu__conv_create(ses_drv_device_t *device, const ses_drv_node_t *node, void **out_state);
+void cpu__conv_destroy(ses_drv_device_t *device, void *state);
 int32_t cpu__pool(const cpu__call_t *call);              /* MaxPool AveragePool and grads */
 int32_t cpu__batch_norm(const cpu__call_t *call);        /* BatchNormalization */
 int32_t cpu__dropout(const cpu__call_t *call);           /* Dropout (with its mask) */

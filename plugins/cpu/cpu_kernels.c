@@ -371,8 +371,7 @@ CPU__KERNELS(CPU__DEFINE)
     };                                                                                     \
     static int32_t cpu__compute_##id(ses_drv_device_t *device, void *state,                \
                                      const ses_drv_launch_t *launch) {                     \
-        (void)state;                                                                       \
-        return cpu__run_general(device, launch, &cpu__spec_##id);                          \
+        return cpu__run_general(device, launch, &cpu__spec_##id, state);                   \
     }
 
 CPU__GENERAL_KERNELS(CPU__DEFINE_GENERAL)
@@ -392,7 +391,26 @@ CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
         .compute = cpu__compute_##id,                               \
     },
 
-#define CPU__GENERAL_ENTRY(id, OP, SIG, ...)     \
+/* Conv keeps per-node state (cpu_cnn.c: the oneDNN cache, the constant-input bits); the other
+ * general entries have none. */
+#define CPU__GSTATE(BODY, what) CPU__GSTATE_##BODY(what)
+#define CPU__GSTATE_cpu__conv(what) cpu__conv_##what
+#define CPU__GSTATE_cpu__sce_loss(what) NULL
+#define CPU__GSTATE_cpu__sce_grad(what) NULL
+#define CPU__GSTATE_cpu__optimizer(what) NULL
+#define CPU__GSTATE_cpu__conv_grad(what) NULL
+#define CPU__GSTATE_cpu__pool(what) NULL
+#define CPU__GSTATE_cpu__batch_norm(what) NULL
+#define CPU__GSTATE_cpu__dropout(what) NULL
+#define CPU__GSTATE_cpu__pad(what) NULL
+#define CPU__GSTATE_cpu__pad_grad(what) NULL
+#define CPU__GSTATE_cpu__clip(what) NULL
+#define CPU__GSTATE_cpu__split(what) NULL
+#define CPU__GSTATE_cpu__shape(what) NULL
+#define CPU__GSTATE_cpu__constant_of_shape(what) NULL
+#define CPU__GSTATE_cpu__range(what) NULL
+
+#define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) \
     {                                            \
         .struct_size = sizeof(ses_drv_kernel_t), \
         .op = OP,                                \
@@ -400,12 +418,17 @@ CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
         .priority = 0,                           \
         .flags = 0,                              \
         .supports_node = NULL,                   \
-        .create = NULL,                          \
-        .destroy = NULL,                         \
+        .create = CPU__GSTATE(BODY, create),     \
+        .destroy = CPU__GSTATE(BODY, destroy),   \
         .compute = cpu__compute_##id,            \
     },
 
-#define CPU__FUSED_ENTRY(id, OP, SIG, ...)       \
+/* FusedConv keeps Conv's per-node state (the oneDNN cache, the constant-input bits). */
+#define CPU__FSTATE(BODY, what) CPU__FSTATE_##BODY(what)
+#define CPU__FSTATE_cpu__fused_conv(what) cpu__conv_##what
+#define CPU__FSTATE_cpu__fused_gemm(what) NULL
+
+#define CPU__FUSED_ENTRY(id, OP, SIG, BODY, ...) \
     {                                            \
         .struct_size = sizeof(ses_drv_kernel_t), \
         .op = OP,                                \
@@ -413,8 +436,8 @@ CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
         .priority = 0,                           \
         .flags = 0,                              \
         .supports_node = cpu__fused_supports,    \
-        .create = NULL,                          \
-        .destroy = NULL,                         \
+        .create = CPU__FSTATE(BODY, create),     \
+        .destroy = CPU__FSTATE(BODY, destroy),   \
         .compute = cpu__compute_##id,            \
     },
 

@@ -607,7 +607,7 @@ static int32_t cpu__general_overlap(const cpu__call_t *call, int a_out, uint32_t
 }
 
 int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launch,
-                         const cpu__spec_t *spec) {
+                         const cpu__spec_t *spec, void *state) {
     const size_t launch_min = SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets);
     const size_t node_min = SES_DRV_SIZEOF_1_0(ses_drv_node_t, attr_ctx);
     const size_t desc_min = SES_DRV_SIZEOF_1_0(ses_drv_tensor_desc_t, dims);
@@ -641,6 +641,7 @@ int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launc
     call.name = node->name ? node->name : "(unnamed)";
     call.n_in = node->n_inputs;
     call.n_out = node->n_outputs;
+    call.state = state;
 
     if (launch->stream)
         return cpu__call_fail(&call, SES_DRV_INVALID_ARGUMENT,

@@ -298,6 +298,212 @@ static void conv_matches_a_direct_convolution(void **state) {
     }
 }
 
+/* ---- Conv through oneDNN against the im2col path (driver.cpu.conv) ------------------------- */
+
+/* Opens a CPU session with driver.cpu.conv = @p conv; NULL when the session cannot open (the
+ * status in *out_status, the message in ses_last_error()). */
+static ses_session_t *open_conv(ses_graph_t *g, const char *conv, ses_status_t *out_status) {
+    char option[64];
+    const char *options[1] = {option};
+    const char *cpu = "cpu";
+    ses_session_options_t o;
+    ses_session_t *s = NULL;
+
+    snprintf(option, sizeof option, "driver.cpu.conv=%s", conv);
+    ses_session_options_init(&o);
+    o.driver_options = options;
+    o.n_driver_options = 1;
+    *out_status = ses_session_open(g, &cpu, 1, &o, &s);
+    return *out_status == SES_OK ? s : NULL;
+}
+
+/* Whether oneDNN can be used here; prints why not. Tests that need it skip without it. */
+static int dnnl_usable(void) {
+    ses_graph_t *g = NULL;
+    ses_status_t st;
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    ses_session_t *s = open_conv(g, "dnnl", &st);
+    if (!s && st != SES_UNAVAILABLE)
+        fail_msg("open with driver.cpu.conv=dnnl: %s", ses_last_error());
+    if (!s)
+        printf("skipped: oneDNN is not usable here: %s\n", ses_last_error());
+    ses_session_destroy(s);
+    ses_graph_release(g);
+    return s != NULL;
+}
+
+static ses_tensor_t *eval_conv(ses_graph_t *g, ses_edge_t fetch, const char *conv) {
+    ses_status_t st;
+    ses_tensor_t *out = NULL;
+    ses_session_t *s = open_conv(g, conv, &st);
+
+    if (!s)
+        fail_msg("open with driver.cpu.conv=%s: %s", conv, ses_last_error());
+    if (ses_session_eval(s, &fetch, 1, NULL, 0, NULL, 0, &out) != SES_OK)
+        fail_msg("eval with driver.cpu.conv=%s: %s", conv, ses_last_error());
+    ses_session_destroy(s);
+    return out;
+}
+
+/* Both tensors agree to 1e-4 relative (of the larger magnitude, at least 1). */
+static void assert_close(const char *label, ses_tensor_t *a, ses_tensor_t *b) {
+    const float *x = ses_tensor_data(a), *y = ses_tensor_data(b);
+
+    assert_int_equal(ses_tensor_count(a), ses_tensor_count(b));
+    for (size_t i = 0; i < ses_tensor_count(a); i++) {
+        double scale = fmax(1.0, fmax(fabs((double)x[i]), fabs((double)y[i])));
+        if (!(fabs((double)x[i] - (double)y[i]) <= 1e-4 * scale))
+            fail_msg("%s: element %zu: dnnl %.9g, im2col %.9g", label, i, (double)x[i],
+                     (double)y[i]);
+    }
+}
+
+typedef struct dnnl_case {
+    const char *label;
+    size_t rank;
+    int64_t x[5], w[5], group;
+    int64_t strides[3], dilations[3], pads[6];
+    int bias;
+} dnnl_case_t;
+
+static const dnnl_case_t dnnl_cases[] = {
+    {"the bench CNN's first layer", 4, {8, 1, 28, 28}, {32, 1, 3, 3}, 1, {1, 1}, {1, 1},
+     {1, 1, 1, 1}, 1},
+    {"the bench CNN's second layer", 4, {4, 32, 14, 14}, {64, 32, 3, 3}, 1, {1, 1}, {1, 1},
+     {1, 1, 1, 1}, 1},
+    {"grouped, strided, dilated, asymmetric pads", 4, {3, 8, 11, 9}, {12, 4, 3, 2}, 2, {2, 1},
+     {2, 3}, {1, 0, 2, 1}, 1},
+    {"depthwise stride 2", 4, {2, 16, 10, 10}, {16, 1, 3, 3}, 16, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0},
+    {"1x1 without bias", 4, {2, 24, 7, 5}, {40, 24, 1, 1}, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0},
+    {"1-D dilated", 3, {3, 6, 29}, {10, 6, 5}, 1, {2}, {2}, {3, 1}, 1},
+    {"3-D", 5, {2, 4, 6, 7, 5}, {8, 4, 3, 2, 3}, 1, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 1, 1, 2}, 1},
+};
+
+/* The same random convolutions through oneDNN and through im2col agree to 1e-4 relative. */
+static void conv_through_onednn_agrees_with_im2col(void **state) {
+    (void)state;
+    if (!dnnl_usable()) {
+        skip();
+        return;
+    }
+    for (size_t ci = 0; ci < sizeof dnnl_cases / sizeof dnnl_cases[0]; ci++) {
+        const dnnl_case_t *c = &dnnl_cases[ci];
+        const size_t sp = c->rank - 2;
+        size_t nx = 1, nw = 1;
+        ses_graph_t *g = NULL;
+        ses_edge_t in[3], y;
+        ses_attr_t attrs[4];
+        size_t n_attrs = 0;
+
+        for (size_t d = 0; d < c->rank; d++) {
+            nx *= (size_t)c->x[d];
+            nw *= (size_t)c->w[d];
+        }
+        float *xf = malloc(nx * sizeof *xf), *wf = malloc(nw * sizeof *wf), bf[64];
+        assert_true(xf && wf);
+        for (size_t i = 0; i < nx; i++)
+            xf[i] = (float)uniform(-1, 1);
+        for (size_t i = 0; i < nw; i++)
+            wf[i] = (float)uniform(-1, 1);
+        for (size_t i = 0; i < 64; i++)
+            bf[i] = (float)uniform(-1, 1);
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        in[0] = const_f32(g, c->rank, c->x, xf);
+        in[1] = const_f32(g, c->rank, c->w, wf);
+        in[2] = const_f32(g, 1, c->w, bf);
+        attrs[n_attrs++] = ses_attr_int("group", c->group);
+        attrs[n_attrs++] = ses_attr_ints("strides", c->strides, sp);
+        attrs[n_attrs++] = ses_attr_ints("dilations", c->dilations, sp);
+        attrs[n_attrs++] = ses_attr_ints("pads", c->pads, 2 * sp);
+        if (ses_graph_op(g, "Conv", "conv", in, c->bias ? 3 : 2, attrs, n_attrs, &y) != SES_OK)
+            fail_msg("%s: %s", c->label, ses_last_error());
+        ses_tensor_t *a = eval_conv(g, y, "dnnl"), *b = eval_conv(g, y, "im2col");
+        assert_close(c->label, a, b);
+        ses_tensor_release(a);
+        ses_tensor_release(b);
+        ses_graph_release(g);
+        free(xf);
+        free(wf);
+    }
+}
+
+/* A variable's weights are not constant (DRV-85): changed in place between two runs of one
+ * plan, at the same address, the second run must see them; oneDNN must not keep the first
+ * run's reordered copy. A constant's run twice gives the same values both times. */
+static void conv_through_onednn_sees_a_variable_change_between_runs(void **state) {
+    const int64_t xd[4] = {2, 8, 6, 6}, wd[4] = {16, 8, 3, 3}, pads[4] = {1, 1, 1, 1};
+    float xf[2 * 8 * 36], wf[16 * 8 * 9];
+    ses_graph_t *g = NULL;
+    ses_edge_t in[2], w, y;
+    ses_tensor_t *first = NULL, *second = NULL, *third = NULL, *value = NULL;
+    ses_plan_t *plan = NULL;
+    ses_status_t st;
+
+    (void)state;
+    if (!dnnl_usable()) {
+        skip();
+        return;
+    }
+    for (size_t i = 0; i < sizeof xf / sizeof xf[0]; i++)
+        xf[i] = (float)uniform(-1, 1);
+    for (size_t i = 0; i < sizeof wf / sizeof wf[0]; i++)
+        wf[i] = (float)uniform(-1, 1);
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 4, xd, xf);
+    assert_int_equal(ses_graph_variable(g, "w", const_f32(g, 4, wd, wf), &w), SES_OK);
+    in[1] = w;
+    ses_attr_t a = ses_attr_ints("pads", pads, 4);
+    assert_int_equal(ses_graph_op(g, "Conv", "conv", in, 2, &a, 1, &y), SES_OK);
+    ses_session_t *s = open_conv(g, "dnnl", &st);
+    assert_non_null(s);
+    assert_int_equal(ses_session_compile(s, &y, 1, NULL, 0, NULL, 0, &plan), SES_OK);
+    assert_int_equal(ses_plan_run(plan, NULL, 0, &first), SES_OK);
+    assert_int_equal(ses_plan_run(plan, NULL, 0, &second), SES_OK);
+    assert_memory_equal(ses_tensor_data(first), ses_tensor_data(second),
+                        ses_tensor_count(first) * sizeof(float));
+    /* The scope's tensor itself, changed in place: same address, other bytes. */
+    assert_int_equal(ses_scope_find(ses_session_scope(s), "w", &value), SES_OK);
+    float *wv = ses_tensor_data(value);
+    for (size_t i = 0; i < sizeof wf / sizeof wf[0]; i++)
+        wv[i] = -2.0f * wv[i];
+    ses_tensor_release(value);
+    assert_int_equal(ses_plan_run(plan, NULL, 0, &third), SES_OK);
+    const float *p = ses_tensor_data(first), *q = ses_tensor_data(third);
+    for (size_t i = 0; i < ses_tensor_count(first); i++)
+        if (!(fabs((double)q[i] + 2.0 * (double)p[i]) <= 1e-4 * fmax(1.0, fabs((double)q[i]))))
+            fail_msg("element %zu: %.9g after the change, want -2 * %.9g", i, (double)q[i],
+                     (double)p[i]);
+    ses_tensor_release(first);
+    ses_tensor_release(second);
+    ses_tensor_release(third);
+    ses_plan_destroy(plan);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* driver.cpu.conv takes auto, dnnl and im2col; anything else is refused naming the three. */
+static void the_conv_switch_refuses_unknown_values(void **state) {
+    ses_graph_t *g = NULL;
+    ses_status_t st;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_null(open_conv(g, "fast", &st));
+    assert_int_equal(st, SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "driver.cpu.conv is \"fast\""));
+    assert_non_null(strstr(ses_last_error(), "auto"));
+    assert_non_null(strstr(ses_last_error(), "dnnl"));
+    assert_non_null(strstr(ses_last_error(), "im2col"));
+    ses_session_t *s = open_conv(g, "im2col", &st);
+    assert_non_null(s);
+    ses_session_destroy(s);
+    s = open_conv(g, "auto", &st);
+    assert_non_null(s);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
 /* A 3x3 image of 1..9 against the 2x2 kernel [[1,0],[0,-1]] is x[i][j] - x[i+1][j+1] = -4. */
 static void conv_gives_hand_checked_values(void **state) {
     static const float x[] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[] = {1, 0, 0, -1}, b[] = {10};
@@ -1407,6 +1613,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conv_matches_a_direct_convolution),
         cmocka_unit_test(conv_gives_hand_checked_values),
+        cmocka_unit_test(conv_through_onednn_agrees_with_im2col),
+        cmocka_unit_test(conv_through_onednn_sees_a_variable_change_between_runs),
+        cmocka_unit_test(the_conv_switch_refuses_unknown_values),
         cmocka_unit_test(max_pool_takes_window_maxima_with_ceil_mode),
         cmocka_unit_test(average_pool_counts_padding_only_when_asked),
         cmocka_unit_test(conv_blocks_of_images_agree_with_one_image_per_gemm),

@@ -1,0 +1,665 @@
+/*
+ * Convolution through oneDNN, loaded at run time (see cpu_dnnl.h).
+ *
+ * oneDNN's fast f32 convolutions (brgconv, jit on AVX-512 or AVX2) want blocked layouts (nChw16c
+ * and the like) for the source, weights and destination; with plain nchw/oihw it falls back to
+ * im2col and a GEMM, no better than the driver's own. So the primitive is created with
+ * format_tag_any for all three, and the caller's dense tensors are reordered into the layouts it
+ * chose (X in, Z in when there is one, Y back out), each reorder skipped where the chosen layout
+ * is the plain one. The weights are reordered at every call unless the caller says they are
+ * constant (CPU__DNNL_W_CONSTANT, from the host's DRV-85 bit), in which case the reordered copy
+ * is kept and reused while their address stays the same. Bias, the sum input Z and the
+ * activation are the primitive's own (bias argument, "sum" then "eltwise" post-ops).
+ *
+ * Like OpenBLAS (cpu_gemm.c) the library is not linked: the driver must load and run where
+ * oneDNN is not installed. Its headers are needed at build time only (meson checks for them;
+ * without them this file builds a stub that answers SES_DRV_UNAVAILABLE). The library is loaded
+ * once per process, under a mutex, and never closed (its OpenMP threads cannot be stopped
+ * safely).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT, setenv under -std=c11 */
+#endif
+
+#include "cpu_dnnl.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cpu__dnnl_conv_supported(const cpu__dnnl_conv_params_t *p) {
+    if (!p || p->spatial < 1 || p->spatial > CPU__DNNL_MAX_SPATIAL || p->batch < 1 ||
+        p->in_channels < 1 || p->out_channels < 1 || p->group < 1 ||
+        p->in_channels % p->group != 0 || p->out_channels % p->group != 0)
+        return 0;
+    for (uint32_t i = 0; i < p->spatial; i++)
+        if (p->in[i] < 1 || p->out[i] < 1 || p->kernel[i] < 1 || p->strides[i] < 1 ||
+            p->dilations[i] < 1 || p->pads_begin[i] < 0 || p->pads_end[i] < 0)
+            return 0;
+    return 1;
+}
+
+#ifndef SES_CPU_HAVE_DNNL
+
+/* Built without oneDNN's headers: the driver keeps its im2col convolution. */
+
+int32_t cpu__dnnl_load(char *why, size_t why_size) {
+    snprintf(why, why_size, "the driver was built without oneDNN's headers (libdnnl-dev)");
+    return SES_DRV_UNAVAILABLE;
+}
+
+const char *cpu__dnnl_describe(void) {
+    return "";
+}
+
+int32_t cpu__dnnl_conv_cache_create(cpu__dnnl_conv_cache_t **out_cache) {
+    *out_cache = NULL;
+    return SES_DRV_OK;
+}
+
+void cpu__dnnl_conv_cache_destroy(cpu__dnnl_conv_cache_t *cache) {
+    (void)cache;
+}
+
+int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_params_t *p,
+                       const float *x, const float *w, const float *b, const float *z, float *y,
+                       int activation, float alpha, float beta, uint32_t threads, uint32_t flags,
+                       char *why, size_t why_size) {
+    (void)cache, (void)p, (void)x, (void)w, (void)b, (void)z, (void)y, (void)activation;
+    (void)alpha, (void)beta, (void)threads, (void)flags;
+    return cpu__dnnl_load(why, why_size);
+}
+
+#else /* SES_CPU_HAVE_DNNL */
+
+#include <dlfcn.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+/* The soname of oneDNN 2.x (Debian's libdnnl2). */
+#define CPU__DNNL_SONAME "libdnnl.so.2"
+
+/* ---------------------------------------------------------------------------------------------
+ * The library
+ * ------------------------------------------------------------------------------------------- */
+
+/* Every entry point used, with the type of its declaration in oneDNN's header. */
+#define CPU__DNNL_FUNCTIONS(X)                  \
+    X(dnnl_version)                             \
+    X(dnnl_get_effective_cpu_isa)               \
+    X(dnnl_engine_create)                       \
+    X(dnnl_stream_create)                       \
+    X(dnnl_stream_destroy)                      \
+    X(dnnl_stream_wait)                         \
+    X(dnnl_memory_desc_init_by_tag)             \
+    X(dnnl_memory_desc_equal)                   \
+    X(dnnl_memory_desc_get_size)                \
+    X(dnnl_memory_create)                       \
+    X(dnnl_memory_destroy)                      \
+    X(dnnl_memory_set_data_handle)              \
+    X(dnnl_dilated_convolution_forward_desc_init) \
+    X(dnnl_primitive_attr_create)               \
+    X(dnnl_primitive_attr_destroy)              \
+    X(dnnl_primitive_attr_set_post_ops)         \
+    X(dnnl_primitive_attr_set_scratchpad_mode)  \
+    X(dnnl_post_ops_create)                     \
+    X(dnnl_post_ops_destroy)                    \
+    X(dnnl_post_ops_append_sum)                 \
+    X(dnnl_post_ops_append_eltwise)             \
+    X(dnnl_primitive_desc_create)               \
+    X(dnnl_primitive_desc_destroy)              \
+    X(dnnl_primitive_desc_query)                \
+    X(dnnl_primitive_desc_query_md)             \
+    X(dnnl_reorder_primitive_desc_create)       \
+    X(dnnl_primitive_create)                    \
+    X(dnnl_primitive_destroy)                   \
+    X(dnnl_primitive_execute)
+
+typedef struct cpu__dnnl_lib {
+    int tried;  /* cpu__dnnl_load ran; the fields below are its answer */
+    int loaded; /* every entry found and the engine made */
+    char why[256];
+    char desc[128];
+    void *handle;
+    dnnl_engine_t engine; /* one CPU engine for the process, shared by every cache */
+#define CPU__DNNL_POINTER(name) __typeof__(name) *name;
+    CPU__DNNL_FUNCTIONS(CPU__DNNL_POINTER)
+#undef CPU__DNNL_POINTER
+    void (*omp_set_num_threads)(int); /* OpenMP's, from the libgomp oneDNN brought; may be NULL */
+} cpu__dnnl_lib_t;
+
+static pthread_mutex_t cpu_dnnl_lock = PTHREAD_MUTEX_INITIALIZER;
+static cpu__dnnl_lib_t cpu_dnnl;
+
+static const char *cpu__dnnl_isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41:
+        return "sse41";
+    case dnnl_cpu_isa_avx:
+        return "avx";
+    case dnnl_cpu_isa_avx2:
+        return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+        return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_mic:
+    case dnnl_cpu_isa_avx512_mic_4ops:
+        return "avx512_mic";
+    case dnnl_cpu_isa_avx512_core:
+        return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+        return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+        return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+        return "avx512_core_amx";
+    default:
+        return "no jit ISA";
+    }
+}
+
+/*
+ * OMP_WAIT_POLICY. libgomp's threads, after a parallel region, spin for a while (GOMP_SPINCOUNT,
+ * 300000 rounds by default) before they sleep; OMP_WAIT_POLICY=PASSIVE makes them sleep at once,
+ * ACTIVE spin for much longer. Between two convolutions the driver's own pool and OpenBLAS run
+ * the other ops on the same cores, which a spinning OpenMP thread slows down; but a sleeping one
+ * costs a futex wake at the next convolution. Measured on the shared 2-core Xeon with the ONNX
+ * CNN at batch 64 (bench/onnx_bench.sh, 2 threads) and session-conv-bench: see CPU__DNNL_WAIT
+ * below and plugins/cpu/README.md for the figures. The variable is read by libgomp when it is
+ * loaded (here, with oneDNN), so it is set just for the load and put back after; a user's own
+ * setting is left alone, and so is a libgomp already in the process.
+ */
+#define CPU__DNNL_WAIT "PASSIVE"
+
+int32_t cpu__dnnl_load(char *why, size_t why_size) {
+    cpu__dnnl_lib_t *l = &cpu_dnnl;
+    int32_t st;
+
+    pthread_mutex_lock(&cpu_dnnl_lock);
+    if (!l->tried) {
+        l->tried = 1;
+        const char *env_wait = getenv("SESSION_DRIVER_CPU_OMP_WAIT"); /* for measuring only */
+        const int set_wait = !getenv("OMP_WAIT_POLICY");
+        if (set_wait)
+            setenv("OMP_WAIT_POLICY", env_wait && *env_wait ? env_wait : CPU__DNNL_WAIT, 1);
+        l->handle = dlopen(CPU__DNNL_SONAME, RTLD_NOW | RTLD_LOCAL);
+        if (set_wait)
+            unsetenv("OMP_WAIT_POLICY");
+        if (!l->handle) {
+            const char *e = dlerror();
+            snprintf(l->why, sizeof l->why, "cannot load %s (install libdnnl2): %s",
+                     CPU__DNNL_SONAME, e ? e : "unknown error");
+            goto done;
+        }
+#define CPU__DNNL_SYM(name)                                                                 \
+    *(void **)(&l->name) = dlsym(l->handle, #name);                                         \
+    if (!l->name) {                                                                         \
+        snprintf(l->why, sizeof l->why, "%s has no %s: not oneDNN 2.x", CPU__DNNL_SONAME, #name); \
+        goto done;                                                                          \
+    }
+        CPU__DNNL_FUNCTIONS(CPU__DNNL_SYM)
+#undef CPU__DNNL_SYM
+        /* dlsym on the handle searches oneDNN's dependencies too: its OpenMP runtime. */
+        *(void **)(&l->omp_set_num_threads) = dlsym(l->handle, "omp_set_num_threads");
+        if (l->dnnl_engine_create(&l->engine, dnnl_cpu, 0) != dnnl_success) {
+            snprintf(l->why, sizeof l->why, "oneDNN could not make a CPU engine");
+            goto done;
+        }
+        const dnnl_version_t *v = l->dnnl_version();
+        snprintf(l->desc, sizeof l->desc, "onednn %d.%d.%d (%s)", v->major, v->minor, v->patch,
+                 cpu__dnnl_isa_name(l->dnnl_get_effective_cpu_isa()));
+        l->loaded = 1;
+    }
+done:
+    st = l->loaded ? SES_DRV_OK : SES_DRV_UNAVAILABLE;
+    if (!l->loaded && why)
+        snprintf(why, why_size, "%s", l->why);
+    pthread_mutex_unlock(&cpu_dnnl_lock);
+    return st;
+}
+
+const char *cpu__dnnl_describe(void) {
+    return cpu_dnnl.loaded ? cpu_dnnl.desc : "";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The cache
+ * ------------------------------------------------------------------------------------------- */
+
+/* A buffer of ours, 64-byte aligned, grown when a bigger one is needed, never shrunk. */
+typedef struct cpu__dnnl_buf {
+    void *data;
+    size_t size;
+} cpu__dnnl_buf_t;
+
+/* A memory object and the address it was last pointed at (set again only when it changes:
+ * setting a handle may zero a blocked layout's padding). */
+typedef struct cpu__dnnl_mem {
+    dnnl_memory_t m;
+    const void *at;
+} cpu__dnnl_mem_t;
+
+struct cpu__dnnl_conv_cache {
+    /* What the primitives were built for. */
+    int built;
+    cpu__dnnl_conv_params_t p;
+    int activation, has_b, has_z;
+    float alpha, beta;
+    /* The convolution and its layouts. */
+    dnnl_primitive_t conv;
+    dnnl_memory_desc_t src_user, w_user, dst_user, bias_md;
+    dnnl_memory_desc_t src_md, w_md, dst_md;
+    int src_plain, w_plain, dst_plain;
+    /* Reorders, NULL where the layout is the plain one. */
+    dnnl_primitive_t r_src, r_w, r_dst_in, r_dst_out;
+    /* Memory objects: the caller's tensors (plain) and ours (blocked). */
+    cpu__dnnl_mem_t x_u, w_u, z_u, y_u, b_u, src, w, dst, scratch;
+    /* Our buffers. */
+    cpu__dnnl_buf_t src_buf, w_buf, dst_buf, scratch_buf;
+    /* The weights in w_buf are those at w_addr, valid while w_ready (constant weights only). */
+    const void *w_addr;
+    int w_ready;
+    dnnl_stream_t stream;
+};
+
+int32_t cpu__dnnl_conv_cache_create(cpu__dnnl_conv_cache_t **out_cache) {
+    *out_cache = calloc(1, sizeof **out_cache);
+    return *out_cache ? SES_DRV_OK : SES_DRV_OUT_OF_MEMORY;
+}
+
+static void cpu__dnnl_mem_destroy(cpu__dnnl_mem_t *m) {
+    if (m->m)
+        cpu_dnnl.dnnl_memory_destroy(m->m);
+    m->m = NULL;
+    m->at = NULL;
+}
+
+static void cpu__dnnl_prim_destroy(dnnl_primitive_t *p) {
+    if (*p)
+        cpu_dnnl.dnnl_primitive_destroy(*p);
+    *p = NULL;
+}
+
+/* Drops what was built for the last parameters; keeps the buffers and the stream. */
+static void cpu__dnnl_unbuild(cpu__dnnl_conv_cache_t *c) {
+    if (!cpu_dnnl.loaded)
+        return;
+    cpu__dnnl_prim_destroy(&c->conv);
+    cpu__dnnl_prim_destroy(&c->r_src);
+    cpu__dnnl_prim_destroy(&c->r_w);
+    cpu__dnnl_prim_destroy(&c->r_dst_in);
+    cpu__dnnl_prim_destroy(&c->r_dst_out);
+    cpu__dnnl_mem_t *mems[] = {&c->x_u, &c->w_u, &c->z_u, &c->y_u, &c->b_u,
+                               &c->src, &c->w,   &c->dst, &c->scratch};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        cpu__dnnl_mem_destroy(mems[i]);
+    c->built = 0;
+    c->w_ready = 0;
+    c->w_addr = NULL;
+}
+
+void cpu__dnnl_conv_cache_destroy(cpu__dnnl_conv_cache_t *cache) {
+    if (!cache)
+        return;
+    cpu__dnnl_unbuild(cache);
+    if (cache->stream)
+        cpu_dnnl.dnnl_stream_destroy(cache->stream);
+    free(cache->src_buf.data);
+    free(cache->w_buf.data);
+    free(cache->dst_buf.data);
+    free(cache->scratch_buf.data);
+    free(cache);
+}
+
+static int cpu__dnnl_grow(cpu__dnnl_buf_t *b, size_t size) {
+    if (b->size >= size)
+        return 1;
+    size_t rounded = (size + 63) & ~(size_t)63;
+    void *data = aligned_alloc(64, rounded ? rounded : 64);
+    if (!data)
+        return 0;
+    free(b->data);
+    b->data = data;
+    b->size = rounded;
+    return 1;
+}
+
+/* Points @p m at @p at, when it is not there already. */
+static dnnl_status_t cpu__dnnl_point(cpu__dnnl_mem_t *m, const void *at) {
+    if (m->at == at)
+        return dnnl_success;
+    dnnl_status_t s = cpu_dnnl.dnnl_memory_set_data_handle(m->m, (void *)at);
+    m->at = s == dnnl_success ? at : NULL;
+    return s;
+}
+
+/* A dense row-major tag for @p rank dims. */
+static dnnl_format_tag_t cpu__dnnl_plain_tag(int rank) {
+    switch (rank) {
+    case 1:
+        return dnnl_a;
+    case 3:
+        return dnnl_abc;
+    case 4:
+        return dnnl_abcd;
+    case 5:
+        return dnnl_abcde;
+    case 6:
+        return dnnl_abcdef;
+    default:
+        return dnnl_format_tag_undef;
+    }
+}
+
+static int cpu__dnnl_same_params(const cpu__dnnl_conv_cache_t *c,
+                                 const cpu__dnnl_conv_params_t *p, int activation, float alpha,
+                                 float beta, int has_b, int has_z) {
+    return c->built && memcmp(&c->p, p, sizeof *p) == 0 && c->activation == activation &&
+           c->alpha == alpha && c->beta == beta && c->has_b == has_b && c->has_z == has_z;
+}
+
+#define CPU__DNNL_CHECK(call, what)                                                          \
+    do {                                                                                     \
+        dnnl_status_t s_ = (call);                                                           \
+        if (s_ != dnnl_success) {                                                            \
+            snprintf(why, why_size, "oneDNN: %s failed (status %d)", what, (int)s_);         \
+            st = s_ == dnnl_out_of_memory ? SES_DRV_OUT_OF_MEMORY : SES_DRV_INTERNAL;        \
+            goto fail;                                                                       \
+        }                                                                                    \
+    } while (0)
+
+/* A reorder from @p from to @p to, or NULL in *out when they are the same layout. */
+static dnnl_status_t cpu__dnnl_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                                       dnnl_primitive_t *out) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s;
+
+    *out = NULL;
+    if (l->dnnl_memory_desc_equal(from, to))
+        return dnnl_success;
+    s = l->dnnl_reorder_primitive_desc_create(&pd, from, l->engine, to, l->engine, NULL);
+    if (s == dnnl_success)
+        s = l->dnnl_primitive_create(out, pd);
+    if (pd)
+        l->dnnl_primitive_desc_destroy(pd);
+    return s;
+}
+
+/* Builds the primitives, memory objects and buffers for @p p. */
+static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
+                               int activation, float alpha, float beta, int has_b, int has_z,
+                               char *why, size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    const int n = (int)p->spatial, grouped = p->group > 1;
+    dnnl_dims_t sd, wd, dd, bd, strides, dilates, pl, pr;
+    dnnl_memory_desc_t src_any, w_any, dst_any;
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    int32_t st = SES_DRV_OK;
+
+    cpu__dnnl_unbuild(c);
+    sd[0] = p->batch;
+    sd[1] = p->in_channels;
+    dd[0] = p->batch;
+    dd[1] = p->out_channels;
+    int wr = 0;
+    if (grouped)
+        wd[wr++] = p->group;
+    wd[wr++] = p->out_channels / p->group;
+    wd[wr++] = p->in_channels / p->group;
+    bd[0] = p->out_channels;
+    for (int i = 0; i < n; i++) {
+        sd[2 + i] = p->in[i];
+        dd[2 + i] = p->out[i];
+        wd[wr++] = p->kernel[i];
+        strides[i] = p->strides[i];
+        dilates[i] = p->dilations[i] - 1; /* oneDNN counts the gaps: 0 is a dense kernel */
+        pl[i] = p->pads_begin[i];
+        pr[i] = p->pads_end[i];
+    }
+    const int rank = n + 2;
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&c->src_user, rank, sd, dnnl_f32,
+                                                    cpu__dnnl_plain_tag(rank)),
+                    "the source's descriptor");
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&c->dst_user, rank, dd, dnnl_f32,
+                                                    cpu__dnnl_plain_tag(rank)),
+                    "the destination's descriptor");
+    CPU__DNNL_CHECK(
+        l->dnnl_memory_desc_init_by_tag(&c->w_user, wr, wd, dnnl_f32, cpu__dnnl_plain_tag(wr)),
+        "the weights' descriptor");
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&c->bias_md, 1, bd, dnnl_f32, dnnl_a),
+                    "the bias's descriptor");
+    CPU__DNNL_CHECK(
+        l->dnnl_memory_desc_init_by_tag(&src_any, rank, sd, dnnl_f32, dnnl_format_tag_any),
+        "the source's descriptor");
+    CPU__DNNL_CHECK(
+        l->dnnl_memory_desc_init_by_tag(&dst_any, rank, dd, dnnl_f32, dnnl_format_tag_any),
+        "the destination's descriptor");
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&w_any, wr, wd, dnnl_f32, dnnl_format_tag_any),
+                    "the weights' descriptor");
+    dnnl_status_t s = l->dnnl_dilated_convolution_forward_desc_init(
+        &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_any, &w_any,
+        has_b ? &c->bias_md : NULL, &dst_any, strides, dilates, pl, pr);
+    if (s != dnnl_success) {
+        snprintf(why, why_size, "oneDNN refuses the convolution's parameters (status %d)", (int)s);
+        st = SES_DRV_INVALID_ARGUMENT;
+        goto fail;
+    }
+
+    /* Y = act(conv + B + Z): the sum post-op adds what dst holds before the primitive runs. */
+    CPU__DNNL_CHECK(l->dnnl_primitive_attr_create(&attr), "primitive_attr_create");
+    CPU__DNNL_CHECK(l->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+                    "set_scratchpad_mode");
+    CPU__DNNL_CHECK(l->dnnl_post_ops_create(&po), "post_ops_create");
+    if (has_z)
+        CPU__DNNL_CHECK(l->dnnl_post_ops_append_sum(po, 1.0f), "the sum post-op");
+    switch (activation) {
+    case CPU__DNNL_ACT_NONE:
+        break;
+    case CPU__DNNL_ACT_RELU:
+        CPU__DNNL_CHECK(l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
+                        "the Relu post-op");
+        break;
+    case CPU__DNNL_ACT_LEAKY_RELU:
+        CPU__DNNL_CHECK(l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, alpha, 0.0f),
+                        "the LeakyRelu post-op");
+        break;
+    case CPU__DNNL_ACT_SIGMOID:
+        CPU__DNNL_CHECK(
+            l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_logistic, 0.0f, 0.0f),
+            "the Sigmoid post-op");
+        break;
+    case CPU__DNNL_ACT_TANH:
+        CPU__DNNL_CHECK(l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f),
+                        "the Tanh post-op");
+        break;
+    case CPU__DNNL_ACT_CLIP:
+        CPU__DNNL_CHECK(l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, alpha, beta),
+                        "the Clip post-op");
+        break;
+    default:
+        snprintf(why, why_size, "unknown activation %d", activation);
+        st = SES_DRV_INVALID_ARGUMENT;
+        goto fail;
+    }
+    CPU__DNNL_CHECK(l->dnnl_primitive_attr_set_post_ops(attr, po), "set_post_ops");
+    s = l->dnnl_primitive_desc_create(&pd, &cd, attr, l->engine, NULL);
+    if (s == dnnl_unimplemented) {
+        snprintf(why, why_size, "oneDNN has no convolution for these parameters");
+        st = SES_DRV_UNIMPLEMENTED;
+        goto fail;
+    }
+    CPU__DNNL_CHECK(s, "creating the convolution's primitive descriptor");
+    c->src_md = *l->dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    c->w_md = *l->dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    c->dst_md = *l->dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    const dnnl_memory_desc_t scratch_md =
+        *l->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    CPU__DNNL_CHECK(l->dnnl_primitive_create(&c->conv, pd), "creating the convolution");
+
+    c->src_plain = l->dnnl_memory_desc_equal(&c->src_md, &c->src_user);
+    c->w_plain = l->dnnl_memory_desc_equal(&c->w_md, &c->w_user);
+    c->dst_plain = l->dnnl_memory_desc_equal(&c->dst_md, &c->dst_user);
+    CPU__DNNL_CHECK(cpu__dnnl_reorder(&c->src_user, &c->src_md, &c->r_src), "the source's reorder");
+    CPU__DNNL_CHECK(cpu__dnnl_reorder(&c->w_user, &c->w_md, &c->r_w), "the weights' reorder");
+    CPU__DNNL_CHECK(cpu__dnnl_reorder(&c->dst_user, &c->dst_md, &c->r_dst_in), "Z's reorder");
+    CPU__DNNL_CHECK(cpu__dnnl_reorder(&c->dst_md, &c->dst_user, &c->r_dst_out),
+                    "the destination's reorder");
+
+    /* Our buffers, sized now: no run allocates. */
+    const size_t scratch_size = l->dnnl_memory_desc_get_size(&scratch_md);
+    if ((!c->src_plain && !cpu__dnnl_grow(&c->src_buf, l->dnnl_memory_desc_get_size(&c->src_md))) ||
+        (!c->w_plain && !cpu__dnnl_grow(&c->w_buf, l->dnnl_memory_desc_get_size(&c->w_md))) ||
+        (!c->dst_plain && !cpu__dnnl_grow(&c->dst_buf, l->dnnl_memory_desc_get_size(&c->dst_md))) ||
+        (scratch_size && !cpu__dnnl_grow(&c->scratch_buf, scratch_size))) {
+        snprintf(why, why_size, "out of memory for oneDNN's blocked tensors");
+        st = SES_DRV_OUT_OF_MEMORY;
+        goto fail;
+    }
+    /* Memory objects, pointed at their data per call (ours once, here). */
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->x_u.m, &c->src_user, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->w_u.m, &c->w_user, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->z_u.m, &c->dst_user, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->y_u.m, &c->dst_user, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->b_u.m, &c->bias_md, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->src.m, &c->src_md, l->engine,
+                                          c->src_plain ? DNNL_MEMORY_NONE : c->src_buf.data),
+                    "memory_create");
+    c->src.at = c->src_plain ? NULL : c->src_buf.data;
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->w.m, &c->w_md, l->engine,
+                                          c->w_plain ? DNNL_MEMORY_NONE : c->w_buf.data),
+                    "memory_create");
+    c->w.at = c->w_plain ? NULL : c->w_buf.data;
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->dst.m, &c->dst_md, l->engine,
+                                          c->dst_plain ? DNNL_MEMORY_NONE : c->dst_buf.data),
+                    "memory_create");
+    c->dst.at = c->dst_plain ? NULL : c->dst_buf.data;
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->scratch.m, &scratch_md, l->engine,
+                                          scratch_size ? c->scratch_buf.data : DNNL_MEMORY_NONE),
+                    "memory_create");
+    if (!c->stream)
+        CPU__DNNL_CHECK(l->dnnl_stream_create(&c->stream, l->engine, dnnl_stream_default_flags),
+                        "stream_create");
+
+    c->p = *p;
+    c->activation = activation;
+    c->alpha = alpha;
+    c->beta = beta;
+    c->has_b = has_b;
+    c->has_z = has_z;
+    c->built = 1;
+    l->dnnl_primitive_desc_destroy(pd);
+    l->dnnl_post_ops_destroy(po);
+    l->dnnl_primitive_attr_destroy(attr);
+    return SES_DRV_OK;
+
+fail:
+    if (pd)
+        l->dnnl_primitive_desc_destroy(pd);
+    if (po)
+        l->dnnl_post_ops_destroy(po);
+    if (attr)
+        l->dnnl_primitive_attr_destroy(attr);
+    cpu__dnnl_unbuild(c);
+    return st;
+}
+
+static dnnl_status_t cpu__dnnl_run(dnnl_primitive_t prim, dnnl_stream_t stream,
+                                   dnnl_memory_t from, dnnl_memory_t to) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    return cpu_dnnl.dnnl_primitive_execute(prim, stream, 2, args);
+}
+
+int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
+                       const float *x, const float *w, const float *b, const float *z, float *y,
+                       int activation, float alpha, float beta, uint32_t threads, uint32_t flags,
+                       char *why, size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    int32_t st;
+
+    if (!l->loaded)
+        return cpu__dnnl_load(why, why_size);
+    if (!c || !p || !x || !w || !y) {
+        snprintf(why, why_size, "cpu__dnnl_conv: NULL argument");
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    if (!cpu__dnnl_conv_supported(p)) {
+        snprintf(why, why_size, "oneDNN takes 1 to 3 spatial dims of positive sizes");
+        return SES_DRV_UNIMPLEMENTED;
+    }
+    const int has_b = b != NULL, has_z = z != NULL;
+    if (!cpu__dnnl_same_params(c, p, activation, alpha, beta, has_b, has_z) &&
+        (st = cpu__dnnl_build(c, p, activation, alpha, beta, has_b, has_z, why, why_size)) !=
+            SES_DRV_OK)
+        return st;
+
+    /* oneDNN runs on OpenMP's threads, as many as the calling thread's OpenMP setting says:
+     * never more than the device's pool, whose cores they share. */
+    if (l->omp_set_num_threads)
+        l->omp_set_num_threads(threads ? (int)threads : 1);
+
+    /* The source: the caller's X itself, or reordered into our buffer. */
+    if (c->src_plain) {
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->src, x), "set_data_handle");
+    } else {
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->x_u, x), "set_data_handle");
+        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_src, c->stream, c->x_u.m, c->src.m),
+                        "reordering the source");
+    }
+    /* The weights: reordered at every call, unless they are constant and already there. */
+    if (c->w_plain) {
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->w, w), "set_data_handle");
+    } else if (!(flags & CPU__DNNL_W_CONSTANT) || !c->w_ready || c->w_addr != (const void *)w) {
+        c->w_ready = 0;
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->w_u, w), "set_data_handle");
+        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_w, c->stream, c->w_u.m, c->w.m),
+                        "reordering the weights");
+        c->w_addr = w;
+        c->w_ready = (flags & CPU__DNNL_W_CONSTANT) != 0;
+    }
+    /* The destination, holding Z first when there is one (the sum post-op adds it). */
+    if (c->dst_plain) {
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->dst, y), "set_data_handle");
+        if (z && z != y)
+            memcpy(y, z, l->dnnl_memory_desc_get_size(&c->dst_user));
+    } else if (z) {
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->z_u, z), "set_data_handle");
+        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_dst_in, c->stream, c->z_u.m, c->dst.m),
+                        "reordering Z");
+    }
+    if (b)
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->b_u, b), "set_data_handle");
+
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, c->src.m},
+        {DNNL_ARG_WEIGHTS, c->w.m},
+        {DNNL_ARG_DST, c->dst.m},
+        {DNNL_ARG_SCRATCHPAD, c->scratch.m},
+        {DNNL_ARG_BIAS, c->b_u.m},
+    };
+    CPU__DNNL_CHECK(l->dnnl_primitive_execute(c->conv, c->stream, b ? 5 : 4, args),
+                    "the convolution");
+    if (!c->dst_plain) {
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->y_u, y), "set_data_handle");
+        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_dst_out, c->stream, c->dst.m, c->y_u.m),
+                        "reordering the destination");
+    }
+    CPU__DNNL_CHECK(l->dnnl_stream_wait(c->stream), "stream_wait");
+    return SES_DRV_OK;
+
+fail:
+    /* The reordered weights may be half written. */
+    c->w_ready = 0;
+    return st;
+}
+
+#endif /* SES_CPU_HAVE_DNNL */

@@ -1,0 +1,116 @@
+/*
+ * Convolution through oneDNN (Intel's DNNL), loaded at run time: the CPU driver's fast f32 Conv.
+ *
+ * Self-contained: it needs only this header, <session/driver.h> for the status codes, and the
+ * driver's own cpu_dnnl.c. Nothing of oneDNN's headers leaks out, so callers build whether or
+ * not oneDNN's headers were there (without them every call answers SES_DRV_UNAVAILABLE).
+ *
+ * Usage, for a kernel with per-node state:
+ *
+ *     create:  cpu__dnnl_conv_cache_create(&state->dnnl)      (cheap: builds nothing yet)
+ *     compute: cpu__dnnl_conv(state->dnnl, &params, x, w, b, z, y, CPU__DNNL_ACT_RELU, 0, 0,
+ *                             threads, flags, why, sizeof why)
+ *     destroy: cpu__dnnl_conv_cache_destroy(state->dnnl)
+ *
+ * The first compute of a shape builds the oneDNN primitive (milliseconds) and the reorders
+ * between the caller's dense layouts and the blocked ones oneDNN chose; later computes of the
+ * same parameters reuse them. A compute with other parameters (shapes, activation, whether b or z
+ * are given) builds again.
+ */
+#ifndef SES_CPU_DNNL_H
+#define SES_CPU_DNNL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <session/driver.h>
+
+/** The most spatial dims oneDNN's convolution takes (1-D, 2-D, 3-D). */
+#define CPU__DNNL_MAX_SPATIAL 3
+
+/**
+ * The activation applied after the sum: Y = act(conv(X, W) + B + Z), ONNX Runtime's FusedConv.
+ * Values as ORT's activation names: alpha and beta of cpu__dnnl_conv say the parameters.
+ */
+enum cpu__dnnl_activation {
+    CPU__DNNL_ACT_NONE = 0,   /* identity; alpha, beta ignored */
+    CPU__DNNL_ACT_RELU,       /* max(x, 0) */
+    CPU__DNNL_ACT_LEAKY_RELU, /* x > 0 ? x : alpha * x */
+    CPU__DNNL_ACT_SIGMOID,    /* 1 / (1 + exp(-x)) */
+    CPU__DNNL_ACT_TANH,       /* tanh(x) */
+    CPU__DNNL_ACT_CLIP,       /* min(max(x, alpha), beta): alpha is the min, beta the max */
+};
+
+/** Flags of cpu__dnnl_conv. */
+#define CPU__DNNL_W_CONSTANT 1u /* w holds the same bytes at this address for every call on this
+                                   cache (the host's constant_inputs bit, DRV-85): its reordered
+                                   copy is kept and reused while the address stays the same */
+
+/**
+ * One convolution's parameters, in ONNX's terms. X is [batch, in_channels, in...], W is
+ * [out_channels, in_channels / group, kernel...], B [out_channels], Z and Y
+ * [batch, out_channels, out...], all dense, row-major f32. Dilations count as in ONNX (1 is a
+ * dense kernel); pads are added before (begin) and after (end) each spatial dim.
+ */
+typedef struct cpu__dnnl_conv_params {
+    uint32_t spatial; /* 1 to CPU__DNNL_MAX_SPATIAL */
+    int64_t batch, in_channels, out_channels, group;
+    int64_t in[CPU__DNNL_MAX_SPATIAL], out[CPU__DNNL_MAX_SPATIAL];
+    int64_t kernel[CPU__DNNL_MAX_SPATIAL], strides[CPU__DNNL_MAX_SPATIAL];
+    int64_t dilations[CPU__DNNL_MAX_SPATIAL];
+    int64_t pads_begin[CPU__DNNL_MAX_SPATIAL], pads_end[CPU__DNNL_MAX_SPATIAL];
+} cpu__dnnl_conv_params_t;
+
+/** The per-node state: the primitives of the last parameters, scratch buffers, the weights. */
+typedef struct cpu__dnnl_conv_cache cpu__dnnl_conv_cache_t;
+
+/**
+ * Loads oneDNN once per process (later calls only answer): dlopen("libdnnl.so.2"), its entry
+ * points, a CPU engine. Returns SES_DRV_OK, or SES_DRV_UNAVAILABLE with the reason in @p why
+ * (built without oneDNN's headers, library not found, an entry missing); the answer is the same
+ * for the life of the process. Before loading it sets OMP_WAIT_POLICY (see cpu_dnnl.c) unless
+ * the user has. Thread-safe.
+ */
+int32_t cpu__dnnl_load(char *why, size_t why_size);
+
+/**
+ * "onednn 2.6.3 (avx512_core_bf16)": the version and the ISA oneDNN dispatches to, once loaded;
+ * "" before. The string lives for the process. Thread-safe after cpu__dnnl_load.
+ */
+const char *cpu__dnnl_describe(void);
+
+/**
+ * Non-zero when oneDNN's convolution takes these parameters: 1 to 3 spatial dims, positive
+ * sizes, channels divisible by group. Cheap; loads nothing.
+ */
+int cpu__dnnl_conv_supported(const cpu__dnnl_conv_params_t *p);
+
+/**
+ * Makes an empty cache in *@p out_cache: SES_DRV_OK or SES_DRV_OUT_OF_MEMORY (*out_cache NULL).
+ * Builds nothing, so it costs nothing for nodes that never run. Thread-safe.
+ */
+int32_t cpu__dnnl_conv_cache_create(cpu__dnnl_conv_cache_t **out_cache);
+
+/** Frees a cache and everything it built. Accepts NULL. */
+void cpu__dnnl_conv_cache_destroy(cpu__dnnl_conv_cache_t *cache);
+
+/**
+ * Y = act(conv(X, W) + B + Z) with oneDNN, on at most @p threads threads (OpenMP's, not the
+ * driver's pool: oneDNN brings its own). @p b and @p z may be NULL (no bias, no sum); @p z may
+ * be @p y itself. @p activation is an enum cpu__dnnl_activation, @p alpha and @p beta its
+ * parameters. @p flags: CPU__DNNL_W_CONSTANT or 0. Call cpu__dnnl_load first.
+ *
+ * Returns SES_DRV_OK; SES_DRV_UNAVAILABLE when oneDNN is not loaded; SES_DRV_UNIMPLEMENTED when
+ * oneDNN has no implementation for these parameters (the caller may fall back to another
+ * path); SES_DRV_INVALID_ARGUMENT for parameters that do not describe a convolution;
+ * SES_DRV_OUT_OF_MEMORY; SES_DRV_INTERNAL when a oneDNN call fails. On failure @p why says what
+ * (without a node name: the caller adds it) and Y may be partly written.
+ * Thread-safety: calls on one cache must not overlap (the ABI's per-node state rule); calls on
+ * different caches may.
+ */
+int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_params_t *p,
+                       const float *x, const float *w, const float *b, const float *z, float *y,
+                       int activation, float alpha, float beta, uint32_t threads, uint32_t flags,
+                       char *why, size_t why_size);
+
+#endif /* SES_CPU_DNNL_H */
