@@ -208,7 +208,7 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
     ses_drv_driver_t *driver;
     char gemm[CPU__GEMM_DESC_MAX], conv[CPU__CONV_DESC_MAX];
     int onednn = 0;
-    uint32_t conv_dnnl = 0;
+    uint32_t conv_dnnl = 0, conv_mode = 0;
     int32_t st;
 
     if (!out_driver)
@@ -226,7 +226,7 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
     if ((st = cpu__gemm_open(host, ctx, gemm, sizeof gemm, &onednn)) != SES_DRV_OK)
         return st;
     /* Then the convolution's path: oneDNN unless the option says im2col. */
-    if ((st = cpu__conv_open(host, ctx, &conv_dnnl, conv, sizeof conv)) != SES_DRV_OK)
+    if ((st = cpu__conv_open(host, ctx, &conv_dnnl, &conv_mode, conv, sizeof conv)) != SES_DRV_OK)
         return st;
 
     driver = calloc(1, sizeof *driver);
@@ -241,7 +241,6 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
     size_t used = strlen(driver->device_name);
     snprintf(driver->device_name + used, sizeof driver->device_name - used, "; %s; %s", gemm,
              conv);
-    driver->conv_dnnl = conv_dnnl;
     *out_driver = driver;
     return SES_DRV_OK;
 }
@@ -392,9 +391,9 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
     /* The Conv path is read again here, as the pool's size is, so that a session's own
      * driver.cpu.conv applies to its device (open saw only the options of its time). */
     char conv[CPU__CONV_DESC_MAX];
-    uint32_t conv_dnnl = 0;
-    if ((st = cpu__conv_open(driver->host, driver->ctx, &conv_dnnl, conv, sizeof conv)) !=
-        SES_DRV_OK)
+    uint32_t conv_dnnl = 0, conv_mode = 0;
+    if ((st = cpu__conv_open(driver->host, driver->ctx, &conv_dnnl, &conv_mode, conv,
+                             sizeof conv)) != SES_DRV_OK)
         return st;
 
     device = calloc(1, sizeof *device);
@@ -403,6 +402,7 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                          "open_device: cannot allocate the device (%zu bytes)", sizeof *device);
     device->driver = driver;
     device->conv_dnnl = conv_dnnl;
+    device->conv_mode = conv_mode;
     int err = cpu__pool_create(threads, &device->pool);
     if (err != 0) {
         st = cpu__fail(

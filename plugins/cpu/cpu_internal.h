@@ -148,14 +148,15 @@ int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char
                        size_t desc_size, int *out_onednn);
 
 /**
- * Reads option driver.cpu.conv and, unless it says im2col, loads oneDNN (cpu_dnnl.c); stores
- * whether f32 Conv runs through oneDNN in *@p out_dnnl and writes "conv: onednn 2.6.3
+ * Reads option driver.cpu.conv (its enum cpu__conv_mode into *@p out_mode) and, unless it says
+ * im2col, loads oneDNN (cpu_dnnl.c); stores whether f32 Conv runs through oneDNN in *@p out_dnnl
+ * and writes "conv: onednn 2.6.3
  * (avx512_core)" or "conv: im2col (...why...)" into @p out_desc. Fails for an unknown value
  * (SES_DRV_INVALID_ARGUMENT, naming the accepted ones) and for "dnnl" where oneDNN cannot load
  * (SES_DRV_UNAVAILABLE, saying why). Thread-safe.
  */
 int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, uint32_t *out_dnnl,
-                       char *out_desc, size_t desc_size);
+                       uint32_t *out_mode, char *out_desc, size_t desc_size);
 /**
  * Sizes OpenBLAS's threads to @p threads, the device pool's. OpenBLAS has one thread count per
  * process, so the device opened last sets it. Call only after a successful cpu__gemm_open.
@@ -190,7 +191,6 @@ struct ses_drv_driver {
     ses_drv_host_ctx_t *ctx;
     char device_name[CPU__NAME_MAX]; /* ses_drv_device_desc_t.name; lives until close */
     int gemm_onednn; /* f32 GEMMs go to oneDNN's sgemm on the pool (option driver.cpu.gemm) */
-    uint32_t conv_dnnl;              /* non-zero: f32 Conv runs through oneDNN (cpu_dnnl.c) */
 };
 
 /**
@@ -201,6 +201,7 @@ struct ses_drv_device {
     struct ses_drv_driver *driver;
     cpu__pool_t *pool; /* never NULL once open; thread-safe */
     uint32_t conv_dnnl; /* non-zero: f32 Conv runs through oneDNN (driver.cpu.conv, cpu_dnnl.c) */
+    uint32_t conv_mode; /* enum cpu__conv_mode: what driver.cpu.conv said */
 };
 
 /** What a ses_drv_buffer_t handle points at. */
