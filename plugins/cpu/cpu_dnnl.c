@@ -18,7 +18,7 @@
  * safely).
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* RTLD_DEFAULT, setenv under -std=c11 */
+#define _GNU_SOURCE /* dlfcn extensions under -std=c11 */
 #endif
 
 #include "cpu_dnnl.h"
@@ -160,17 +160,17 @@ static const char *cpu__dnnl_isa_name(dnnl_cpu_isa_t isa) {
 }
 
 /*
- * OMP_WAIT_POLICY. libgomp's threads, after a parallel region, spin for a while (GOMP_SPINCOUNT,
- * 300000 rounds by default) before they sleep; OMP_WAIT_POLICY=PASSIVE makes them sleep at once,
- * ACTIVE spin for much longer. Between two convolutions the driver's own pool and OpenBLAS run
- * the other ops on the same cores, which a spinning OpenMP thread slows down; but a sleeping one
- * costs a futex wake at the next convolution. Measured on the shared 2-core Xeon with the ONNX
- * CNN at batch 64 (bench/onnx_bench.sh, 2 threads) and session-conv-bench: see CPU__DNNL_WAIT
- * below and plugins/cpu/README.md for the figures. The variable is read by libgomp when it is
- * loaded (here, with oneDNN), so it is set just for the load and put back after; a user's own
- * setting is left alone, and so is a libgomp already in the process.
+ * OMP_WAIT_POLICY is left alone. libgomp's threads, after a parallel region, spin for a while
+ * (GOMP_SPINCOUNT) before they sleep; PASSIVE makes them sleep at once. Between two convolutions
+ * the pool and OpenBLAS run the other ops on the same cores, which a spinning OpenMP thread
+ * slows; but a sleeping one costs a futex wake at the next convolution. Measured with
+ * session-run on the ONNX models of bench/onnx_bench.sh, 2 threads, the shared 2-core Xeon,
+ * three rounds each (median of runs 2..N, ms), PASSIVE against libgomp's default:
+ * cnn_b64 4.3 / 5.2 / 5.1 against 5.6 / 6.4 / 5.1; squeezenet_b1 14.4 / 13.6 / 14.0 against
+ * 10.6 / 11.4 / 10.6; resnet50_b1 49.4 / 74.2 / 46.5 against 44.0 / 43.9 / 44.0. Models with
+ * convolutions back to back lose more to the wake-ups than the CNN gains, so the default stays;
+ * a user may set the variable (libgomp reads it when oneDNN loads it).
  */
-#define CPU__DNNL_WAIT "PASSIVE"
 
 int32_t cpu__dnnl_load(char *why, size_t why_size) {
     cpu__dnnl_lib_t *l = &cpu_dnnl;
@@ -179,13 +179,7 @@ int32_t cpu__dnnl_load(char *why, size_t why_size) {
     pthread_mutex_lock(&cpu_dnnl_lock);
     if (!l->tried) {
         l->tried = 1;
-        /* Set, even to "" (which libgomp ignores, keeping its default), it is the user's. */
-        const int set_wait = !getenv("OMP_WAIT_POLICY");
-        if (set_wait)
-            setenv("OMP_WAIT_POLICY", CPU__DNNL_WAIT, 1);
         l->handle = dlopen(CPU__DNNL_SONAME, RTLD_NOW | RTLD_LOCAL);
-        if (set_wait)
-            unsetenv("OMP_WAIT_POLICY");
         if (!l->handle) {
             const char *e = dlerror();
             snprintf(l->why, sizeof l->why, "cannot load %s (install libdnnl2): %s",
