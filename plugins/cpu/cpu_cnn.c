@@ -1,5 +1,6 @@
 /*
- * The CNN kernels: Conv (im2col and OpenBLAS GEMM, any number of spatial dims, groups), its
+ * The CNN kernels: Conv (f32 through oneDNN where option driver.cpu.conv lets it, cpu_dnnl.c;
+ * otherwise im2col and OpenBLAS GEMM, any number of spatial dims, groups), its
  * gradients (col2im), MaxPool and AveragePool with their gradients, BatchNormalization
  * (inference), Dropout's mask, Pad and its gradient, Clip, Split, Shape, ConstantOfShape and
  * Range. All are general entries (cpu__run_general), so no output shares bytes with an input.

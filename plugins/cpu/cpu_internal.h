@@ -19,7 +19,9 @@
  *
  * The training ops are general entries, of any number of inputs and outputs (none for the
  * optimizers, which write inputs in place): their compute is cpu__run_general, which checks the
- * launch the same way and runs the body (cpu_train.c) without per-node state.
+ * launch the same way and runs the body (cpu_train.c) without per-node state. The CNN ops are
+ * general entries too; Conv alone has a create, whose state (the host's constant-input bits,
+ * oneDNN's cache) reaches its body as call->state.
  *
  * The elementwise entries also have a create: once per plan node, cpu__create checks the node
  * (counts, dtypes, dims) as a launch would and keeps what it found in a cpu__prep_t, with the

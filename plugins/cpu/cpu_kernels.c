@@ -226,7 +226,8 @@ CPU__KERNELS(CPU__DEFINE)
 
 /*
  * General entries, of any number of inputs (up to CPU__GENERAL_MAX_INPUTS) and outputs (0 to
- * CPU__MAX_OUTPUTS), checked by cpu__run_general and without per-node state: the training ops.
+ * CPU__MAX_OUTPUTS), checked by cpu__run_general: the training ops and the CNN ops. Only Conv
+ * has per-node state (CPU__GSTATE below), handed to its body as call->state.
  * Every entry is G(id, op, signature, body, code, inplace, n_inputs, (input dtypes),
  * n_outputs, out0, out1), with the input dtypes in parentheses, unused output slots 0, and
  * inplace the inputs the kernel writes (bit i: input i). An entry without outputs has a
