@@ -42,6 +42,8 @@ static void it_lists_the_cpu_driver_and_its_device(void **state) {
     assert_non_null(strstr(line, "ABI 1.3"));
     assert_true(line_containing(r.output, "cpu:0", line, sizeof line));
     assert_non_null(strstr(line, "cpu"));
+    /* The CPU device's name says which convolution path it runs (driver.cpu.conv). */
+    assert_non_null(strstr(line, "; conv: "));
     assert_non_null(strstr(r.output, "manifest: " CPU_MANIFEST));
     assert_non_null(strstr(r.output, "ses_cpu.so"));
     free(r.output);

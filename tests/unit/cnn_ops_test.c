@@ -326,8 +326,11 @@ static int dnnl_usable(void) {
     ses_session_t *s = open_conv(g, "dnnl", &st);
     if (!s && st != SES_UNAVAILABLE)
         fail_msg("open with driver.cpu.conv=dnnl: %s", ses_last_error());
-    if (!s)
+    if (!s) {
+        /* "dnnl" where oneDNN cannot load is refused, saying why. */
+        assert_non_null(strstr(ses_last_error(), "driver.cpu.conv is dnnl, but oneDNN cannot"));
         printf("skipped: oneDNN is not usable here: %s\n", ses_last_error());
+    }
     ses_session_destroy(s);
     ses_graph_release(g);
     return s != NULL;
