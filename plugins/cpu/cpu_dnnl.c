@@ -75,7 +75,6 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_param
 #else /* SES_CPU_HAVE_DNNL */
 
 #include <dlfcn.h>
-
 #include <oneapi/dnnl/dnnl.h>
 
 /* The soname of oneDNN 2.x (Debian's libdnnl2). */
@@ -86,35 +85,35 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_param
  * ------------------------------------------------------------------------------------------- */
 
 /* Every entry point used, with the type of its declaration in oneDNN's header. */
-#define CPU__DNNL_FUNCTIONS(X)                  \
-    X(dnnl_version)                             \
-    X(dnnl_get_effective_cpu_isa)               \
-    X(dnnl_engine_create)                       \
-    X(dnnl_stream_create)                       \
-    X(dnnl_stream_destroy)                      \
-    X(dnnl_stream_wait)                         \
-    X(dnnl_memory_desc_init_by_tag)             \
-    X(dnnl_memory_desc_equal)                   \
-    X(dnnl_memory_desc_get_size)                \
-    X(dnnl_memory_create)                       \
-    X(dnnl_memory_destroy)                      \
-    X(dnnl_memory_set_data_handle)              \
+#define CPU__DNNL_FUNCTIONS(X)                    \
+    X(dnnl_version)                               \
+    X(dnnl_get_effective_cpu_isa)                 \
+    X(dnnl_engine_create)                         \
+    X(dnnl_stream_create)                         \
+    X(dnnl_stream_destroy)                        \
+    X(dnnl_stream_wait)                           \
+    X(dnnl_memory_desc_init_by_tag)               \
+    X(dnnl_memory_desc_equal)                     \
+    X(dnnl_memory_desc_get_size)                  \
+    X(dnnl_memory_create)                         \
+    X(dnnl_memory_destroy)                        \
+    X(dnnl_memory_set_data_handle)                \
     X(dnnl_dilated_convolution_forward_desc_init) \
-    X(dnnl_primitive_attr_create)               \
-    X(dnnl_primitive_attr_destroy)              \
-    X(dnnl_primitive_attr_set_post_ops)         \
-    X(dnnl_primitive_attr_set_scratchpad_mode)  \
-    X(dnnl_post_ops_create)                     \
-    X(dnnl_post_ops_destroy)                    \
-    X(dnnl_post_ops_append_sum)                 \
-    X(dnnl_post_ops_append_eltwise)             \
-    X(dnnl_primitive_desc_create)               \
-    X(dnnl_primitive_desc_destroy)              \
-    X(dnnl_primitive_desc_query)                \
-    X(dnnl_primitive_desc_query_md)             \
-    X(dnnl_reorder_primitive_desc_create)       \
-    X(dnnl_primitive_create)                    \
-    X(dnnl_primitive_destroy)                   \
+    X(dnnl_primitive_attr_create)                 \
+    X(dnnl_primitive_attr_destroy)                \
+    X(dnnl_primitive_attr_set_post_ops)           \
+    X(dnnl_primitive_attr_set_scratchpad_mode)    \
+    X(dnnl_post_ops_create)                       \
+    X(dnnl_post_ops_destroy)                      \
+    X(dnnl_post_ops_append_sum)                   \
+    X(dnnl_post_ops_append_eltwise)               \
+    X(dnnl_primitive_desc_create)                 \
+    X(dnnl_primitive_desc_destroy)                \
+    X(dnnl_primitive_desc_query)                  \
+    X(dnnl_primitive_desc_query_md)               \
+    X(dnnl_reorder_primitive_desc_create)         \
+    X(dnnl_primitive_create)                      \
+    X(dnnl_primitive_destroy)                     \
     X(dnnl_primitive_execute)
 
 typedef struct cpu__dnnl_lib {
@@ -135,27 +134,27 @@ static cpu__dnnl_lib_t cpu_dnnl;
 
 static const char *cpu__dnnl_isa_name(dnnl_cpu_isa_t isa) {
     switch (isa) {
-    case dnnl_cpu_isa_sse41:
-        return "sse41";
-    case dnnl_cpu_isa_avx:
-        return "avx";
-    case dnnl_cpu_isa_avx2:
-        return "avx2";
-    case dnnl_cpu_isa_avx2_vnni:
-        return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_mic:
-    case dnnl_cpu_isa_avx512_mic_4ops:
-        return "avx512_mic";
-    case dnnl_cpu_isa_avx512_core:
-        return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni:
-        return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16:
-        return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx:
-        return "avx512_core_amx";
-    default:
-        return "no jit ISA";
+        case dnnl_cpu_isa_sse41:
+            return "sse41";
+        case dnnl_cpu_isa_avx:
+            return "avx";
+        case dnnl_cpu_isa_avx2:
+            return "avx2";
+        case dnnl_cpu_isa_avx2_vnni:
+            return "avx2_vnni";
+        case dnnl_cpu_isa_avx512_mic:
+        case dnnl_cpu_isa_avx512_mic_4ops:
+            return "avx512_mic";
+        case dnnl_cpu_isa_avx512_core:
+            return "avx512_core";
+        case dnnl_cpu_isa_avx512_core_vnni:
+            return "avx512_core_vnni";
+        case dnnl_cpu_isa_avx512_core_bf16:
+            return "avx512_core_bf16";
+        case dnnl_cpu_isa_avx512_core_amx:
+            return "avx512_core_amx";
+        default:
+            return "no jit ISA";
     }
 }
 
@@ -198,11 +197,11 @@ int32_t cpu__dnnl_load(char *why, size_t why_size) {
                      CPU__DNNL_SONAME, e ? e : "unknown error");
             goto done;
         }
-#define CPU__DNNL_SYM(name)                                                                 \
-    *(void **)(&l->name) = dlsym(l->handle, #name);                                         \
-    if (!l->name) {                                                                         \
+#define CPU__DNNL_SYM(name)                                                                       \
+    *(void **)(&l->name) = dlsym(l->handle, #name);                                               \
+    if (!l->name) {                                                                               \
         snprintf(l->why, sizeof l->why, "%s has no %s: not oneDNN 2.x", CPU__DNNL_SONAME, #name); \
-        goto done;                                                                          \
+        goto done;                                                                                \
     }
         CPU__DNNL_FUNCTIONS(CPU__DNNL_SYM)
 #undef CPU__DNNL_SYM
@@ -296,7 +295,7 @@ static void cpu__dnnl_unbuild(cpu__dnnl_conv_cache_t *c) {
     cpu__dnnl_prim_destroy(&c->r_w);
     cpu__dnnl_prim_destroy(&c->r_dst_in);
     cpu__dnnl_prim_destroy(&c->r_dst_out);
-    cpu__dnnl_mem_t *mems[] = {&c->x_u, &c->w_u, &c->z_u, &c->y_u, &c->b_u,
+    cpu__dnnl_mem_t *mems[] = {&c->x_u, &c->w_u, &c->z_u, &c->y_u,    &c->b_u,
                                &c->src, &c->w,   &c->dst, &c->scratch};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         cpu__dnnl_mem_destroy(mems[i]);
@@ -343,36 +342,35 @@ static dnnl_status_t cpu__dnnl_point(cpu__dnnl_mem_t *m, const void *at) {
 /* A dense row-major tag for @p rank dims. */
 static dnnl_format_tag_t cpu__dnnl_plain_tag(int rank) {
     switch (rank) {
-    case 1:
-        return dnnl_a;
-    case 3:
-        return dnnl_abc;
-    case 4:
-        return dnnl_abcd;
-    case 5:
-        return dnnl_abcde;
-    case 6:
-        return dnnl_abcdef;
-    default:
-        return dnnl_format_tag_undef;
+        case 1:
+            return dnnl_a;
+        case 3:
+            return dnnl_abc;
+        case 4:
+            return dnnl_abcd;
+        case 5:
+            return dnnl_abcde;
+        case 6:
+            return dnnl_abcdef;
+        default:
+            return dnnl_format_tag_undef;
     }
 }
 
-static int cpu__dnnl_same_params(const cpu__dnnl_conv_cache_t *c,
-                                 const cpu__dnnl_conv_params_t *p, int activation, float alpha,
-                                 float beta, int has_b, int has_z) {
+static int cpu__dnnl_same_params(const cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
+                                 int activation, float alpha, float beta, int has_b, int has_z) {
     return c->built && memcmp(&c->p, p, sizeof *p) == 0 && c->activation == activation &&
            c->alpha == alpha && c->beta == beta && c->has_b == has_b && c->has_z == has_z;
 }
 
-#define CPU__DNNL_CHECK(call, what)                                                          \
-    do {                                                                                     \
-        dnnl_status_t s_ = (call);                                                           \
-        if (s_ != dnnl_success) {                                                            \
-            snprintf(why, why_size, "oneDNN: %s failed (status %d)", what, (int)s_);         \
-            st = s_ == dnnl_out_of_memory ? SES_DRV_OUT_OF_MEMORY : SES_DRV_INTERNAL;        \
-            goto fail;                                                                       \
-        }                                                                                    \
+#define CPU__DNNL_CHECK(call, what)                                                   \
+    do {                                                                              \
+        dnnl_status_t s_ = (call);                                                    \
+        if (s_ != dnnl_success) {                                                     \
+            snprintf(why, why_size, "oneDNN: %s failed (status %d)", what, (int)s_);  \
+            st = s_ == dnnl_out_of_memory ? SES_DRV_OUT_OF_MEMORY : SES_DRV_INTERNAL; \
+            goto fail;                                                                \
+        }                                                                             \
     } while (0)
 
 /* A reorder from @p from to @p to, or NULL in *out when they are the same layout. */
@@ -454,33 +452,37 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
     if (has_z)
         CPU__DNNL_CHECK(l->dnnl_post_ops_append_sum(po, 1.0f), "the sum post-op");
     switch (activation) {
-    case CPU__DNNL_ACT_NONE:
-        break;
-    case CPU__DNNL_ACT_RELU:
-        CPU__DNNL_CHECK(l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
-                        "the Relu post-op");
-        break;
-    case CPU__DNNL_ACT_LEAKY_RELU:
-        CPU__DNNL_CHECK(l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, alpha, 0.0f),
-                        "the LeakyRelu post-op");
-        break;
-    case CPU__DNNL_ACT_SIGMOID:
-        CPU__DNNL_CHECK(
-            l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_logistic, 0.0f, 0.0f),
-            "the Sigmoid post-op");
-        break;
-    case CPU__DNNL_ACT_TANH:
-        CPU__DNNL_CHECK(l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f),
-                        "the Tanh post-op");
-        break;
-    case CPU__DNNL_ACT_CLIP:
-        CPU__DNNL_CHECK(l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, alpha, beta),
-                        "the Clip post-op");
-        break;
-    default:
-        snprintf(why, why_size, "unknown activation %d", activation);
-        st = SES_DRV_INVALID_ARGUMENT;
-        goto fail;
+        case CPU__DNNL_ACT_NONE:
+            break;
+        case CPU__DNNL_ACT_RELU:
+            CPU__DNNL_CHECK(
+                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
+                "the Relu post-op");
+            break;
+        case CPU__DNNL_ACT_LEAKY_RELU:
+            CPU__DNNL_CHECK(
+                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, alpha, 0.0f),
+                "the LeakyRelu post-op");
+            break;
+        case CPU__DNNL_ACT_SIGMOID:
+            CPU__DNNL_CHECK(
+                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_logistic, 0.0f, 0.0f),
+                "the Sigmoid post-op");
+            break;
+        case CPU__DNNL_ACT_TANH:
+            CPU__DNNL_CHECK(
+                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f),
+                "the Tanh post-op");
+            break;
+        case CPU__DNNL_ACT_CLIP:
+            CPU__DNNL_CHECK(
+                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, alpha, beta),
+                "the Clip post-op");
+            break;
+        default:
+            snprintf(why, why_size, "unknown activation %d", activation);
+            st = SES_DRV_INVALID_ARGUMENT;
+            goto fail;
     }
     CPU__DNNL_CHECK(l->dnnl_primitive_attr_set_post_ops(attr, po), "set_post_ops");
     /*
@@ -501,10 +503,10 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
                                           wide ? dnnl_aBcde16b : dnnl_aBcde8b};
     for (int attempt = 0; attempt < 2 && !pd; attempt++) {
         dnnl_memory_desc_t dst_want;
-        CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&dst_want, rank, dd, dnnl_f32,
-                                                        attempt == 0 ? blocked[n - 1]
-                                                                     : dnnl_format_tag_any),
-                        "the destination's descriptor");
+        CPU__DNNL_CHECK(
+            l->dnnl_memory_desc_init_by_tag(&dst_want, rank, dd, dnnl_f32,
+                                            attempt == 0 ? blocked[n - 1] : dnnl_format_tag_any),
+            "the destination's descriptor");
         s = l->dnnl_dilated_convolution_forward_desc_init(
             &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_any, &w_any,
             has_b ? &c->bias_md : NULL, &dst_want, strides, dilates, pl, pr);
@@ -526,10 +528,9 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
         }
         CPU__DNNL_CHECK(s, "creating the convolution's primitive descriptor");
         const char *impl = NULL;
-        if (attempt == 0 &&
-            (l->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, (void *)&impl) !=
-                 dnnl_success ||
-             !impl || strstr(impl, "gemm") || strstr(impl, "ref"))) {
+        if (attempt == 0 && (l->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0,
+                                                          (void *)&impl) != dnnl_success ||
+                             !impl || strstr(impl, "gemm") || strstr(impl, "ref"))) {
             l->dnnl_primitive_desc_destroy(pd);
             pd = NULL;
         }
@@ -613,16 +614,16 @@ fail:
     return st;
 }
 
-static dnnl_status_t cpu__dnnl_run(dnnl_primitive_t prim, dnnl_stream_t stream,
-                                   dnnl_memory_t from, dnnl_memory_t to) {
+static dnnl_status_t cpu__dnnl_run(dnnl_primitive_t prim, dnnl_stream_t stream, dnnl_memory_t from,
+                                   dnnl_memory_t to) {
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
     return cpu_dnnl.dnnl_primitive_execute(prim, stream, 2, args);
 }
 
-int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
-                       const float *x, const float *w, const float *b, const float *z, float *y,
-                       int activation, float alpha, float beta, uint32_t threads, uint32_t flags,
-                       char *why, size_t why_size) {
+int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p, const float *x,
+                       const float *w, const float *b, const float *z, float *y, int activation,
+                       float alpha, float beta, uint32_t threads, uint32_t flags, char *why,
+                       size_t why_size) {
     const cpu__dnnl_lib_t *l = &cpu_dnnl;
     int32_t st;
 
@@ -673,17 +674,14 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t 
             memcpy(y, z, l->dnnl_memory_desc_get_size(&c->dst_user));
     } else if (z) {
         CPU__DNNL_CHECK(cpu__dnnl_point(&c->z_u, z), "set_data_handle");
-        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_dst_in, c->stream, c->z_u.m, c->dst.m),
-                        "reordering Z");
+        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_dst_in, c->stream, c->z_u.m, c->dst.m), "reordering Z");
     }
     if (b)
         CPU__DNNL_CHECK(cpu__dnnl_point(&c->b_u, b), "set_data_handle");
 
     dnnl_exec_arg_t args[5] = {
-        {DNNL_ARG_SRC, c->src.m},
-        {DNNL_ARG_WEIGHTS, c->w.m},
-        {DNNL_ARG_DST, c->dst.m},
-        {DNNL_ARG_SCRATCHPAD, c->scratch.m},
+        {DNNL_ARG_SRC, c->src.m},  {DNNL_ARG_WEIGHTS, c->w.m},
+        {DNNL_ARG_DST, c->dst.m},  {DNNL_ARG_SCRATCHPAD, c->scratch.m},
         {DNNL_ARG_BIAS, c->b_u.m},
     };
     CPU__DNNL_CHECK(l->dnnl_primitive_execute(c->conv, c->stream, b ? 5 : 4, args),

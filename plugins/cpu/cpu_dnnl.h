@@ -20,10 +20,9 @@
 #ifndef SES_CPU_DNNL_H
 #define SES_CPU_DNNL_H
 
+#include <session/driver.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <session/driver.h>
 
 /** The most spatial dims oneDNN's convolution takes (1-D, 2-D, 3-D). */
 #define CPU__DNNL_MAX_SPATIAL 3
@@ -42,9 +41,10 @@ enum cpu__dnnl_activation {
 };
 
 /** Flags of cpu__dnnl_conv. */
-#define CPU__DNNL_W_CONSTANT 1u /* w holds the same bytes at this address for every call on this
-                                   cache (the host's constant_inputs bit, DRV-85): its reordered
-                                   copy is kept and reused while the address stays the same */
+#define CPU__DNNL_W_CONSTANT                                            \
+    1u /* w holds the same bytes at this address for every call on this \
+          cache (the host's constant_inputs bit, DRV-85): its reordered \
+          copy is kept and reused while the address stays the same */
 
 /**
  * One convolution's parameters, in ONNX's terms. X is [batch, in_channels, in...], W is

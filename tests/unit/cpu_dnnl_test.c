@@ -35,14 +35,14 @@ static int setup(void **state) {
     return 0;
 }
 
-#define SKIP_WITHOUT_DNNL()                         \
-    do {                                            \
-        char why_[256];                             \
-        if (cpu__dnnl_load(why_, sizeof why_)) {    \
-            printf("skipped: %s\n", why_);          \
-            skip();                                 \
-            return;                                 \
-        }                                           \
+#define SKIP_WITHOUT_DNNL()                      \
+    do {                                         \
+        char why_[256];                          \
+        if (cpu__dnnl_load(why_, sizeof why_)) { \
+            printf("skipped: %s\n", why_);       \
+            skip();                              \
+            return;                              \
+        }                                        \
     } while (0)
 
 static size_t count_of(const cpu__dnnl_conv_params_t *p, int what) {
@@ -56,25 +56,24 @@ static size_t count_of(const cpu__dnnl_conv_params_t *p, int what) {
 
 static double activate(int act, double v, double alpha, double beta) {
     switch (act) {
-    case CPU__DNNL_ACT_RELU:
-        return v > 0 ? v : 0;
-    case CPU__DNNL_ACT_LEAKY_RELU:
-        return v > 0 ? v : alpha * v;
-    case CPU__DNNL_ACT_SIGMOID:
-        return 1 / (1 + exp(-v));
-    case CPU__DNNL_ACT_TANH:
-        return tanh(v);
-    case CPU__DNNL_ACT_CLIP:
-        return v < alpha ? alpha : v > beta ? beta : v;
-    default:
-        return v;
+        case CPU__DNNL_ACT_RELU:
+            return v > 0 ? v : 0;
+        case CPU__DNNL_ACT_LEAKY_RELU:
+            return v > 0 ? v : alpha * v;
+        case CPU__DNNL_ACT_SIGMOID:
+            return 1 / (1 + exp(-v));
+        case CPU__DNNL_ACT_TANH:
+            return tanh(v);
+        case CPU__DNNL_ACT_CLIP:
+            return v < alpha ? alpha : v > beta ? beta : v;
+        default:
+            return v;
     }
 }
 
 /* The reference: each output position summed in double, every spatial dim padded to 3. */
-static void direct(const cpu__dnnl_conv_params_t *p, const float *x, const float *w,
-                   const float *b, const float *z, int act, double alpha, double beta,
-                   double *y) {
+static void direct(const cpu__dnnl_conv_params_t *p, const float *x, const float *w, const float *b,
+                   const float *z, int act, double alpha, double beta, double *y) {
     int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1};
     int64_t d[3] = {1, 1, 1}, pb[3] = {0, 0, 0};
     for (uint32_t i = 0; i < p->spatial; i++) {
@@ -100,10 +99,15 @@ static void direct(const cpu__dnnl_conv_params_t *p, const float *x, const float
                                             i2 < 0 || i2 >= in[2])
                                             continue;
                                         int64_t xc = (m / mg) * cg + ci;
-                                        acc += (double)x[(((n * p->in_channels + xc) * in[0] +
-                                                           i0) * in[1] + i1) * in[2] + i2] *
-                                               (double)w[(((m * cg + ci) * k[0] + k0) * k[1] +
-                                                          k1) * k[2] + k2];
+                                        acc +=
+                                            (double)x[(((n * p->in_channels + xc) * in[0] + i0) *
+                                                           in[1] +
+                                                       i1) *
+                                                          in[2] +
+                                                      i2] *
+                                            (double)
+                                                w[(((m * cg + ci) * k[0] + k0) * k[1] + k1) * k[2] +
+                                                  k2];
                                     }
                         if (z)
                             acc += z[o];
@@ -128,8 +132,8 @@ static cpu__dnnl_conv_params_t params(uint32_t spatial, int64_t n, int64_t c, in
 
 /* Runs one case through @p cache and compares with the reference to 1e-4 relative. */
 static void check(cpu__dnnl_conv_cache_t *cache, const char *label,
-                  const cpu__dnnl_conv_params_t *p, int with_b, int with_z, int act,
-                  float alpha, float beta) {
+                  const cpu__dnnl_conv_params_t *p, int with_b, int with_z, int act, float alpha,
+                  float beta) {
     const size_t nx = count_of(p, 0), ny = count_of(p, 1), nw = count_of(p, 2);
     float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *z = malloc(ny * sizeof *z);
     float *y = malloc(ny * sizeof *y), *b = malloc((size_t)p->out_channels * sizeof *b);
@@ -146,8 +150,8 @@ static void check(cpu__dnnl_conv_cache_t *cache, const char *label,
     for (int64_t i = 0; i < p->out_channels; i++)
         b[i] = uniform();
     direct(p, x, w, with_b ? b : NULL, with_z ? z : NULL, act, alpha, beta, want);
-    int32_t st = cpu__dnnl_conv(cache, p, x, w, with_b ? b : NULL, with_z ? z : NULL, y, act,
-                                alpha, beta, 2, 0, why, sizeof why);
+    int32_t st = cpu__dnnl_conv(cache, p, x, w, with_b ? b : NULL, with_z ? z : NULL, y, act, alpha,
+                                beta, 2, 0, why, sizeof why);
     if (st != SES_DRV_OK)
         fail_msg("%s: status %d: %s", label, (int)st, why);
     for (size_t i = 0; i < ny; i++)
@@ -166,9 +170,9 @@ static void every_activation_with_and_without_bias_and_z_matches_a_direct_convol
         int act;
         float alpha, beta;
     } acts[] = {
-        {CPU__DNNL_ACT_NONE, 0, 0},         {CPU__DNNL_ACT_RELU, 0, 0},
+        {CPU__DNNL_ACT_NONE, 0, 0},          {CPU__DNNL_ACT_RELU, 0, 0},
         {CPU__DNNL_ACT_LEAKY_RELU, 0.1f, 0}, {CPU__DNNL_ACT_SIGMOID, 0, 0},
-        {CPU__DNNL_ACT_TANH, 0, 0},         {CPU__DNNL_ACT_CLIP, -0.5f, 0.75f},
+        {CPU__DNNL_ACT_TANH, 0, 0},          {CPU__DNNL_ACT_CLIP, -0.5f, 0.75f},
     };
     const int64_t one[3] = {1, 1, 1}, two[3] = {2, 2, 2}, zero[3] = {0, 0, 0};
     const int64_t in2[2] = {9, 8}, k3[3] = {3, 3, 3}, s21[2] = {2, 1}, d12[2] = {1, 2};
