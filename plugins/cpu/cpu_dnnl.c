@@ -250,6 +250,7 @@ struct cpu__dnnl_conv_cache {
     int built;
     cpu__dnnl_conv_params_t p;
     int activation, has_b, has_z;
+    int threads; /* the OpenMP thread count they were built under */
     float alpha, beta;
     /* The convolution and its layouts. */
     dnnl_primitive_t conv;
@@ -637,16 +638,22 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t 
         snprintf(why, why_size, "oneDNN takes 1 to 3 spatial dims of positive sizes");
         return SES_DRV_UNIMPLEMENTED;
     }
+    /* oneDNN runs on OpenMP's threads, as many as the calling thread's OpenMP setting says:
+     * never more than the device's pool, whose cores they share. The setting must hold when
+     * the primitive is created too: oneDNN's jit kernels split their work for the thread count
+     * of that moment and ask OpenMP for that many threads at every run (seen with 2.6.3: built
+     * under the default of 2, a run after omp_set_num_threads(1) still used 2). So the count is
+     * part of what the primitive was built for. */
+    const int nthr = threads ? (int)threads : 1;
+    if (l->omp_set_num_threads)
+        l->omp_set_num_threads(nthr);
     const int has_b = b != NULL, has_z = z != NULL;
-    if (!cpu__dnnl_same_params(c, p, activation, alpha, beta, has_b, has_z) &&
+    if ((!cpu__dnnl_same_params(c, p, activation, alpha, beta, has_b, has_z) ||
+         c->threads != nthr) &&
         (st = cpu__dnnl_build(c, p, activation, alpha, beta, has_b, has_z, why, why_size)) !=
             SES_DRV_OK)
         return st;
-
-    /* oneDNN runs on OpenMP's threads, as many as the calling thread's OpenMP setting says:
-     * never more than the device's pool, whose cores they share. */
-    if (l->omp_set_num_threads)
-        l->omp_set_num_threads(threads ? (int)threads : 1);
+    c->threads = nthr;
 
     /* The source: the caller's X itself, or reordered into our buffer. */
     if (c->src_plain) {
