@@ -791,10 +791,10 @@ static int32_t cpu__conv_dnnl(const cpu__call_t *call, const cpu__conv_shape_t *
         return SES_DRV_UNIMPLEMENTED;
     /* Chosen, not forced: a filter of few taps (C/group x kernel) is little arithmetic per
      * output, and oneDNN's reorder of Y back to nchw then costs more than it saves. The bench
-     * CNN's first layer (1 channel, 3x3: 9 taps, batch 64) takes 0.56-0.61 ms by im2col against
-     * 0.81-0.86 ms through oneDNN (0.33 of which is the convolution) on the shared 2-core Xeon,
-     * 1 and 2 threads. Grouped convolutions (depthwise) are one small GEMM per group by im2col,
-     * so they always go to oneDNN. */
+     * CNN's first layer (1 channel, 3x3: 9 taps, batch 64) takes 0.50-0.56 ms by im2col against
+     * 0.78-0.79 ms through oneDNN (0.27 of which is the convolution, the rest the reorder of Y)
+     * on 1 thread of the shared 2-core Xeon. Grouped convolutions (depthwise) are one small GEMM
+     * per group by im2col, so they always go to oneDNN. */
     if (call->device->conv_mode == CPU__CONV_AUTO && sh->group == 1 && sh->kdim < 32)
         return SES_DRV_UNIMPLEMENTED;
     memset(&p, 0, sizeof p);

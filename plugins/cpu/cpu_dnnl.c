@@ -489,11 +489,14 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
     /*
      * The destination's layout. Left to oneDNN (format_tag_any), brgconv picks channels-last
      * (acdb), and the reorder of Y back to nchw is a transpose that oneDNN's generic reorder
-     * does slowly: 1.5 ms for the bench CNN's first layer at batch 64 (6.4 MB) on one thread of
-     * the shared Xeon, against 0.54 ms for the convolution itself. Asked for channels blocked by
-     * the vector width (nChw16c on AVX-512, nChw8c below), it picks the jit convolution, as
-     * fast (0.33 ms there; 2.37 against brgconv's 2.38 ms for the second layer), and the
-     * reorders are oneDNN's blocked ones: 0.45 and 0.27 ms instead of 1.5 and 0.34 ms. So that is
+     * does slowly: 1.5 ms for the bench CNN's first layer at batch 64 (6.4 MB) on the shared
+     * 2-core Xeon, against 0.54 ms for the convolution itself. Asked for channels blocked by the
+     * vector width (nChw16c on AVX-512, nChw8c below), it picks the jit convolution, as fast
+     * (0.33 ms there; 2.37 against brgconv's 2.38 ms for the second layer), and the reorders are
+     * oneDNN's blocked ones: 0.45 and 0.27 ms instead of 1.5 and 0.34 ms (DNNL_VERBOSE=1, the
+     * pool at 1 thread, though OpenMP then still ran 2: see the thread count in cpu__dnnl_conv;
+     * with 1 OpenMP thread the blocked path's steps take 0.27 + 0.43-0.51 ms and 0.12 + 2.51 +
+     * 0.26 ms). So that is
      * tried first, and everything left to oneDNN when it has no implementation for that or only
      * a GEMM or reference one. Source and weights are always its choice.
      */
