@@ -54,6 +54,10 @@ const char *cpu__dnnl_describe(void) {
     return "";
 }
 
+void *cpu__dnnl_handle(void) {
+    return NULL;
+}
+
 int32_t cpu__dnnl_conv_cache_create(cpu__dnnl_conv_cache_t **out_cache) {
     *out_cache = NULL;
     return SES_DRV_OK;
@@ -226,6 +230,10 @@ done:
 
 const char *cpu__dnnl_describe(void) {
     return cpu_dnnl.loaded ? cpu_dnnl.desc : "";
+}
+
+void *cpu__dnnl_handle(void) {
+    return cpu_dnnl.loaded ? cpu_dnnl.handle : NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------

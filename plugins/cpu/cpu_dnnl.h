@@ -81,6 +81,13 @@ int32_t cpu__dnnl_load(char *why, size_t why_size);
 const char *cpu__dnnl_describe(void);
 
 /**
+ * The dlopen handle of the oneDNN cpu__dnnl_load loaded (dlsym on it also finds its OpenMP
+ * runtime's functions), for other parts of the driver that call into oneDNN (cpu_gemm.c's
+ * sgemm); NULL when it is not loaded. Never closed.
+ */
+void *cpu__dnnl_handle(void);
+
+/**
  * Non-zero when oneDNN's convolution takes these parameters: 1 to 3 spatial dims, positive
  * sizes, channels divisible by group. Cheap; loads nothing.
  */

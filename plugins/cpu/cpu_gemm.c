@@ -52,6 +52,7 @@
 /* Only for its types (enums, blasint); the functions come through dlsym. */
 #include <cblas.h>
 
+#include "cpu_dnnl.h"
 #include "cpu_internal.h"
 
 /* The soname Debian's alternatives point at the selected variant (pthread, openmp, serial). */
@@ -392,17 +393,16 @@ typedef struct cpu__onednn {
     cpu__set_threads_fn omp_set_num_threads; /* from the OpenMP runtime libdnnl links */
     int (*omp_get_max_threads)(void);
     char version[32];   /* "2.6.3" */
-    char why[192];      /* why it did not load */
+    char why[256];      /* why it did not load */
 } cpu__onednn_t;
 
 static cpu__onednn_t cpu_onednn; /* under cpu_openblas_lock until tried; read-only after */
 
-static const char *const cpu_onednn_sonames[] = {"libdnnl.so.3", "libdnnl.so.2"};
-
-/* Loads oneDNN once per process, with cpu_openblas_lock held. Never closed, like OpenBLAS. */
+/* Takes oneDNN's sgemm from the library cpu_dnnl.c loads (once per process, with the OpenMP
+ * settings it chose), with cpu_openblas_lock held. */
 static void cpu__onednn_load(void) {
     cpu__onednn_t t;
-    void *lib = NULL;
+    void *lib;
     const char *missing = NULL;
     cpu__dnnl_version_fn version = NULL;
 
@@ -410,11 +410,9 @@ static void cpu__onednn_load(void) {
         return;
     memset(&t, 0, sizeof t);
     t.tried = 1;
-    for (size_t i = 0; !lib && i < sizeof cpu_onednn_sonames / sizeof *cpu_onednn_sonames; i++)
-        lib = dlopen(cpu_onednn_sonames[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(t.why, sizeof t.why, "oneDNN (libdnnl.so.3 or .2) cannot be loaded: %s",
-                 dlerror());
+    if (cpu__dnnl_load(t.why, sizeof t.why) != SES_DRV_OK || !(lib = cpu__dnnl_handle())) {
+        if (!t.why[0])
+            snprintf(t.why, sizeof t.why, "oneDNN is not loaded");
     } else if (!CPU__SYM(lib, "dnnl_sgemm", t.sgemm, &missing) ||
                !CPU__SYM(lib, "dnnl_version", version, &missing) ||
                !CPU__SYM(lib, "omp_set_num_threads", t.omp_set_num_threads, &missing) ||
