@@ -47,7 +47,7 @@ static inline double cpu__softplus(double x) {
  * ------------------------------------------------------------------------------------------- */
 
 #define CPU__BINARY_ROW(name, TI, TO, EXPR)                                            \
-    static void name(void *out_, const void *const *in, const int64_t *step, size_t n, \
+    CPU__ISA_CLONES static void name(void *out_, const void *const *in, const int64_t *step, size_t n, \
                      const void *params) {                                             \
         TO *out = out_;                                                                \
         const TI *a = in[0];                                                           \
@@ -315,7 +315,7 @@ typedef struct cpu__map_params {
 } cpu__map_params_t;
 
 #define CPU__MAP(name, TI, TO, EXPR)                                              \
-    static void name(void *out_, const void *in_, size_t n, const void *params) { \
+    CPU__ISA_CLONES static void name(void *out_, const void *in_, size_t n, const void *params) { \
         TO *out = out_;                                                           \
         const TI *in = in_;                                                       \
         (void)params;                                                             \

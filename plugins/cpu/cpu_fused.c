@@ -91,7 +91,7 @@ int32_t cpu__act_read(const ses_drv_node_t *node, cpu__act_t *out, char *why, si
 /* One loop per activation (no switch inside). LeakyRelu's product is computed unconditionally
  * and then selected, a form the compiler vectorises. */
 #define CPU__ACT_ROW_DEFINE(T, SUFFIX, SIGMOID, TANH)                                             \
-    void cpu__act_row_##SUFFIX(T *d, const T *s, T bias, const T *z, int64_t n,                  \
+    CPU__ISA_CLONES void cpu__act_row_##SUFFIX(T *d, const T *s, T bias, const T *z, int64_t n,                  \
                                const cpu__act_t *act) {                                           \
         const T alpha = (T)act->alpha, lo = (T)act->lo, hi = (T)act->hi;                          \
         switch (act->kind) {                                                                      \

@@ -50,6 +50,23 @@
 #define CPU__NOINLINE
 #endif
 
+/*
+ * Kernels chosen by the ISA at load time: GCC compiles a function so marked three times, for
+ * x86-64-v4 (AVX-512 F/BW/CD/DQ/VL), x86-64-v3 (AVX2, FMA) and the baseline (SSE2), and the
+ * dynamic loader binds the best one the CPU runs (an ifunc resolver reading cpuid). For the
+ * vectorized loops: elementwise maps, broadcasting rows, fused activations. Results are the
+ * same bits on every clone: -std=c11 keeps GCC from contracting a * b + c into an FMA, and no
+ * loop is reassociated. Clang, another architecture, or -DCPU__NO_ISA_CLONES: one baseline
+ * version.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(CPU__NO_ISA_CLONES)
+#define CPU__ISA_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CPU__ISA_CLONES
+#endif
+
 /** Every allocation is aligned to a cache line, which also suits every SIMD width up to AVX-512. */
 #define CPU__ALIGNMENT 64u
 
