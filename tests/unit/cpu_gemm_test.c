@@ -42,6 +42,7 @@ struct ses_drv_host_ctx {
 
 static const char *option_gemm_kernels; /* driver.cpu.gemm_kernels, NULL when unset */
 static const char *option_threads;      /* driver.cpu.threads, NULL when unset */
+static const char *option_gemm;         /* driver.cpu.gemm, NULL when unset */
 
 static void host_log(ses_drv_host_ctx_t *ctx, uint32_t level, const char *message) {
     (void)ctx;
@@ -76,6 +77,8 @@ static int32_t host_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *b
         value = option_gemm_kernels;
     else if (strcmp(key, "driver.cpu.threads") == 0)
         value = option_threads;
+    else if (strcmp(key, "driver.cpu.gemm") == 0)
+        value = option_gemm;
     if (!value)
         return SES_DRV_NOT_FOUND;
     *out_size = strlen(value) + 1;
@@ -119,6 +122,7 @@ typedef struct setup_case {
     const char *gemm_kernels; /* the option, NULL: unset */
     const char *threads;      /* driver.cpu.threads, NULL: unset */
     const char *preload;      /* load libopenblas with this OPENBLAS_CORETYPE before the driver */
+    const char *gemm;         /* driver.cpu.gemm, NULL: unset */
 } setup_case_t;
 
 static void *blas_fn(void *lib, const char *name) {
@@ -147,6 +151,7 @@ static void child_run(const setup_case_t *c, outcome_t *o) {
         unsetenv("OPENBLAS_CORETYPE");
     option_gemm_kernels = c->gemm_kernels;
     option_threads = c->threads;
+    option_gemm = c->gemm;
 
     void *lib = dlopen(SES_CPU_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -292,6 +297,43 @@ static void kernels_follow_the_isa_when_nothing_is_forced(void **state) {
     assert_string_equal(o.name2, o.name);
 }
 
+/* Whether oneDNN can be loaded here at all (Debian's libdnnl2). */
+static int onednn_present(void) {
+    void *lib = dlopen("libdnnl.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    return lib != NULL;
+}
+
+/* f32 GEMMs go to oneDNN where it loads, and the name says so; its kernels follow the ISA too:
+ * the conv part names the ISA oneDNN dispatches to, never less than the CPU's AVX-512 or AVX2. */
+static void onednn_runs_f32_gemms_where_it_loads_at_the_isa_of_the_cpu(void **state) {
+    (void)state;
+    if (!onednn_present()) {
+        print_message("skipped: oneDNN (libdnnl.so.2 or .3) is not installed\n");
+        skip();
+    }
+    outcome_t o = run_case((setup_case_t){0});
+
+    if (o.open_rc != SES_DRV_OK)
+        fail_msg("open failed (%d): %s", o.open_rc, o.message);
+    assert_contains(o.name, "; gemm: onednn ");
+    assert_contains(o.name, "(f32, on the pool's threads), openblas ");
+    if (strstr(o.name, "conv: onednn")) {
+        if (cpu_has_avx512())
+            assert_contains(o.name, "avx512_core");
+        else if (cpu_has_avx2_fma())
+            assert_contains(o.name, "avx2");
+    }
+    outcome_t b = run_case((setup_case_t){.gemm = "openblas"});
+    if (b.open_rc != SES_DRV_OK)
+        fail_msg("open failed (%d): %s", b.open_rc, b.message);
+    assert_contains(b.name, "; gemm: openblas ");
+    outcome_t bad = run_case((setup_case_t){.gemm = "blis"});
+    assert_int_equal(bad.open_rc, SES_DRV_INVALID_ARGUMENT);
+    assert_contains(bad.message, "driver.cpu.gemm is \"blis\"");
+}
+
 static void a_forced_core_is_honoured(void **state) {
     (void)state;
     if (!cpu_has_avx2_fma()) {
@@ -412,6 +454,7 @@ static void openblas_threads_follow_the_pool(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kernels_follow_the_isa_when_nothing_is_forced),
+        cmocka_unit_test(onednn_runs_f32_gemms_where_it_loads_at_the_isa_of_the_cpu),
         cmocka_unit_test(a_forced_core_is_honoured),
         cmocka_unit_test(a_forced_core_is_matched_in_any_case),
         cmocka_unit_test(an_unknown_forced_core_is_refused),
