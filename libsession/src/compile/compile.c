@@ -1232,7 +1232,7 @@ void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {
     free(c->placed_nodes);
     free(c->placed_devices);
     for (size_t i = 0; i < c->n_fused_nodes; i++)
-        ses__fused_node_free(c->fused_nodes[i]);
+        ses__node_free(c->fused_nodes[i]);
     free(c->fused_nodes);
     free(c);
 }

@@ -126,18 +126,6 @@ static int activation_of(const ses_plan_t *plan, const ses_node_t *act, double *
     return 0;
 }
 
-void ses__fused_node_free(ses_node_t *n) {
-    if (!n)
-        return;
-    free(n->name);
-    free(n->op);
-    free(n->inputs);
-    free(n->device);
-    ses__attrs_clear(&n->attrs);
-    ses_tensor_release(n->value);
-    free(n);
-}
-
 /* A node of the plan's own, outside the graph: id @p id indexes the compiler's tables only. */
 static ses_node_t *plan_node(const ses_node_t *like, size_t id, const char *name, const char *op,
                              ses__node_kind_t kind, size_t n_inputs) {
@@ -155,13 +143,13 @@ static ses_node_t *plan_node(const ses_node_t *like, size_t id, const char *name
     n->n_inputs = n_inputs;
     n->n_outputs = 1;
     if (!n->name || !n->op || !n->inputs || (like->device && !n->device)) {
-        ses__fused_node_free(n);
+        ses__node_free(n);
         return NULL;
     }
     if (kind == SES__NODE_OP) {
         n->schema = ses__op_schema_find(op);
         if (!n->schema) {
-            ses__fused_node_free(n);
+            ses__node_free(n);
             return NULL;
         }
     }
@@ -282,8 +270,8 @@ ses__fusion_t *ses__fusion_of(const ses__fusions_t *f, const ses_node_t *n) {
 
 void ses__fusions_clear(ses__fusions_t *f) {
     for (size_t i = 0; i < f->count; i++) {
-        ses__fused_node_free(f->items[i].node);
-        ses__fused_node_free(f->items[i].empty);
+        ses__node_free(f->items[i].node);
+        ses__node_free(f->items[i].empty);
     }
     free(f->items);
     memset(f, 0, sizeof *f);

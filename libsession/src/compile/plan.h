@@ -284,8 +284,6 @@ ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned,
 ses__fusion_t *ses__fusion_of(const ses__fusions_t *f, const ses_node_t *n);
 /** Frees the candidates and the nodes still theirs (a compiled plan takes the fused ones). */
 void ses__fusions_clear(ses__fusions_t *f);
-/** Frees a node the plan made (a fused node or its empty B). Accepts NULL. */
-void ses__fused_node_free(ses_node_t *n);
 
 /** Validates the request and finds what it needs. Messages name the node and edge at fault. */
 ses_status_t ses__prune(const ses_graph_t *g, const ses_edge_t *fetches, size_t n_fetches,

@@ -83,7 +83,7 @@ ses_graph_t *ses_graph_retain(ses_graph_t *g) {
     return g;
 }
 
-static void node_free(ses_node_t *n) {
+void ses__node_free(ses_node_t *n) {
     if (!n)
         return;
     free(n->name);
@@ -99,7 +99,7 @@ void ses_graph_release(ses_graph_t *g) {
     if (!g || atomic_fetch_sub(&g->refs, 1) != 1)
         return;
     for (size_t i = 0; i < g->n_nodes; i++)
-        node_free(g->nodes[i]);
+        ses__node_free(g->nodes[i]);
     free(g->nodes);
     free(g->table);
     free(g);
@@ -210,7 +210,7 @@ static ses_status_t append_node(ses_graph_t *g, const char *what, const char *op
     return SES_OK;
 
 oom:
-    node_free(n);
+    ses__node_free(n);
     return ses__fail(SES_OUT_OF_MEMORY, "%s \"%s\": out of memory", what, name);
 }
 
@@ -218,7 +218,7 @@ void ses__graph_truncate(ses_graph_t *g, size_t n_nodes) {
     if (!g || n_nodes >= g->n_nodes)
         return;
     while (g->n_nodes > n_nodes)
-        node_free(g->nodes[--g->n_nodes]);
+        ses__node_free(g->nodes[--g->n_nodes]);
     /* Rebuild the name table: open addressing cannot simply forget entries. */
     memset(g->table, 0, g->table_size * sizeof *g->table);
     for (size_t i = 0; i < g->n_nodes; i++)

@@ -59,4 +59,8 @@ const char *ses__edge_format(ses_edge_t e, char *buffer, size_t size);
  */
 void ses__graph_truncate(ses_graph_t *g, size_t n_nodes);
 
+/** Frees a node and everything it owns (name, op, inputs, device, attributes, value); NULL is
+ * fine. For the graph's own nodes and for nodes a plan makes (compile/fuse.c). */
+void ses__node_free(ses_node_t *n);
+
 #endif /* SES_GRAPH_INTERNAL_H */

@@ -203,6 +203,18 @@ static int same_dims(const ses__type_t *a, const ses__type_t *b) {
 
 /* ---- Conv ----------------------------------------------------------------------------------- */
 
+/* Conv's bias, input 2 (given): X's dtype, 1-D with one entry per filter (Y's dim 1). */
+static ses_status_t check_conv_bias(ses__infer_ctx_t *ctx) {
+    const ses__type_t *b = &ctx->inputs[2];
+    ses_status_t st = ses__op_check_same_dtype(ctx, 0, "X", 2, "B");
+
+    if (st == SES_OK && (b->rank != 1 || b->dims[0] != ctx->outputs[0].dims[1]))
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                          "B must be 1-D with one entry per filter: W is %s, B is %s",
+                          ses__tstr(&ctx->inputs[1]).s, ses__tstr(b).s);
+    return st;
+}
+
 /* Conv of inputs @p xi (X) and xi + 1 (W): checks them and the attributes, fills @p w, @p group
  * and the output type @p y. */
 static ses_status_t conv_core(ses__infer_ctx_t *ctx, size_t xi, window_t *w, int64_t *group,
@@ -278,14 +290,8 @@ ses_status_t ses__infer_conv(ses__infer_ctx_t *ctx) {
     if (st != SES_OK)
         return st;
     ctx->kernel_inputs = 0x3;
-    if (ses__op_has_input(ctx, 2) && ses__type_count(&ctx->inputs[2]) != 0) {
-        const ses__type_t *b = &ctx->inputs[2];
-        st = ses__op_check_same_dtype(ctx, 0, "X", 2, "B");
-        if (st == SES_OK && (b->rank != 1 || b->dims[0] != ctx->outputs[0].dims[1]))
-            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                              "B must be 1-D with one entry per filter: W is %s, B is %s",
-                              ses__tstr(&ctx->inputs[1]).s, ses__tstr(b).s);
-        if (st != SES_OK)
+    if (given(ctx, 2)) {
+        if ((st = check_conv_bias(ctx)) != SES_OK)
             return st;
         ctx->kernel_inputs = 0x7;
     }
@@ -308,13 +314,7 @@ ses_status_t ses__infer_fused_conv(ses__infer_ctx_t *ctx) {
         return st;
     ctx->kernel_inputs = 0x3;
     if (given(ctx, 2)) {
-        const ses__type_t *b = &ctx->inputs[2];
-        st = ses__op_check_same_dtype(ctx, 0, "X", 2, "B");
-        if (st == SES_OK && (b->rank != 1 || b->dims[0] != ctx->outputs[0].dims[1]))
-            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                              "B must be 1-D with one entry per filter: W is %s, B is %s",
-                              ses__tstr(&ctx->inputs[1]).s, ses__tstr(b).s);
-        if (st != SES_OK)
+        if ((st = check_conv_bias(ctx)) != SES_OK)
             return st;
         ctx->kernel_inputs |= 0x4;
         has_bias = 1;
