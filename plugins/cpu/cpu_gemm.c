@@ -654,6 +654,12 @@ static void cpu__sgemm_block_task(void *ctx, uint64_t begin, uint64_t end) {
  * more than it saves (64x256x784 at two threads gains; 64x10x256 loses). */
 #define CPU__SGEMM_SPLIT_MIN (1u << 20)
 
+/* Below this many multiply-adds an f32 GEMM stays on OpenBLAS, which runs it on the calling
+ * thread (OpenBLAS 0.3.21 threads a GEMM from 4 x 65536 multiply-adds): oneDNN's sgemm costs
+ * about 0.5 us more per call there (the MLP 784-256-10 at batch 1: 7-8 against 6 us a run), and
+ * both take the same time for the GEMM itself (1x256x784: 0.010 ms). */
+#define CPU__ONEDNN_MIN (1u << 18)
+
 /* Whole blocks of at least this many rows (columns), multiples of the kernels' widths. */
 #define CPU__SGEMM_MIN_ROWS 16
 #define CPU__SGEMM_MIN_COLS 64
@@ -664,7 +670,8 @@ void cpu__gemm_call(const ses_drv_device_t *device, int split, uint32_t dtype, i
     const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
     const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
 
-    if (dtype == SES_DRV_DTYPE_F32 && device && device->driver->gemm_onednn) {
+    if (dtype == SES_DRV_DTYPE_F32 && device && device->driver->gemm_onednn &&
+        (double)m * (double)n * (double)k >= (double)CPU__ONEDNN_MIN) {
         const uint32_t threads = split ? cpu__pool_threads(device->pool) : 1;
         cpu__sgemm_split_t g = {
             .ta = trans_a ? 'T' : 'N', .tb = trans_b ? 'T' : 'N', .by_rows = m >= n,
