@@ -417,6 +417,42 @@ static void cpu__conv_gather_task(void *ctx, uint64_t begin, uint64_t end) {
     }
 }
 
+/* Conv's and FusedConv's per-node state (cpu__conv_create); ConvGrad has none. */
+typedef struct cpu__conv_state {
+    uint64_t constant_inputs;     /* the node's DRV-85 bits; 0 from a host older than 1.3 */
+    cpu__dnnl_conv_cache_t *dnnl; /* made at the first launch through oneDNN */
+    unsigned char *scratch;       /* the im2col path's column matrices, kept between launches */
+    size_t scratch_size;
+} cpu__conv_state_t;
+
+/*
+ * @p bytes of scratch for one launch: the node's kept buffer, grown when too small, so a plan's
+ * runs allocate nothing after the first (DESIGN §8); malloc'd for a launch without state
+ * (ConvGrad, or a host that called no create). Give it back with cpu__conv_give. Launches of
+ * one node never overlap (the ABI's per-node state rule), so the buffer is theirs alone.
+ */
+static unsigned char *cpu__conv_take(const cpu__call_t *call, size_t bytes) {
+    cpu__conv_state_t *state = call->state;
+
+    if (bytes == 0)
+        bytes = 1;
+    if (!state)
+        return malloc(bytes);
+    if (state->scratch_size < bytes) {
+        free(state->scratch);
+        state->scratch_size = 0;
+        if (!(state->scratch = malloc(bytes)))
+            return NULL;
+        state->scratch_size = bytes;
+    }
+    return state->scratch;
+}
+
+static void cpu__conv_give(const cpu__call_t *call, unsigned char *scratch) {
+    if (!call->state)
+        free(scratch);
+}
+
 /* Whether the column matrix of one image is the image itself: 1x1 kernel, stride 1, no pads. */
 static int cpu__col_is_image(const cpu__win_t *w) {
     for (uint32_t i = 0; i < w->n; i++)
@@ -457,17 +493,15 @@ static int32_t cpu__conv_scratch(const cpu__call_t *call, const cpu__conv_shape_
     col_bytes = (uint64_t)sh->kdim * p * nb * es;
     mat_bytes = nb > 1 ? (uint64_t)sh->mg * p * nb * es : 0;
     *out_nb = (int64_t)nb;
-    *out_col = malloc(col_bytes ? (size_t)col_bytes : 1);
-    if (mat_bytes)
-        *out_mat = malloc((size_t)mat_bytes);
-    if (!*out_col || (mat_bytes && !*out_mat)) {
-        free(*out_col);
-        free(*out_mat);
-        *out_col = *out_mat = NULL;
+    /* One block (give back only the column matrix): mat from the first cache line after it. */
+    col_bytes = (col_bytes + 63) & ~(uint64_t)63;
+    *out_col = cpu__conv_take(call, (size_t)(col_bytes + mat_bytes));
+    if (!*out_col)
         return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
                               "cannot allocate %" PRIu64 " bytes of column matrices",
                               col_bytes + mat_bytes);
-    }
+    if (mat_bytes)
+        *out_mat = *out_col + col_bytes;
     return SES_DRV_OK;
 }
 
@@ -666,7 +700,7 @@ static int32_t cpu__conv_run_images(const cpu__call_t *call, const cpu__conv_job
     double cost = (double)im.tasks * (double)sh->mg * (double)sh->w.out_count *
                   (double)(sh->kdim + 1) / (double)threads;
 
-    im.scratch = malloc(bytes ? bytes : 1);
+    im.scratch = cpu__conv_take(call, bytes);
     if (!im.scratch)
         return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
                               "cannot allocate %zu bytes of column matrices", bytes);
@@ -681,7 +715,7 @@ static int32_t cpu__conv_run_images(const cpu__call_t *call, const cpu__conv_job
     cpu__gemm_single_threaded(0);
     if (mode == CPU__CONV_DW)
         cpu__parallel(call, dw_count, threads - 1, cpu__conv_sum_dw_task, &im);
-    free(im.scratch);
+    cpu__conv_give(call, im.scratch);
     if (cpu__cancelled(call))
         return cpu__call_fail(call, SES_DRV_CANCELLED, "cancelled");
     return SES_DRV_OK;
@@ -743,11 +777,6 @@ int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, uint
     return SES_DRV_OK;
 }
 
-typedef struct cpu__conv_state {
-    uint64_t constant_inputs;     /* the node's DRV-85 bits; 0 from a host older than 1.3 */
-    cpu__dnnl_conv_cache_t *dnnl; /* made at the first launch through oneDNN */
-} cpu__conv_state_t;
-
 int32_t cpu__conv_create(ses_drv_device_t *device, const ses_drv_node_t *node, void **out_state) {
     if (!out_state)
         return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
@@ -770,6 +799,7 @@ void cpu__conv_destroy(ses_drv_device_t *device, void *state) {
     if (!s)
         return;
     cpu__dnnl_conv_cache_destroy(s->dnnl);
+    free(s->scratch);
     free(s);
 }
 
@@ -916,13 +946,11 @@ static int32_t cpu__conv_forward(const cpu__call_t *call, const cpu__tensor_t *b
             }
         }
         if (cpu__cancelled(call)) {
-            free(col);
-            free(mat);
+            cpu__conv_give(call, col);
             return cpu__call_fail(call, SES_DRV_CANCELLED, "cancelled");
         }
     }
-    free(col);
-    free(mat);
+    cpu__conv_give(call, col);
     return SES_DRV_OK;
 }
 
@@ -1017,13 +1045,11 @@ int32_t cpu__conv_grad(const cpu__call_t *call) {
                           cpu__conv_col2im_task, &j);
         }
         if (cpu__cancelled(call)) {
-            free(col);
-            free(mat);
+            cpu__conv_give(call, col);
             return cpu__call_fail(call, SES_DRV_CANCELLED, "cancelled");
         }
     }
-    free(col);
-    free(mat);
+    cpu__conv_give(call, col);
     return SES_DRV_OK;
 }
 
