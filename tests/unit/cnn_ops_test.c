@@ -485,6 +485,57 @@ static void conv_through_onednn_sees_a_variable_change_between_runs(void **state
     ses_graph_release(g);
 }
 
+/*
+ * The im2col path keeps its column matrices in the node's state between runs: one compiled plan
+ * run on images of 5x5, 11x11, 4x4 and 11x11 (a plan rebinds its kernels, with new states, when
+ * a fed shape changes; cpu_kernels_test grows one state) gives each run the values a fresh
+ * session gives, the second 11x11 run reusing what the first left.
+ */
+static void a_conv_plan_keeps_its_scratch_across_image_sizes(void **state) {
+    static const int64_t xd_any[4] = {-1, 3, -1, -1}, wd[4] = {4, 3, 3, 3}, pads[4] = {1, 1, 1, 1};
+    static const int64_t sizes[][2] = {{1, 5}, {2, 11}, {1, 4}, {2, 11}}; /* batch, side */
+    float wf[4 * 3 * 9];
+    ses_graph_t *g = NULL;
+    ses_edge_t in[2], y;
+    ses_plan_t *plan = NULL;
+    ses_status_t st;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof wf / sizeof wf[0]; i++)
+        wf[i] = (float)uniform(-1, 1);
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd_any, &in[0]), SES_OK);
+    in[1] = const_f32(g, 4, wd, wf);
+    ses_attr_t a = ses_attr_ints("pads", pads, 4);
+    assert_int_equal(ses_graph_op(g, "Conv", "conv", in, 2, &a, 1, &y), SES_OK);
+    ses_session_t *s = open_conv(g, "im2col", &st);
+    assert_non_null(s);
+    assert_int_equal(ses_session_compile(s, &y, 1, &in[0], 1, NULL, 0, &plan), SES_OK);
+    for (size_t r = 0; r < sizeof sizes / sizeof sizes[0]; r++) {
+        const int64_t xd[4] = {sizes[r][0], 3, sizes[r][1], sizes[r][1]};
+        ses_tensor_t *x = NULL, *got = NULL, *want = NULL;
+        assert_int_equal(ses_tensor_create(SES_F32, 4, xd, &x), SES_OK);
+        float *xv = ses_tensor_data(x);
+        for (size_t i = 0; i < ses_tensor_count(x); i++)
+            xv[i] = (float)uniform(-1, 1);
+        assert_int_equal(ses_plan_run(plan, &x, 1, &got), SES_OK);
+        ses_session_t *fresh = open_conv(g, "im2col", &st);
+        assert_non_null(fresh);
+        ses_feed_t feed = {.edge = in[0], .value = x};
+        assert_int_equal(ses_session_eval(fresh, &y, 1, &feed, 1, NULL, 0, &want), SES_OK);
+        assert_int_equal(ses_tensor_count(got), ses_tensor_count(want));
+        assert_memory_equal(ses_tensor_data(got), ses_tensor_data(want),
+                            ses_tensor_count(want) * sizeof(float));
+        ses_tensor_release(got);
+        ses_tensor_release(want);
+        ses_tensor_release(x);
+        ses_session_destroy(fresh);
+    }
+    ses_plan_destroy(plan);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
 /* driver.cpu.conv takes auto, dnnl and im2col; anything else is refused naming the three. */
 static void the_conv_switch_refuses_unknown_values(void **state) {
     ses_graph_t *g = NULL;
@@ -1618,6 +1669,7 @@ int main(void) {
         cmocka_unit_test(conv_gives_hand_checked_values),
         cmocka_unit_test(conv_through_onednn_agrees_with_im2col),
         cmocka_unit_test(conv_through_onednn_sees_a_variable_change_between_runs),
+        cmocka_unit_test(a_conv_plan_keeps_its_scratch_across_image_sizes),
         cmocka_unit_test(the_conv_switch_refuses_unknown_values),
         cmocka_unit_test(max_pool_takes_window_maxima_with_ceil_mode),
         cmocka_unit_test(average_pool_counts_padding_only_when_asked),

@@ -205,11 +205,21 @@ static const ses_drv_kernel_t *find_kernel_on(const ses_drv_api_t *api, ses_drv_
  * from the launch's own node, as a plan's compile makes it, computes with it and destroys it;
  * otherwise it computes with no state. Returns create's status when that fails.
  */
+/* When set, compute_as_host keeps the kernel's state in *kept_state across calls (made at the
+ * first, destroyed by the test), as a plan's node keeps it across runs. */
+static void **kept_state;
+
 static int32_t compute_as_host(const ses_drv_kernel_t *k, ses_drv_device_t *dev, int prepare,
                                const ses_drv_launch_t *launch) {
     void *state = NULL;
     int32_t st;
 
+    if (kept_state) {
+        if (!*kept_state && k->create &&
+            (st = k->create(dev, launch->node, kept_state)) != SES_DRV_OK)
+            return st;
+        return k->compute(dev, *kept_state, launch);
+    }
     if (prepare && k->create && (st = k->create(dev, launch->node, &state)) != SES_DRV_OK)
         return st;
     st = k->compute(dev, state, launch);
@@ -2700,6 +2710,49 @@ static void the_gemm_option_refuses_an_unknown_library(void **state) {
     assert_non_null(strstr(p.ctx.base.message, "onednn or openblas"));
 }
 
+/*
+ * Conv's state keeps the im2col path's column matrices between launches and grows them when a
+ * launch needs more: one state through images of 5x5, 11x11 (by images, on the pool), 4x4 and
+ * 11x11 gives each the values of a launch without state.
+ */
+static void conv_state_keeps_and_grows_its_scratch(void **state) {
+    fixture_t *f = *state;
+    static const int sizes[][2] = {{1, 5}, {2, 11}, {1, 4}, {2, 11}}; /* batch, side */
+    float w[4 * 3 * 9];
+    test_attr_t attrs[] = {A_INTS("kernel_shape", 3, 3), A_INTS("strides", 1, 1),
+                           A_INTS("dilations", 1, 1),  A_INTS("pads", 1, 1, 1, 1),
+                           A_INT("group", 1),          A_END};
+    void *conv_state = NULL;
+    const ses_drv_kernel_t *k = find_kernel_on(f->api, f->device, "Conv", "f32,f32->f32");
+
+    assert_non_null(k);
+    assert_non_null(k->create);
+    fill_random(w, sizeof w / sizeof w[0], 3u);
+    for (size_t r = 0; r < sizeof sizes / sizeof sizes[0]; r++) {
+        const int n = sizes[r][0], side = sizes[r][1];
+        const size_t nx = (size_t)n * 3 * side * side, ny = (size_t)n * 4 * side * side;
+        float *x = malloc(nx * sizeof *x), *want = malloc(ny * sizeof *want);
+        float *got = malloc(ny * sizeof *got);
+        assert_true(x && want && got);
+        fill_random(x, nx, 11u + (uint32_t)r);
+        targ_t in[2] = {tensor(F32, x, 4, n, 3, side, side), tensor(F32, w, 4, 4, 3, 3, 3)};
+        RUN_OK(f, "Conv", "f32,f32->f32", attrs, 2, in, tensor(F32, NULL, 4, n, 4, side, side),
+               want);
+        kept_state = &conv_state;
+        int32_t st = run(f, "Conv", "f32,f32->f32", attrs, 2, in,
+                         tensor(F32, NULL, 4, n, 4, side, side), got);
+        kept_state = NULL;
+        if (st != SES_DRV_OK)
+            fail_msg("Conv with a kept state, %dx%d: %s", side, side, f->ctx.base.message);
+        assert_non_null(conv_state);
+        assert_memory_equal(want, got, ny * sizeof *got);
+        free(x);
+        free(want);
+        free(got);
+    }
+    k->destroy(f->device, conv_state);
+}
+
 static void open_device_starts_its_pool_and_close_device_joins_it(void **state) {
     fixture_t *f = *state;
     pooled_t p;
@@ -3096,6 +3149,7 @@ int main(void) {
         TEST(gradient_kernels_refuse_shapes_and_attributes_that_do_not_fit),
         TEST(gradient_kernels_refuse_an_output_over_their_input_but_scalar_like),
         TEST(f32_gemms_on_onednn_agree_with_openblas),
+        TEST(conv_state_keeps_and_grows_its_scratch),
         TEST(the_gemm_option_refuses_an_unknown_library),
         TEST(open_device_starts_its_pool_and_close_device_joins_it),
         TEST(open_device_refuses_a_thread_count_that_is_not_a_number),
