@@ -56,11 +56,12 @@
  * dynamic loader binds the best one the CPU runs (an ifunc resolver reading cpuid). For the
  * vectorized loops: elementwise maps, broadcasting rows, fused activations. Results are the
  * same bits on every clone: -std=c11 keeps GCC from contracting a * b + c into an FMA, and no
- * loop is reassociated. Clang, another architecture, or -DCPU__NO_ISA_CLONES: one baseline
- * version.
+ * loop is reassociated. Clang, another architecture, ThreadSanitizer (the clones' ifunc
+ * resolvers run while the dynamic loader relocates the driver, where TSan takes cmocka's calloc
+ * for a call inside a signal handler), or -DCPU__NO_ISA_CLONES: one baseline version.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(CPU__NO_ISA_CLONES)
+    !defined(__SANITIZE_THREAD__) && !defined(CPU__NO_ISA_CLONES)
 #define CPU__ISA_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
