@@ -320,6 +320,59 @@ static int32_t cpu_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_c
  * Devices
  * ------------------------------------------------------------------------------------------- */
 
+/* A whole number from 0 to @p max, blanks around it allowed: 1 and *@p out, or 0. */
+static int cpu__parse_count(const char *value, unsigned long max, unsigned long *out) {
+    const char *p = value;
+    unsigned long n = 0;
+    int digits = 0;
+
+    while (*p == ' ' || *p == '\t')
+        p++;
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        n = n * 10 + (unsigned long)(*p - '0');
+        if (n > max)
+            return 0;
+    }
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (digits == 0 || *p != '\0')
+        return 0;
+    *out = n;
+    return 1;
+}
+
+/*
+ * How long the pool's idle workers watch for the next job before they sleep: option
+ * driver.cpu.spin_us, 0 to CPU__MAX_SPIN_US microseconds, default CPU__SPIN_US_DEFAULT.
+ */
+static int32_t cpu__pool_spin(ses_drv_driver_t *driver, uint32_t *out_us) {
+    char value[32];
+    uint64_t size = 0;
+    unsigned long n = 0;
+
+    *out_us = CPU__SPIN_US_DEFAULT;
+    if (!CPU__HOST_HAS(driver->host, get_option))
+        return SES_DRV_OK;
+    int32_t st =
+        driver->host->get_option(driver->ctx, CPU__SPIN_OPTION, value, sizeof value, &size);
+    if (st == SES_DRV_NOT_FOUND)
+        return SES_DRV_OK;
+    if (st == SES_DRV_OK) {
+        value[sizeof value - 1] = '\0';
+        if (cpu__parse_count(value, CPU__MAX_SPIN_US, &n)) {
+            *out_us = (uint32_t)n;
+            return SES_DRV_OK;
+        }
+    } else if (st != SES_DRV_INVALID_ARGUMENT) {
+        return st;
+    }
+    return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                     "open_device: option %s is \"%s\"; expected microseconds from 0 (idle "
+                     "workers sleep at once) to %d (default %d)",
+                     CPU__SPIN_OPTION, st == SES_DRV_OK ? value : "(too long)", CPU__MAX_SPIN_US,
+                     CPU__SPIN_US_DEFAULT);
+}
+
 /*
  * The size of a device's thread pool: option driver.cpu.threads when set (a whole number from 1
  * to CPU__MAX_THREADS, or 0 for the default), else the number of online CPUs.
@@ -347,19 +400,8 @@ static int32_t cpu__pool_size(ses_drv_driver_t *driver, uint32_t *out_threads) {
         return st;
 
     value[sizeof value - 1] = '\0';
-    const char *p = value;
-    while (*p == ' ' || *p == '\t')
-        p++;
     unsigned long n = 0;
-    int digits = 0;
-    for (; *p >= '0' && *p <= '9'; p++, digits++) {
-        n = n * 10 + (unsigned long)(*p - '0');
-        if (n > CPU__MAX_THREADS)
-            break;
-    }
-    while (*p == ' ' || *p == '\t')
-        p++;
-    if (digits == 0 || *p != '\0' || n > CPU__MAX_THREADS)
+    if (!cpu__parse_count(value, CPU__MAX_THREADS, &n))
         return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
                          "open_device: option %s is \"%s\"; expected a thread count from 0 to %d "
                          "(0: one per online CPU, here %" PRIu32 ")",
@@ -386,7 +428,9 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                          "open_device: no cpu device %" PRIu32
                          "; the cpu driver has 1 device, ordinal 0 (cpu:0)",
                          ordinal);
-    if ((st = cpu__pool_size(driver, &threads)) != SES_DRV_OK)
+    uint32_t spin_us;
+    if ((st = cpu__pool_size(driver, &threads)) != SES_DRV_OK ||
+        (st = cpu__pool_spin(driver, &spin_us)) != SES_DRV_OK)
         return st;
     /* The Conv path is read again here, as the pool's size is, so that a session's own
      * driver.cpu.conv applies to its device (open saw only the options of its time). */
@@ -403,7 +447,7 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
     device->driver = driver;
     device->conv_dnnl = conv_dnnl;
     device->conv_mode = conv_mode;
-    int err = cpu__pool_create(threads, &device->pool);
+    int err = cpu__pool_create(threads, spin_us, &device->pool);
     if (err != 0) {
         st = cpu__fail(
             driver->host, driver->ctx, err == ENOMEM ? SES_DRV_OUT_OF_MEMORY : SES_DRV_UNAVAILABLE,

@@ -108,6 +108,14 @@ enum cpu__conv_mode {
     CPU__CONV_DNNL,
     CPU__CONV_IM2COL,
 };
+/**
+ * The option that says how long, in microseconds, an idle pool worker watches for the next job
+ * before it sleeps (cpu_threadpool.c): 0 sleeps at once, for machines whose cores are shared.
+ */
+#define CPU__SPIN_OPTION "driver.cpu.spin_us"
+#define CPU__SPIN_US_DEFAULT 50
+#define CPU__MAX_SPIN_US 100000
+
 /** The largest pool the option may ask for. */
 #define CPU__MAX_THREADS 1024
 
@@ -135,7 +143,7 @@ typedef void (*cpu__task_fn)(void *ctx, uint64_t begin, uint64_t end);
  * is one of them, so n_threads - 1 workers are started (none for 1). Returns 0, or the errno
  * of the thread creation that failed, with nothing left running; *out_pool is NULL then.
  */
-int cpu__pool_create(uint32_t n_threads, cpu__pool_t **out_pool);
+int cpu__pool_create(uint32_t n_threads, uint32_t spin_us, cpu__pool_t **out_pool);
 
 /** Stops and joins the workers and frees the pool. No work may be in flight. Accepts NULL. */
 void cpu__pool_destroy(cpu__pool_t *pool);

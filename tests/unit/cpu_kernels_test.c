@@ -46,6 +46,7 @@ typedef struct kernel_host_ctx {
     struct ses_drv_host_ctx base; /* first: the test host's error entry writes here */
     const char *threads;          /* the value of driver.cpu.threads; NULL when unset */
     const char *gemm;             /* the value of driver.cpu.gemm; NULL when unset */
+    const char *spin_us;          /* the value of driver.cpu.spin_us; NULL when unset */
     int abort;                    /* what should_abort answers */
 } kernel_host_ctx_t;
 
@@ -54,7 +55,8 @@ static int32_t option_host_get_option(ses_drv_host_ctx_t *ctx, const char *key, 
     const kernel_host_ctx_t *k = (const kernel_host_ctx_t *)(const void *)ctx;
     const char *value = strcmp(key, "driver.cpu.threads") == 0 ? k->threads
                         : strcmp(key, "driver.cpu.gemm") == 0  ? k->gemm
-                                                               : NULL;
+                        : strcmp(key, "driver.cpu.spin_us") == 0 ? k->spin_us
+                                                                 : NULL;
 
     if (!value)
         return SES_DRV_NOT_FOUND;
@@ -2753,6 +2755,55 @@ static void conv_state_keeps_and_grows_its_scratch(void **state) {
     k->destroy(f->device, conv_state);
 }
 
+/* Option driver.cpu.spin_us: idle workers spin 0 to 100000 us before they sleep; the pool's
+ * results do not depend on it, and anything else is refused naming the option. */
+static void the_pools_spin_time_is_an_option_that_changes_no_result(void **state) {
+    fixture_t *f = *state;
+    static const char *const good[] = {"0", "200", " 100000 "};
+    static const char *const bad[] = {"abc", "100001", "-1", "", "5us"};
+    enum { N = 1 << 16 };
+    float *x = malloc(N * sizeof *x), *want = malloc(N * sizeof *want),
+          *got = malloc(N * sizeof *got);
+
+    assert_true(x && want && got);
+    fill_random(x, N, 5u);
+    targ_t in[1] = {tensor(F32, x, 1, N)};
+    RUN_OK(f, "Sigmoid", "f32->f32", NULL, 1, in, tensor(F32, NULL, 1, N), want);
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        pooled_t p;
+        memset(&p, 0, sizeof p);
+        p.ctx.threads = "4";
+        p.ctx.spin_us = good[i];
+        assert_int_equal(f->api->open(&option_host, &p.ctx.base, &p.driver), SES_DRV_OK);
+        if (f->api->open_device(p.driver, 0, &p.device) != SES_DRV_OK)
+            fail_msg("spin_us \"%s\": %s", good[i], p.ctx.base.message);
+        for (int r = 0; r < 3; r++) {
+            assert_int_equal(run_on(f->api, p.device, 0, "s", "Sigmoid", "f32->f32", NULL, 1, in,
+                                    tensor(F32, NULL, 1, N), got),
+                             SES_DRV_OK);
+            assert_memory_equal(want, got, N * sizeof *got);
+        }
+        close_pooled(f, &p);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kernel_host_ctx_t ctx;
+        ses_drv_driver_t *driver = NULL;
+        ses_drv_device_t *dev = NULL;
+        memset(&ctx, 0, sizeof ctx);
+        ctx.spin_us = bad[i];
+        assert_int_equal(f->api->open(&option_host, &ctx.base, &driver), SES_DRV_OK);
+        assert_int_equal(f->api->open_device(driver, 0, &dev), SES_DRV_INVALID_ARGUMENT);
+        assert_null(dev);
+        if (!strstr(ctx.base.message, "driver.cpu.spin_us"))
+            fail_msg("spin_us \"%s\": the message does not name the option: %s", bad[i],
+                     ctx.base.message);
+        f->api->close(driver);
+    }
+    free(x);
+    free(want);
+    free(got);
+}
+
 static void open_device_starts_its_pool_and_close_device_joins_it(void **state) {
     fixture_t *f = *state;
     pooled_t p;
@@ -3150,6 +3201,7 @@ int main(void) {
         TEST(gradient_kernels_refuse_an_output_over_their_input_but_scalar_like),
         TEST(f32_gemms_on_onednn_agree_with_openblas),
         TEST(conv_state_keeps_and_grows_its_scratch),
+        TEST(the_pools_spin_time_is_an_option_that_changes_no_result),
         TEST(the_gemm_option_refuses_an_unknown_library),
         TEST(open_device_starts_its_pool_and_close_device_joins_it),
         TEST(open_device_refuses_a_thread_count_that_is_not_a_number),
