@@ -727,26 +727,16 @@ static int32_t cpu__conv_run_images(const cpu__call_t *call, const cpu__conv_job
 
 int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, uint32_t *out_dnnl,
                        uint32_t *out_mode, char *out_desc, size_t desc_size) {
-    char value[32] = "", why[256];
-    uint64_t needed = 0;
+    char value[32], why[256];
     uint32_t mode = CPU__CONV_AUTO;
+    int32_t st;
 
     *out_dnnl = 0;
     *out_mode = CPU__CONV_AUTO;
     out_desc[0] = '\0';
-    if (host->get_option) {
-        int32_t st = host->get_option(ctx, CPU__CONV_OPTION, value, sizeof value, &needed);
-        if (st == SES_DRV_NOT_FOUND)
-            value[0] = '\0';
-        else if (st == SES_DRV_INVALID_ARGUMENT)
-            return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
-                             "option %s is %" PRIu64 " bytes long; expected auto, dnnl or "
-                             "im2col",
-                             CPU__CONV_OPTION, needed);
-        else if (st != SES_DRV_OK)
-            return st;
-        value[sizeof value - 1] = '\0';
-    }
+    if ((st = cpu__read_option(host, ctx, CPU__CONV_OPTION, "auto, dnnl or im2col", value,
+                               sizeof value)) != SES_DRV_OK)
+        return st;
     if (value[0] == '\0' || strcmp(value, "auto") == 0)
         mode = CPU__CONV_AUTO;
     else if (strcmp(value, "dnnl") == 0)

@@ -320,6 +320,30 @@ static int32_t cpu_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_c
  * Devices
  * ------------------------------------------------------------------------------------------- */
 
+/* Reads a string option into @p out ("" when unset), naming @p expected in the error. */
+int32_t cpu__read_option(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
+                                const char *key, const char *expected, char *out, size_t size) {
+    uint64_t needed = 0;
+    int32_t st;
+
+    out[0] = '\0';
+    if (!host->get_option)
+        return SES_DRV_OK;
+    st = host->get_option(ctx, key, out, size, &needed);
+    if (st == SES_DRV_NOT_FOUND) {
+        out[0] = '\0';
+        return SES_DRV_OK;
+    }
+    if (st == SES_DRV_INVALID_ARGUMENT)
+        return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
+                         "option %s is %" PRIu64 " bytes long; expected %s", key, needed,
+                         expected);
+    if (st != SES_DRV_OK)
+        return st;
+    out[size - 1] = '\0';
+    return SES_DRV_OK;
+}
+
 /* A whole number from 0 to @p max, blanks around it allowed: 1 and *@p out, or 0. */
 static int cpu__parse_count(const char *value, unsigned long max, unsigned long *out) {
     const char *p = value;

@@ -430,30 +430,6 @@ static void cpu__onednn_load(void) {
     cpu_onednn = t;
 }
 
-/* Reads a string option into @p out ("" when unset), naming @p expected in the error. */
-static int32_t cpu__read_option(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
-                                const char *key, const char *expected, char *out, size_t size) {
-    uint64_t needed = 0;
-    int32_t st;
-
-    out[0] = '\0';
-    if (!host->get_option)
-        return SES_DRV_OK;
-    st = host->get_option(ctx, key, out, size, &needed);
-    if (st == SES_DRV_NOT_FOUND) {
-        out[0] = '\0';
-        return SES_DRV_OK;
-    }
-    if (st == SES_DRV_INVALID_ARGUMENT)
-        return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
-                         "open: option %s is %" PRIu64 " bytes long; expected %s", key, needed,
-                         expected);
-    if (st != SES_DRV_OK)
-        return st;
-    out[size - 1] = '\0';
-    return SES_DRV_OK;
-}
-
 int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char *out_desc,
                        size_t desc_size, int *out_onednn) {
     char library[32];

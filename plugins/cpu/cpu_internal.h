@@ -253,6 +253,14 @@ static inline cpu__buffer_t *cpu__buffer(ses_drv_buffer_t *buffer) {
 int32_t cpu__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
                   const char *format, ...) CPU__PRINTF(4, 5);
 
+/**
+ * Reads string option @p key through the host's get_option into @p out ("" when it is not set
+ * or the host has no get_option). A value longer than @p size is SES_DRV_INVALID_ARGUMENT with a
+ * message naming the option and @p expected.
+ */
+int32_t cpu__read_option(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, const char *key,
+                         const char *expected, char *out, size_t size);
+
 /** cpu__fail with the host services of @p device's driver instance. */
 int32_t cpu__device_fail(const ses_drv_device_t *device, int32_t code, const char *format, ...)
     CPU__PRINTF(3, 4);

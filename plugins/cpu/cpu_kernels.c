@@ -392,10 +392,13 @@ CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
         .compute = cpu__compute_##id,                               \
     },
 
-/* Conv keeps per-node state (cpu_cnn.c: the oneDNN cache, the constant-input bits); the other
- * general entries have none. */
+/* Per body: the per-node state (Conv and FusedConv keep oneDNN's cache and the constant-input
+ * bits, cpu_cnn.c) and supports_node (the fused ops check their activation, cpu_fused.c); the
+ * other general entries have neither. */
 #define CPU__GSTATE(BODY, what) CPU__GSTATE_##BODY(what)
 #define CPU__GSTATE_cpu__conv(what) cpu__conv_##what
+#define CPU__GSTATE_cpu__fused_conv(what) cpu__conv_##what
+#define CPU__GSTATE_cpu__fused_gemm(what) NULL
 #define CPU__GSTATE_cpu__sce_loss(what) NULL
 #define CPU__GSTATE_cpu__sce_grad(what) NULL
 #define CPU__GSTATE_cpu__optimizer(what) NULL
@@ -411,34 +414,20 @@ CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__constant_of_shape(what) NULL
 #define CPU__GSTATE_cpu__range(what) NULL
 
-#define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) \
+/* An entry with no supports_node (every general op), and one with the fused ops' check. */
+#define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)
+#define CPU__FUSED_ENTRY(id, OP, SIG, BODY, ...) \
+    CPU__GENTRY(id, OP, SIG, BODY, cpu__fused_supports)
+#define CPU__GENTRY(id, OP, SIG, BODY, SUPPORTS) \
     {                                            \
         .struct_size = sizeof(ses_drv_kernel_t), \
         .op = OP,                                \
         .signature = SIG,                        \
         .priority = 0,                           \
         .flags = 0,                              \
-        .supports_node = NULL,                   \
+        .supports_node = SUPPORTS,               \
         .create = CPU__GSTATE(BODY, create),     \
         .destroy = CPU__GSTATE(BODY, destroy),   \
-        .compute = cpu__compute_##id,            \
-    },
-
-/* FusedConv keeps Conv's per-node state (the oneDNN cache, the constant-input bits). */
-#define CPU__FSTATE(BODY, what) CPU__FSTATE_##BODY(what)
-#define CPU__FSTATE_cpu__fused_conv(what) cpu__conv_##what
-#define CPU__FSTATE_cpu__fused_gemm(what) NULL
-
-#define CPU__FUSED_ENTRY(id, OP, SIG, BODY, ...) \
-    {                                            \
-        .struct_size = sizeof(ses_drv_kernel_t), \
-        .op = OP,                                \
-        .signature = SIG,                        \
-        .priority = 0,                           \
-        .flags = 0,                              \
-        .supports_node = cpu__fused_supports,    \
-        .create = CPU__FSTATE(BODY, create),     \
-        .destroy = CPU__FSTATE(BODY, destroy),   \
         .compute = cpu__compute_##id,            \
     },
 
