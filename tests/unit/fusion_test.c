@@ -651,6 +651,40 @@ static void bad_fused_attributes_fail_naming_the_node(void **state) {
     }
 }
 
+/* FusedConv built by hand refuses a Z without the convolution's shape and a B of another dtype,
+ * naming the node and both shapes or dtypes. */
+static void fused_conv_refuses_a_z_or_b_that_does_not_fit(void **state) {
+    const int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3}, bd[1] = {3};
+    static const int64_t z_bad[4] = {1, 3, 4, 4}, z_good[4] = {1, 3, 3, 3};
+    static const struct {
+        ses_dtype_t b_dtype;
+        const int64_t *zd;
+        const char *want;
+    } cases[] = {
+        {SES_F32, z_bad, "Z must have the convolution's shape"},
+        {SES_F64, z_good, "dtypes differ: X is f32[1,2,5,5], B is f64[3]"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ses_graph_t *g = NULL;
+        ses_edge_t in[4], y;
+        result_t r;
+
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        in[0] = constant(g, "x", random_tensor(SES_F32, 4, xd));
+        in[1] = constant(g, "w", random_tensor(SES_F32, 4, wd));
+        in[2] = constant(g, "b", random_tensor(cases[i].b_dtype, 1, bd));
+        in[3] = constant(g, "z", random_tensor(SES_F32, 4, cases[i].zd));
+        y = op(g, "FusedConv", "my_conv", in, 4, NULL, 0);
+        assert_int_equal(run(g, NULL, 1, &y, 1, NULL, NULL, 0, NULL, 0, &r), SES_INVALID_ARGUMENT);
+        if (!strstr(ses_last_error(), "my_conv") || !strstr(ses_last_error(), cases[i].want))
+            fail_msg("expected \"%s\" naming FusedConv \"my_conv\", got: %s", cases[i].want,
+                     ses_last_error());
+        ses_graph_release(g);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conv_then_each_activation_fuses_with_the_unfused_values),
@@ -666,6 +700,7 @@ int main(void) {
         cmocka_unit_test(gradients_are_the_same_with_fusion_on_and_off),
         cmocka_unit_test(fused_ops_built_by_hand_give_the_composite_values),
         cmocka_unit_test(bad_fused_attributes_fail_naming_the_node),
+        cmocka_unit_test(fused_conv_refuses_a_z_or_b_that_does_not_fit),
     };
     int failed;
 
