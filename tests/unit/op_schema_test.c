@@ -140,6 +140,9 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "Conv", "ConvGrad", "FusedConv", "FusedGemm", "MaxPool", "AveragePool", "MaxPoolGrad", "AveragePoolGrad",
         "GlobalAveragePool", "GlobalMaxPool", "GlobalAveragePoolGrad", "BatchNormalization",
         "Dropout", "Pad", "PadGrad", "Clip", "Expand", "Split", "Shape", "ConstantOfShape", "Range",
+        /* the blocked-layout ops (nchwc.c; tested here and, compiled, in layout_test.c) */
+        "NchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
+        "NchwcGlobalMaxPool", "NchwcReorderOutput",
     };
     size_t n = ses__op_schema_count();
 
@@ -1330,9 +1333,105 @@ static void cast_rejects_unknown_and_unsupported_targets(void **state) {
     done(&r);
 }
 
+
+/* ---- the blocked-layout ops (nchwc.c) --------------------------------------------------- */
+
+/* NchwcConv: X NCHW (any C) or NCHWc16, Y NCHWc16, the window and the activation as FusedConv. */
+static void nchwc_conv_infers_blocked_outputs_from_nchw_or_blocked_inputs(void **state) {
+    const int64_t pads[4] = {1, 1, 1, 1}, strides[2] = {2, 2};
+    run_t r = {0};
+
+    (void)state;
+    set_ints(&r, "pads", pads, 4);
+    set_ints(&r, "strides", strides, 2);
+    r.in[0] = ty(SES_F32, 4, 2, 3, 9, 9);
+    r.in[1] = ty(SES_F32, 4, 32, 3, 3, 3);
+    assert_int_equal(infer(&r, "NchwcConv", "c", 2), SES_OK);
+    assert_string_equal(out(&r), "f32[2,2,5,5,16]");
+    assert_string_equal(kernel_ints(&r, "pads"), "[1,1,1,1]");
+    assert_int_equal(kernel_int(&r, "has_bias"), 0);
+    r.in[0] = ty(SES_F32, 5, 2, 2, 9, 9, 16);
+    r.in[1] = ty(SES_F32, 4, 16, 32, 3, 3);
+    r.in[2] = ty(SES_F32, 1, 16);
+    r.in[3] = ty(SES_F32, 5, 2, 1, 5, 5, 16);
+    assert_int_equal(infer(&r, "NchwcConv", "c", 4), SES_OK);
+    assert_string_equal(out(&r), "f32[2,1,5,5,16]");
+    assert_int_equal(kernel_int(&r, "has_z"), 1);
+    done(&r);
+}
+
+static void nchwc_conv_refuses_what_is_not_blocked_naming_it(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 5, 1, 2, 4, 4, 8);
+    r.in[1] = ty(SES_F32, 4, 16, 32, 1, 1);
+    assert_fails(&r, "NchwcConv", "c", 2, SES_INVALID_ARGUMENT,
+                 "NchwcConv \"c\": X must be NCHWc16, [N, C/16, H, W, 16]; it is f32[1,2,4,4,8]");
+    r.in[0] = ty(SES_F32, 3, 1, 2, 4);
+    assert_fails(&r, "NchwcConv", "c", 2, SES_INVALID_ARGUMENT,
+                 "NchwcConv \"c\": X must be NCHW or NCHWc16 ([N, C/16, H, W, 16]); it is "
+                 "f32[1,2,4]");
+    r.in[0] = ty(SES_F32, 4, 1, 32, 4, 4);
+    r.in[1] = ty(SES_F32, 4, 10, 32, 1, 1);
+    assert_fails(&r, "NchwcConv", "c", 2, SES_INVALID_ARGUMENT,
+                 "NchwcConv \"c\": the output has 10 channels; NCHWc16 needs a multiple of 16");
+    r.in[1] = ty(SES_F32, 4, 16, 32, 1, 1);
+    r.in[2] = ty(SES_F32, 1, 16);
+    r.in[3] = ty(SES_F32, 4, 1, 16, 4, 4);
+    assert_fails(&r, "NchwcConv", "c", 4, SES_INVALID_ARGUMENT,
+                 "NchwcConv \"c\": Z must be NCHWc16, [N, C/16, H, W, 16]; it is f32[1,16,4,4]");
+    r.in[0] = ty(SES_F32, 5, 1, 2, 4, 4, 16);
+    r.in[1] = ty(SES_F32, 3, 16, 32, 1);
+    assert_fails(&r, "NchwcConv", "c", 2, SES_UNIMPLEMENTED,
+                 "NchwcConv \"c\": only 2-D convolutions are blocked; W is f32[16,32,1]");
+    done(&r);
+}
+
+/* The pools keep the blocks; the global ones are ReduceMean/ReduceMax over H and W; the reorder
+ * gives NCHW back. */
+static void nchwc_pools_and_the_reorder_infer_their_shapes(void **state) {
+    const int64_t kernel[2] = {3, 3}, strides[2] = {2, 2};
+    run_t r = {0};
+
+    (void)state;
+    set_ints(&r, "kernel_shape", kernel, 2);
+    set_ints(&r, "strides", strides, 2);
+    set_int(&r, "ceil_mode", 1);
+    r.in[0] = ty(SES_F32, 5, 1, 6, 109, 109, 16);
+    assert_int_equal(infer(&r, "NchwcMaxPool", "p", 1), SES_OK);
+    assert_string_equal(out(&r), "f32[1,6,54,54,16]");
+    assert_int_equal(infer(&r, "NchwcAveragePool", "p", 1), SES_OK);
+    assert_string_equal(out(&r), "f32[1,6,54,54,16]");
+    assert_int_equal(kernel_int(&r, "count_include_pad"), 0);
+    done(&r);
+    r.in[0] = ty(SES_F32, 5, 2, 4, 7, 7, 16);
+    assert_int_equal(infer(&r, "NchwcGlobalAveragePool", "g", 1), SES_OK);
+    assert_string_equal(out(&r), "f32[2,4,1,1,16]");
+    assert_string_equal(r.ctx.kernel_op, "ReduceMean");
+    assert_string_equal(kernel_ints(&r, "axes"), "[2,3]");
+    assert_int_equal(infer(&r, "NchwcGlobalMaxPool", "g", 1), SES_OK);
+    assert_string_equal(r.ctx.kernel_op, "ReduceMax");
+    assert_int_equal(infer(&r, "NchwcReorderOutput", "o", 1), SES_OK);
+    assert_string_equal(out(&r), "f32[2,64,7,7]");
+    r.in[0] = ty(SES_F32, 4, 2, 64, 7, 7);
+    assert_fails(&r, "NchwcReorderOutput", "o", 1, SES_INVALID_ARGUMENT,
+                 "NchwcReorderOutput \"o\": X must be NCHWc16, [N, C/16, H, W, 16]; it is "
+                 "f32[2,64,7,7]");
+    assert_fails(&r, "NchwcMaxPool", "p", 1, SES_INVALID_ARGUMENT,
+                 "NchwcMaxPool \"p\": X must be NCHWc16, [N, C/16, H, W, 16]; it is "
+                 "f32[2,64,7,7]");
+    r.in[0] = ty(SES_I64, 5, 2, 4, 7, 7, 16);
+    assert_int_equal(infer(&r, "NchwcGlobalAveragePool", "g", 1), SES_INVALID_ARGUMENT);
+    done(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_schema_has_an_infer_function_and_a_unique_name),
+        cmocka_unit_test(nchwc_conv_infers_blocked_outputs_from_nchw_or_blocked_inputs),
+        cmocka_unit_test(nchwc_conv_refuses_what_is_not_blocked_naming_it),
+        cmocka_unit_test(nchwc_pools_and_the_reorder_infer_their_shapes),
         cmocka_unit_test(an_unknown_op_has_no_schema),
         cmocka_unit_test(value_inputs_mark_the_shape_like_inputs),
         cmocka_unit_test(type_format_writes_dtype_and_dims_with_empty_brackets_for_a_scalar),

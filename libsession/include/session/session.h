@@ -53,6 +53,12 @@ typedef struct ses_session_options {
      * placement and errors still name the user's nodes. 0: every node runs as it is. The
      * environment variable SESSION_FUSION=0 (or off) forces 0, for debugging and A/B benches. */
     uint32_t fusion;
+    /* 1 (default): in a session whose one device is the CPU, activations stay in the blocked
+     * layout NCHWc16 from one convolution to the next (NchwcConv and the Nchwc pools, where
+     * the driver has kernels for them), and are reordered to NCHW only for the ops that need
+     * it; results are the same. 0: every op reads and writes NCHW. The environment variable
+     * SESSION_LAYOUT=0 (or off) forces 0. */
+    uint32_t layout;
 } ses_session_options_t;
 
 /** Fills @p options with the defaults. */

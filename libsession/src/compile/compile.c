@@ -45,6 +45,12 @@ typedef struct builder {
     size_t only_device;
     int trial;
     int rejected;
+    /* Layout (layout.c): on in a session whose one device is the CPU. The reorder nodes take
+     * ids from next_id on, below id_limit (slot_of's size). */
+    int layout;
+    size_t next_id;
+    size_t id_limit;
+    size_t layout_capacity;
 } builder_t;
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -567,6 +573,133 @@ static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const 
     return SES_OK;
 }
 
+/* ---- layout (layout.c decides; these make the steps) ------------------------------------ */
+
+static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_node_t *out_node);
+
+/* The plan takes @p n (a variant or a reorder): its steps name it. */
+static ses_status_t own_layout_node(builder_t *b, ses_node_t *n) {
+    ses__compiled_t *c = b->c;
+
+    if (c->n_layout_nodes == b->layout_capacity) {
+        size_t capacity = b->layout_capacity ? 2 * b->layout_capacity : 16;
+        ses_node_t **nodes = ses__realloc(c->layout_nodes, capacity * sizeof *nodes);
+        if (!nodes) {
+            ses__node_free(n);
+            return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for the layout");
+        }
+        c->layout_nodes = nodes;
+        b->layout_capacity = capacity;
+    }
+    c->layout_nodes[c->n_layout_nodes++] = n;
+    return SES_OK;
+}
+
+/* The slot holding blocked slot @p slot in NCHW: its reorder step, made the first time. */
+static ses_status_t plain_twin(builder_t *b, size_t slot, size_t *out) {
+    ses__compiled_t *c = b->c;
+    const int trial = b->trial, probing = b->probing, rejected = b->rejected;
+    const size_t only = b->only_device;
+    ses_node_t *r;
+    ses_status_t st;
+
+    if (c->slots[slot].plain_twin) {
+        *out = c->slots[slot].plain_twin - 1;
+        return SES_OK;
+    }
+    if (b->next_id >= b->id_limit)
+        return ses__fail(SES_INTERNAL, "compile: more layout reorders than the plan has nodes");
+    r = ses__layout_reorder_node(c->slots[slot].edge, b->next_id++);
+    if (!r)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for the layout");
+    if ((st = own_layout_node(b, r)) != SES_OK)
+        return st;
+    /* Compiled for real whatever the caller is doing: whichever way the reader is compiled
+     * (probed, tried as a variant, or as it is) it reads NCHW. */
+    b->trial = b->probing = 0;
+    b->only_device = SIZE_MAX;
+    st = compile_op(b, r, r);
+    b->trial = trial;
+    b->probing = probing;
+    b->rejected = rejected;
+    b->only_device = only;
+    if (st != SES_OK)
+        return st;
+    *out = b->slot_of[r->id * SES__MAX_OUTPUTS] - 1;
+    c->slots[slot].plain_twin = *out + 1;
+    c->n_reorders++;
+    return SES_OK;
+}
+
+/* Points each input of @p node that is blocked, and that @p node cannot read so, at its NCHW
+ * twin; says whether @p node reads a blocked input as it is. */
+static ses_status_t layout_inputs(builder_t *b, const ses_node_t *node, size_t *in_slots,
+                                  int *out_read_blocked) {
+    unsigned char blocked[SES__MAX_INPUTS];
+    ses__type_t types[SES__MAX_INPUTS];
+    int any = 0;
+
+    *out_read_blocked = 0;
+    for (size_t i = 0; i < node->n_inputs; i++) {
+        blocked[i] = (unsigned char)b->c->slots[in_slots[i]].blocked;
+        types[i] = b->c->slots[in_slots[i]].type;
+        any |= blocked[i];
+    }
+    for (size_t i = 0; any && i < node->n_inputs; i++) {
+        ses_status_t st;
+        if (!blocked[i])
+            continue;
+        if (ses__layout_accepts(node, i, blocked, types)) {
+            *out_read_blocked = 1;
+            continue;
+        }
+        if ((st = plain_twin(b, in_slots[i], &in_slots[i])) != SES_OK)
+            return st;
+    }
+    return SES_OK;
+}
+
+/*
+ * Compiles @p n's blocked variant (layout.c) in its place, with the outputs of @p out_node, if
+ * it has one and the device's driver takes it; *out_done says whether it did. A variant that
+ * inference or the driver refuses is dropped, and the caller compiles @p n as it is.
+ */
+static ses_status_t compile_variant(builder_t *b, const ses_node_t *n, const ses_node_t *out_node,
+                                    int *out_done) {
+    ses__compiled_t *c = b->c;
+    const char *op;
+    size_t x;
+    ses_node_t *v;
+    ses_status_t st;
+
+    *out_done = 0;
+    if (!b->layout || n->n_inputs < 1 || (st = home_slot(b, n->inputs[0], &x)) != SES_OK)
+        return SES_OK; /* an input not there yet is the node's own compile's to report */
+    op = ses__layout_variant(n, c->slots[x].blocked);
+    if (!op)
+        return SES_OK;
+    v = ses__layout_variant_node(n, op);
+    if (!v)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for the layout");
+    if ((st = own_layout_node(b, v)) != SES_OK)
+        return st;
+    b->trial = 1;
+    b->rejected = 0;
+    st = compile_op(b, v, out_node);
+    b->trial = 0;
+    if (st != SES_OK && b->rejected) {
+        ses__session_log(b->s, SES__LOG_DEBUG, "%s \"%s\" stays in NCHW: %s", n->op, n->name,
+                         ses_last_error());
+        ses__node_free(c->layout_nodes[--c->n_layout_nodes]);
+        return SES_OK;
+    }
+    if (st != SES_OK)
+        return st;
+    c->n_blocked++;
+    *out_done = 1;
+    return SES_OK;
+}
+
 /*
  * Compiles op node @p node into its step (and the copies it needs). Its outputs are the edges of
  * @p out_node: @p node itself, or for a fused node the chain's last member, whose consumers and
@@ -587,6 +720,7 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
     ses_drv_node_t drv_node;
     char signature[512];
     ses__step_t *step;
+    int read_blocked = 0;
     ses_status_t st;
 
     if (node->n_inputs > SES__MAX_INPUTS)
@@ -620,6 +754,13 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
             if ((st = remember_value(b, in_slots[i])) != SES_OK)
                 return st;
         }
+    }
+    /* Blocked values go as they are to the readers that take them, in NCHW to the others. */
+    if (b->layout) {
+        if ((st = layout_inputs(b, node, in_slots, &read_blocked)) != SES_OK)
+            return st;
+        for (size_t i = 0; i < node->n_inputs; i++)
+            in_types[i] = c->slots[in_slots[i]].type;
     }
     memset(&ctx, 0, sizeof ctx);
     ctx.node = node->name;
@@ -725,6 +866,7 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
             return st;
         c->slots[out].first_step = step_index;
         c->slots[out].last_step = step_index;
+        c->slots[out].blocked = b->layout && ses__layout_makes_blocked(node, read_blocked);
         c->steps[step_index].args[n_kernel_in + o] = out;
         b->slot_of[out_node->id * SES__MAX_OUTPUTS + o] = out + 1;
     }
@@ -879,6 +1021,11 @@ static ses_status_t make_summary(builder_t *b) {
     if (c->n_fusions)
         summary_add(b, "  fused: %zu chain%s into FusedConv or FusedGemm\n", c->n_fusions,
                     c->n_fusions == 1 ? "" : "s");
+    if (c->n_blocked)
+        summary_add(b, "  layout: %zu node%s on NCHWc16 values (NchwcConv and pools), %zu "
+                    "reorder%s back to NCHW\n",
+                    c->n_blocked, c->n_blocked == 1 ? "" : "s", c->n_reorders,
+                    c->n_reorders == 1 ? "" : "s");
     if (fallbacks)
         summary_add(b, "%.*s", (int)fallbacks_used, fallbacks);
     free(fallbacks);
@@ -899,9 +1046,17 @@ static ses_status_t compile_fused(builder_t *b, ses__fusion_t *f) {
     ses__compiled_t *c = b->c;
     const ses_node_t *last = f->members[f->n_members - 1];
     size_t device;
+    int blocked;
     ses_status_t st;
 
     f->state = SES__FUSION_REJECTED;
+    /* NchwcConv first, where the layout pass runs: the fused node's blocked variant. */
+    if ((st = compile_variant(b, f->node, last, &blocked)) != SES_OK)
+        return st;
+    if (blocked) {
+        device = c->steps[c->n_steps - 1].device;
+        goto fused;
+    }
     /* Where the first member would run: its own compile reports any error of its own. */
     b->probing = 1;
     st = compile_op(b, f->members[0], f->members[0]);
@@ -922,6 +1077,7 @@ static ses_status_t compile_fused(builder_t *b, ses__fusion_t *f) {
     }
     if (st != SES_OK)
         return st;
+fused:
     f->state = SES__FUSION_FUSED;
     c->n_fusions++;
     b->per_device[device] += f->n_members - 1;
@@ -958,8 +1114,11 @@ static ses_status_t adopt_fused_nodes(builder_t *b) {
 
 static ses_status_t compile_one(builder_t *b, const ses_node_t *n) {
     ses__compiled_t *c = b->c;
-    ses_status_t st = compile_op(b, n, n);
+    int blocked;
+    ses_status_t st = compile_variant(b, n, n, &blocked);
 
+    if (st == SES_OK && !blocked)
+        st = compile_op(b, n, n);
     if (st != SES_OK)
         return st;
     c->placed_nodes[c->n_placed] = n;
@@ -999,6 +1158,8 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     for (size_t i = 0; i < plan->n_fetches; i++) {
         ses__slot_t *slot;
         st = home_slot(b, plan->fetches[i], &c->fetch_slots[i]);
+        if (st == SES_OK && c->slots[c->fetch_slots[i]].blocked)
+            st = plain_twin(b, c->fetch_slots[i], &c->fetch_slots[i]);
         if (st != SES_OK)
             return st;
         slot = &c->slots[c->fetch_slots[i]];
@@ -1089,8 +1250,11 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
     b.feeds = feeds;
     b.scope = scope;
     b.types_only = types_only;
-    b.slot_of = ses__calloc((g->n_nodes + 2 * b.fusions.count) * SES__MAX_OUTPUTS + 1,
-                            sizeof *b.slot_of);
+    /* Layout: a session whose one device is the CPU; one reorder at most per node. */
+    b.layout = s->options.layout && s->n_devices == 1;
+    b.next_id = g->n_nodes + 2 * b.fusions.count;
+    b.id_limit = b.next_id + g->n_nodes;
+    b.slot_of = ses__calloc(b.id_limit * SES__MAX_OUTPUTS + 1, sizeof *b.slot_of);
     b.per_device = ses__calloc(s->n_devices, sizeof *b.per_device);
     if (c) {
         c->fetch_slots = ses__calloc(plan->n_fetches + 1, sizeof *c->fetch_slots);
@@ -1234,6 +1398,9 @@ void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {
     for (size_t i = 0; i < c->n_fused_nodes; i++)
         ses__node_free(c->fused_nodes[i]);
     free(c->fused_nodes);
+    for (size_t i = 0; i < c->n_layout_nodes; i++)
+        ses__node_free(c->layout_nodes[i]);
+    free(c->layout_nodes);
     free(c);
 }
 

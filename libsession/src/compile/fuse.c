@@ -126,8 +126,7 @@ static int activation_of(const ses_plan_t *plan, const ses_node_t *act, double *
     return 0;
 }
 
-/* A node of the plan's own, outside the graph: id @p id indexes the compiler's tables only. */
-static ses_node_t *plan_node(const ses_node_t *like, size_t id, const char *name, const char *op,
+ses_node_t *ses__plan_node(const ses_node_t *like, size_t id, const char *name, const char *op,
                              ses__node_kind_t kind, size_t n_inputs) {
     ses_node_t *n = ses__calloc(1, sizeof *n);
 
@@ -169,7 +168,7 @@ static ses_status_t build_fused(ses__fusion_t *f, size_t id, ses_edge_t z, const
 
     snprintf(name, sizeof name, "%s+%s%s%s", head->name,
              f->n_members == 3 ? f->members[1]->name : "", f->n_members == 3 ? "+" : "", act->name);
-    f->node = plan_node(head, id, name, conv ? "FusedConv" : "FusedGemm", SES__NODE_OP, n_inputs);
+    f->node = ses__plan_node(head, id, name, conv ? "FusedConv" : "FusedGemm", SES__NODE_OP, n_inputs);
     if (!f->node)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
     for (size_t i = 0; i < head->n_inputs; i++)
@@ -180,7 +179,7 @@ static ses_status_t build_fused(ses__fusion_t *f, size_t id, ses_edge_t z, const
         if (head->n_inputs < 3) {
             int64_t zero = 0;
             snprintf(name, sizeof name, "%s:B", head->name);
-            f->empty = plan_node(head, id + 1, name, "Constant", SES__NODE_CONSTANT, 0);
+            f->empty = ses__plan_node(head, id + 1, name, "Constant", SES__NODE_CONSTANT, 0);
             if (!f->empty || ses_tensor_create(SES_F32, 1, &zero, &f->empty->value) != SES_OK)
                 return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
             f->node->inputs[2] = (ses_edge_t){f->empty, 0};

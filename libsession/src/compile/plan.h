@@ -137,6 +137,8 @@ typedef struct ses__slot {
     ses_drv_buffer_t *bound_before; /* SES__SLOT_RESIDENT_VARIABLE: last run's buffer; another
                              one means captured graphs must be recorded again */
     ses_drv_buffer_t *resident; /* SES__SLOT_RESIDENT: the session's buffer, at offset 0 */
+    int blocked;          /* an NCHWc16 value (layout.c), of a single-device CPU plan */
+    size_t plain_twin;    /* blocked: the slot holding it in NCHW + 1 (its reorder), or 0 */
     size_t group;         /* SES__SLOT_ARENA: the first slot of the values placed back to back
                              with it (one AllReduce bucket, summed by one collective), or
                              SIZE_MAX */
@@ -212,6 +214,10 @@ typedef struct ses__compiled {
     ses_node_t **fused_nodes;     /* the fused nodes its steps run, and their empty Bs */
     size_t n_fused_nodes;
     size_t n_fusions;             /* chains run as one fused node */
+    ses_node_t **layout_nodes;    /* the layout pass's nodes its steps run (layout.c) */
+    size_t n_layout_nodes;
+    size_t n_blocked;             /* nodes run on NCHWc16 values */
+    size_t n_reorders;            /* NchwcReorderOutput steps */
     int recapture; /* a resident variable moved to another buffer: graphs are recorded again */
 } ses__compiled_t;
 
@@ -284,6 +290,28 @@ ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned,
 ses__fusion_t *ses__fusion_of(const ses__fusions_t *f, const ses_node_t *n);
 /** Frees the candidates and the nodes still theirs (a compiled plan takes the fused ones). */
 void ses__fusions_clear(ses__fusions_t *f);
+
+/** A node of the plan's own, outside the graph, with @p n_inputs inputs left for the caller to
+ *  set and one output: id @p id indexes the compiler's tables only. NULL when memory runs out
+ *  or @p op has no schema. */
+ses_node_t *ses__plan_node(const ses_node_t *like, size_t id, const char *name, const char *op,
+                           ses__node_kind_t kind, size_t n_inputs);
+
+/* Layout (layout.c): NCHWc16 activations between convolutions on the CPU. */
+/** The blocked op that runs @p n, or NULL: NchwcConv for Conv and FusedConv; the Nchwc pools
+ *  for a pool whose input is blocked (@p input_blocked). */
+const char *ses__layout_variant(const ses_node_t *n, int input_blocked);
+/** Whether @p n reads input @p i as it is while it is blocked, given which of its inputs are
+ *  (@p blocked) and their types. */
+int ses__layout_accepts(const ses_node_t *n, size_t i, const unsigned char *blocked,
+                        const ses__type_t *types);
+/** Whether @p n's output is blocked: a Nchwc op's (not NchwcReorderOutput's), or a pass-through
+ *  op's that read blocked inputs (@p read_blocked). */
+int ses__layout_makes_blocked(const ses_node_t *n, int read_blocked);
+/** @p n with op @p op: same name, id, inputs and attributes; NULL when memory runs out. */
+ses_node_t *ses__layout_variant_node(const ses_node_t *n, const char *op);
+/** NchwcReorderOutput of @p blocked, id @p id, named "<node>:<output>/nchw". */
+ses_node_t *ses__layout_reorder_node(ses_edge_t blocked, size_t id);
 
 /** Validates the request and finds what it needs. Messages name the node and edge at fault. */
 ses_status_t ses__prune(const ses_graph_t *g, const ses_edge_t *fetches, size_t n_fetches,

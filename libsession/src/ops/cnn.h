@@ -27,4 +27,10 @@ ses_status_t ses__infer_shape(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_constant_of_shape(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_range(ses__infer_ctx_t *ctx);
 
+/* nchwc.c: the blocked-layout ops the compiler's layout pass makes (compile/layout.c). */
+ses_status_t ses__infer_nchwc_conv(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_nchwc_pool(ses__infer_ctx_t *ctx); /* NchwcMaxPool NchwcAveragePool */
+ses_status_t ses__infer_nchwc_global_pool(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_nchwc_reorder_output(ses__infer_ctx_t *ctx);
+
 #endif /* SES_OPS_CNN_H */

@@ -111,6 +111,13 @@ static const ses__op_schema_t schemas[] = {
     {"GlobalAveragePool", 1, 1, 1, 1, 0, ses__infer_global_pool},
     {"GlobalMaxPool", 1, 1, 1, 1, 0, ses__infer_global_pool},
     {"GlobalAveragePoolGrad", 2, 2, 1, 1, 0, ses__infer_global_average_pool_grad},
+    /* nchwc.c: made by the compiler's layout pass */
+    {"NchwcConv", 2, 4, 1, 1, 0, ses__infer_nchwc_conv},
+    {"NchwcMaxPool", 1, 1, 1, 1, 0, ses__infer_nchwc_pool},
+    {"NchwcAveragePool", 1, 1, 1, 1, 0, ses__infer_nchwc_pool},
+    {"NchwcGlobalAveragePool", 1, 1, 1, 1, 0, ses__infer_nchwc_global_pool},
+    {"NchwcGlobalMaxPool", 1, 1, 1, 1, 0, ses__infer_nchwc_global_pool},
+    {"NchwcReorderOutput", 1, 1, 1, 1, 0, ses__infer_nchwc_reorder_output},
     {"BatchNormalization", 5, 5, 1, 3, 0, ses__infer_batch_norm},
     {"Dropout", 1, 3, 1, 2, BIT(2), ses__infer_dropout},
     {"Pad", 1, 4, 1, 1, BIT(1) | BIT(3), ses__infer_pad},

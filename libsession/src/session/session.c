@@ -29,6 +29,7 @@ void ses_session_options_init(ses_session_options_t *o) {
     o->log_level = SES__LOG_WARN;
     o->graphs = 1;
     o->fusion = 1;
+    o->layout = 1;
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
@@ -51,6 +52,9 @@ static ses_status_t check_options(const ses_session_t *s) {
     if (o->fusion > 1)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: fusion is %u; use 1 or 0",
                          o->fusion);
+    if (o->layout > 1)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: layout is %u; use 1 or 0",
+                         o->layout);
     if (o->graphs > 1)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: graphs is %u; use 1 or 0",
                          o->graphs);
@@ -207,8 +211,11 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
      * benchmarks of programs that do not expose the option. */
     {
         const char *fusion = getenv("SESSION_FUSION");
+        const char *layout = getenv("SESSION_LAYOUT");
         if (fusion && (!strcmp(fusion, "0") || !strcmp(fusion, "off")))
             s->options.fusion = 0;
+        if (layout && (!strcmp(layout, "0") || !strcmp(layout, "off")))
+            s->options.layout = 0;
     }
     if ((st = check_options(s)) != SES_OK || (st = copy_driver_options(s)) != SES_OK) {
         free_driver_options(s);

@@ -1,0 +1,143 @@
+/*
+ * The blocked-layout ops (ONNX Runtime's com.microsoft.nchwc ops, under names of our own), which
+ * the compiler's layout pass (compile/layout.c) puts between convolutions on a device whose
+ * driver binds them, so that activations stay in the layout the convolution kernels want:
+ *
+ *   NCHWc16: a 4-D NCHW tensor [N, C, H, W] with C a multiple of 16, held as the 5-D tensor
+ *   [N, C/16, H, W, 16]; channel c of pixel (n, h, w) at [n, c/16, h, w, c%16] (oneDNN's
+ *   nChw16c). There is no channel padding: the pass makes no blocked tensor of other C.
+ *
+ *   op (inputs; attributes)                   kernel (inputs passed; normalized attributes)
+ *   NchwcConv(X, W[, B[, Z]]; as FusedConv)   NchwcConv (as FusedConv's); X NCHW or NCHWc16,
+ *                                             W [M, C/group, kh, kw], Z and Y NCHWc16
+ *   NchwcMaxPool(X; as MaxPool)               NchwcMaxPool (X; window), 2-D, Y only
+ *   NchwcAveragePool(X; as AveragePool)       NchwcAveragePool (X; window, count_include_pad)
+ *   NchwcGlobalAveragePool(X)                 ReduceMean (axes 2, 3; keepdims 1)
+ *   NchwcGlobalMaxPool(X)                     ReduceMax (axes 2, 3; keepdims 1)
+ *   NchwcReorderOutput(X)                     NchwcReorderOutput (X): NCHWc16 -> NCHW
+ *
+ * Each is inferred as its plain op on the NCHW view of its blocked tensors, whose checks and
+ * messages it keeps, and its output is blocked again. Float dtypes as the plain ops say; which
+ * a driver runs is the driver's business (the CPU's: f32).
+ */
+#include <string.h>
+
+#include "cnn.h"
+#include "infer.h"
+
+#define BLOCK 16
+
+/* Whether @p t is an NCHWc16 tensor: rank 5, the last dimension 16. */
+static int blocked(const ses__type_t *t) { return t->rank == 5 && t->dims[4] == BLOCK; }
+
+static ses_status_t check_blocked(ses__infer_ctx_t *ctx, size_t i, const char *name) {
+    if (blocked(&ctx->inputs[i])) return SES_OK;
+    return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                        "%s must be NCHWc16, [N, C/16, H, W, 16]; it is %s", name,
+                        ses__tstr(&ctx->inputs[i]).s);
+}
+
+/* The NCHW view [N, C, H, W] of blocked @p t. */
+static ses__type_t plain_view(const ses__type_t *t) {
+    ses__type_t p = *t;
+    p.rank = 4;
+    p.dims[1] = t->dims[1] * BLOCK;
+    p.dims[4] = 0;
+    return p;
+}
+
+/* @p y, NCHW, as NCHWc16; fails unless its C is a multiple of 16. */
+static ses_status_t block_output(ses__infer_ctx_t *ctx, ses__type_t *y) {
+    if (y->rank != 4)
+        return ses__op_fail(ctx, SES_UNIMPLEMENTED,
+                            "the blocked ops are 2-D; the output would be %s", ses__tstr(y).s);
+    if (y->dims[1] % BLOCK)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "the output has %lld channels; NCHWc16 needs a multiple of 16",
+                            (long long)y->dims[1]);
+    y->rank = 5;
+    y->dims[4] = BLOCK;
+    y->dims[1] /= BLOCK;
+    return SES_OK;
+}
+
+/* Runs @p plain on ctx with the NCHW views of the inputs in @p blocked_inputs (bits), then
+ * blocks output 0. */
+static ses_status_t infer_as(ses__infer_ctx_t *ctx, ses_status_t (*plain)(ses__infer_ctx_t *),
+                             uint64_t blocked_inputs) {
+    ses__type_t views[SES__MAX_INPUTS];
+    const ses__type_t *inputs = ctx->inputs;
+    ses_status_t st;
+
+    for (size_t i = 0; i < ctx->n_inputs && i < SES__MAX_INPUTS; i++)
+        views[i] = (blocked_inputs >> i) & 1 ? plain_view(&inputs[i]) : inputs[i];
+    ctx->inputs = views;
+    st = plain(ctx);
+    ctx->inputs = inputs;
+    return st == SES_OK ? block_output(ctx, &ctx->outputs[0]) : st;
+}
+
+ses_status_t ses__infer_nchwc_conv(ses__infer_ctx_t *ctx) {
+    const ses__type_t *x = &ctx->inputs[0];
+    uint64_t views = 0;
+
+    if (x->rank == 5) {
+        ses_status_t st = check_blocked(ctx, 0, "X");
+        if (st != SES_OK) return st;
+        views |= 1;
+    } else if (x->rank != 4) {
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "X must be NCHW or NCHWc16 ([N, C/16, H, W, 16]); it is %s",
+                            ses__tstr(x).s);
+    }
+    if (ses__op_has_input(ctx, 3)) {
+        ses_status_t st = check_blocked(ctx, 3, "Z");
+        if (st != SES_OK) return st;
+        views |= 8;
+    }
+    if (ctx->inputs[1].rank != 4)
+        return ses__op_fail(ctx, SES_UNIMPLEMENTED, "only 2-D convolutions are blocked; W is %s",
+                            ses__tstr(&ctx->inputs[1]).s);
+    return infer_as(ctx, ses__infer_fused_conv, views);
+}
+
+ses_status_t ses__infer_nchwc_pool(ses__infer_ctx_t *ctx) {
+    ses_status_t st = check_blocked(ctx, 0, "X");
+
+    if (st != SES_OK) return st;
+    return infer_as(
+        ctx, strcmp(ctx->op, "NchwcMaxPool") == 0 ? ses__infer_max_pool : ses__infer_average_pool,
+        1);
+}
+
+ses_status_t ses__infer_nchwc_global_pool(ses__infer_ctx_t *ctx) {
+    const int64_t axes[2] = {2, 3};
+    ses_status_t st = check_blocked(ctx, 0, "X");
+
+    if (st != SES_OK) return st;
+    if (strcmp(ctx->op, "NchwcGlobalMaxPool") == 0) {
+        if (ctx->inputs[0].dims[2] == 0 || ctx->inputs[0].dims[3] == 0)
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "the max of an empty window is undefined: X is %s",
+                                ses__tstr(&ctx->inputs[0]).s);
+        ctx->kernel_op = "ReduceMax";
+    } else {
+        ctx->kernel_op = "ReduceMean";
+    }
+    st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);
+    if (st != SES_OK) return st;
+    ctx->outputs[0] = ctx->inputs[0];
+    ctx->outputs[0].dims[2] = ctx->outputs[0].dims[3] = 1;
+    ctx->kernel_inputs = 0x1;
+    st = ses__attrs_set_ints(&ctx->kernel_attrs, "axes", axes, 2);
+    if (st == SES_OK) st = ses__attrs_set_int(&ctx->kernel_attrs, "keepdims", 1);
+    return st;
+}
+
+ses_status_t ses__infer_nchwc_reorder_output(ses__infer_ctx_t *ctx) {
+    ses_status_t st = check_blocked(ctx, 0, "X");
+
+    if (st == SES_OK) st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);
+    if (st == SES_OK) ctx->outputs[0] = plain_view(&ctx->inputs[0]);
+    return st;
+}
