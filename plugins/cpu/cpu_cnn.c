@@ -32,19 +32,9 @@
 #include "cpu_dnnl.h"
 #include "cpu_internal.h"
 
-#define CPU__SPATIAL_MAX (CPU__MAX_RANK - 2)
-
 /* ---------------------------------------------------------------------------------------------
- * The window
+ * The window (cpu__win_t, cpu_internal.h)
  * ------------------------------------------------------------------------------------------- */
-
-typedef struct cpu__win {
-    uint32_t n; /* spatial dims */
-    int64_t k[CPU__SPATIAL_MAX], s[CPU__SPATIAL_MAX], d[CPU__SPATIAL_MAX];
-    int64_t pb[CPU__SPATIAL_MAX], pe[CPU__SPATIAL_MAX];
-    int64_t in[CPU__SPATIAL_MAX], out[CPU__SPATIAL_MAX];
-    int64_t k_count, in_count, out_count; /* products over the spatial dims */
-} cpu__win_t;
 
 static int64_t cpu__product(const int64_t *dims, uint32_t n) {
     int64_t p = 1;
@@ -53,12 +43,7 @@ static int64_t cpu__product(const int64_t *dims, uint32_t n) {
     return p;
 }
 
-/*
- * Reads the window of a pool or convolution from @p x ([N, C, in...]) to @p y ([N, M, out...]):
- * ranks agree, at least 3 and at most CPU__MAX_RANK, N agrees, and the four attributes have one
- * entry (pads two) per spatial dim, kernel, strides and dilations >= 1 and pads >= 0.
- */
-static int32_t cpu__read_window(const cpu__call_t *call, const cpu__tensor_t *x,
+int32_t cpu__read_window(const cpu__call_t *call, const cpu__tensor_t *x,
                                 const cpu__tensor_t *y, cpu__win_t *w) {
     int64_t pads[2 * CPU__SPATIAL_MAX];
     uint32_t nk = 0, ns = 0, nd = 0, np = 0;
@@ -794,37 +779,18 @@ void cpu__conv_destroy(ses_drv_device_t *device, void *state) {
 }
 
 /*
- * Runs an f32 Conv through oneDNN when the driver chose it and the node fits: SES_DRV_OK when
- * done, SES_DRV_UNIMPLEMENTED when the caller should take the im2col path, another code (with a
- * message) when it failed.
+ * The convolution of @p sh through oneDNN, with the caller's tensors in @p layout
+ * (CPU__DNNL_X_BLOCKED, CPU__DNNL_YZ_BLOCKED: NchwcConv's) or dense (0), keeping oneDNN's cache
+ * in @p state: SES_DRV_OK when done, SES_DRV_UNIMPLEMENTED (no message) when oneDNN has no
+ * convolution for it, another code with a message when it failed.
  */
-static int32_t cpu__conv_dnnl(const cpu__call_t *call, const cpu__conv_shape_t *sh,
-                              const cpu__tensor_t *b, const cpu__tensor_t *z,
-                              const cpu__act_t *act) {
-    cpu__conv_state_t *state = call->state;
+static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *state,
+                                  const cpu__conv_shape_t *sh, const cpu__tensor_t *b,
+                                  const cpu__tensor_t *z, const cpu__act_t *act, uint32_t layout) {
     const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1];
     cpu__dnnl_conv_params_t p;
     char why[256];
 
-    if (!state || !call->device->conv_dnnl || x->dtype != SES_DRV_DTYPE_F32 ||
-        sh->w.n > CPU__DNNL_MAX_SPATIAL)
-        return SES_DRV_UNIMPLEMENTED;
-    /* Chosen, not forced: a filter of few taps (C/group x kernel) is little arithmetic per
-     * output, and oneDNN's reorder of Y back to nchw then costs more than it saves. The bench
-     * CNN's first layer (1 channel, 3x3: 9 taps, batch 64) takes 0.50-0.56 ms by im2col against
-     * 0.78-0.79 ms through oneDNN (0.27 of which is the convolution, the rest the reorder of Y)
-     * on 1 thread of the shared 2-core Xeon. Grouped convolutions (depthwise) are one small GEMM
-     * per group by im2col, so they always go to oneDNN. */
-    if (call->device->conv_mode == CPU__CONV_AUTO && sh->group == 1 && sh->kdim < 32)
-        return SES_DRV_UNIMPLEMENTED;
-    /* Nor a 1x1 filter with stride 1 and no pads, ungrouped: its im2col is the image itself, so
-     * that path is one GEMM per image straight from X into Y (oneDNN's sgemm on the pool), with
-     * no reorder either way. On 1 thread of the shared 2-core Xeon, squeezenet1_0 (mostly 1x1
-     * squeeze and expand layers) went from 13.8-14.3 to 12.7-12.9 ms and resnet50 from 63.8-65.2
-     * to 58.9-59.7 ms (session-run, medians of runs 2..N, the two alternated). */
-    if (call->device->conv_mode == CPU__CONV_AUTO && sh->group == 1 &&
-        cpu__col_is_image(&sh->w))
-        return SES_DRV_UNIMPLEMENTED;
     memset(&p, 0, sizeof p);
     p.spatial = sh->w.n;
     p.batch = sh->batch;
@@ -865,7 +831,7 @@ static int32_t cpu__conv_dnnl(const cpu__call_t *call, const cpu__conv_shape_t *
         default: return SES_DRV_UNIMPLEMENTED;
         }
     }
-    const uint32_t flags = (state->constant_inputs & 2u) ? CPU__DNNL_W_CONSTANT : 0;
+    const uint32_t flags = ((state->constant_inputs & 2u) ? CPU__DNNL_W_CONSTANT : 0) | layout;
     int32_t st = cpu__dnnl_conv(state->dnnl, &p, (const float *)(const void *)x->data,
                                 (const float *)(const void *)wt->data,
                                 b ? (const float *)(const void *)b->data : NULL,
@@ -875,6 +841,39 @@ static int32_t cpu__conv_dnnl(const cpu__call_t *call, const cpu__conv_shape_t *
     if (st == SES_DRV_OK || st == SES_DRV_UNIMPLEMENTED)
         return st;
     return cpu__call_fail(call, st, "%s", why);
+}
+
+/*
+ * Runs an f32 Conv through oneDNN when the driver chose it and the node fits: SES_DRV_OK when
+ * done, SES_DRV_UNIMPLEMENTED when the caller should take the im2col path, another code (with a
+ * message) when it failed.
+ */
+static int32_t cpu__conv_dnnl(const cpu__call_t *call, const cpu__conv_shape_t *sh,
+                              const cpu__tensor_t *b, const cpu__tensor_t *z,
+                              const cpu__act_t *act) {
+    const cpu__conv_state_t *state = call->state;
+    const cpu__tensor_t *x = &call->in[0];
+
+    if (!state || !call->device->conv_dnnl || x->dtype != SES_DRV_DTYPE_F32 ||
+        sh->w.n > CPU__DNNL_MAX_SPATIAL)
+        return SES_DRV_UNIMPLEMENTED;
+    /* Chosen, not forced: a filter of few taps (C/group x kernel) is little arithmetic per
+     * output, and oneDNN's reorder of Y back to nchw then costs more than it saves. The bench
+     * CNN's first layer (1 channel, 3x3: 9 taps, batch 64) takes 0.50-0.56 ms by im2col against
+     * 0.78-0.79 ms through oneDNN (0.27 of which is the convolution, the rest the reorder of Y)
+     * on 1 thread of the shared 2-core Xeon. Grouped convolutions (depthwise) are one small GEMM
+     * per group by im2col, so they always go to oneDNN. */
+    if (call->device->conv_mode == CPU__CONV_AUTO && sh->group == 1 && sh->kdim < 32)
+        return SES_DRV_UNIMPLEMENTED;
+    /* Nor a 1x1 filter with stride 1 and no pads, ungrouped: its im2col is the image itself, so
+     * that path is one GEMM per image straight from X into Y (oneDNN's sgemm on the pool), with
+     * no reorder either way. On 1 thread of the shared 2-core Xeon, squeezenet1_0 (mostly 1x1
+     * squeeze and expand layers) went from 13.8-14.3 to 12.7-12.9 ms and resnet50 from 63.8-65.2
+     * to 58.9-59.7 ms (session-run, medians of runs 2..N, the two alternated). */
+    if (call->device->conv_mode == CPU__CONV_AUTO && sh->group == 1 &&
+        cpu__col_is_image(&sh->w))
+        return SES_DRV_UNIMPLEMENTED;
+    return cpu__conv_dnnl_run(call, call->state, sh, b, z, act, 0);
 }
 
 /*
@@ -948,12 +947,15 @@ int32_t cpu__conv(const cpu__call_t *call) {
     return cpu__conv_forward(call, call->n_in == 3 ? &call->in[2] : NULL, NULL, NULL);
 }
 
-/* FusedConv: inputs X, W, then B and Z as has_bias and has_z say; Conv's pass, with Z and the
- * activation applied where the bias is added. */
-int32_t cpu__fused_conv(const cpu__call_t *call) {
+/*
+ * The fused convolutions' inputs: X, W, then B and Z as attributes has_bias and has_z say (a
+ * 3-input node's third is either), and the activation. *@p out_b and *@p out_z point at B and
+ * at @p z (filled) or are NULL.
+ */
+static int32_t cpu__fused_conv_inputs(const cpu__call_t *call, const cpu__tensor_t **out_b,
+                                      cpu__tensor_t *z, const cpu__tensor_t **out_z,
+                                      cpu__act_t *act) {
     int64_t has_bias, has_z;
-    cpu__tensor_t z;
-    cpu__act_t act;
     char why[160];
     int32_t st;
 
@@ -966,11 +968,90 @@ int32_t cpu__fused_conv(const cpu__call_t *call) {
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "%" PRIu32 " inputs, but has_bias is %" PRId64 " and has_z %" PRId64,
                               call->n_in, has_bias, has_z);
-    if (cpu__act_read(call->node, &act, why, sizeof why) != SES_DRV_OK)
+    if (cpu__act_read(call->node, act, why, sizeof why) != SES_DRV_OK)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "%s", why);
     if (has_z)
-        z = cpu__input(call, (uint32_t)(2 + has_bias));
-    return cpu__conv_forward(call, has_bias ? &call->in[2] : NULL, has_z ? &z : NULL, &act);
+        *z = cpu__input(call, (uint32_t)(2 + has_bias));
+    *out_b = has_bias ? &call->in[2] : NULL;
+    *out_z = has_z ? z : NULL;
+    return SES_DRV_OK;
+}
+
+/* FusedConv: inputs X, W, then B and Z as has_bias and has_z say; Conv's pass, with Z and the
+ * activation applied where the bias is added. */
+int32_t cpu__fused_conv(const cpu__call_t *call) {
+    const cpu__tensor_t *b = NULL, *zp = NULL;
+    cpu__tensor_t z;
+    cpu__act_t act;
+    int32_t st;
+
+    if ((st = cpu__fused_conv_inputs(call, &b, &z, &zp, &act)) != SES_DRV_OK)
+        return st;
+    return cpu__conv_forward(call, b, zp, &act);
+}
+
+/*
+ * NchwcConv: FusedConv with Y (and Z) in the NCHWc16 layout, [N, M/16, OH, OW, 16], and X either
+ * plain [N, C, H, W] (the first convolution of a blocked region, any C) or blocked
+ * [N, C/16, H, W, 16]. oneDNN reads X and writes Y where they are (nChw16c is its aBcd16b);
+ * there is no im2col path, so supports_node (cpu_nchwc.c) refuses the node where oneDNN is not
+ * loaded, and a launch that reaches here anyway fails saying why.
+ */
+int32_t cpu__nchwc_conv(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1], *y = &call->outs[0];
+    const cpu__tensor_t *b = NULL, *zp = NULL;
+    cpu__tensor_t z, xv, yv;
+    int64_t xd[4], yd[4];
+    cpu__conv_shape_t sh;
+    cpu__act_t act;
+    char a[96], c[96], o[96];
+    int32_t st;
+
+    if ((st = cpu__fused_conv_inputs(call, &b, &z, &zp, &act)) != SES_DRV_OK)
+        return st;
+    const int x_blocked = x->rank == 5;
+    if ((x->rank != 4 && !(x_blocked && x->dims[4] == 16)) || wt->rank != 4 || y->rank != 5 ||
+        y->dims[4] != 16)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "expected X [N, C, H, W] or [N, C/16, H, W, 16], W [M, C/group, "
+                              "kh, kw] and Y [N, M/16, OH, OW, 16]: X is %s, W is %s, Y is %s",
+                              cpu__format_dims(x->dims, x->rank, a, sizeof a),
+                              cpu__format_dims(wt->dims, wt->rank, c, sizeof c),
+                              cpu__format_dims(y->dims, y->rank, o, sizeof o));
+    /* The plain NCHW shapes the blocked tensors stand for: Conv's checks then apply as they are. */
+    xd[0] = x->dims[0], xd[1] = x_blocked ? x->dims[1] * 16 : x->dims[1];
+    xd[2] = x->dims[2], xd[3] = x->dims[3];
+    yd[0] = y->dims[0], yd[1] = y->dims[1] * 16, yd[2] = y->dims[2], yd[3] = y->dims[3];
+    xv = *x, xv.rank = 4, xv.dims = xd;
+    yv = *y, yv.rank = 4, yv.dims = yd;
+    if ((st = cpu__conv_check(call, &xv, wt, &yv, &sh)) != SES_DRV_OK)
+        return st;
+    if (b && (b->rank != 1 || b->dims[0] != sh.m))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "B must have one entry per filter (%" PRId64 "): B is %s", sh.m,
+                              cpu__format_dims(b->dims, b->rank, a, sizeof a));
+    if (zp && !cpu__same_shape(zp, y))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "Z must have Y's shape %s: Z is %s",
+                              cpu__format_dims(y->dims, y->rank, o, sizeof o),
+                              cpu__format_dims(zp->dims, zp->rank, a, sizeof a));
+    if (y->count == 0)
+        return SES_DRV_OK;
+    if (!call->device->conv_dnnl || x->dtype != SES_DRV_DTYPE_F32)
+        return cpu__call_fail(call, SES_DRV_UNIMPLEMENTED, "runs only through oneDNN, %s",
+                              call->device->conv_dnnl ? "at f32"
+                                                      : "which this device does not use");
+    /* A host that made no per-node state (create is the host's to call) gets a cache for this
+     * launch alone: the primitive is built and dropped again, slow but right. */
+    cpu__conv_state_t launch_state = {0};
+    cpu__conv_state_t *state = call->state ? call->state : &launch_state;
+    st = cpu__conv_dnnl_run(call, state, &sh, b, zp, &act,
+                            (x_blocked ? CPU__DNNL_X_BLOCKED : 0) | CPU__DNNL_YZ_BLOCKED);
+    cpu__dnnl_conv_cache_destroy(launch_state.dnnl);
+    if (st == SES_DRV_UNIMPLEMENTED)
+        return cpu__call_fail(call, st, "oneDNN has no convolution for X %s, W %s, group %" PRId64,
+                              cpu__format_dims(x->dims, x->rank, a, sizeof a),
+                              cpu__format_dims(wt->dims, wt->rank, c, sizeof c), sh.group);
+    return st;
 }
 
 /* ConvGrad: inputs dy, X, W; input 0 gives dX (col2im of W^T dy), 1 gives dW (dy col^T). */
@@ -1149,18 +1230,12 @@ static void cpu__pool_plane(const cpu__pool_job_t *j, int64_t plane) {
  * input) are computed in one pass over the row per kernel tap, without bounds checks, which the
  * compiler vectorizes over the output columns; the border columns check each tap. Each output
  * element still meets its taps in the generic path's order (kernel rows, then columns), so a
- * max picks the same element, and f64 sums add in the same order as before.
+ * max picks the same element, and f64 sums add in the same order as before. The geometry
+ * (cpu__pool2d_t) is in cpu_internal.h: the NCHWc16 pools (cpu_nchwc.c) share it.
  */
-typedef struct cpu__pool2d {
-    int64_t h, w, oh, ow;     /* input and output rows and columns */
-    int64_t kh, kw, sh, sw;   /* kernel, strides */
-    int64_t dh, dw, ph, pw;   /* dilations, begin pads */
-    int64_t peh, pew;         /* end pads */
-    int64_t lo, hi;           /* interior output columns */
-} cpu__pool2d_t;
 
 /* The interior columns: ow * sw - pw >= 0 and ow * sw - pw + (kw - 1) * dw < w. */
-static void cpu__pool2d_init(const cpu__win_t *w, cpu__pool2d_t *g) {
+void cpu__pool2d_init(const cpu__win_t *w, cpu__pool2d_t *g) {
     g->h = w->in[0], g->w = w->in[1], g->oh = w->out[0], g->ow = w->out[1];
     g->kh = w->k[0], g->kw = w->k[1], g->sh = w->s[0], g->sw = w->s[1];
     g->dh = w->d[0], g->dw = w->d[1], g->ph = w->pb[0], g->pw = w->pb[1];
@@ -1176,8 +1251,7 @@ static void cpu__pool2d_init(const cpu__win_t *w, cpu__pool2d_t *g) {
         g->hi = g->lo;
 }
 
-/* Along one axis from @p start: the taps inside [0, n) and inside the padded [-pb, n + pe). */
-static void cpu__pool2d_count(int64_t start, int64_t k, int64_t d, int64_t n, int64_t pb,
+void cpu__pool2d_count(int64_t start, int64_t k, int64_t d, int64_t n, int64_t pb,
                               int64_t pe, int64_t *out_valid, int64_t *out_padded) {
     int64_t valid = 0, padded = 0;
     for (int64_t i = 0; i < k; i++) {
@@ -1188,12 +1262,6 @@ static void cpu__pool2d_count(int64_t start, int64_t k, int64_t d, int64_t n, in
     *out_valid = valid;
     *out_padded = padded;
 }
-
-/*
- * The max keeps NaN: a NaN tap replaces the running value, and nothing replaces a NaN (v > NaN is
- * false). Otherwise the first of equal values stays (strict >), as in the generic path.
- */
-#define CPU__MAXNAN(m, v) ((v) > (m) || (v) != (v) ? (v) : (m))
 
 #define CPU__POOL2D_DEFINE(T, SUFFIX)                                                              \
     static void cpu__maxpool2d_##SUFFIX(const cpu__pool2d_t *g, const T *restrict x,              \

@@ -58,6 +58,10 @@ void *cpu__dnnl_handle(void) {
     return NULL;
 }
 
+int cpu__dnnl_native_16c(void) {
+    return 0;
+}
+
 int32_t cpu__dnnl_conv_cache_create(cpu__dnnl_conv_cache_t **out_cache) {
     *out_cache = NULL;
     return SES_DRV_OK;
@@ -236,6 +240,16 @@ void *cpu__dnnl_handle(void) {
     return cpu_dnnl.loaded ? cpu_dnnl.handle : NULL;
 }
 
+/* AVX-512's vectors hold 16 floats; oneDNN's avx2_vnni sits above avx512_core in the enum's
+ * order but has 8-float vectors. */
+static int cpu__dnnl_wide(dnnl_cpu_isa_t isa) {
+    return isa >= dnnl_cpu_isa_avx512_core && isa != dnnl_cpu_isa_avx2_vnni;
+}
+
+int cpu__dnnl_native_16c(void) {
+    return cpu_dnnl.loaded && cpu__dnnl_wide(cpu_dnnl.dnnl_get_effective_cpu_isa());
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The cache
  * ------------------------------------------------------------------------------------------- */
@@ -258,7 +272,8 @@ struct cpu__dnnl_conv_cache {
     int built;
     cpu__dnnl_conv_params_t p;
     int activation, has_b, has_z;
-    int threads; /* the OpenMP thread count they were built under */
+    uint32_t layout; /* CPU__DNNL_X_BLOCKED and CPU__DNNL_YZ_BLOCKED of the caller's tensors */
+    int threads;     /* the OpenMP thread count they were built under */
     float alpha, beta;
     /* The convolution and its layouts. */
     dnnl_primitive_t conv;
@@ -366,10 +381,26 @@ static dnnl_format_tag_t cpu__dnnl_plain_tag(int rank) {
     }
 }
 
+/* The channel-blocked-by-16 tag for @p rank dims (nCw16c, nChw16c, nCdhw16c). */
+static dnnl_format_tag_t cpu__dnnl_blocked16_tag(int rank) {
+    switch (rank) {
+        case 3:
+            return dnnl_aBc16b;
+        case 4:
+            return dnnl_aBcd16b;
+        case 5:
+            return dnnl_aBcde16b;
+        default:
+            return dnnl_format_tag_undef;
+    }
+}
+
 static int cpu__dnnl_same_params(const cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
-                                 int activation, float alpha, float beta, int has_b, int has_z) {
+                                 int activation, float alpha, float beta, int has_b, int has_z,
+                                 uint32_t layout) {
     return c->built && memcmp(&c->p, p, sizeof *p) == 0 && c->activation == activation &&
-           c->alpha == alpha && c->beta == beta && c->has_b == has_b && c->has_z == has_z;
+           c->alpha == alpha && c->beta == beta && c->has_b == has_b && c->has_z == has_z &&
+           c->layout == layout;
 }
 
 #define CPU__DNNL_CHECK(call, what)                                                   \
@@ -403,7 +434,7 @@ static dnnl_status_t cpu__dnnl_reorder(const dnnl_memory_desc_t *from, const dnn
 /* Builds the primitives, memory objects and buffers for @p p. */
 static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
                                int activation, float alpha, float beta, int has_b, int has_z,
-                               char *why, size_t why_size) {
+                               uint32_t layout, char *why, size_t why_size) {
     const cpu__dnnl_lib_t *l = &cpu_dnnl;
     const int n = (int)p->spatial, grouped = p->group > 1;
     dnnl_dims_t sd, wd, dd, bd, strides, dilates, pl, pr;
@@ -435,11 +466,16 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
         pr[i] = p->pads_end[i];
     }
     const int rank = n + 2;
-    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&c->src_user, rank, sd, dnnl_f32,
-                                                    cpu__dnnl_plain_tag(rank)),
+    /* The caller's layouts: dense, or channels blocked by 16 (the NCHWc16 tensors). */
+    const int x_blocked = (layout & CPU__DNNL_X_BLOCKED) != 0;
+    const int yz_blocked = (layout & CPU__DNNL_YZ_BLOCKED) != 0;
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(
+                        &c->src_user, rank, sd, dnnl_f32,
+                        x_blocked ? cpu__dnnl_blocked16_tag(rank) : cpu__dnnl_plain_tag(rank)),
                     "the source's descriptor");
-    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&c->dst_user, rank, dd, dnnl_f32,
-                                                    cpu__dnnl_plain_tag(rank)),
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(
+                        &c->dst_user, rank, dd, dnnl_f32,
+                        yz_blocked ? cpu__dnnl_blocked16_tag(rank) : cpu__dnnl_plain_tag(rank)),
                     "the destination's descriptor");
     CPU__DNNL_CHECK(
         l->dnnl_memory_desc_init_by_tag(&c->w_user, wr, wd, dnnl_f32, cpu__dnnl_plain_tag(wr)),
@@ -506,21 +542,26 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
      * with 1 OpenMP thread the blocked path's steps take 0.27 + 0.43-0.51 ms and 0.12 + 2.51 +
      * 0.26 ms). So that is
      * tried first, and everything left to oneDNN when it has no implementation for that or only
-     * a GEMM or reference one. Source and weights are always its choice.
+     * a GEMM or reference one. Source and weights are its choice, except that a source the
+     * caller holds blocked by 16 is asked for as it is (so it is read in place, no reorder).
+     * A caller's blocked-by-16 destination is asked for as it is whatever the ISA: then Y is
+     * written in place.
      */
-    const dnnl_cpu_isa_t isa = l->dnnl_get_effective_cpu_isa();
-    const int wide = isa >= dnnl_cpu_isa_avx512_core && isa != dnnl_cpu_isa_avx2_vnni;
+    const int wide = cpu__dnnl_wide(l->dnnl_get_effective_cpu_isa());
     const dnnl_format_tag_t blocked[3] = {wide ? dnnl_aBc16b : dnnl_aBc8b,
                                           wide ? dnnl_aBcd16b : dnnl_aBcd8b,
                                           wide ? dnnl_aBcde16b : dnnl_aBcde8b};
     for (int attempt = 0; attempt < 2 && !pd; attempt++) {
         dnnl_memory_desc_t dst_want;
+        const dnnl_format_tag_t dst_tag =
+            yz_blocked ? cpu__dnnl_blocked16_tag(rank) : blocked[n - 1];
         CPU__DNNL_CHECK(
             l->dnnl_memory_desc_init_by_tag(&dst_want, rank, dd, dnnl_f32,
-                                            attempt == 0 ? blocked[n - 1] : dnnl_format_tag_any),
+                                            attempt == 0 ? dst_tag : dnnl_format_tag_any),
             "the destination's descriptor");
         s = l->dnnl_dilated_convolution_forward_desc_init(
-            &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_any, &w_any,
+            &cd, dnnl_forward_inference, dnnl_convolution_direct,
+            attempt == 0 && x_blocked ? &c->src_user : &src_any, &w_any,
             has_b ? &c->bias_md : NULL, &dst_want, strides, dilates, pl, pr);
         if (s != dnnl_success) {
             snprintf(why, why_size, "oneDNN refuses the convolution's parameters (status %d)",
@@ -609,6 +650,7 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
     c->beta = beta;
     c->has_b = has_b;
     c->has_z = has_z;
+    c->layout = layout;
     c->built = 1;
     l->dnnl_primitive_desc_destroy(pd);
     l->dnnl_post_ops_destroy(po);
@@ -649,6 +691,14 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t 
         snprintf(why, why_size, "oneDNN takes 1 to 3 spatial dims of positive sizes");
         return SES_DRV_UNIMPLEMENTED;
     }
+    if (((flags & CPU__DNNL_X_BLOCKED) && p->in_channels % 16 != 0) ||
+        ((flags & CPU__DNNL_YZ_BLOCKED) && p->out_channels % 16 != 0)) {
+        snprintf(why, why_size,
+                 "channels blocked by 16 must be a multiple of 16: %" PRId64 " in, %" PRId64
+                 " out",
+                 p->in_channels, p->out_channels);
+        return SES_DRV_INVALID_ARGUMENT;
+    }
     /* oneDNN runs on OpenMP's threads, as many as the calling thread's OpenMP setting says:
      * never more than the device's pool, whose cores they share. The setting must hold when
      * the primitive is created too: oneDNN's jit kernels split their work for the thread count
@@ -659,10 +709,11 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t 
     if (l->omp_set_num_threads)
         l->omp_set_num_threads(nthr);
     const int has_b = b != NULL, has_z = z != NULL;
-    if ((!cpu__dnnl_same_params(c, p, activation, alpha, beta, has_b, has_z) ||
+    const uint32_t layout = flags & (CPU__DNNL_X_BLOCKED | CPU__DNNL_YZ_BLOCKED);
+    if ((!cpu__dnnl_same_params(c, p, activation, alpha, beta, has_b, has_z, layout) ||
          c->threads != nthr) &&
-        (st = cpu__dnnl_build(c, p, activation, alpha, beta, has_b, has_z, why, why_size)) !=
-            SES_DRV_OK)
+        (st = cpu__dnnl_build(c, p, activation, alpha, beta, has_b, has_z, layout, why,
+                              why_size)) != SES_DRV_OK)
         return st;
     c->threads = nthr;
 

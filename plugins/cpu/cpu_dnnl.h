@@ -45,6 +45,12 @@ enum cpu__dnnl_activation {
     1u /* w holds the same bytes at this address for every call on this \
           cache (the host's constant_inputs bit, DRV-85): its reordered \
           copy is kept and reused while the address stays the same */
+/* x is held channel-blocked by 16 (oneDNN's nChw16c, aBcd16b in 2-D): [batch, in_channels / 16,
+ * in..., 16], in_channels a multiple of 16. Pointed at directly where oneDNN takes that layout. */
+#define CPU__DNNL_X_BLOCKED 2u
+/* y and z are held channel-blocked by 16 likewise: [batch, out_channels / 16, out..., 16],
+ * out_channels a multiple of 16 (the NchwcConv of the NCHWc16 layout, plugins/cpu/cpu_nchwc.c). */
+#define CPU__DNNL_YZ_BLOCKED 4u
 
 /**
  * One convolution's parameters, in ONNX's terms. X is [batch, in_channels, in...], W is
@@ -88,6 +94,13 @@ const char *cpu__dnnl_describe(void);
 void *cpu__dnnl_handle(void);
 
 /**
+ * Non-zero when oneDNN is loaded and dispatches to AVX-512 (avx512_core or above), where blocks
+ * of 16 channels are its native layout: what the NCHWc16 ops (NchwcConv) ask for. On AVX2 its
+ * kernels block by 8, and a 16-blocked tensor would be reordered at every convolution.
+ */
+int cpu__dnnl_native_16c(void);
+
+/**
  * Non-zero when oneDNN's convolution takes these parameters: 1 to 3 spatial dims, positive
  * sizes, channels divisible by group. Cheap; loads nothing.
  */
@@ -106,7 +119,10 @@ void cpu__dnnl_conv_cache_destroy(cpu__dnnl_conv_cache_t *cache);
  * Y = act(conv(X, W) + B + Z) with oneDNN, on at most @p threads threads (OpenMP's, not the
  * driver's pool: oneDNN brings its own). @p b and @p z may be NULL (no bias, no sum); @p z may
  * be @p y itself. @p activation is an enum cpu__dnnl_activation, @p alpha and @p beta its
- * parameters. @p flags: CPU__DNNL_W_CONSTANT or 0. Call cpu__dnnl_load first.
+ * parameters. @p flags: CPU__DNNL_W_CONSTANT, CPU__DNNL_X_BLOCKED, CPU__DNNL_YZ_BLOCKED or 0
+ * (the blocked layouts are aBc16b, aBcd16b or aBcde16b by the spatial rank; the channels they
+ * block must be multiples of 16). Call
+ * cpu__dnnl_load first.
  *
  * Returns SES_DRV_OK; SES_DRV_UNAVAILABLE when oneDNN is not loaded; SES_DRV_UNIMPLEMENTED when
  * oneDNN has no implementation for these parameters (the caller may fall back to another

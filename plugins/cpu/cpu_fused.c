@@ -155,8 +155,9 @@ int32_t cpu__fused_supports(ses_drv_device_t *device, const ses_drv_node_t *node
     if (!node || !node->attr)
         return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "supports_node: node is NULL");
     if (cpu__act_read(node, &act, why, sizeof why) != SES_DRV_OK)
-        return cpu__device_fail(device, SES_DRV_UNIMPLEMENTED, "%s", why);
-    if (strcmp(node->op, "FusedConv") == 0) {
+        return cpu__device_fail(device, SES_DRV_UNIMPLEMENTED, "%s \"%s\": %s", node->op,
+                                node->name ? node->name : "", why);
+    if (strcmp(node->op, "FusedConv") == 0 || strcmp(node->op, "NchwcConv") == 0) {
         uint64_t count = 1;
         int64_t has_bias = 0, has_z = 0;
         if (node->attr(node, "has_bias", SES_DRV_ATTR_INT, &count, &has_bias) != SES_DRV_OK)
@@ -166,9 +167,10 @@ int32_t cpu__fused_supports(ses_drv_device_t *device, const ses_drv_node_t *node
             has_z = 0;
         if ((int64_t)node->n_inputs != 2 + (has_bias != 0) + (has_z != 0))
             return cpu__device_fail(device, SES_DRV_UNIMPLEMENTED,
-                                    "FusedConv with %" PRIu32 " inputs, has_bias %" PRId64
+                                    "%s \"%s\": %" PRIu32 " inputs, has_bias %" PRId64
                                     " and has_z %" PRId64 " do not agree",
-                                    node->n_inputs, has_bias, has_z);
+                                    node->op, node->name ? node->name : "", node->n_inputs,
+                                    has_bias, has_z);
     }
     return SES_DRV_OK;
 }

@@ -381,6 +381,13 @@ enum cpu__op {
     /* The fused ops (cpu_fused.c, FusedConv's body in cpu_cnn.c), general entries */
     CPU__OP_FUSEDCONV,
     CPU__OP_FUSEDGEMM,
+    /* The NCHWc16 ops (cpu_nchwc.c, NchwcConv's body in cpu_cnn.c), general entries */
+    CPU__OP_NCHWC_CONV,
+    CPU__OP_NCHWC_MAXPOOL,
+    CPU__OP_NCHWC_AVGPOOL,
+    CPU__OP_NCHWC_GLOBALAVGPOOL,
+    CPU__OP_NCHWC_GLOBALMAXPOOL,
+    CPU__OP_NCHWC_REORDER_OUTPUT,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -771,9 +778,54 @@ int32_t cpu__reduce_grad(const cpu__call_t *call);      /* ReduceGrad */
 int32_t cpu__gather_grad(const cpu__call_t *call);      /* GatherGrad */
 int32_t cpu__slice_grad(const cpu__call_t *call);       /* SliceGrad */
 
+/* cpu_cnn.c: the sliding window of the convolutions and pools, shared with cpu_nchwc.c */
+#define CPU__SPATIAL_MAX (CPU__MAX_RANK - 2)
+
+/** A convolution's or pool's window, one entry per spatial dim, as the host normalized it. */
+typedef struct cpu__win {
+    uint32_t n; /* spatial dims */
+    int64_t k[CPU__SPATIAL_MAX], s[CPU__SPATIAL_MAX], d[CPU__SPATIAL_MAX];
+    int64_t pb[CPU__SPATIAL_MAX], pe[CPU__SPATIAL_MAX];
+    int64_t in[CPU__SPATIAL_MAX], out[CPU__SPATIAL_MAX];
+    int64_t k_count, in_count, out_count; /* products over the spatial dims */
+} cpu__win_t;
+
+/**
+ * Reads the window of a pool or convolution from @p x ([N, C, in...]) to @p y ([N, M, out...]):
+ * ranks agree, at least 3 and at most CPU__MAX_RANK, N agrees, and the four attributes
+ * (kernel_shape, strides, dilations, pads) have one entry (pads two) per spatial dim, kernel,
+ * strides and dilations >= 1 and pads >= 0. Messages name the node and the values.
+ */
+int32_t cpu__read_window(const cpu__call_t *call, const cpu__tensor_t *x, const cpu__tensor_t *y,
+                         cpu__win_t *w);
+
+/** A 2-D pool's geometry: cpu__win_t's two spatial dims, and the interior output columns. */
+typedef struct cpu__pool2d {
+    int64_t h, w, oh, ow;   /* input and output rows and columns */
+    int64_t kh, kw, sh, sw; /* kernel, strides */
+    int64_t dh, dw, ph, pw; /* dilations, begin pads */
+    int64_t peh, pew;       /* end pads */
+    int64_t lo, hi;         /* interior output columns: windows wholly inside the input's width */
+} cpu__pool2d_t;
+
+/** Fills @p g from a window of two spatial dims. */
+void cpu__pool2d_init(const cpu__win_t *w, cpu__pool2d_t *g);
+
+/** Along one axis from @p start: the taps inside [0, n) and inside the padded [-pb, n + pe). */
+void cpu__pool2d_count(int64_t start, int64_t k, int64_t d, int64_t n, int64_t pb, int64_t pe,
+                       int64_t *out_valid, int64_t *out_padded);
+
+/*
+ * MaxPool's max keeps NaN: a NaN tap replaces the running value, and nothing replaces a NaN
+ * (v > NaN is false). Otherwise the first of equal values stays (strict >). Shared by the NCHWc16
+ * pools so that they give MaxPool's numbers.
+ */
+#define CPU__MAXNAN(m, v) ((v) > (m) || (v) != (v) ? (v) : (m))
+
 /* cpu_cnn.c (general entries) */
 int32_t cpu__conv(const cpu__call_t *call);              /* Conv */
 int32_t cpu__fused_conv(const cpu__call_t *call);        /* FusedConv */
+int32_t cpu__nchwc_conv(const cpu__call_t *call);        /* NchwcConv (oneDNN only) */
 int32_t cpu__conv_grad(const cpu__call_t *call);         /* ConvGrad */
 /**
  * Conv's per-node state: the host's constant-input bits (DRV-85) and, made at the first f32
@@ -800,7 +852,20 @@ int32_t cpu__optimizer(const cpu__call_t *call); /* SGD Momentum Adam, in place 
 /* cpu_fused.c */
 int32_t cpu__fused_gemm(const cpu__call_t *call); /* FusedGemm (general entry) */
 /** supports_node of FusedConv and FusedGemm: refuses an activation this driver does not apply
- *  and a FusedConv whose inputs disagree with has_bias and has_z. */
+ *  and a FusedConv (or NchwcConv) whose inputs disagree with has_bias and has_z. */
 int32_t cpu__fused_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+
+/* cpu_nchwc.c: the NCHWc16 layout's ops (general entries with a supports_node). Tensors are
+ * [N, C/16, H, W, 16], channel c of pixel (n, h, w) at [n, c/16, h, w, c%16]. */
+int32_t cpu__nchwc_pool(const cpu__call_t *call);           /* NchwcMaxPool NchwcAveragePool */
+int32_t cpu__nchwc_global_pool(const cpu__call_t *call);    /* NchwcGlobal{Average,Max}Pool */
+int32_t cpu__nchwc_reorder_output(const cpu__call_t *call); /* NchwcReorderOutput */
+/**
+ * supports_node of the six NCHWc16 ops: f32 only, ranks and dims[4] == 16 as the layout says,
+ * 2-D windows, one output, MaxPool's storage_order 0; NchwcConv also needs oneDNN loaded on an
+ * AVX-512 ISA and driver.cpu.conv not im2col. SES_DRV_UNIMPLEMENTED naming the node and the
+ * value at fault otherwise.
+ */
+int32_t cpu__nchwc_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
 
 #endif /* SES_CPU_INTERNAL_H */

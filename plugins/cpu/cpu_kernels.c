@@ -343,6 +343,27 @@ CPU__KERNELS(CPU__DEFINE)
     G(Shape_##T, "Shape", #T "->i64", cpu__shape, CPU__OP_SHAPE, 0, 1, CPU__T1(T), 1,             \
       SES_DRV_DTYPE_I64, 0)
 
+/* The NCHWc16 ops at f32 (cpu_nchwc.c; NchwcConv's body in cpu_cnn.c): X [N, C/16, H, W, 16]
+ * (NchwcConv's X may also be plain [N, C, H, W]), NchwcConv with B and Z as FusedConv. Their
+ * entries have a supports_node (cpu__nchwc_supports). */
+#define CPU__G_NCHWC(G, T)                                                                        \
+    G(NchwcConv_##T, "NchwcConv", #T "," #T "->" #T, cpu__nchwc_conv, CPU__OP_NCHWC_CONV, 0, 2,   \
+      CPU__T2(T), 1, CPU__DT_##T, 0)                                                              \
+    G(NchwcConv3_##T, "NchwcConv", #T "," #T "," #T "->" #T, cpu__nchwc_conv,                     \
+      CPU__OP_NCHWC_CONV, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)                                    \
+    G(NchwcConv4_##T, "NchwcConv", #T "," #T "," #T "," #T "->" #T, cpu__nchwc_conv,              \
+      CPU__OP_NCHWC_CONV, 0, 4, CPU__T4(T), 1, CPU__DT_##T, 0)                                    \
+    G(NchwcMaxPool_##T, "NchwcMaxPool", #T "->" #T, cpu__nchwc_pool, CPU__OP_NCHWC_MAXPOOL, 0, 1, \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(NchwcAveragePool_##T, "NchwcAveragePool", #T "->" #T, cpu__nchwc_pool,                      \
+      CPU__OP_NCHWC_AVGPOOL, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)                                 \
+    G(NchwcGlobalAveragePool_##T, "NchwcGlobalAveragePool", #T "->" #T, cpu__nchwc_global_pool,   \
+      CPU__OP_NCHWC_GLOBALAVGPOOL, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)                           \
+    G(NchwcGlobalMaxPool_##T, "NchwcGlobalMaxPool", #T "->" #T, cpu__nchwc_global_pool,           \
+      CPU__OP_NCHWC_GLOBALMAXPOOL, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)                           \
+    G(NchwcReorderOutput_##T, "NchwcReorderOutput", #T "->" #T, cpu__nchwc_reorder_output,        \
+      CPU__OP_NCHWC_REORDER_OUTPUT, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -355,6 +376,8 @@ CPU__KERNELS(CPU__DEFINE)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
+/* The NCHWc16 entries (last), f32 only: general entries with a supports_node. */
+#define CPU__NCHWC_KERNELS(G) CPU__G_NCHWC(G, f32)
 
 #define CPU__LIST(...) __VA_ARGS__
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
@@ -377,6 +400,7 @@ CPU__KERNELS(CPU__DEFINE)
 
 CPU__GENERAL_KERNELS(CPU__DEFINE_GENERAL)
 CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
+CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 
 /* Second expansion: the table. */
 #define CPU__ENTRY(id, OP, SIG, BODY, ...)                          \
@@ -398,6 +422,10 @@ CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE(BODY, what) CPU__GSTATE_##BODY(what)
 #define CPU__GSTATE_cpu__conv(what) cpu__conv_##what
 #define CPU__GSTATE_cpu__fused_conv(what) cpu__conv_##what
+#define CPU__GSTATE_cpu__nchwc_conv(what) cpu__conv_##what
+#define CPU__GSTATE_cpu__nchwc_pool(what) NULL
+#define CPU__GSTATE_cpu__nchwc_global_pool(what) NULL
+#define CPU__GSTATE_cpu__nchwc_reorder_output(what) NULL
 #define CPU__GSTATE_cpu__fused_gemm(what) NULL
 #define CPU__GSTATE_cpu__sce_loss(what) NULL
 #define CPU__GSTATE_cpu__sce_grad(what) NULL
@@ -418,6 +446,8 @@ CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)
 #define CPU__FUSED_ENTRY(id, OP, SIG, BODY, ...) \
     CPU__GENTRY(id, OP, SIG, BODY, cpu__fused_supports)
+#define CPU__NCHWC_ENTRY(id, OP, SIG, BODY, ...) \
+    CPU__GENTRY(id, OP, SIG, BODY, cpu__nchwc_supports)
 #define CPU__GENTRY(id, OP, SIG, BODY, SUPPORTS) \
     {                                            \
         .struct_size = sizeof(ses_drv_kernel_t), \
@@ -431,8 +461,9 @@ CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
         .compute = cpu__compute_##id,            \
     },
 
-static const ses_drv_kernel_t cpu_kernels[] = {CPU__KERNELS(CPU__ENTRY) CPU__GENERAL_KERNELS(
-    CPU__GENERAL_ENTRY) CPU__FUSED_KERNELS(CPU__FUSED_ENTRY)};
+static const ses_drv_kernel_t cpu_kernels[] = {
+    CPU__KERNELS(CPU__ENTRY) CPU__GENERAL_KERNELS(CPU__GENERAL_ENTRY)
+        CPU__FUSED_KERNELS(CPU__FUSED_ENTRY) CPU__NCHWC_KERNELS(CPU__NCHWC_ENTRY)};
 
 int32_t cpu__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
                          uint32_t *out_count, uint32_t *out_stride) {

@@ -243,6 +243,12 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_GEMM:
     case CPU__OP_FUSEDGEMM:
     case CPU__OP_FUSEDCONV:
+    case CPU__OP_NCHWC_CONV:
+    case CPU__OP_NCHWC_MAXPOOL:
+    case CPU__OP_NCHWC_AVGPOOL:
+    case CPU__OP_NCHWC_GLOBALAVGPOOL:
+    case CPU__OP_NCHWC_GLOBALMAXPOOL:
+    case CPU__OP_NCHWC_REORDER_OUTPUT:
     case CPU__OP_REDUCESUM:
     case CPU__OP_REDUCEMAX:
     case CPU__OP_REDUCEMEAN:

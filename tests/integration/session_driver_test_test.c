@@ -43,8 +43,17 @@ static void the_cpu_driver_passes_every_check_and_kernel(void **state) {
     assert_true(line_containing(r.output, "round trip h2d, d2d, d2h: 0 bytes", line, sizeof line));
     assert_true(line_containing(r.output, "kernels: ", line, sizeof line));
     /* Every kernel is checked, the in-place optimizers too (their variables compared after a
-     * step). */
-    assert_non_null(strstr(line, " 0 failed, 0 skipped"));
+     * step), except, for now, the NCHWc16 ops' (issue #20): the suite builds its cases as
+     * libsession graphs, and their schemas come with the host side of the layout pass. A kernel
+     * skipped for any other reason fails. */
+    assert_non_null(strstr(line, " 0 failed, "));
+    for (const char *p = strstr(r.output, "SKIP  kernel"); p; p = strstr(p + 1, "SKIP  kernel")) {
+        char skipped[1024];
+        line_containing(p, "SKIP  kernel", skipped, sizeof skipped);
+        if (strncmp(skipped, "SKIP  kernel  Nchwc", 19) != 0 ||
+            !strstr(skipped, "is it in libsession's op set?"))
+            fail_msg("a kernel was skipped: %s", skipped);
+    }
     assert_true(line_containing(r.output, "kernel  Adam f32,f32,f32,f32,f32,f32->", line,
                                 sizeof line));
     assert_true(strncmp(line, "PASS", 4) == 0);

@@ -12,8 +12,8 @@
  *                                             W [M, C/group, kh, kw], Z and Y NCHWc16
  *   NchwcMaxPool(X; as MaxPool)               NchwcMaxPool (X; window), 2-D, Y only
  *   NchwcAveragePool(X; as AveragePool)       NchwcAveragePool (X; window, count_include_pad)
- *   NchwcGlobalAveragePool(X)                 ReduceMean (axes 2, 3; keepdims 1)
- *   NchwcGlobalMaxPool(X)                     ReduceMax (axes 2, 3; keepdims 1)
+ *   NchwcGlobalAveragePool(X)                 NchwcGlobalAveragePool (X): [N, Cb, 1, 1, 16]
+ *   NchwcGlobalMaxPool(X)                     NchwcGlobalMaxPool (X)
  *   NchwcReorderOutput(X)                     NchwcReorderOutput (X): NCHWc16 -> NCHW
  *
  * Each is inferred as its plain op on the NCHW view of its blocked tensors, whose checks and
@@ -111,27 +111,20 @@ ses_status_t ses__infer_nchwc_pool(ses__infer_ctx_t *ctx) {
 }
 
 ses_status_t ses__infer_nchwc_global_pool(ses__infer_ctx_t *ctx) {
-    const int64_t axes[2] = {2, 3};
     ses_status_t st = check_blocked(ctx, 0, "X");
 
-    if (st != SES_OK) return st;
-    if (strcmp(ctx->op, "NchwcGlobalMaxPool") == 0) {
-        if (ctx->inputs[0].dims[2] == 0 || ctx->inputs[0].dims[3] == 0)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "the max of an empty window is undefined: X is %s",
-                                ses__tstr(&ctx->inputs[0]).s);
-        ctx->kernel_op = "ReduceMax";
-    } else {
-        ctx->kernel_op = "ReduceMean";
-    }
-    st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);
-    if (st != SES_OK) return st;
+    if (st == SES_OK)
+        st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);
+    if (st != SES_OK)
+        return st;
+    if (strcmp(ctx->op, "NchwcGlobalMaxPool") == 0 &&
+        (ctx->inputs[0].dims[2] == 0 || ctx->inputs[0].dims[3] == 0))
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "the max of an empty window is undefined: X is %s",
+                            ses__tstr(&ctx->inputs[0]).s);
     ctx->outputs[0] = ctx->inputs[0];
     ctx->outputs[0].dims[2] = ctx->outputs[0].dims[3] = 1;
-    ctx->kernel_inputs = 0x1;
-    st = ses__attrs_set_ints(&ctx->kernel_attrs, "axes", axes, 2);
-    if (st == SES_OK) st = ses__attrs_set_int(&ctx->kernel_attrs, "keepdims", 1);
-    return st;
+    return SES_OK;
 }
 
 ses_status_t ses__infer_nchwc_reorder_output(ses__infer_ctx_t *ctx) {

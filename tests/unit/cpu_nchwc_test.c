@@ -1,0 +1,1037 @@
+/*
+ * Unit tests of the CPU driver's NCHWc16 kernels (plugins/cpu/cpu_nchwc.c, NchwcConv in
+ * cpu_cnn.c), driven through the ABI as the host drives them: dlopen the module, negotiate, open
+ * the device, find each kernel by op and signature, ask its supports_node, create its state,
+ * compute.
+ *
+ * Each op is checked against the driver's own plain op run on the NCHW tensor: NchwcConv against
+ * FusedConv, the pools against MaxPool and AveragePool (bit for bit), the global pools against
+ * ReduceMax and ReduceMean over axes 2 and 3 (what the host lowers GlobalMaxPool and
+ * GlobalAveragePool to), NchwcReorderOutput against the reference reorder written here. A
+ * blocked tensor is [N, C/16, H, W, 16], channel c of pixel (n, h, w) at [n, c/16, h, w, c%16].
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <session/driver.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#ifndef SES_CPU_DRIVER_PATH
+#error "compile with -DSES_CPU_DRIVER_PATH=\"/path/to/ses_cpu.so\""
+#endif
+
+#include "../support/test_host.h"
+
+#define F32 SES_DRV_DTYPE_F32
+#define F64 SES_DRV_DTYPE_F64
+#define MAX_RANK 6
+#define MAX_IN 4
+
+/* ---------------------------------------------------------------------------------------------
+ * A host whose get_option answers the options the tests set.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct nchwc_host_ctx {
+    struct ses_drv_host_ctx base; /* first: the test host's error entry writes here */
+    const char *conv;             /* driver.cpu.conv; NULL when unset */
+} nchwc_host_ctx_t;
+
+static int32_t nchwc_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
+                                uint64_t buffer_size, uint64_t *out_size) {
+    const nchwc_host_ctx_t *h = (const nchwc_host_ctx_t *)(const void *)ctx;
+    /* Two threads, so that the pools' rows are split; workers that never spin, since the test
+     * machines' cores are shared. */
+    const char *value = strcmp(key, "driver.cpu.conv") == 0      ? h->conv
+                        : strcmp(key, "driver.cpu.threads") == 0 ? "2"
+                        : strcmp(key, "driver.cpu.spin_us") == 0 ? "0"
+                                                                 : NULL;
+    if (!value)
+        return SES_DRV_NOT_FOUND;
+    uint64_t need = strlen(value) + 1;
+    *out_size = need;
+    if (need > buffer_size)
+        return SES_DRV_INVALID_ARGUMENT;
+    memcpy(buffer, value, need);
+    return SES_DRV_OK;
+}
+
+static const ses_drv_host_t nchwc_host = {
+    .struct_size = sizeof(ses_drv_host_t),
+    .log = test_host_log,
+    .log_enabled = test_host_log_enabled,
+    .error = test_host_error,
+    .get_option = nchwc_get_option,
+    .should_abort = test_host_should_abort,
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Fixture
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct fixture {
+    void *lib;
+    const ses_drv_api_t *api;
+    nchwc_host_ctx_t ctx;
+    ses_drv_driver_t *driver;
+    ses_drv_device_t *device;
+    int dnnl; /* NchwcConv is offered here: oneDNN loaded, on AVX-512 */
+} fixture_t;
+
+static int teardown(void **state) {
+    fixture_t *f = *state;
+
+    if (!f)
+        return 0;
+    if (f->api) {
+        if (f->device)
+            f->api->close_device(f->device);
+        if (f->driver)
+            f->api->close(f->driver);
+    }
+    if (f->lib)
+        dlclose(f->lib);
+    free(f);
+    *state = NULL;
+    return 0;
+}
+
+static const ses_drv_kernel_t *find_kernel(fixture_t *f, const char *op, const char *sig);
+static int32_t supports(fixture_t *f, ses_drv_device_t *device, const char *op, const char *sig,
+                        int conv_x_rank);
+
+static int setup(void **state) {
+    fixture_t *f = calloc(1, sizeof *f);
+    ses_drv_negotiate_t args;
+    ses_drv_negotiate_fn negotiate;
+
+    if (!f)
+        return -1;
+    *state = f;
+    f->lib = dlopen(SES_CPU_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!f->lib) {
+        print_error("cannot load %s: %s\n", SES_CPU_DRIVER_PATH, dlerror());
+        goto fail;
+    }
+    void *sym = dlsym(f->lib, SES_DRV_NEGOTIATE_SYMBOL);
+    if (!sym)
+        goto fail;
+    /* POSIX allows converting dlsym's void * to a function pointer; ISO C does not. */
+    memcpy(&negotiate, &sym, sizeof negotiate);
+    memset(&args, 0, sizeof args);
+    args.struct_size = sizeof args;
+    args.abi_major = SES_DRV_ABI_MAJOR;
+    args.host_minor_min = 0;
+    args.host_minor_max = SES_DRV_ABI_MINOR;
+    args.host = &nchwc_host;
+    args.host_ctx = &f->ctx.base;
+    if (negotiate(&args) != SES_DRV_OK)
+        goto fail;
+    f->api = args.api;
+    if (f->api->open(&nchwc_host, &f->ctx.base, &f->driver) != SES_DRV_OK ||
+        f->api->open_device(f->driver, 0, &f->device) != SES_DRV_OK) {
+        print_error("open failed: %s\n", f->ctx.base.message);
+        goto fail;
+    }
+    /* Whether this machine offers NchwcConv at all: its refusal here says why not. */
+    f->dnnl = supports(f, f->device, "NchwcConv", "f32,f32->f32", 5) == SES_DRV_OK;
+    if (!f->dnnl)
+        print_message("NchwcConv not offered here: %s\n", f->ctx.base.message);
+    return 0;
+
+fail:
+    teardown(state);
+    return -1;
+}
+
+#define assert_message_contains(f, fragment)                                                \
+    do {                                                                                    \
+        if (!strstr((f)->ctx.base.message, (fragment)))                                     \
+            fail_msg("error message \"%s\" does not contain \"%s\"", (f)->ctx.base.message, \
+                     (fragment));                                                           \
+    } while (0)
+
+/* Tests of NchwcConv's values skip where the driver does not offer it. */
+#define SKIP_WITHOUT_NCHWC_CONV(f)                                                \
+    do {                                                                          \
+        if (!(f)->dnnl) {                                                         \
+            print_message("skipped: NchwcConv needs oneDNN on an AVX-512 CPU\n"); \
+            skip();                                                               \
+        }                                                                         \
+    } while (0)
+
+static const ses_drv_kernel_t *find_kernel(fixture_t *f, const char *op, const char *sig) {
+    const ses_drv_kernel_t *table = NULL;
+    uint32_t count = 0, stride = 0;
+
+    assert_int_equal(f->api->get_kernels(f->device, &table, &count, &stride), SES_DRV_OK);
+    for (uint32_t i = 0; i < count; i++) {
+        const ses_drv_kernel_t *k =
+            (const ses_drv_kernel_t *)(const void *)((const char *)table + (size_t)i * stride);
+        if (strcmp(k->op, op) == 0 && strcmp(k->signature, sig) == 0)
+            return k;
+    }
+    fail_msg("no kernel %s %s", op, sig);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Attributes
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct test_attr {
+    const char *name; /* NULL ends a table */
+    uint32_t type;    /* SES_DRV_ATTR_* */
+    int64_t i;
+    const char *s;
+    const int64_t *ints;
+    const double *floats;
+    uint64_t n;
+} test_attr_t;
+
+/* clang-format off */
+#define A_INT(key, value) {.name = (key), .type = SES_DRV_ATTR_INT, .i = (value)}
+#define A_STR(key, value) {.name = (key), .type = SES_DRV_ATTR_STRING, .s = (value)}
+#define A_INTS(key, ...)                                                                   \
+    {.name = (key), .type = SES_DRV_ATTR_INTS, .ints = (const int64_t[]){__VA_ARGS__},     \
+     .n = sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)}
+#define A_FLOATS(key, ...)                                                                 \
+    {.name = (key), .type = SES_DRV_ATTR_FLOATS, .floats = (const double[]){__VA_ARGS__},  \
+     .n = sizeof((const double[]){__VA_ARGS__}) / sizeof(double)}
+#define A_END {.name = NULL}
+/* clang-format on */
+
+/* As the host does: count then fill, NOT_FOUND when absent, INVALID_ARGUMENT on another type. */
+static int32_t test_attr_read(const ses_drv_node_t *node, const char *name, uint32_t type,
+                              uint64_t *inout_count, void *values) {
+    for (const test_attr_t *a = node->attr_ctx; a && a->name; a++) {
+        if (strcmp(a->name, name) != 0)
+            continue;
+        if (a->type != type)
+            return SES_DRV_INVALID_ARGUMENT;
+        uint64_t count = a->type == SES_DRV_ATTR_INTS || a->type == SES_DRV_ATTR_FLOATS ? a->n
+                         : a->type == SES_DRV_ATTR_STRING ? strlen(a->s)
+                                                          : 1;
+        if (values) {
+            uint64_t n = count < *inout_count ? count : *inout_count;
+            if (a->type == SES_DRV_ATTR_INT && n)
+                memcpy(values, &a->i, sizeof a->i);
+            else if (a->type == SES_DRV_ATTR_STRING)
+                memcpy(values, a->s, (size_t)n);
+            else if (a->type == SES_DRV_ATTR_INTS)
+                memcpy(values, a->ints, (size_t)n * sizeof(int64_t));
+            else if (a->type == SES_DRV_ATTR_FLOATS)
+                memcpy(values, a->floats, (size_t)n * sizeof(double));
+        }
+        *inout_count = count;
+        return SES_DRV_OK;
+    }
+    return SES_DRV_NOT_FOUND;
+}
+
+/* The usual attributes of a 3x3 pad-1 convolution or pool (compound literals, so each function
+ * declares its own copy: CONV_ATTRS_DECL). */
+#define CONV_ATTRS_DECL                \
+    const test_attr_t conv_attrs[] = { \
+        A_INTS("kernel_shape", 3, 3),  \
+        A_INTS("strides", 1, 1),       \
+        A_INTS("dilations", 1, 1),     \
+        A_INTS("pads", 1, 1, 1, 1),    \
+        A_INT("group", 1),             \
+        A_INT("has_bias", 0),          \
+        A_INT("has_z", 0),             \
+        A_END,                         \
+    }
+
+/* ---------------------------------------------------------------------------------------------
+ * One node: its descriptors, buffers and state, kept so that it can run several times.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct targ {
+    uint32_t dtype;
+    uint32_t rank;
+    int64_t dims[MAX_RANK];
+    const float *data; /* host values of an input; NULL reads as zeros */
+} targ_t;
+
+static targ_t tensor(const float *data, uint32_t rank, ...) {
+    targ_t t;
+    va_list ap;
+
+    memset(&t, 0, sizeof t);
+    t.dtype = F32;
+    t.rank = rank;
+    t.data = data;
+    va_start(ap, rank);
+    for (uint32_t d = 0; d < rank; d++)
+        t.dims[d] = va_arg(ap, int);
+    va_end(ap);
+    return t;
+}
+
+static size_t targ_count(const targ_t *t) {
+    size_t n = 1;
+    for (uint32_t d = 0; d < t->rank; d++)
+        n *= (size_t)t->dims[d];
+    return n;
+}
+
+typedef struct noderun {
+    fixture_t *f;
+    ses_drv_device_t *device;
+    const ses_drv_kernel_t *k;
+    targ_t in[MAX_IN], out;
+    ses_drv_tensor_desc_t in_desc[MAX_IN], out_desc;
+    ses_drv_buffer_t *in_buf[MAX_IN], *out_buf;
+    uint64_t in_off[MAX_IN], out_off;
+    ses_drv_node_t node;
+    ses_drv_launch_t launch;
+    void *state;
+} noderun_t;
+
+/* Describes the node (not yet any buffer). */
+static void node_describe(noderun_t *r, fixture_t *f, ses_drv_device_t *device, const char *op,
+                          const char *sig, const test_attr_t *attrs, uint32_t n_in,
+                          const targ_t *in, targ_t out) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->device = device;
+    r->k = find_kernel(f, op, sig);
+    assert_true(n_in <= MAX_IN);
+    for (uint32_t i = 0; i < n_in; i++) {
+        r->in[i] = in[i];
+        r->in_desc[i].struct_size = sizeof r->in_desc[i];
+        r->in_desc[i].dtype = in[i].dtype;
+        r->in_desc[i].rank = in[i].rank;
+        r->in_desc[i].dims = r->in[i].dims;
+    }
+    r->out = out;
+    r->out_desc.struct_size = sizeof r->out_desc;
+    r->out_desc.dtype = out.dtype;
+    r->out_desc.rank = out.rank;
+    r->out_desc.dims = r->out.dims;
+    r->node.struct_size = sizeof r->node;
+    r->node.op = op;
+    r->node.name = "n1";
+    r->node.n_inputs = n_in;
+    r->node.n_outputs = 1;
+    r->node.inputs = r->in_desc;
+    r->node.outputs = &r->out_desc;
+    r->node.attr = test_attr_read;
+    r->node.attr_ctx = attrs;
+}
+
+/* Writes input @p i's values (f32) into its buffer. */
+static void node_set_input(noderun_t *r, uint32_t i, const float *data) {
+    const size_t bytes = targ_count(&r->in[i]) * sizeof(float);
+    float *zeros = data ? NULL : calloc(1, bytes ? bytes : 1);
+    if (bytes)
+        assert_int_equal(
+            r->f->api->copy_h2d(r->device, NULL, data ? data : zeros, r->in_buf[i], 0, bytes),
+            SES_DRV_OK);
+    free(zeros);
+}
+
+/* Allocates the buffers, fills the inputs, and makes the kernel's state as a plan does, with
+ * the node's DRV-85 bits @p constant_inputs. */
+static void node_open(noderun_t *r, uint64_t constant_inputs) {
+    const ses_drv_api_t *api = r->f->api;
+
+    for (uint32_t i = 0; i < r->node.n_inputs; i++) {
+        const size_t bytes = targ_count(&r->in[i]) * sizeof(float);
+        assert_int_equal(
+            api->alloc(r->device, bytes ? bytes : 1, SES_DRV_MEM_DEVICE, &r->in_buf[i]),
+            SES_DRV_OK);
+        node_set_input(r, i, r->in[i].data);
+    }
+    const size_t out_bytes = targ_count(&r->out) * sizeof(float);
+    assert_int_equal(
+        api->alloc(r->device, out_bytes ? out_bytes : 1, SES_DRV_MEM_DEVICE, &r->out_buf),
+        SES_DRV_OK);
+    r->node.constant_inputs = constant_inputs;
+    r->launch.struct_size = sizeof r->launch;
+    r->launch.node = &r->node;
+    r->launch.inputs = r->in_buf;
+    r->launch.input_offsets = r->in_off;
+    r->launch.outputs = &r->out_buf;
+    r->launch.output_offsets = &r->out_off;
+    if (r->k->create)
+        assert_int_equal(r->k->create(r->device, &r->node, &r->state), SES_DRV_OK);
+}
+
+/* Computes; on success copies the output into @p out_host. */
+static int32_t node_compute(noderun_t *r, float *out_host) {
+    memset(&r->f->ctx.base, 0, sizeof r->f->ctx.base);
+    int32_t st = r->k->compute(r->device, r->state, &r->launch);
+    const size_t bytes = targ_count(&r->out) * sizeof(float);
+    if (st == SES_DRV_OK && out_host && bytes)
+        assert_int_equal(r->f->api->copy_d2h(r->device, NULL, r->out_buf, 0, out_host, bytes),
+                         SES_DRV_OK);
+    return st;
+}
+
+static void node_close(noderun_t *r) {
+    if (r->k->destroy)
+        r->k->destroy(r->device, r->state);
+    for (uint32_t i = 0; i < r->node.n_inputs; i++)
+        r->f->api->free(r->device, r->in_buf[i]);
+    r->f->api->free(r->device, r->out_buf);
+}
+
+/* Runs one node once, as a plan would (supports_node asked first, then create and compute). */
+static int32_t run(fixture_t *f, const char *op, const char *sig, const test_attr_t *attrs,
+                   uint32_t n_in, const targ_t *in, targ_t out, float *out_host) {
+    noderun_t r;
+    int32_t st = SES_DRV_OK;
+
+    node_describe(&r, f, f->device, op, sig, attrs, n_in, in, out);
+    memset(&f->ctx.base, 0, sizeof f->ctx.base);
+    if (r.k->supports_node && (st = r.k->supports_node(f->device, &r.node)) != SES_DRV_OK)
+        return st;
+    node_open(&r, 0);
+    st = node_compute(&r, out_host);
+    node_close(&r);
+    return st;
+}
+
+#define RUN_OK(f, op, sig, attrs, n_in, in, out, out_host)                                   \
+    do {                                                                                     \
+        int32_t st_ = run((f), (op), (sig), (attrs), (n_in), (in), (out), (out_host));       \
+        if (st_ != SES_DRV_OK)                                                               \
+            fail_msg("%s %s returned %d: %s", (op), (sig), (int)st_, (f)->ctx.base.message); \
+    } while (0)
+
+/* ---------------------------------------------------------------------------------------------
+ * Data and the reference reorders
+ * ------------------------------------------------------------------------------------------- */
+
+static uint32_t rng = 12345;
+
+/* Values in [-1, 1), a few exactly equal (ties for the max). */
+static float *random_values(size_t n) {
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++) {
+        rng = rng * 1664525u + 1013904223u;
+        v[i] = (float)((int)(rng >> 20) % 512 - 256) / 256.0f;
+    }
+    return v;
+}
+
+static float *new_floats(size_t n) {
+    float *v = calloc(n ? n : 1, sizeof *v);
+    assert_non_null(v);
+    return v;
+}
+
+/* [N, C, H, W] -> [N, C/16, H, W, 16]. */
+static float *to_blocked(const float *x, int n, int c, int h, int w) {
+    float *b = new_floats((size_t)n * c * h * w);
+    for (int in = 0; in < n; in++)
+        for (int ic = 0; ic < c; ic++)
+            for (int p = 0; p < h * w; p++)
+                b[(((size_t)in * (c / 16) + ic / 16) * h * w + p) * 16 + ic % 16] =
+                    x[((size_t)in * c + ic) * h * w + p];
+    return b;
+}
+
+/* [N, C/16, H, W, 16] -> [N, C, H, W]. */
+static float *from_blocked(const float *b, int n, int c, int h, int w) {
+    float *x = new_floats((size_t)n * c * h * w);
+    for (int in = 0; in < n; in++)
+        for (int ic = 0; ic < c; ic++)
+            for (int p = 0; p < h * w; p++)
+                x[((size_t)in * c + ic) * h * w + p] =
+                    b[(((size_t)in * (c / 16) + ic / 16) * h * w + p) * 16 + ic % 16];
+    return x;
+}
+
+static void expect_close(const float *want, const float *got, size_t n, double tol) {
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(want[i]) && isnan(got[i]))
+            continue;
+        if (isinf(want[i]) && want[i] == got[i])
+            continue;
+        double err = fabs((double)want[i] - (double)got[i]);
+        if (!(err <= tol * (1.0 + fabs((double)want[i]))))
+            fail_msg("element %zu: want %.9g, got %.9g", i, (double)want[i], (double)got[i]);
+    }
+}
+
+/* Bit for bit, NaN matching NaN. */
+static void expect_same(const float *want, const float *got, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!(isnan(want[i]) && isnan(got[i])) && memcmp(&want[i], &got[i], sizeof(float)) != 0)
+            fail_msg("element %zu: want %.9g, got %.9g", i, (double)want[i], (double)got[i]);
+}
+
+/* ONNX's output size of a window along one axis (ceil_mode's last window starts inside). */
+static int out_size(int in, int k, int s, int d, int pb, int pe, int ceil_mode) {
+    const int ext = (k - 1) * d + 1, padded = in + pb + pe;
+    int out = ceil_mode ? (padded - ext + s - 1) / s + 1 : (padded - ext) / s + 1;
+    if (ceil_mode && out > 1 && (out - 1) * s >= in + pb)
+        out--;
+    return out;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The table
+ * ------------------------------------------------------------------------------------------- */
+
+/* Every op of the spec at f32, with supports_node; NchwcConv keeps FusedConv's per-node state. */
+static void the_table_offers_the_six_ops_at_f32_with_supports_node(void **state) {
+    fixture_t *f = *state;
+    static const char *const entries[][2] = {
+        {"NchwcConv", "f32,f32->f32"},         {"NchwcConv", "f32,f32,f32->f32"},
+        {"NchwcConv", "f32,f32,f32,f32->f32"}, {"NchwcMaxPool", "f32->f32"},
+        {"NchwcAveragePool", "f32->f32"},      {"NchwcGlobalAveragePool", "f32->f32"},
+        {"NchwcGlobalMaxPool", "f32->f32"},    {"NchwcReorderOutput", "f32->f32"},
+    };
+    const ses_drv_kernel_t *fused = find_kernel(f, "FusedConv", "f32,f32->f32");
+
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        const ses_drv_kernel_t *k = find_kernel(f, entries[i][0], entries[i][1]);
+        assert_non_null(k->supports_node);
+        if (strcmp(entries[i][0], "NchwcConv") == 0) {
+            assert_ptr_equal(k->create, fused->create);
+            assert_ptr_equal(k->destroy, fused->destroy);
+        } else {
+            assert_null(k->create);
+            assert_null(k->destroy);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * NchwcConv against FusedConv
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct conv_case {
+    const char *what;
+    int n, c, h, w, m, k, stride, pad, group;
+    int x_blocked; /* X rank 5; else rank 4 */
+    int bias, z;
+    const char *act; /* NULL: no activation attribute */
+} conv_case_t;
+
+/* Runs one case both ways and compares: NchwcConv on the blocked tensors, FusedConv on NCHW. */
+static void check_conv_case(fixture_t *f, const conv_case_t *cc) {
+    const int oh = out_size(cc->h, cc->k, cc->stride, 1, cc->pad, cc->pad, 0);
+    const int ow = out_size(cc->w, cc->k, cc->stride, 1, cc->pad, cc->pad, 0);
+    const size_t nx = (size_t)cc->n * cc->c * cc->h * cc->w;
+    const size_t nw = (size_t)cc->m * (cc->c / cc->group) * cc->k * cc->k;
+    const size_t ny = (size_t)cc->n * cc->m * oh * ow;
+    float *x = random_values(nx), *wt = random_values(nw), *b = random_values((size_t)cc->m);
+    float *z = random_values(ny);
+    float *xb = cc->x_blocked ? to_blocked(x, cc->n, cc->c, cc->h, cc->w) : NULL;
+    float *zb = to_blocked(z, cc->n, cc->m, oh, ow);
+    float *want = new_floats(ny), *got_b = new_floats(ny);
+    const int64_t p = cc->pad;
+    const test_attr_t leaky_alpha = A_FLOATS("activation_params", 0.1);
+    test_attr_t attrs[12] = {
+        A_INTS("kernel_shape", cc->k, cc->k),
+        A_INTS("strides", cc->stride, cc->stride),
+        A_INTS("dilations", 1, 1),
+        A_INTS("pads", p, p, p, p),
+        A_INT("group", cc->group),
+        A_INT("has_bias", cc->bias),
+        A_INT("has_z", cc->z),
+    };
+    size_t na = 7;
+    if (cc->act)
+        attrs[na++] = (test_attr_t)A_STR("activation", cc->act);
+    if (cc->act && strcmp(cc->act, "LeakyRelu") == 0)
+        attrs[na++] = leaky_alpha; /* its compound literal must outlive the if */
+    attrs[na] = (test_attr_t)A_END;
+
+    targ_t in[4], bin[4];
+    uint32_t n_in = 0;
+    in[n_in] = tensor(x, 4, cc->n, cc->c, cc->h, cc->w);
+    bin[n_in++] = cc->x_blocked ? tensor(xb, 5, cc->n, cc->c / 16, cc->h, cc->w, 16) : in[0];
+    in[n_in] = tensor(wt, 4, cc->m, cc->c / cc->group, cc->k, cc->k);
+    bin[n_in] = in[n_in];
+    n_in++;
+    if (cc->bias) {
+        in[n_in] = tensor(b, 1, cc->m);
+        bin[n_in] = in[n_in];
+        n_in++;
+    }
+    if (cc->z) {
+        in[n_in] = tensor(z, 4, cc->n, cc->m, oh, ow);
+        bin[n_in++] = tensor(zb, 5, cc->n, cc->m / 16, oh, ow, 16);
+    }
+    static const char *const sigs[] = {"", "", "f32,f32->f32", "f32,f32,f32->f32",
+                                       "f32,f32,f32,f32->f32"};
+    RUN_OK(f, "FusedConv", sigs[n_in], attrs, n_in, in, tensor(NULL, 4, cc->n, cc->m, oh, ow),
+           want);
+    int32_t st = run(f, "NchwcConv", sigs[n_in], attrs, n_in, bin,
+                     tensor(NULL, 5, cc->n, cc->m / 16, oh, ow, 16), got_b);
+    if (st != SES_DRV_OK)
+        fail_msg("%s: NchwcConv returned %d: %s", cc->what, (int)st, f->ctx.base.message);
+    float *got = from_blocked(got_b, cc->n, cc->m, oh, ow);
+    expect_close(want, got, ny, 1e-4);
+    free(x), free(wt), free(b), free(z), free(xb), free(zb), free(want), free(got_b), free(got);
+}
+
+static void nchwc_conv_matches_fused_conv(void **state) {
+    fixture_t *f = *state;
+    static const conv_case_t cases[] = {
+        {"1x1, blocked X, no B or Z", 1, 32, 9, 9, 16, 1, 1, 0, 1, 1, 0, 0, NULL},
+        {"1x1 stride 2, blocked X, B, Relu", 2, 16, 8, 8, 32, 1, 2, 0, 1, 1, 1, 0, "Relu"},
+        {"3x3 pad 1 stride 1, blocked X, B, Relu", 1, 16, 10, 11, 32, 3, 1, 1, 1, 1, 1, 0, "Relu"},
+        {"3x3 pad 1 stride 2, blocked X, B and Z, LeakyRelu", 2, 32, 13, 12, 16, 3, 2, 1, 1, 1, 1,
+         1, "LeakyRelu"},
+        {"3x3 pad 1 stride 1, blocked X, Z only, no activation", 1, 32, 7, 7, 32, 3, 1, 1, 1, 1, 0,
+         1, NULL},
+        {"7x7 stride 2 pad 3, plain X of 3 channels, B, Relu", 1, 3, 23, 23, 16, 7, 2, 3, 1, 0, 1,
+         0, "Relu"},
+        {"3x3 pad 1, plain X of 1 channel, Z only", 2, 1, 12, 12, 16, 3, 1, 1, 1, 0, 0, 1,
+         "Identity"},
+        {"3x3 pad 1 stride 2, plain X of 32 channels, B and Z, Relu", 1, 32, 9, 9, 16, 3, 2, 1, 1,
+         0, 1, 1, "Relu"},
+        {"3x3 depthwise (group 32), blocked X, B, Relu", 1, 32, 8, 8, 32, 3, 1, 1, 32, 1, 1, 0,
+         "Relu"},
+    };
+
+    SKIP_WITHOUT_NCHWC_CONV(f);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_conv_case(f, &cases[i]);
+}
+
+/*
+ * DRV-85: with W's constant bit set, the weights reordered at the first run are reused, so new
+ * bytes at the same address are not seen (the host never does that to a constant); with the bit
+ * clear, every run reads W again and new weights give the new result. Without any state (a host
+ * that skips create) a launch still runs.
+ */
+static void nchwc_conv_caches_constant_weights_and_rereads_others(void **state) {
+    fixture_t *f = *state;
+    const int n = 1, c = 16, h = 8, w = 8, m = 16;
+    const size_t nx = (size_t)n * c * h * w, nw = (size_t)m * c * 9, ny = (size_t)n * m * h * w;
+    const test_attr_t attrs[] = {
+        A_INTS("kernel_shape", 3, 3),
+        A_INTS("strides", 1, 1),
+        A_INTS("dilations", 1, 1),
+        A_INTS("pads", 1, 1, 1, 1),
+        A_INT("group", 1),
+        A_INT("has_bias", 0),
+        A_INT("has_z", 0),
+        A_END,
+    };
+
+    SKIP_WITHOUT_NCHWC_CONV(f);
+    float *x = random_values(nx), *w1 = random_values(nw), *w2 = random_values(nw);
+    float *xb = to_blocked(x, n, c, h, w);
+    float *want1 = new_floats(ny), *want2 = new_floats(ny), *got = new_floats(ny);
+    const targ_t xt = tensor(x, 4, n, c, h, w), yt = tensor(NULL, 4, n, m, h, w);
+    targ_t in[2] = {xt, tensor(w1, 4, m, c, 3, 3)};
+    RUN_OK(f, "FusedConv", "f32,f32->f32", attrs, 2, in, yt, want1);
+    in[1].data = w2;
+    RUN_OK(f, "FusedConv", "f32,f32->f32", attrs, 2, in, yt, want2);
+
+    for (uint64_t bits = 0; bits <= 2; bits += 2) {
+        noderun_t r;
+        const targ_t bin[2] = {tensor(xb, 5, n, c / 16, h, w, 16), tensor(w1, 4, m, c, 3, 3)};
+        node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", attrs, 2, bin,
+                      tensor(NULL, 5, n, m / 16, h, w, 16));
+        node_open(&r, bits);
+        for (int round = 0; round < 2; round++) {
+            if (round == 1)
+                node_set_input(&r, 1, w2);
+            if (node_compute(&r, got) != SES_DRV_OK)
+                fail_msg("NchwcConv: %s", f->ctx.base.message);
+            float *plain = from_blocked(got, n, m, h, w);
+            expect_close(round == 0 || bits ? want1 : want2, plain, ny, 1e-4);
+            free(plain);
+        }
+        node_close(&r);
+    }
+    /* A host that calls no create: the launch builds oneDNN's primitive for itself. */
+    noderun_t r;
+    const targ_t bin[2] = {tensor(xb, 5, n, c / 16, h, w, 16), tensor(w2, 4, m, c, 3, 3)};
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", attrs, 2, bin,
+                  tensor(NULL, 5, n, m / 16, h, w, 16));
+    node_open(&r, 2);
+    r.k->destroy(r.device, r.state);
+    r.state = NULL;
+    if (node_compute(&r, got) != SES_DRV_OK)
+        fail_msg("NchwcConv without state: %s", f->ctx.base.message);
+    float *plain = from_blocked(got, n, m, h, w);
+    expect_close(want2, plain, ny, 1e-4);
+    free(plain);
+    node_close(&r);
+    free(x), free(w1), free(w2), free(xb), free(want1), free(want2), free(got);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The pools against MaxPool and AveragePool on NCHW, bit for bit
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct pool_case {
+    int n, c, h, w, k, stride, dilation, pb, pe, ceil_mode, include_pad;
+} pool_case_t;
+
+static void check_pool_case(fixture_t *f, int max, const pool_case_t *pc, int with_nan) {
+    const int oh = out_size(pc->h, pc->k, pc->stride, pc->dilation, pc->pb, pc->pe, pc->ceil_mode);
+    const int ow = out_size(pc->w, pc->k, pc->stride, pc->dilation, pc->pb, pc->pe, pc->ceil_mode);
+    const size_t nx = (size_t)pc->n * pc->c * pc->h * pc->w, ny = (size_t)pc->n * pc->c * oh * ow;
+    float *x = random_values(nx);
+    if (with_nan)
+        for (size_t i = 0; i < nx; i += 37)
+            x[i] = NAN;
+    float *xb = to_blocked(x, pc->n, pc->c, pc->h, pc->w);
+    float *want = new_floats(ny), *got_b = new_floats(ny);
+    const test_attr_t attrs[] = {
+        A_INTS("kernel_shape", pc->k, pc->k),
+        A_INTS("strides", pc->stride, pc->stride),
+        A_INTS("dilations", pc->dilation, pc->dilation),
+        A_INTS("pads", pc->pb, pc->pb, pc->pe, pc->pe),
+        A_INT("count_include_pad", pc->include_pad),
+        A_END,
+    };
+    const targ_t in = tensor(x, 4, pc->n, pc->c, pc->h, pc->w);
+    const targ_t bin = tensor(xb, 5, pc->n, pc->c / 16, pc->h, pc->w, 16);
+
+    RUN_OK(f, max ? "MaxPool" : "AveragePool", "f32->f32", attrs, 1, &in,
+           tensor(NULL, 4, pc->n, pc->c, oh, ow), want);
+    RUN_OK(f, max ? "NchwcMaxPool" : "NchwcAveragePool", "f32->f32", attrs, 1, &bin,
+           tensor(NULL, 5, pc->n, pc->c / 16, oh, ow, 16), got_b);
+    float *got = from_blocked(got_b, pc->n, pc->c, oh, ow);
+    expect_same(want, got, ny);
+    free(x), free(xb), free(want), free(got_b), free(got);
+}
+
+static const pool_case_t pool_cases[] = {
+    /* n, c, h, w, k, stride, dilation, pads begin, end, ceil_mode, count_include_pad */
+    {1, 16, 12, 12, 3, 2, 1, 0, 0, 1, 0}, /* ceil_mode: 6x6 where floor gives 5x5 */
+    {2, 32, 8, 8, 2, 2, 1, 0, 0, 0, 0},   /* MaxPool's own 2x2 loop on the plain side */
+    {1, 16, 9, 10, 3, 1, 1, 1, 1, 0, 0},  /* pads 1, stride 1 */
+    {1, 32, 11, 11, 3, 2, 1, 1, 1, 1, 1}, /* pads and ceil_mode, count_include_pad */
+    {1, 16, 10, 9, 3, 2, 1, 1, 0, 0, 1},  /* pads at the beginning only */
+    {1, 16, 13, 13, 3, 1, 2, 2, 2, 0, 0}, /* dilation 2 */
+    {2, 48, 7, 7, 7, 1, 1, 0, 0, 0, 0},   /* one window over the whole plane */
+};
+
+static void nchwc_max_pool_matches_max_pool_bit_for_bit(void **state) {
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++)
+        check_pool_case(*state, 1, &pool_cases[i], 0);
+}
+
+/* MaxPool keeps a NaN of its window (CPU__MAXNAN); the blocked pool must too. */
+static void nchwc_max_pool_keeps_nan_as_max_pool_does(void **state) {
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++)
+        check_pool_case(*state, 1, &pool_cases[i], 1);
+}
+
+static void nchwc_average_pool_matches_average_pool_bit_for_bit(void **state) {
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) {
+        pool_case_t pc = pool_cases[i];
+        if (pc.dilation != 1)
+            continue;
+        check_pool_case(*state, 0, &pc, 0);
+        pc.include_pad = !pc.include_pad;
+        check_pool_case(*state, 0, &pc, 0);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The global pools against ReduceMax and ReduceMean over H and W
+ * ------------------------------------------------------------------------------------------- */
+
+static void check_global(fixture_t *f, int max, int n, int c, int h, int w) {
+    const size_t nx = (size_t)n * c * h * w, ny = (size_t)n * c;
+    float *x = random_values(nx), *xb = to_blocked(x, n, c, h, w);
+    float *want = new_floats(ny), *got_b = new_floats(ny);
+    const test_attr_t reduce[] = {A_INTS("axes", 2, 3), A_INT("keepdims", 1), A_END};
+    const targ_t in = tensor(x, 4, n, c, h, w), bin = tensor(xb, 5, n, c / 16, h, w, 16);
+
+    RUN_OK(f, max ? "ReduceMax" : "ReduceMean", "f32->f32", reduce, 1, &in,
+           tensor(NULL, 4, n, c, 1, 1), want);
+    RUN_OK(f, max ? "NchwcGlobalMaxPool" : "NchwcGlobalAveragePool", "f32->f32", NULL, 1, &bin,
+           tensor(NULL, 5, n, c / 16, 1, 1, 16), got_b);
+    float *got = from_blocked(got_b, n, c, 1, 1);
+    if (max)
+        expect_same(want, got, ny);
+    else
+        expect_close(want, got, ny, 1e-6);
+    free(x), free(xb), free(want), free(got_b), free(got);
+}
+
+static void nchwc_global_pools_match_reduce_max_and_mean(void **state) {
+    check_global(*state, 1, 2, 32, 7, 7);
+    check_global(*state, 0, 2, 32, 7, 7);
+    check_global(*state, 1, 1, 64, 56, 56);
+    check_global(*state, 0, 1, 64, 56, 56);
+    check_global(*state, 0, 3, 16, 1, 1);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * NchwcReorderOutput against the reference reorder
+ * ------------------------------------------------------------------------------------------- */
+
+static void nchwc_reorder_output_matches_the_reference(void **state) {
+    fixture_t *f = *state;
+    static const int shapes[][4] = {{1, 16, 1, 1}, {2, 48, 5, 7}, {1, 32, 20, 37}, {1, 64, 56, 56}};
+
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int n = shapes[i][0], c = shapes[i][1], h = shapes[i][2], w = shapes[i][3];
+        const size_t count = (size_t)n * c * h * w;
+        float *xb = random_values(count), *got = new_floats(count);
+        float *want = from_blocked(xb, n, c, h, w);
+        const targ_t bin = tensor(xb, 5, n, c / 16, h, w, 16);
+        RUN_OK(f, "NchwcReorderOutput", "f32->f32", NULL, 1, &bin, tensor(NULL, 4, n, c, h, w),
+               got);
+        expect_same(want, got, count);
+        free(xb), free(got), free(want);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Refusals: supports_node, and compute where a host skipped it
+ * ------------------------------------------------------------------------------------------- */
+
+/* supports_node of a good node of @p op (X rank @p conv_x_rank for NchwcConv) on @p device. */
+static int32_t supports(fixture_t *f, ses_drv_device_t *device, const char *op, const char *sig,
+                        int conv_x_rank) {
+    CONV_ATTRS_DECL;
+    noderun_t r;
+    targ_t in[2];
+
+    if (strcmp(op, "NchwcConv") == 0) {
+        in[0] = conv_x_rank == 5 ? tensor(NULL, 5, 1, 2, 8, 8, 16) : tensor(NULL, 4, 1, 32, 8, 8);
+        in[1] = tensor(NULL, 4, 16, 32, 3, 3);
+        node_describe(&r, f, device, op, sig, conv_attrs, 2, in, tensor(NULL, 5, 1, 1, 8, 8, 16));
+    } else {
+        in[0] = tensor(NULL, 5, 1, 2, 8, 8, 16);
+        node_describe(&r, f, device, op, sig, conv_attrs, 1, in, tensor(NULL, 5, 1, 2, 8, 8, 16));
+    }
+    memset(&f->ctx.base, 0, sizeof f->ctx.base);
+    return r.k->supports_node(device, &r.node);
+}
+
+/* One refusal: the node @p r as described, then @p fragments found in the message. */
+static void expect_refused(fixture_t *f, noderun_t *r, const char *fragment) {
+    memset(&f->ctx.base, 0, sizeof f->ctx.base);
+    int32_t st = r->k->supports_node(r->device, &r->node);
+    if (st != SES_DRV_UNIMPLEMENTED)
+        fail_msg("%s: supports_node returned %d, want SES_DRV_UNIMPLEMENTED (message \"%s\")",
+                 fragment, (int)st, f->ctx.base.message);
+    /* Every refusal names the node. */
+    assert_message_contains(f, "\"n1\"");
+    assert_message_contains(f, fragment);
+}
+
+static void nchwc_conv_refuses_what_it_cannot_run(void **state) {
+    CONV_ATTRS_DECL;
+    fixture_t *f = *state;
+    noderun_t r;
+    targ_t in[2];
+    const test_attr_t attrs3d[] = {
+        A_INTS("kernel_shape", 3, 3, 3),
+        A_INTS("strides", 1, 1, 1),
+        A_INTS("dilations", 1, 1, 1),
+        A_INTS("pads", 1, 1, 1, 1, 1, 1),
+        A_END,
+    };
+    const test_attr_t bad_act[] = {A_STR("activation", "Gelu"), A_END};
+
+    /* X of rank 3. */
+    in[0] = tensor(NULL, 3, 1, 32, 8);
+    in[1] = tensor(NULL, 4, 16, 32, 3, 3);
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", conv_attrs, 2, in,
+                  tensor(NULL, 5, 1, 1, 8, 8, 16));
+    expect_refused(f, &r, "X is [1,32,8]");
+    /* Rank-5 X whose last dim is not 16. */
+    in[0] = tensor(NULL, 5, 1, 4, 8, 8, 8);
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", conv_attrs, 2, in,
+                  tensor(NULL, 5, 1, 1, 8, 8, 16));
+    expect_refused(f, &r, "X is [1,4,8,8,8]");
+    /* Y whose last dim is not 16. */
+    in[0] = tensor(NULL, 5, 1, 2, 8, 8, 16);
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", conv_attrs, 2, in,
+                  tensor(NULL, 5, 1, 2, 8, 8, 8));
+    expect_refused(f, &r, "Y is [1,2,8,8,8]");
+    /* M = 24 filters. */
+    in[1] = tensor(NULL, 4, 24, 32, 3, 3);
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", conv_attrs, 2, in,
+                  tensor(NULL, 5, 1, 2, 8, 8, 16));
+    expect_refused(f, &r, "24 filters must be a multiple of 16");
+    /* A 3-D convolution: plain X [N, C, D, H, W] and W of rank 5. */
+    in[0] = tensor(NULL, 5, 1, 16, 8, 8, 16);
+    in[1] = tensor(NULL, 5, 16, 16, 3, 3, 3);
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", attrs3d, 2, in,
+                  tensor(NULL, 5, 1, 1, 8, 8, 16));
+    expect_refused(f, &r, "only 2-D convolutions");
+    /* An f64 node. */
+    in[0] = tensor(NULL, 5, 1, 2, 8, 8, 16);
+    in[0].dtype = F64;
+    in[1] = tensor(NULL, 4, 16, 32, 3, 3);
+    in[1].dtype = F64;
+    targ_t y64 = tensor(NULL, 5, 1, 1, 8, 8, 16);
+    y64.dtype = F64;
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", conv_attrs, 2, in, y64);
+    expect_refused(f, &r, "input 0 is f64; the NCHWc16 ops are f32 only");
+    /* An activation the driver does not apply. */
+    in[0] = tensor(NULL, 5, 1, 2, 8, 8, 16);
+    in[1] = tensor(NULL, 4, 16, 32, 3, 3);
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", bad_act, 2, in,
+                  tensor(NULL, 5, 1, 1, 8, 8, 16));
+    expect_refused(f, &r, "Gelu");
+    /* Three inputs, but has_bias and has_z say two. */
+    targ_t in3[3] = {tensor(NULL, 5, 1, 2, 8, 8, 16), tensor(NULL, 4, 16, 32, 3, 3),
+                     tensor(NULL, 1, 16)};
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32,f32->f32", conv_attrs, 3, in3,
+                  tensor(NULL, 5, 1, 1, 8, 8, 16));
+    expect_refused(f, &r, "do not agree");
+}
+
+/* With driver.cpu.conv=im2col the device never loads oneDNN's path: NchwcConv is refused, so the
+ * host keeps the plain layout. */
+static void nchwc_conv_is_refused_when_driver_cpu_conv_is_im2col(void **state) {
+    fixture_t *f = *state;
+    ses_drv_device_t *device = NULL;
+
+    f->ctx.conv = "im2col";
+    int32_t st = f->api->open_device(f->driver, 0, &device);
+    f->ctx.conv = NULL;
+    assert_int_equal(st, SES_DRV_OK);
+    st = supports(f, device, "NchwcConv", "f32,f32->f32", 5);
+    f->api->close_device(device);
+    assert_int_equal(st, SES_DRV_UNIMPLEMENTED);
+    assert_message_contains(f, "driver.cpu.conv is im2col");
+    /* The pools and the reorder are the driver's own loops: still offered. */
+    assert_int_equal(supports(f, f->device, "NchwcMaxPool", "f32->f32", 0), SES_DRV_OK);
+}
+
+static void nchwc_pools_refuse_what_they_cannot_run(void **state) {
+    CONV_ATTRS_DECL;
+    fixture_t *f = *state;
+    noderun_t r;
+    targ_t x = tensor(NULL, 5, 1, 2, 8, 8, 16), y = tensor(NULL, 5, 1, 2, 8, 8, 16);
+    const test_attr_t order1[] = {
+        A_INTS("kernel_shape", 3, 3), A_INTS("strides", 1, 1),   A_INTS("dilations", 1, 1),
+        A_INTS("pads", 1, 1, 1, 1),   A_INT("storage_order", 1), A_END,
+    };
+    const test_attr_t pool3d[] = {
+        A_INTS("kernel_shape", 3, 3, 3),
+        A_INTS("strides", 1, 1, 1),
+        A_INTS("dilations", 1, 1, 1),
+        A_INTS("pads", 1, 1, 1, 1, 1, 1),
+        A_END,
+    };
+    const test_attr_t no_dilations[] = {
+        A_INTS("kernel_shape", 3, 3),
+        A_INTS("strides", 1, 1),
+        A_INTS("pads", 1, 1, 1, 1),
+        A_END,
+    };
+
+    node_describe(&r, f, f->device, "NchwcMaxPool", "f32->f32", order1, 1, &x, y);
+    expect_refused(f, &r, "storage_order is 1");
+    /* MaxPool's Indices output. */
+    node_describe(&r, f, f->device, "NchwcMaxPool", "f32->f32", conv_attrs, 1, &x, y);
+    r.node.n_outputs = 2;
+    expect_refused(f, &r, "2 outputs; only one, Y, is supported (no Indices)");
+    /* Plain X. */
+    targ_t x4 = tensor(NULL, 4, 1, 32, 8, 8);
+    node_describe(&r, f, f->device, "NchwcAveragePool", "f32->f32", conv_attrs, 1, &x4, y);
+    expect_refused(f, &r, "X is [1,32,8,8]");
+    /* Blocks of 8. */
+    targ_t x8 = tensor(NULL, 5, 1, 4, 8, 8, 8), y8 = tensor(NULL, 5, 1, 4, 8, 8, 8);
+    node_describe(&r, f, f->device, "NchwcMaxPool", "f32->f32", conv_attrs, 1, &x8, y8);
+    expect_refused(f, &r, "X is [1,4,8,8,8]");
+    /* A 3-D window. */
+    node_describe(&r, f, f->device, "NchwcMaxPool", "f32->f32", pool3d, 1, &x, y);
+    expect_refused(f, &r, "kernel_shape has 3 entries, not 2: 2-D pools only");
+    /* A window the host did not normalize. */
+    node_describe(&r, f, f->device, "NchwcAveragePool", "f32->f32", no_dilations, 1, &x, y);
+    expect_refused(f, &r, "dilations");
+    /* f64. */
+    targ_t x64 = x, y64 = y;
+    x64.dtype = y64.dtype = F64;
+    node_describe(&r, f, f->device, "NchwcAveragePool", "f32->f32", conv_attrs, 1, &x64, y64);
+    expect_refused(f, &r, "f64");
+    /* The global pools want Y [N, Cb, 1, 1, 16]. */
+    node_describe(&r, f, f->device, "NchwcGlobalAveragePool", "f32->f32", NULL, 1, &x, y);
+    expect_refused(f, &r, "Y is [1,2,8,8,16]: expected [N, Cb, 1, 1, 16]");
+    node_describe(&r, f, f->device, "NchwcGlobalMaxPool", "f32->f32", NULL, 1, &x4,
+                  tensor(NULL, 5, 1, 2, 1, 1, 16));
+    expect_refused(f, &r, "X is [1,32,8,8]");
+    /* The reorder wants Y [N, Cb * 16, H, W]. */
+    node_describe(&r, f, f->device, "NchwcReorderOutput", "f32->f32", NULL, 1, &x,
+                  tensor(NULL, 4, 1, 16, 8, 8));
+    expect_refused(f, &r, "Y is [1,16,8,8]");
+    /* Good nodes pass. */
+    node_describe(&r, f, f->device, "NchwcReorderOutput", "f32->f32", NULL, 1, &x,
+                  tensor(NULL, 4, 1, 32, 8, 8));
+    assert_int_equal(r.k->supports_node(f->device, &r.node), SES_DRV_OK);
+    node_describe(&r, f, f->device, "NchwcGlobalMaxPool", "f32->f32", NULL, 1, &x,
+                  tensor(NULL, 5, 1, 2, 1, 1, 16));
+    assert_int_equal(r.k->supports_node(f->device, &r.node), SES_DRV_OK);
+}
+
+/* A host that computes without asking supports_node still gets an error naming the node and
+ * both shapes, and nothing is written out of bounds. */
+static void nchwc_kernels_check_shapes_at_compute(void **state) {
+    CONV_ATTRS_DECL;
+    fixture_t *f = *state;
+    const targ_t x = tensor(NULL, 5, 1, 2, 8, 8, 16);
+    noderun_t r;
+
+    node_describe(&r, f, f->device, "NchwcMaxPool", "f32->f32", conv_attrs, 1, &x,
+                  tensor(NULL, 5, 1, 3, 8, 8, 16));
+    node_open(&r, 0);
+    assert_int_equal(node_compute(&r, NULL), SES_DRV_INVALID_ARGUMENT);
+    node_close(&r);
+    assert_message_contains(f, "NchwcMaxPool \"n1\"");
+    assert_message_contains(f, "Y is [1,3,8,8,16]");
+
+    node_describe(&r, f, f->device, "NchwcReorderOutput", "f32->f32", NULL, 1, &x,
+                  tensor(NULL, 4, 1, 16, 8, 8));
+    node_open(&r, 0);
+    assert_int_equal(node_compute(&r, NULL), SES_DRV_INVALID_ARGUMENT);
+    node_close(&r);
+    assert_message_contains(f, "NchwcReorderOutput \"n1\"");
+
+    const targ_t in[2] = {x, tensor(NULL, 4, 16, 32, 3, 3)};
+    node_describe(&r, f, f->device, "NchwcConv", "f32,f32->f32", conv_attrs, 2, in,
+                  tensor(NULL, 4, 1, 16, 8, 8));
+    node_open(&r, 0);
+    assert_int_equal(node_compute(&r, NULL), SES_DRV_INVALID_ARGUMENT);
+    node_close(&r);
+    assert_message_contains(f, "NchwcConv \"n1\"");
+    assert_message_contains(f, "Y is [1,16,8,8]");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(the_table_offers_the_six_ops_at_f32_with_supports_node,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(nchwc_conv_matches_fused_conv, setup, teardown),
+        cmocka_unit_test_setup_teardown(nchwc_conv_caches_constant_weights_and_rereads_others,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(nchwc_max_pool_matches_max_pool_bit_for_bit, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nchwc_max_pool_keeps_nan_as_max_pool_does, setup, teardown),
+        cmocka_unit_test_setup_teardown(nchwc_average_pool_matches_average_pool_bit_for_bit, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nchwc_global_pools_match_reduce_max_and_mean, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nchwc_reorder_output_matches_the_reference, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nchwc_conv_refuses_what_it_cannot_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(nchwc_conv_is_refused_when_driver_cpu_conv_is_im2col, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nchwc_pools_refuse_what_they_cannot_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(nchwc_kernels_check_shapes_at_compute, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
