@@ -173,8 +173,8 @@ PyObject *py_tensor_to_array(ses_tensor_t *t) {
         ses_tensor_release(t);
         return NULL;
     }
-    array = PyArray_New(&PyArray_Type, (int)rank, dims, typenum, NULL, data, 0, NPY_ARRAY_CARRAY,
-                        NULL);
+    array =
+        PyArray_New(&PyArray_Type, (int)rank, dims, typenum, NULL, data, 0, NPY_ARRAY_CARRAY, NULL);
     if (!array) {
         Py_DECREF(capsule);
         return NULL;
@@ -263,8 +263,8 @@ static PyObject *core_roundtrip(PyObject *self, PyObject *args) {
 /* ---- registry ---------------------------------------------------------------------------- */
 
 static int set_str(PyObject *dict, const char *key, const char *value) {
-    PyObject *v = PyUnicode_DecodeUTF8(value ? value : "", (Py_ssize_t)strlen(value ? value : ""),
-                                       "replace");
+    PyObject *v =
+        PyUnicode_DecodeUTF8(value ? value : "", (Py_ssize_t)strlen(value ? value : ""), "replace");
     int rc = v ? PyDict_SetItemString(dict, key, v) : -1;
     Py_XDECREF(v);
     return rc;
@@ -449,13 +449,12 @@ static PyObject *core_has_driver(PyObject *self, PyObject *args) {
 /* ---- task specs -------------------------------------------------------------------------- */
 
 static PyObject *task_spec_dict(const ses_task_spec_t *t) {
-    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:s,s:O,s:O}", "rank", t->rank, "size",
-                         t->size, "local_rank", t->local_rank, "local_size", t->local_size,
-                         "shard_index", t->shard_index, "shard_count", t->shard_count, "is_chief",
-                         t->is_chief ? Py_True : Py_False, "launcher",
-                         t->launcher ? t->launcher : "", "has_evaluator",
-                         t->has_evaluator ? Py_True : Py_False, "is_evaluator",
-                         t->is_evaluator ? Py_True : Py_False);
+    return Py_BuildValue(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:s,s:O,s:O}", "rank", t->rank, "size", t->size, "local_rank",
+        t->local_rank, "local_size", t->local_size, "shard_index", t->shard_index, "shard_count",
+        t->shard_count, "is_chief", t->is_chief ? Py_True : Py_False, "launcher",
+        t->launcher ? t->launcher : "", "has_evaluator", t->has_evaluator ? Py_True : Py_False,
+        "is_evaluator", t->is_evaluator ? Py_True : Py_False);
 }
 
 static PyObject *core_task_spec_from_env(PyObject *self, PyObject *unused) {
@@ -653,8 +652,8 @@ static struct PyModuleDef core_module = {
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m;
-    PyTypeObject *types[] = {&GraphType,   &NodeType,      &EdgeType,     &SessionType,
-                             &PlanType,    &MonitoredType, &RunContextType};
+    PyTypeObject *types[] = {&GraphType, &NodeType,      &EdgeType,      &SessionType,
+                             &PlanType,  &MonitoredType, &RunContextType};
 
     import_array();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
@@ -665,8 +664,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         return NULL;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const char *dot = strrchr(types[i]->tp_name, '.');
-        if (PyModule_AddObjectRef(m, dot ? dot + 1 : types[i]->tp_name, (PyObject *)types[i]) <
-            0) {
+        if (PyModule_AddObjectRef(m, dot ? dot + 1 : types[i]->tp_name, (PyObject *)types[i]) < 0) {
             Py_DECREF(m);
             return NULL;
         }

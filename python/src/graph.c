@@ -415,8 +415,8 @@ static PyObject *graph_placeholder(GraphObject *self, PyObject *args) {
     ses_edge_t e;
     ses_status_t st;
 
-    if (py_graph_ready(self) < 0 || !PyArg_ParseTuple(args, "OiO:_placeholder", &name_obj, &dtype,
-                                                      &dims_obj))
+    if (py_graph_ready(self) < 0 ||
+        !PyArg_ParseTuple(args, "OiO:_placeholder", &name_obj, &dtype, &dims_obj))
         return NULL;
     if (opt_name(name_obj, &name) < 0)
         return NULL;
@@ -478,7 +478,8 @@ static PyObject *graph_variable(GraphObject *self, PyObject *args) {
     ses_status_t st;
 
     if (py_graph_ready(self) < 0 || !PyArg_ParseTuple(args, "OO:_variable", &name_obj, &init_obj) ||
-        opt_name(name_obj, &name) < 0 || py_edge_of(self, init_obj, "variable initializer", &init) < 0)
+        opt_name(name_obj, &name) < 0 ||
+        py_edge_of(self, init_obj, "variable initializer", &init) < 0)
         return NULL;
     if (py_graph_write_lock(self) < 0)
         return NULL;
@@ -617,8 +618,9 @@ static PyObject *graph_add_node(GraphObject *self, PyObject *args) {
     ses_node_t *node = NULL;
     ses_status_t st;
 
-    if (py_graph_ready(self) < 0 || !PyArg_ParseTuple(args, "sOOOn:_add_node", &op, &name_obj,
-                                                      &inputs_obj, &attrs_obj, &n_outputs) ||
+    if (py_graph_ready(self) < 0 ||
+        !PyArg_ParseTuple(args, "sOOOn:_add_node", &op, &name_obj, &inputs_obj, &attrs_obj,
+                          &n_outputs) ||
         opt_name(name_obj, &name) < 0)
         return NULL;
     if (n_outputs < 0) {
@@ -919,7 +921,7 @@ static PyObject *graph_minimize(GraphObject *self, PyObject *args) {
         return NULL;
     }
     st = (distributed ? ses_minimize_distributed : ses_minimize)(self->g, name, loss, &opt, vars,
-                                                                  n_vars, &step);
+                                                                 n_vars, &step);
     py_graph_write_unlock(self);
     PyMem_Free(vars);
     if (st != SES_OK)

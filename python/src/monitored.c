@@ -174,8 +174,8 @@ PyTypeObject RunContextType = {
 
 /* Calls obj.method(*args) with the GIL; a raised exception is kept for the Monitored call to
  * raise and fails the callback. */
-static ses_status_t call_hook(py_hook_t *h, const char *method, PyObject *arg,
-                              ses_run_args_t *args, int after) {
+static ses_status_t call_hook(py_hook_t *h, const char *method, PyObject *arg, ses_run_args_t *args,
+                              int after) {
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject *fn, *result = NULL;
     RunContextObject *ctx = NULL;
@@ -216,28 +216,27 @@ static ses_status_t call_hook(py_hook_t *h, const char *method, PyObject *arg,
     PyGILState_Release(gil);
     return SES_OK;
 
-failed:
-    {
-        PyObject *type = NULL, *exc = NULL, *tb = NULL;
-        PyObject *text;
-        PyErr_Fetch(&type, &exc, &tb);
-        PyErr_NormalizeException(&type, &exc, &tb);
-        if (exc && tb)
-            PyException_SetTraceback(exc, tb);
-        Py_XDECREF(type);
-        Py_XDECREF(tb);
-        text = exc ? PyObject_Str(exc) : NULL;
-        const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
-        if (!msg)
-            PyErr_Clear();
-        st = ses_set_error(SES_CANCELLED, "Python hook raised %s: %s",
-                           exc ? Py_TYPE(exc)->tp_name : "an exception", msg ? msg : "");
-        Py_XDECREF(text);
-        if (!h->owner->exc)
-            h->owner->exc = exc;
-        else
-            Py_XDECREF(exc);
-    }
+failed : {
+    PyObject *type = NULL, *exc = NULL, *tb = NULL;
+    PyObject *text;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (exc && tb)
+        PyException_SetTraceback(exc, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    text = exc ? PyObject_Str(exc) : NULL;
+    const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+    if (!msg)
+        PyErr_Clear();
+    st = ses_set_error(SES_CANCELLED, "Python hook raised %s: %s",
+                       exc ? Py_TYPE(exc)->tp_name : "an exception", msg ? msg : "");
+    Py_XDECREF(text);
+    if (!h->owner->exc)
+        h->owner->exc = exc;
+    else
+        Py_XDECREF(exc);
+}
     PyGILState_Release(gil);
     return st;
 }

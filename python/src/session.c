@@ -8,8 +8,9 @@
 
 int py_session_ready(SessionObject *self) {
     if (!self->s) {
-        py_raise(SES_FAILED_PRECONDITION, "the session was not opened (Session.__init__ failed "
-                                          "or was not called)");
+        py_raise(SES_FAILED_PRECONDITION,
+                 "the session was not opened (Session.__init__ failed "
+                 "or was not called)");
         return -1;
     }
     return 0;
@@ -681,8 +682,8 @@ static PyObject *plan_run(PlanObject *self, PyObject *args) {
         goto done;
     if (n_values != self->n_feeds) {
         char message[128];
-        snprintf(message, sizeof message, "plan: %zu value(s) given for %zu fed edge(s)",
-                 n_values, self->n_feeds);
+        snprintf(message, sizeof message, "plan: %zu value(s) given for %zu fed edge(s)", n_values,
+                 self->n_feeds);
         py_raise(SES_INVALID_ARGUMENT, message);
         goto done;
     }
