@@ -125,7 +125,17 @@ int py_node_of(GraphObject *graph, PyObject *obj, const char *what, ses_node_t *
     return 0;
 }
 
+/* Nodes and Edges are tracked by the cycle collector: the package keeps Edges in its Graph's
+ * __dict__ (Graph._dtypes), so a graph and its edges form a cycle that only the collector frees,
+ * and it can see the edge -> graph link only through tp_traverse. No tp_clear: the link is
+ * needed as long as the object lives; clearing the Graph's __dict__ breaks such a cycle. */
+static int node_traverse(NodeObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->graph);
+    return 0;
+}
+
 static void node_dealloc(NodeObject *self) {
+    PyObject_GC_UnTrack(self);
     Py_XDECREF(self->graph);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -257,10 +267,11 @@ static PyMethodDef node_methods[] = {
 PyTypeObject NodeType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "session._core.Node",
     .tp_basicsize = sizeof(NodeObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "A node of a Graph: an op with inputs, attributes and outputs.",
     .tp_new = node_new_direct,
     .tp_dealloc = (destructor)node_dealloc,
+    .tp_traverse = (traverseproc)node_traverse,
     .tp_repr = (reprfunc)node_repr,
     .tp_hash = (hashfunc)node_hash,
     .tp_richcompare = node_richcompare,
@@ -268,7 +279,13 @@ PyTypeObject NodeType = {
     .tp_methods = node_methods,
 };
 
+static int edge_traverse(EdgeObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->graph);
+    return 0;
+}
+
 static void edge_dealloc(EdgeObject *self) {
+    PyObject_GC_UnTrack(self);
     Py_XDECREF(self->graph);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -341,10 +358,11 @@ static PyGetSetDef edge_getset[] = {
 PyTypeObject EdgeType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "session._core.Edge",
     .tp_basicsize = sizeof(EdgeObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "An output of a node: (node, index), written \"name:index\".",
     .tp_new = edge_new_direct,
     .tp_dealloc = (destructor)edge_dealloc,
+    .tp_traverse = (traverseproc)edge_traverse,
     .tp_repr = (reprfunc)edge_repr,
     .tp_hash = (hashfunc)edge_hash,
     .tp_richcompare = edge_richcompare,

@@ -39,7 +39,15 @@ typedef struct {
 
 /* ---- RunContext -------------------------------------------------------------------------- */
 
+/* RunContext and Monitored are tracked by the cycle collector: a hook that keeps its run context,
+ * or the MonitoredSession that runs it, makes a cycle through their C links. */
+static int run_context_traverse(RunContextObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->owner);
+    return 0;
+}
+
 static void run_context_dealloc(RunContextObject *self) {
+    PyObject_GC_UnTrack(self);
     Py_XDECREF(self->owner);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -163,9 +171,10 @@ static PyGetSetDef run_context_getset[] = {
 PyTypeObject RunContextType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "session._core.RunContext",
     .tp_basicsize = sizeof(RunContextObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "What a hook may add to one run of a MonitoredSession, and read after it.",
     .tp_dealloc = (destructor)run_context_dealloc,
+    .tp_traverse = (traverseproc)run_context_traverse,
     .tp_methods = run_context_methods,
     .tp_getset = run_context_getset,
 };
@@ -192,7 +201,7 @@ static ses_status_t call_hook(py_hook_t *h, const char *method, PyObject *arg, s
         goto failed;
     }
     if (args) {
-        ctx = PyObject_New(RunContextObject, &RunContextType);
+        ctx = PyObject_GC_New(RunContextObject, &RunContextType);
         if (!ctx) {
             Py_DECREF(fn);
             goto failed;
@@ -201,6 +210,7 @@ static ses_status_t call_hook(py_hook_t *h, const char *method, PyObject *arg, s
         ctx->owner = h->owner;
         ctx->args = args;
         ctx->after = after;
+        PyObject_GC_Track(ctx);
         result = PyObject_CallOneArg(fn, (PyObject *)ctx);
         ctx->args = NULL;
         Py_DECREF(ctx);
@@ -611,7 +621,16 @@ static int monitored_set_step(MonitoredObject *self, PyObject *value, void *clos
     return 0;
 }
 
+static int monitored_traverse(MonitoredObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->session);
+    Py_VISIT(self->exc);
+    for (size_t i = 0; i < self->n_py_hooks; i++)
+        Py_VISIT(self->py_hooks[i]->obj);
+    return 0;
+}
+
 static void monitored_dealloc(MonitoredObject *self) {
+    PyObject_GC_UnTrack(self);
     if (self->m) {
         ses_monitored_t *m = self->m;
         Py_BEGIN_ALLOW_THREADS
@@ -650,11 +669,12 @@ static PyGetSetDef monitored_getset[] = {
 PyTypeObject MonitoredType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "session._core.Monitored",
     .tp_basicsize = sizeof(MonitoredObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "A monitored session (ses_monitored_t): a session's runs with hooks around them.",
     .tp_new = monitored_new,
     .tp_init = (initproc)monitored_init,
     .tp_dealloc = (destructor)monitored_dealloc,
+    .tp_traverse = (traverseproc)monitored_traverse,
     .tp_methods = monitored_methods,
     .tp_getset = monitored_getset,
 };

@@ -132,9 +132,17 @@ done:
     return rc;
 }
 
+/* Sessions and Plans are tracked by the cycle collector so that cycles through their graph and
+ * session links (a Session kept in its Graph's __dict__, a Plan in its Session's) are freed. */
+static int session_traverse(SessionObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->graph);
+    return 0;
+}
+
 static void session_dealloc(SessionObject *self) {
     ses_session_t *s = self->s;
 
+    PyObject_GC_UnTrack(self);
     if (self->weakrefs)
         PyObject_ClearWeakRefs((PyObject *)self);
     self->s = NULL;
@@ -638,7 +646,13 @@ done:
     return (PyObject *)po;
 }
 
+static int plan_traverse(PlanObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->session);
+    return 0;
+}
+
 static void plan_dealloc(PlanObject *self) {
+    PyObject_GC_UnTrack(self);
     if (self->plan) {
         Py_BEGIN_ALLOW_THREADS
         ses_plan_destroy(self->plan);
@@ -820,10 +834,11 @@ static PyGetSetDef plan_getset[] = {
 PyTypeObject PlanType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "session._core.Plan",
     .tp_basicsize = sizeof(PlanObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "A compiled plan of a session (ses_plan_t).",
     .tp_new = plan_new_direct,
     .tp_dealloc = (destructor)plan_dealloc,
+    .tp_traverse = (traverseproc)plan_traverse,
     .tp_methods = plan_methods,
     .tp_getset = plan_getset,
 };
@@ -865,11 +880,12 @@ static PyGetSetDef session_getset[] = {
 PyTypeObject SessionType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "session._core.Session",
     .tp_basicsize = sizeof(SessionObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "An open session on a graph (ses_session_t).",
     .tp_new = session_new,
     .tp_init = (initproc)session_init,
     .tp_dealloc = (destructor)session_dealloc,
+    .tp_traverse = (traverseproc)session_traverse,
     .tp_weaklistoffset = offsetof(SessionObject, weakrefs),
     .tp_methods = session_methods,
     .tp_getset = session_getset,

@@ -1,7 +1,9 @@
 """Errors, threads, drivers and devices, ONNX, TaskSpec, idx files, docstrings."""
+import gc
 import inspect
 import os
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -210,3 +212,32 @@ def test_every_public_name_has_a_docstring():
 def test_help_of_eval_explains_feeds_overriding_any_edge():
     doc = inspect.getdoc(ses.Session.eval)
     assert "overrides any edge" in doc
+
+
+def test_graphs_sessions_and_loops_are_freed_when_unreachable():
+    # A Graph keeps its Edges (Graph._dtypes), and each Edge its Graph: only the cycle collector
+    # frees them, and only if it sees the links held in C.
+    g = ses.Graph()
+    x = g.placeholder("x", np.float32, [None, 2])
+    w = g.variable("w", np.ones((2, 1), np.float32))
+    y = g.placeholder("y", np.float32, [None, 1])
+    loss = ses.train.mean_squared_error(g, g.op("MatMul", [x, w]), y)
+    step = ses.train.minimize(g, loss, ses.train.SGD(0.1))
+    s = ses.Session(g, devices=["cpu:0"])
+    plan = s.compile([loss], feeds=[x, y])
+    g.session = s  # a cycle through the session's graph link
+    s.plan = plan  # and through the plan's session link
+
+    class Keeper(ses.train.SessionRunHook):
+        def before_run(self, run_context):
+            self.context = run_context  # a cycle through the loop's hook and the run context
+
+    keeper = Keeper()
+    m = ses.train.MonitoredSession(s, hooks=[keeper])
+    keeper.loop = m
+    m.run(targets=[step], feed_dict={x: np.ones((4, 2), np.float32),
+                                     y: np.ones((4, 1), np.float32)})
+    refs = [weakref.ref(o) for o in (g, s)]
+    del g, x, w, y, loss, step, s, plan, m, keeper, Keeper
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
