@@ -4,7 +4,9 @@
  * installed session-driver.pc must be all a driver needs to build; `--tags driver-cpu` must
  * install the CPU driver alone; and the installed SDK template must build out of tree against
  * the installed prefix alone, load in the installed session-info, and run Add in a real session
- * next to the CPU driver.
+ * next to the CPU driver. When this build has the Python package, the installed copy has it too,
+ * in the prefix's Python folder, and the system's python3 imports it from there and evaluates a
+ * graph on the installed CPU driver.
  *
  * It configures and builds a second copy of the project (without tests, and without the
  * optional drivers: it is about the core, the CPU driver and the SDK), so it is the slowest
@@ -51,8 +53,9 @@ static int setup(void **state) {
     snprintf(command, sizeof command,
              "'%s' setup '%s' '%s' --prefix='%s' --libdir=lib -Dtests=false -Dcuda=disabled "
              "-Dopencl=disabled -Dfpga=disabled -Dmpi=disabled -Donnx=disabled "
-             "-Dbuildtype=debugoptimized && '%s' install -C '%s' --quiet",
-             MESON, f.build, SOURCE_ROOT, f.prefix, MESON, f.build);
+             "-Dbuildtype=debugoptimized -Dpython=%s && '%s' install -C '%s' --quiet",
+             MESON, f.build, SOURCE_ROOT, f.prefix, PYTHON3[0] ? "enabled" : "disabled", MESON,
+             f.build);
     must_run(command);
     *state = &f;
     return 0;
@@ -86,6 +89,49 @@ static void the_installed_session_info_finds_the_installed_cpu_driver(void **sta
     /* With a bare environment, every folder searched is a default one. */
     assert_non_null(strstr(r.output, "\n  default "));
     assert_null(strstr(r.output, "SESSION_DRIVER_FILES"));
+    free(r.output);
+}
+
+/* The installed Python package, with the installed libsession and CPU driver: a bare environment
+ * but for PYTHONPATH at the prefix's Python folder (where `meson install` put session/). */
+static void the_installed_python_package_evals_a_graph(void **state) {
+    fixture_t *f = *state;
+    char command[4 * PATH_MAX], expected[PATH_MAX + 64];
+    run_result_t r;
+
+    if (!PYTHON3[0])
+        skip(); /* this build has no Python package (python3-dev or NumPy missing) */
+    /* Exactly one session package in the prefix; its folder is the one PYTHONPATH names. */
+    snprintf(
+        command, sizeof command,
+        "init=$(find '%s' -path '*/session/__init__.py') && test $(echo \"$init\" | wc -l) = 1 "
+        "&& env -i PATH=/usr/bin:/bin HOME='%s' PYTHONPATH=\"$(dirname \"$(dirname "
+        "\"$init\")\")\" PYTHONDONTWRITEBYTECODE=1 '%s' -c '"
+        "import numpy as np, session as ses\n"
+        "g = ses.Graph()\n"
+        "a = g.placeholder(\"a\", np.float32, [None, 3])\n"
+        "c = g.op(\"Mul\", [a, g.constant(\"b\", np.full(3, 2, np.float32))], name=\"c\")\n"
+        "with ses.Session(g, devices=[\"cpu:0\"]) as s:\n"
+        "    r = s.eval(c, {a: np.arange(6, dtype=np.float32).reshape(2, 3)})\n"
+        "assert r.tolist() == [[0, 2, 4], [6, 8, 10]], r\n"
+        "d = [x for x in ses.drivers() if x[\"name\"] == \"cpu\"][0]\n"
+        "print(\"package:\", ses.__file__)\n"
+        "print(\"manifest:\", d[\"manifest\"])\n"
+        "print(\"result:\", r.tolist())'",
+        f->prefix, f->dir, PYTHON3);
+    r = run_command(command);
+    if (r.exit_code != 0)
+        fail_msg("exit %d:\n%s", r.exit_code, r.output);
+    /* The package and the driver are the installed ones, and nothing was warned about. */
+    snprintf(expected, sizeof expected, "package: %s/", f->prefix);
+    if (!strstr(r.output, expected))
+        fail_msg("the package is not the installed one:\n%s", r.output);
+    snprintf(expected, sizeof expected, "manifest: %s/share/session/drivers.d/cpu.json", f->prefix);
+    if (!strstr(r.output, expected))
+        fail_msg("the CPU driver is not the installed one:\n%s", r.output);
+    assert_non_null(strstr(r.output, "result: [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]"));
+    if (strstr(r.output, "warn"))
+        fail_msg("a warning:\n%s", r.output);
     free(r.output);
 }
 
@@ -255,6 +301,7 @@ static void the_installed_template_builds_out_of_tree_and_runs_add_next_to_the_c
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_installed_session_info_finds_the_installed_cpu_driver),
+        cmocka_unit_test(the_installed_python_package_evals_a_graph),
         cmocka_unit_test(session_driver_pc_gives_the_include_path_and_no_library),
         cmocka_unit_test(a_driver_builds_from_the_installed_header_alone_and_loads),
         cmocka_unit_test(the_driver_cpu_tag_installs_the_cpu_driver_alone),
