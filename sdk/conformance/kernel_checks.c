@@ -737,6 +737,14 @@ fail:
     return st;
 }
 
+/*
+ * Evaluates @p b in a session on @p device alone. The layout pass is off in both sessions, so
+ * that each runs the case's one node on its own kernel: in a session on the CPU alone it would
+ * run a Conv or FusedConv as NchwcConv (the CPU's Conv kernels would go unchecked), and it
+ * takes the output of a node of the graph's own Nchwc ops for a blocked stand-in of an NCHW
+ * value, fetched through an NchwcReorderOutput step as [N, C, H, W] where the node's output is
+ * [N, C/16, H, W, 16] (and where another driver's session, not on the CPU alone, gives that).
+ */
 static ses_status_t eval_on(const ses_conf_options_t *o, const char *device, int reference,
                             const built_t *b, ses_tensor_t **out, char *why, size_t why_size) {
     ses_session_options_t so;
@@ -747,6 +755,7 @@ static ses_status_t eval_on(const ses_conf_options_t *o, const char *device, int
     so.fallback = SES_FALLBACK_DENY;
     so.registry = o->registry;
     so.log_level = 0;
+    so.layout = 0;
     if (reference) {
         so.threads = 1;
     } else {
