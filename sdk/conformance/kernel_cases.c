@@ -406,6 +406,79 @@ static const char *const average_pool_grad[] = {
     "count_include_pad=1",
     NULL,
 };
+/*
+ * The NCHWc16 ops (libsession/src/ops/nchwc.c): a blocked tensor [N, C/16, H, W, 16] is written
+ * as that 5-D shape, so C is a multiple of 16 by construction; the kernels see exactly these
+ * tensors (the suite's sessions run with the layout pass off). NchwcConv: FusedConv's inputs
+ * and attributes, X plain NCHW (any C: the first convolution of a blocked region, the 7x7
+ * stride 2 stem on RGB) or blocked, M a multiple of 16, Z blocked as Y; an empty B (@like) is
+ * absent, so that Z comes third. 1x1, 3x3 with pad 1 at stride 1 and 2, 7x7 stride 2 pad 3,
+ * dilations, groups of 16 channels, an empty batch, and Identity (the default), Relu and Clip.
+ */
+static const char *const nchwc_conv[] = {
+    "[1,3,7,7] [16,3,1,1]",
+    "[2,3,9,9] [16,3,3,3] pads=[1,1,1,1] activation=Relu",
+    "[1,3,8,8] [32,3,3,3] pads=[1,1,1,1] strides=[2,2]",
+    "[1,3,15,15] [32,3,7,7] pads=[3,3,3,3] strides=[2,2] activation=Relu",
+    "[2,1,8,8,16] [16,16,1,1]",
+    "[1,2,6,6,16] [32,32,3,3] pads=[1,1,1,1] activation=Relu",
+    "[1,2,9,9,16] [32,32,3,3] pads=[1,1,1,1] strides=[2,2] activation=Relu",
+    "[1,1,9,9,16] [16,16,3,3] pads=[2,2,2,2] dilations=[2,2]",
+    "[1,2,6,6,16] [32,16,3,3] pads=[1,1,1,1] group=2 activation=Relu",
+    "[0,1,5,5,16] [16,16,3,3] pads=[1,1,1,1]",
+    "[4,4,16,16,16] [64,64,3,3] pads=[1,1,1,1] activation=Relu",
+    "[1,3,7,7] [16,3,3,3] [16] pads=[1,1,1,1] activation=Relu",
+    "[1,3,15,15] [16,3,7,7] [16] pads=[3,3,3,3] strides=[2,2] activation=Relu",
+    "[2,1,8,8,16] [16,16,1,1] [16]",
+    "[1,2,9,9,16] [32,32,3,3] [32] pads=[1,1,1,1] strides=[2,2] activation=Relu",
+    "[1,2,7,7,16] [16,32,1,1] [16] activation=Clip activation_params=[0.0,6.0]",
+    "[1,3,5,5] [16,3,1,1] [0]@like [1,1,5,5,16]",
+    "[1,1,6,6,16] [16,16,3,3] [0]@like [1,1,6,6,16] pads=[1,1,1,1] activation=Relu",
+    "[1,1,6,6,16] [16,16,3,3] [16] [1,1,6,6,16] pads=[1,1,1,1] activation=Relu",
+    "[2,2,8,8,16] [32,32,1,1] [32] [2,2,8,8,16]",
+    "[1,3,8,8] [32,3,3,3] [32] [1,2,4,4,16] pads=[1,1,1,1] strides=[2,2] activation=Relu",
+    "[2,2,7,7,16] [32,32,3,3] [32] [2,2,4,4,16] pads=[1,1,1,1] strides=[2,2] activation=Clip "
+    "activation_params=[0.0,6.0]",
+    "[4,4,16,16,16] [64,64,3,3] [64] [4,4,16,16,16] pads=[1,1,1,1] activation=Relu",
+    NULL,
+};
+/* The 2-D pools' cases on blocked X: 2x2 stride 2, 3x3 stride 2 with pads and with ceil_mode
+ * (SqueezeNet's), dilations, auto_pad, an empty batch and a large one. NaN as for MaxPool
+ * (DRV-54), by lane: all NaN, and NaN among other values. */
+#define NCHWC_POOLS                                                          \
+    "[1,1,4,4,16] kernel_shape=[2,2] strides=[2,2]",                         \
+        "[2,2,7,7,16] kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]",      \
+        "[1,1,6,6,16] kernel_shape=[3,3] strides=[2,2] ceil_mode=1",         \
+        "[1,2,14,14,16] kernel_shape=[3,3] strides=[2,2] ceil_mode=1",       \
+        "[1,1,9,9,16] kernel_shape=[3,3] dilations=[2,2]",                   \
+        "[1,1,5,5,16] kernel_shape=[2,2] auto_pad=SAME_UPPER",               \
+        "[1,1,5,5,16] kernel_shape=[3,2] auto_pad=SAME_LOWER strides=[2,2]", \
+        "[0,1,4,4,16] kernel_shape=[2,2]", "[8,4,16,16,16] kernel_shape=[2,2] strides=[2,2]"
+static const char *const nchwc_max_pool[] = {
+    NCHWC_POOLS,
+    "[1,2,4,4,16]@nan kernel_shape=[2,2] strides=[2,2] !nan",
+    "[2,1,6,6,16]@somenan kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]",
+    NULL,
+};
+static const char *const nchwc_average_pool[] = {
+    NCHWC_POOLS,
+    "[2,2,7,7,16] kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] count_include_pad=1",
+    "[1,1,6,6,16] kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1 "
+    "count_include_pad=1",
+    NULL,
+};
+/* Whole planes: one pixel, odd sizes, an empty batch, ResNet-50's last (2048 channels, 7x7). */
+static const char *const nchwc_global_average_pool[] = {
+    "[1,1,5,5,16]", "[2,3,7,7,16]", "[1,2,1,1,16]", "[0,1,3,3,16]", "[1,128,7,7,16]", NULL,
+};
+static const char *const nchwc_global_max_pool[] = {
+    "[1,1,5,5,16]",   "[2,3,7,7,16]",          "[1,2,1,1,16]",         "[0,1,3,3,16]",
+    "[1,128,7,7,16]", "[1,2,3,3,16]@nan !nan", "[2,1,4,4,16]@somenan", NULL,
+};
+/* NCHWc16 to NCHW. */
+static const char *const nchwc_reorder_output[] = {
+    "[1,1,2,2,16]", "[2,3,5,7,16]", "[1,4,1,1,16]", "[0,1,3,3,16]", "[4,8,14,14,16]", NULL,
+};
 /* X, scale, B, mean, var. */
 static const char *const batch_norm[] = {
     "[2,3,4,4] [3] [3] [3] [3]@pos",
@@ -539,6 +612,12 @@ static const ses_conf_op_cases_t table[] = {
     {"AveragePool", SUMS, average_pool},
     {"MaxPoolGrad", ROUNDED, max_pool_grad},
     {"AveragePoolGrad", SUMS, average_pool_grad},
+    {"NchwcConv", PRODUCTS, nchwc_conv},
+    {"NchwcMaxPool", EXACT, nchwc_max_pool},
+    {"NchwcAveragePool", SUMS, nchwc_average_pool},
+    {"NchwcGlobalAveragePool", SUMS, nchwc_global_average_pool},
+    {"NchwcGlobalMaxPool", EXACT, nchwc_global_max_pool},
+    {"NchwcReorderOutput", EXACT, nchwc_reorder_output},
     {"BatchNormalization", LIBM, batch_norm},
     {"Dropout", EXACT, dropout},
     {"Pad", EXACT, pad},
