@@ -54,18 +54,23 @@ CPU__ISA_CLONES static void cpu__nchwc_maxpool_row(const cpu__pool2d_t *g, const
     for (int64_t ow = 0; ow < g->ow; ow++) {
         const int64_t c0 = ow * g->sw - g->pw;
         float acc[CPU__NB];
-        for (int l = 0; l < CPU__NB; l++) acc[l] = -INFINITY;
+        for (int l = 0; l < CPU__NB; l++)
+            acc[l] = -INFINITY;
         for (int64_t i = 0; i < g->kh; i++) {
             const int64_t r = r0 + i * g->dh;
-            if (r < 0 || r >= g->h) continue;
+            if (r < 0 || r >= g->h)
+                continue;
             for (int64_t j = 0; j < g->kw; j++) {
                 const int64_t c = c0 + j * g->dw;
-                if (c < 0 || c >= g->w) continue;
+                if (c < 0 || c >= g->w)
+                    continue;
                 const float *restrict t = x + (r * g->w + c) * CPU__NB;
-                for (int l = 0; l < CPU__NB; l++) acc[l] = CPU__MAXNAN(acc[l], t[l]);
+                for (int l = 0; l < CPU__NB; l++)
+                    acc[l] = CPU__MAXNAN(acc[l], t[l]);
             }
         }
-        for (int l = 0; l < CPU__NB; l++) y[ow * CPU__NB + l] = acc[l];
+        for (int l = 0; l < CPU__NB; l++)
+            y[ow * CPU__NB + l] = acc[l];
     }
 }
 
@@ -81,21 +86,26 @@ CPU__ISA_CLONES static void cpu__nchwc_avgpool_row(const cpu__pool2d_t *g, int64
     for (int64_t ow = 0; ow < g->ow; ow++) {
         const int64_t c0 = ow * g->sw - g->pw;
         float acc[CPU__NB];
-        for (int l = 0; l < CPU__NB; l++) acc[l] = 0.0f;
+        for (int l = 0; l < CPU__NB; l++)
+            acc[l] = 0.0f;
         for (int64_t i = 0; i < g->kh; i++) {
             const int64_t r = r0 + i * g->dh;
-            if (r < 0 || r >= g->h) continue;
+            if (r < 0 || r >= g->h)
+                continue;
             for (int64_t j = 0; j < g->kw; j++) {
                 const int64_t c = c0 + j * g->dw;
-                if (c < 0 || c >= g->w) continue;
+                if (c < 0 || c >= g->w)
+                    continue;
                 const float *restrict t = x + (r * g->w + c) * CPU__NB;
-                for (int l = 0; l < CPU__NB; l++) acc[l] += t[l];
+                for (int l = 0; l < CPU__NB; l++)
+                    acc[l] += t[l];
             }
         }
         int64_t vw, pw;
         cpu__pool2d_count(c0, g->kw, g->dw, g->w, g->pw, g->pew, &vw, &pw);
         const int64_t div = include_pad ? ph * pw : vh * vw;
-        for (int l = 0; l < CPU__NB; l++) y[ow * CPU__NB + l] = div ? acc[l] / (float)div : NAN;
+        for (int l = 0; l < CPU__NB; l++)
+            y[ow * CPU__NB + l] = div ? acc[l] / (float)div : NAN;
     }
 }
 
@@ -116,10 +126,12 @@ __attribute__((target("avx512f"))) static void cpu__nchwc_maxpool_row_avx512(
         __m512 acc = _mm512_set1_ps(-INFINITY);
         for (int64_t i = 0; i < g->kh; i++) {
             const int64_t r = r0 + i * g->dh;
-            if (r < 0 || r >= g->h) continue;
+            if (r < 0 || r >= g->h)
+                continue;
             for (int64_t j = 0; j < g->kw; j++) {
                 const int64_t c = c0 + j * g->dw;
-                if (c < 0 || c >= g->w) continue;
+                if (c < 0 || c >= g->w)
+                    continue;
                 const __m512 v = _mm512_loadu_ps(x + (r * g->w + c) * CPU__NB);
                 /* CPU__MAXNAN: v where v > acc or v is NaN */
                 const __mmask16 take =
@@ -143,7 +155,8 @@ __attribute__((target("avx512f"))) static void cpu__nchwc_avgpool_row_avx512(
         __m512 acc = _mm512_setzero_ps();
         for (int64_t i = 0; i < g->kh; i++) {
             const int64_t r = r0 + i * g->dh;
-            if (r < 0 || r >= g->h) continue;
+            if (r < 0 || r >= g->h)
+                continue;
             for (int64_t j = 0; j < g->kw; j++) {
                 const int64_t c = c0 + j * g->dw;
                 if (c >= 0 && c < g->w)
@@ -211,7 +224,8 @@ int32_t cpu__nchwc_pool(const cpu__call_t *call) {
                               cpu__format_dims(x->dims, x->rank, a, sizeof a),
                               cpu__format_dims(y->dims, y->rank, b, sizeof b));
     const cpu__tensor_t xv = cpu__nchwc_planes(x), yv = cpu__nchwc_planes(y);
-    if ((st = cpu__read_window(call, &xv, &yv, &w)) != SES_DRV_OK) return st;
+    if ((st = cpu__read_window(call, &xv, &yv, &w)) != SES_DRV_OK)
+        return st;
     memset(&j, 0, sizeof j);
     j.max = call->spec->code == CPU__OP_NCHWC_MAXPOOL;
 #ifdef CPU__NCHWC_AVX512
@@ -220,7 +234,8 @@ int32_t cpu__nchwc_pool(const cpu__call_t *call) {
     if (!j.max &&
         (st = cpu__attr_int(call, "count_include_pad", 1, 0, &j.include_pad)) != SES_DRV_OK)
         return st;
-    if (y->count == 0) return SES_DRV_OK;
+    if (y->count == 0)
+        return SES_DRV_OK;
     cpu__pool2d_init(&w, &j.g);
     j.x = (const float *)(const void *)x->data;
     j.y = (float *)(void *)y->data;
@@ -249,17 +264,23 @@ CPU__ISA_CLONES static void cpu__nchwc_global_plane(const cpu__nchwc_global_job_
                                                     const float *restrict x, float *restrict y) {
     if (j->max) {
         float acc[CPU__NB];
-        for (int l = 0; l < CPU__NB; l++) acc[l] = -INFINITY;
+        for (int l = 0; l < CPU__NB; l++)
+            acc[l] = -INFINITY;
         for (int64_t p = 0; p < j->pixels; p++)
-            for (int l = 0; l < CPU__NB; l++) acc[l] = CPU__MAXNAN(acc[l], x[p * CPU__NB + l]);
-        for (int l = 0; l < CPU__NB; l++) y[l] = acc[l];
+            for (int l = 0; l < CPU__NB; l++)
+                acc[l] = CPU__MAXNAN(acc[l], x[p * CPU__NB + l]);
+        for (int l = 0; l < CPU__NB; l++)
+            y[l] = acc[l];
         return;
     }
     double acc[CPU__NB];
-    for (int l = 0; l < CPU__NB; l++) acc[l] = 0.0;
+    for (int l = 0; l < CPU__NB; l++)
+        acc[l] = 0.0;
     for (int64_t p = 0; p < j->pixels; p++)
-        for (int l = 0; l < CPU__NB; l++) acc[l] += (double)x[p * CPU__NB + l];
-    for (int l = 0; l < CPU__NB; l++) y[l] = (float)(acc[l] / (double)j->pixels);
+        for (int l = 0; l < CPU__NB; l++)
+            acc[l] += (double)x[p * CPU__NB + l];
+    for (int l = 0; l < CPU__NB; l++)
+        y[l] = (float)(acc[l] / (double)j->pixels);
 }
 
 static void cpu__nchwc_global_task(void *ctx, uint64_t begin, uint64_t end) {
@@ -286,7 +307,8 @@ int32_t cpu__nchwc_global_pool(const cpu__call_t *call) {
     j.pixels = x->dims[2] * x->dims[3];
     j.x = (const float *)(const void *)x->data;
     j.y = (float *)(void *)y->data;
-    if (y->count == 0) return SES_DRV_OK;
+    if (y->count == 0)
+        return SES_DRV_OK;
     /* As ReduceMax: an empty plane has no max. (Its mean is NaN, as ReduceMean's.) */
     if (j.max && j.pixels == 0)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
@@ -338,7 +360,8 @@ static void cpu__nchwc_reorder_task(void *ctx, uint64_t begin, uint64_t end) {
             }
 #endif
         for (; c < j->w; c++)
-            for (int l = 0; l < CPU__NB; l++) y[l * hw + c] = x[c * CPU__NB + l];
+            for (int l = 0; l < CPU__NB; l++)
+                y[l * hw + c] = x[c * CPU__NB + l];
     }
 }
 
@@ -354,7 +377,8 @@ int32_t cpu__nchwc_reorder_output(const cpu__call_t *call) {
                               "is %s",
                               cpu__format_dims(x->dims, x->rank, a, sizeof a),
                               cpu__format_dims(y->dims, y->rank, b, sizeof b));
-    if (y->count == 0) return SES_DRV_OK;
+    if (y->count == 0)
+        return SES_DRV_OK;
     j.h = x->dims[2];
     j.w = x->dims[3];
     j.x = (const float *)(const void *)x->data;
@@ -405,7 +429,8 @@ static int32_t cpu__nchwc_conv_supports(ses_drv_device_t *device, const ses_drv_
     char a[96], b[96];
     int32_t st;
 
-    if ((st = cpu__fused_supports(device, node)) != SES_DRV_OK) return st;
+    if ((st = cpu__fused_supports(device, node)) != SES_DRV_OK)
+        return st;
     if (w->rank != 4)
         return cpu__nchwc_refuse(device, node,
                                  "W is %s: only 2-D convolutions (W of rank 4) run blocked",
@@ -518,8 +543,10 @@ int32_t cpu__nchwc_supports(ses_drv_device_t *device, const ses_drv_node_t *node
                                     "supports_node: %s \"%s\": dims are NULL", op,
                                     node->name ? node->name : "");
     }
-    if (conv) return cpu__nchwc_conv_supports(device, node);
-    if (pool) return cpu__nchwc_pool_supports(device, node);
+    if (conv)
+        return cpu__nchwc_conv_supports(device, node);
+    if (pool)
+        return cpu__nchwc_pool_supports(device, node);
     const ses_drv_tensor_desc_t *x = cpu__nchwc_desc(node->inputs, 0);
     const ses_drv_tensor_desc_t *y = cpu__nchwc_desc(node->outputs, 0);
     if (!cpu__nchwc_desc_blocked(x))

@@ -38,7 +38,8 @@ static ses_tensor_t *random_tensor(ses_dtype_t dtype, size_t rank, const int64_t
     ses_tensor_t *t = NULL;
     size_t n = 1;
 
-    for (size_t i = 0; i < rank; i++) n *= (size_t)dims[i];
+    for (size_t i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
     assert_int_equal(ses_tensor_create(dtype, rank, dims, &t), SES_OK);
     for (size_t i = 0; i < n; i++) {
         if (dtype == SES_F32)
@@ -135,9 +136,11 @@ static ses_status_t run(ses_graph_t *g, uint32_t layout, const ses_edge_t *fetch
     so.layout = layout;
     so.fallback = SES_FALLBACK_DENY;
     st = ses_session_open(g, NULL, 0, &so, &s);
-    if (st != SES_OK) return st;
+    if (st != SES_OK)
+        return st;
     st = ses_session_compile(s, fetches, n_fetches, &x, 1, NULL, 0, &plan);
-    if (st == SES_OK) st = ses_plan_run(plan, &feed, 1, out->values);
+    if (st == SES_OK)
+        st = ses_plan_run(plan, &feed, 1, out->values);
     if (st == SES_OK) {
         out->steps = ses_plan_step_count(plan);
         line = strstr(ses_plan_placement(plan), "layout: ");
@@ -156,7 +159,8 @@ static ses_status_t run(ses_graph_t *g, uint32_t layout, const ses_edge_t *fetch
 }
 
 static void result_clear(result_t *r) {
-    for (size_t i = 0; i < 4; i++) ses_tensor_release(r->values[i]);
+    for (size_t i = 0; i < 4; i++)
+        ses_tensor_release(r->values[i]);
 }
 
 /* Same shape, and |a - b| <= 1e-5 * max(1, |b|) element by element (the blocked kernels may
@@ -197,7 +201,8 @@ static int driver_blocks(void) {
     result_clear(&r);
     ses_tensor_release(feed);
     ses_graph_release(g);
-    if (!r.blocked) printf("# the CPU driver has no NchwcConv here: plans stay in NCHW\n");
+    if (!r.blocked)
+        printf("# the CPU driver has no NchwcConv here: plans stay in NCHW\n");
     return r.blocked != 0;
 }
 
@@ -209,7 +214,8 @@ static void check_same(ses_graph_t *g, const ses_edge_t *fetches, size_t n, ses_
     assert_int_equal(run(g, 1, fetches, n, x, feed, &on), SES_OK);
     assert_int_equal(run(g, 0, fetches, n, x, feed, &off), SES_OK);
     assert_int_equal(off.blocked, 0);
-    for (size_t i = 0; i < n; i++) assert_close(on.values[i], off.values[i], what);
+    for (size_t i = 0; i < n; i++)
+        assert_close(on.values[i], off.values[i], what);
     *counts = on;
     memset(counts->values, 0, sizeof counts->values);
     result_clear(&on);
@@ -254,7 +260,8 @@ static void a_cnn_gives_the_nchw_values_with_one_reorder(void **state) {
         y = op(g, "Gemm", "fc", in, 2, NULL, 0);
     }
     for (int fusion = 1; fusion >= 0; fusion--) {
-        if (!fusion) setenv("SESSION_FUSION", "0", 1);
+        if (!fusion)
+            setenv("SESSION_FUSION", "0", 1);
         check_same(g, &y, 1, x, feed, fusion ? "the CNN, fused" : "the CNN, unfused", &r);
         unsetenv("SESSION_FUSION");
         if (blocks) {
@@ -325,7 +332,8 @@ static void readers_that_need_nchw_get_it(void **state) {
     {
         ses_edge_t h = concat(g, "cat2", c, c, 2);
         check_same(g, &h, 1, x, feed, "Concat on axis 2", &r);
-        if (blocks) assert_int_equal(r.reorders, 1);
+        if (blocks)
+            assert_int_equal(r.reorders, 1);
     }
     ses_tensor_release(feed);
     ses_graph_release(g);
@@ -375,6 +383,50 @@ static void gradients_read_nchw(void **state) {
     loss = unary(g, "ReduceMean", "loss", unary(g, "GlobalAveragePool", "gap", h));
     assert_int_equal(ses_gradients(g, NULL, &loss, 1, &w, 1, NULL, dw), SES_OK);
     check_same(g, dw, 1, x, feed, "dL/dW of c1", &r);
+    ses_tensor_release(feed);
+    ses_graph_release(g);
+}
+
+/* A NchwcConv the user wrote keeps its 5-D output, fetched and read by Relu as the graph says;
+ * its values are those of the same Conv in NCHW, reordered. */
+static void a_users_nchwc_node_keeps_its_blocked_output(void **state) {
+    const int64_t xd[4] = {1, 16, 6, 6}, wd[4] = {16, 16, 3, 3}, pads[4] = {1, 1, 1, 1};
+    const int blocks = *(int *)*state;
+    const ses_attr_t attr = ses_attr_ints("pads", pads, 4);
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[2], f[2], plain;
+    ses_tensor_t *feed = random_tensor(SES_F32, 4, xd);
+    result_t on, off;
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, random_tensor(SES_F32, 4, wd));
+    plain = op(g, "Conv", "plain", in, 2, &attr, 1);
+    if (!blocks) {
+        printf("# skipped: the CPU driver has no NchwcConv here\n");
+    } else {
+        f[0] = op(g, "NchwcConv", "mine", in, 2, &attr, 1);
+        f[1] = unary(g, "Relu", "relu", f[0]);
+        assert_int_equal(run(g, 1, f, 2, x, feed, &on), SES_OK);
+        assert_int_equal(run(g, 0, &plain, 1, x, feed, &off), SES_OK);
+        for (size_t k = 0; k < 2; k++) {
+            ses_tensor_t *t = on.values[k];
+            const float *y = ses_tensor_data(t), *ref = ses_tensor_data(off.values[0]);
+            assert_int_equal(ses_tensor_rank(t), 5);
+            assert_int_equal(ses_tensor_dims(t)[1], 1);
+            assert_int_equal(ses_tensor_dims(t)[4], 16);
+            for (size_t c = 0; c < 16; c++)
+                for (size_t p = 0; p < 36; p++) {
+                    const double want = k ? fmax(0.0, ref[c * 36 + p]) : ref[c * 36 + p];
+                    if (!(fabs(y[p * 16 + c] - want) <= 1e-5 * fmax(1.0, fabs(want))))
+                        fail_msg("output %zu, channel %zu, pixel %zu: %.9g, want %.9g", k, c, p,
+                                 y[p * 16 + c], want);
+                }
+        }
+        result_clear(&on);
+        result_clear(&off);
+    }
     ses_tensor_release(feed);
     ses_graph_release(g);
 }
@@ -430,6 +482,7 @@ int main(void) {
         cmocka_unit_test(readers_that_need_nchw_get_it),
         cmocka_unit_test(other_channel_counts_and_dtypes_stay_nchw),
         cmocka_unit_test(gradients_read_nchw),
+        cmocka_unit_test(a_users_nchwc_node_keeps_its_blocked_output),
         cmocka_unit_test(the_option_and_the_environment_turn_it_off),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

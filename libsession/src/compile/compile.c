@@ -48,6 +48,7 @@ typedef struct builder {
     /* Layout (layout.c): on in a session whose one device is the CPU. The reorder nodes take
      * ids from next_id on, below id_limit (slot_of's size). */
     int layout;
+    const ses_node_t *variant; /* the variant compile_variant is compiling, or NULL */
     size_t next_id;
     size_t id_limit;
     size_t layout_capacity;
@@ -685,7 +686,9 @@ static ses_status_t compile_variant(builder_t *b, const ses_node_t *n, const ses
         return st;
     b->trial = 1;
     b->rejected = 0;
+    b->variant = v;
     st = compile_op(b, v, out_node);
+    b->variant = NULL;
     b->trial = 0;
     if (st != SES_OK && b->rejected) {
         ses__session_log(b->s, SES__LOG_DEBUG, "%s \"%s\" stays in NCHW: %s", n->op, n->name,
@@ -866,7 +869,8 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
             return st;
         c->slots[out].first_step = step_index;
         c->slots[out].last_step = step_index;
-        c->slots[out].blocked = b->layout && ses__layout_makes_blocked(node, read_blocked);
+        c->slots[out].blocked =
+            b->layout && ses__layout_makes_blocked(node, node == b->variant, read_blocked);
         c->steps[step_index].args[n_kernel_in + o] = out;
         b->slot_of[out_node->id * SES__MAX_OUTPUTS + o] = out + 1;
     }

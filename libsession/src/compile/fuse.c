@@ -127,7 +127,7 @@ static int activation_of(const ses_plan_t *plan, const ses_node_t *act, double *
 }
 
 ses_node_t *ses__plan_node(const ses_node_t *like, size_t id, const char *name, const char *op,
-                             ses__node_kind_t kind, size_t n_inputs) {
+                           ses__node_kind_t kind, size_t n_inputs) {
     ses_node_t *n = ses__calloc(1, sizeof *n);
 
     if (!n)
@@ -168,7 +168,8 @@ static ses_status_t build_fused(ses__fusion_t *f, size_t id, ses_edge_t z, const
 
     snprintf(name, sizeof name, "%s+%s%s%s", head->name,
              f->n_members == 3 ? f->members[1]->name : "", f->n_members == 3 ? "+" : "", act->name);
-    f->node = ses__plan_node(head, id, name, conv ? "FusedConv" : "FusedGemm", SES__NODE_OP, n_inputs);
+    f->node =
+        ses__plan_node(head, id, name, conv ? "FusedConv" : "FusedGemm", SES__NODE_OP, n_inputs);
     if (!f->node)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
     for (size_t i = 0; i < head->n_inputs; i++)

@@ -305,9 +305,10 @@ const char *ses__layout_variant(const ses_node_t *n, int input_blocked);
  *  (@p blocked) and their types. */
 int ses__layout_accepts(const ses_node_t *n, size_t i, const unsigned char *blocked,
                         const ses__type_t *types);
-/** Whether @p n's output is blocked: a Nchwc op's (not NchwcReorderOutput's), or a pass-through
- *  op's that read blocked inputs (@p read_blocked). */
-int ses__layout_makes_blocked(const ses_node_t *n, int read_blocked);
+/** Whether @p n's output is one of the pass's blocked values: a blocked variant's (@p variant;
+ *  not NchwcReorderOutput's), or a pass-through op's that read blocked inputs
+ *  (@p read_blocked). */
+int ses__layout_makes_blocked(const ses_node_t *n, int variant, int read_blocked);
 /** @p n with op @p op: same name, id, inputs and attributes; NULL when memory runs out. */
 ses_node_t *ses__layout_variant_node(const ses_node_t *n, const char *op);
 /** NchwcReorderOutput of @p blocked, id @p id, named "<node>:<output>/nchw". */

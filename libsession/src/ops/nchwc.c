@@ -31,7 +31,8 @@
 static int blocked(const ses__type_t *t) { return t->rank == 5 && t->dims[4] == BLOCK; }
 
 static ses_status_t check_blocked(ses__infer_ctx_t *ctx, size_t i, const char *name) {
-    if (blocked(&ctx->inputs[i])) return SES_OK;
+    if (blocked(&ctx->inputs[i]))
+        return SES_OK;
     return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                         "%s must be NCHWc16, [N, C/16, H, W, 16]; it is %s", name,
                         ses__tstr(&ctx->inputs[i]).s);
@@ -83,7 +84,8 @@ ses_status_t ses__infer_nchwc_conv(ses__infer_ctx_t *ctx) {
 
     if (x->rank == 5) {
         ses_status_t st = check_blocked(ctx, 0, "X");
-        if (st != SES_OK) return st;
+        if (st != SES_OK)
+            return st;
         views |= 1;
     } else if (x->rank != 4) {
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
@@ -92,7 +94,8 @@ ses_status_t ses__infer_nchwc_conv(ses__infer_ctx_t *ctx) {
     }
     if (ses__op_has_input(ctx, 3)) {
         ses_status_t st = check_blocked(ctx, 3, "Z");
-        if (st != SES_OK) return st;
+        if (st != SES_OK)
+            return st;
         views |= 8;
     }
     if (ctx->inputs[1].rank != 4)
@@ -104,7 +107,8 @@ ses_status_t ses__infer_nchwc_conv(ses__infer_ctx_t *ctx) {
 ses_status_t ses__infer_nchwc_pool(ses__infer_ctx_t *ctx) {
     ses_status_t st = check_blocked(ctx, 0, "X");
 
-    if (st != SES_OK) return st;
+    if (st != SES_OK)
+        return st;
     return infer_as(
         ctx, strcmp(ctx->op, "NchwcMaxPool") == 0 ? ses__infer_max_pool : ses__infer_average_pool,
         1);
@@ -130,7 +134,9 @@ ses_status_t ses__infer_nchwc_global_pool(ses__infer_ctx_t *ctx) {
 ses_status_t ses__infer_nchwc_reorder_output(ses__infer_ctx_t *ctx) {
     ses_status_t st = check_blocked(ctx, 0, "X");
 
-    if (st == SES_OK) st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);
-    if (st == SES_OK) ctx->outputs[0] = plain_view(&ctx->inputs[0]);
+    if (st == SES_OK)
+        st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);
+    if (st == SES_OK)
+        ctx->outputs[0] = plain_view(&ctx->inputs[0]);
     return st;
 }
