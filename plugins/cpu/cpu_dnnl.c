@@ -167,24 +167,29 @@ static const char *cpu__dnnl_isa_name(dnnl_cpu_isa_t isa) {
 }
 
 /*
- * OMP_WAIT_POLICY. libgomp's threads, after a parallel region, spin for a while (GOMP_SPINCOUNT,
- * 300000 rounds) before they sleep; PASSIVE makes them sleep at once. Between two convolutions
- * the pool and OpenBLAS run the other ops on the same cores, which a spinning OpenMP thread
- * slows; but a sleeping one costs a futex wake at the next convolution. Measured with
- * session-run on the ONNX models of bench/onnx_bench.sh, 2 threads, on the shared 2-core Xeon
- * (median of runs 2..N, ms; PASSIVE against libgomp's default). Quiet (load about 1), three
- * rounds: the CNN at batch 64 4.3 / 5.2 / 5.1 against 5.6 / 6.4 / 5.1; squeezenet 14.4 / 13.6 /
- * 14.0 against 10.6 / 11.4 / 10.6; resnet50 49.4 / 74.2 / 46.5 against 44.0 / 43.9 / 44.0.
- * Loaded by other jobs (load 2-3), three rounds: the CNN 6.8 / 6.3 / 5.4 against 15.6 / 6.2 /
- * 8.4, squeezenet 16.8 / 16.9 / 14.9 against 36.3 / 29.0 / 10.3, resnet50 70.9 / 75.5 / 43.0
- * against 46.1 / 47.0 / 569. So spinning wins a little for back-to-back convolutions on idle
- * cores and loses a lot when the cores are shared, with the pool's or anyone's threads; the
- * CNN, where pools and a GEMM run between the convolutions, is better off sleeping either way.
- * PASSIVE is set for the load (libgomp reads it then) and the variable put back; a user's own
- * setting, even an empty one (libgomp then keeps its default), is left alone, and so is a
- * libgomp already in the process.
+ * How libgomp's threads wait between parallel regions. By default they spin 300000 rounds
+ * (GOMP_SPINCOUNT) before they sleep; OMP_WAIT_POLICY=PASSIVE makes them sleep at once, and a
+ * sleeping thread costs a futex wake at the next convolution. Which is better depends on what
+ * runs between convolutions and on whether the cores are shared. Measured with session-run on
+ * the ONNX models of bench/onnx_bench.sh, 2 threads, 2-core Xeon (AVX-512), medians of three
+ * interleaved rounds, ms:
+ *
+ *   - before the blocked layout (pools and reorders on the driver's pool between every two
+ *     convolutions), PASSIVE was as fast quiet and far faster loaded: CNN 6.8 / 6.3 / 5.4
+ *     against 15.6 / 6.2 / 8.4 with the default;
+ *   - with the layout (convolution after convolution), quiet: resnet50 35.1 PASSIVE, 32.4 with
+ *     a spin count of 3000, 31.0 with 30000, 31.3 with the default; squeezenet 8.8, 7.1, 7.0,
+ *     6.9;
+ *   - the same with another process spinning on one of the two cores: resnet50 60.0 PASSIVE,
+ *     64.0 with 3000, 96.0 with 30000, 356 with the default (a spinning thread then waits for
+ *     one the kernel has descheduled).
+ *
+ * So a short spin, GOMP_SPINCOUNT=3000: most of the default's gain on idle cores, a few percent
+ * lost on shared ones. It is set for the load (libgomp reads it then) and put back; a user's
+ * own OMP_WAIT_POLICY or GOMP_SPINCOUNT, even an empty one, is left alone, and so is a libgomp
+ * already in the process.
  */
-#define CPU__DNNL_WAIT "PASSIVE"
+#define CPU__DNNL_SPINCOUNT "3000"
 
 int32_t cpu__dnnl_load(char *why, size_t why_size) {
     cpu__dnnl_lib_t *l = &cpu_dnnl;
@@ -193,12 +198,12 @@ int32_t cpu__dnnl_load(char *why, size_t why_size) {
     pthread_mutex_lock(&cpu_dnnl_lock);
     if (!l->tried) {
         l->tried = 1;
-        const int set_wait = !getenv("OMP_WAIT_POLICY");
-        if (set_wait)
-            setenv("OMP_WAIT_POLICY", CPU__DNNL_WAIT, 1);
+        const int set_spin = !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT");
+        if (set_spin)
+            setenv("GOMP_SPINCOUNT", CPU__DNNL_SPINCOUNT, 1);
         l->handle = dlopen(CPU__DNNL_SONAME, RTLD_NOW | RTLD_LOCAL);
-        if (set_wait)
-            unsetenv("OMP_WAIT_POLICY");
+        if (set_spin)
+            unsetenv("GOMP_SPINCOUNT");
         if (!l->handle) {
             const char *e = dlerror();
             snprintf(l->why, sizeof l->why, "cannot load %s (install libdnnl2): %s",

@@ -74,8 +74,8 @@ typedef struct cpu__dnnl_conv_cache cpu__dnnl_conv_cache_t;
  * Loads oneDNN once per process (later calls only answer): dlopen("libdnnl.so.2"), its entry
  * points, a CPU engine. Returns SES_DRV_OK, or SES_DRV_UNAVAILABLE with the reason in @p why
  * (built without oneDNN's headers, library not found, an entry missing); the answer is the same
- * for the life of the process. Unless the user set OMP_WAIT_POLICY, it is PASSIVE while oneDNN's
- * OpenMP runtime loads (measured in cpu_dnnl.c). The driver calls it at open unless
+ * for the life of the process. Unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT, the spin
+ * count is 3000 while oneDNN's OpenMP runtime loads (measured in cpu_dnnl.c). The driver calls it at open unless
  * driver.cpu.conv is im2col. Thread-safe.
  */
 int32_t cpu__dnnl_load(char *why, size_t why_size);
