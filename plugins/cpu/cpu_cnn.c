@@ -832,6 +832,9 @@ static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *st
         }
     }
     const uint32_t flags = ((state->constant_inputs & 2u) ? CPU__DNNL_W_CONSTANT : 0) | layout;
+    /* oneDNN's OpenMP team takes the cores now: the pool's idle workers stop spinning. */
+    if (cpu__pool_threads(call->device->pool) > 1)
+        cpu__pool_park(call->device->pool);
     int32_t st = cpu__dnnl_conv(state->dnnl, &p, (const float *)(const void *)x->data,
                                 (const float *)(const void *)wt->data,
                                 b ? (const float *)(const void *)b->data : NULL,

@@ -152,6 +152,13 @@ void cpu__pool_destroy(cpu__pool_t *pool);
 uint32_t cpu__pool_threads(const cpu__pool_t *pool);
 
 /**
+ * Sends the pool's spinning idle workers to sleep now: for a kernel about to run on another
+ * runtime's threads (oneDNN's OpenMP team) on the same cores, which a worker spinning for the
+ * pool's next job would slow. Accepts NULL; thread-safe.
+ */
+void cpu__pool_park(cpu__pool_t *pool);
+
+/**
  * Runs @p fn over items [0, @p n_items), each costing about @p item_cost element operations,
  * and returns when all are done. Below CPU__PARALLEL_MIN operations in all, with a pool of one
  * thread, or when another thread's work holds the pool, it is one call fn(ctx, 0, n_items) on
