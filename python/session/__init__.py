@@ -31,12 +31,14 @@ from .errors import (  # noqa: E402,F401
 from .graph import Edge, Graph, Node  # noqa: E402,F401
 from .session import Plan, Session, Variables  # noqa: E402,F401
 from .task import TaskSpec  # noqa: E402,F401
+from ._core import DeviceTensor  # noqa: E402,F401
 from . import datasets, onnx, train  # noqa: E402,F401
 
 __version__ = _core.version()
 
 __all__ = [
-    "Graph", "Node", "Edge", "Session", "Plan", "Variables", "TaskSpec", "drivers", "devices",
+    "Graph", "Node", "Edge", "Session", "Plan", "Variables", "TaskSpec", "DeviceTensor",
+    "drivers", "devices",
     "version", "train", "onnx", "datasets", "Status", "Error", "InvalidArgumentError",
     "NotFoundError", "FailedPreconditionError", "OutOfMemoryError", "UnimplementedError",
     "IncompatibleError", "UnavailableError", "InternalError", "CancelledError",

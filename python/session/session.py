@@ -35,8 +35,22 @@ def _target(graph, t):
     raise TypeError(f"target: expected a Node, an Edge or a node name, got {type(t).__name__}")
 
 
+def _on_a_device(value):
+    """Whether ``value`` is a DeviceTensor, or a DLPack object that lives on a device (not the
+    CPU): those go to the extension as they are, which reads them in place."""
+    if isinstance(value, _core.DeviceTensor):
+        return True
+    device = getattr(value, "__dlpack_device__", None)
+    if device is None or isinstance(value, np.ndarray):
+        return False
+    try:
+        return device()[0] != 1  # 1: kDLCPU
+    except Exception:
+        return False
+
+
 def _feed_value(graph, edge, value):
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or _on_a_device(value):
         return value
     return _as_array(value, graph._dtypes.get(edge) if hasattr(graph, "_dtypes") else None)
 
@@ -153,7 +167,8 @@ class Session(_core.Session):
                          -1 if graphs is None else int(bool(graphs)), driver_options)
         self._variables = Variables(self)
 
-    def eval(self, fetches=None, feed_dict=None, targets=None, *, private=False):
+    def eval(self, fetches=None, feed_dict=None, targets=None, *, private=False,
+             device_fetches=False):
         """Evaluates ``fetches``, computing only what they need, and returns their values.
 
         ``fetches`` is an Edge or a ``"name"``/``"name:index"`` string (returns one ndarray), a
@@ -172,6 +187,12 @@ class Session(_core.Session):
         ``private=True`` runs in a private scope: variables the eval updates are copied first,
         so the session's variables never change (a what-if step).
 
+        ``device_fetches=True`` hands a value computed on a device other than the host back as
+        a :class:`DeviceTensor` there (one device-to-device copy, never through the host), which
+        this session reads in place when it is fed back; host values are ndarrays as always.
+        Feeds may also be DeviceTensors, or any object with ``__dlpack__`` on a device this
+        session has (a CUDA tensor of PyTorch or CuPy), read without a copy.
+
         Errors raise the :class:`session.Error` subclass of the library's status, with its
         message naming the node, edge and both sides of a mismatch. The GIL is released while
         the session computes.
@@ -184,7 +205,7 @@ class Session(_core.Session):
             if isinstance(targets, (_core.Node, _core.Edge, str)):
                 targets = [targets]
             tlist.extend(_target(g, t) for t in targets)
-        values = self._eval(f.edges, feed_edges, feed_values, tlist, private)
+        values = self._eval(f.edges, feed_edges, feed_values, tlist, private, device_fetches)
         return f.build(values)
 
     def run(self, fetches=None, feed_dict=None, targets=None, **kwargs):
@@ -278,7 +299,7 @@ class Plan:
                 raise ValueError(f"plan: feed exactly the compiled edges "
                                  f"{[e.name for e in self._feeds]}")
             values = [by_edge[e] for e in self._feeds]
-        return [v if isinstance(v, np.ndarray) else _as_array(v, d)
+        return [v if isinstance(v, np.ndarray) or _on_a_device(v) else _as_array(v, d)
                 for v, d in zip(values, self._dtypes)] + list(values[len(self._dtypes):])
 
     def run(self, *values):

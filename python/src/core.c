@@ -91,7 +91,7 @@ static PyObject *core_set_types(PyObject *self, PyObject *args) {
 
 /* ---- tensors ----------------------------------------------------------------------------- */
 
-static int npy_type_of(ses_dtype_t dtype) {
+int py_npy_type_of(ses_dtype_t dtype) {
     switch (dtype) {
     case SES_F32: return NPY_FLOAT32;
     case SES_F64: return NPY_FLOAT64;
@@ -143,7 +143,7 @@ static void release_tensor_capsule(PyObject *capsule) {
 PyObject *py_tensor_to_array(ses_tensor_t *t) {
     npy_intp dims[SES_MAX_RANK];
     size_t rank = ses_tensor_rank(t);
-    int typenum = npy_type_of(ses_tensor_dtype(t));
+    int typenum = py_npy_type_of(ses_tensor_dtype(t));
     PyObject *array, *capsule;
     void *data;
 
@@ -652,8 +652,8 @@ static struct PyModuleDef core_module = {
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m;
-    PyTypeObject *types[] = {&GraphType, &NodeType,      &EdgeType,      &SessionType,
-                             &PlanType,  &MonitoredType, &RunContextType};
+    PyTypeObject *types[] = {&GraphType,     &NodeType,       &EdgeType,        &SessionType,
+                             &PlanType,      &MonitoredType,  &RunContextType,  &DeviceTensorType};
 
     import_array();
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)

@@ -116,5 +116,18 @@ PyObject *py_tensor_to_array(ses_tensor_t *t);
  * sequences) as a new tensor. @p copy 0: the tensor wraps the array's memory when it is
  * C-contiguous, aligned and native-endian, and keeps the array alive. */
 int py_array_to_tensor(PyObject *obj, int copy, ses_tensor_t **out);
+/* The NumPy type number of @p dtype, or -1. */
+int py_npy_type_of(ses_dtype_t dtype);
+
+/* ---- device tensors and DLPack (dlpack.c) ------------------------------------------------ */
+
+extern PyTypeObject DeviceTensorType;
+/* A DeviceTensor holding @p t (a reference the caller gives up). */
+PyObject *py_device_tensor_new(ses_tensor_t *t);
+/* The tensor of @p obj if it is a DeviceTensor (borrowed), else NULL. */
+ses_tensor_t *py_device_tensor_of(PyObject *obj);
+/* A feed with __dlpack__ that lives on a device (not the CPU) as a tensor of @p s: 1 with *out
+ * set, 0 when it is not such an object (NumPy takes it), -1 with an exception. */
+int py_dlpack_feed(ses_session_t *s, PyObject *obj, ses_tensor_t **out);
 
 #endif /* SESSION_PY_CORE_H */

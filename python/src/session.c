@@ -233,7 +233,10 @@ static int parse_nodes(GraphObject *g, PyObject *obj, const char *what, ses_node
 }
 
 /* Tensors for the values in @p values_obj (a sequence), wrapping their memory. */
-static int parse_values(PyObject *values_obj, ses_tensor_t ***out, size_t *out_n) {
+/* Feed values: a DeviceTensor as it is (its session reads it in place), an object with
+ * __dlpack__ on a device through DLPack (@p s), anything else as NumPy takes it. */
+static int parse_values(ses_session_t *s, PyObject *values_obj, ses_tensor_t ***out,
+                        size_t *out_n) {
     PyObject *seq = PySequence_Fast(values_obj, "expected a sequence of values");
     Py_ssize_t n;
 
@@ -248,7 +251,21 @@ static int parse_values(PyObject *values_obj, ses_tensor_t ***out, size_t *out_n
     }
     *out_n = (size_t)n;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (py_array_to_tensor(PySequence_Fast_GET_ITEM(seq, i), 0, &(*out)[i]) < 0) {
+        PyObject *v = PySequence_Fast_GET_ITEM(seq, i);
+        ses_tensor_t *d = py_device_tensor_of(v);
+        int rc = 0;
+        if (d) {
+            (*out)[i] = ses_tensor_retain(d);
+            continue;
+        }
+        if (s && (rc = py_dlpack_feed(s, v, &(*out)[i])) != 0) {
+            if (rc < 0) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            continue;
+        }
+        if (py_array_to_tensor(v, 0, &(*out)[i]) < 0) {
             Py_DECREF(seq);
             return -1;
         }
@@ -264,14 +281,16 @@ static void release_tensors(ses_tensor_t **t, size_t n) {
     PyMem_Free(t);
 }
 
-/* A list of arrays from @p out[@p n], taking the tensors (their slots become NULL). */
-static PyObject *arrays_of(ses_tensor_t **out, size_t n) {
+/* A list of arrays from @p out[@p n], taking the tensors (their slots become NULL); with
+ * @p device, a device tensor becomes a DeviceTensor instead of coming home. */
+static PyObject *arrays_of(ses_tensor_t **out, size_t n, int device) {
     PyObject *list = PyList_New((Py_ssize_t)n);
 
     if (!list)
         return NULL;
     for (size_t i = 0; i < n; i++) {
-        PyObject *a = py_tensor_to_array(out[i]);
+        PyObject *a = device && ses_tensor_is_device(out[i]) ? py_device_tensor_new(out[i])
+                                                             : py_tensor_to_array(out[i]);
         out[i] = NULL;
         if (!a) {
             Py_DECREF(list);
@@ -282,10 +301,11 @@ static PyObject *arrays_of(ses_tensor_t **out, size_t n) {
     return list;
 }
 
-/* _eval(fetches, feed_edges, feed_values, targets, private) -> list of arrays */
+/* _eval(fetches, feed_edges, feed_values, targets, private[, device_fetches]) -> list of arrays
+ * (and DeviceTensors with device_fetches) */
 static PyObject *session_eval(SessionObject *self, PyObject *args) {
     PyObject *fetches_obj, *feed_edges_obj, *feed_values_obj, *targets_obj, *result = NULL;
-    int private_scope = 0;
+    int private_scope = 0, device_fetches = 0;
     call_args_t a;
     ses_eval_options_t eo;
     ses_edge_t *feed_edges = NULL;
@@ -296,13 +316,13 @@ static PyObject *session_eval(SessionObject *self, PyObject *args) {
 
     memset(&a, 0, sizeof a);
     if (py_session_ready(self) < 0 ||
-        !PyArg_ParseTuple(args, "OOOOp:_eval", &fetches_obj, &feed_edges_obj, &feed_values_obj,
-                          &targets_obj, &private_scope))
+        !PyArg_ParseTuple(args, "OOOOp|p:_eval", &fetches_obj, &feed_edges_obj, &feed_values_obj,
+                          &targets_obj, &private_scope, &device_fetches))
         return NULL;
     if (parse_edges(self->graph, fetches_obj, "fetch", &a.fetches, &a.n_fetches) < 0 ||
         parse_edges(self->graph, feed_edges_obj, "feed", &feed_edges, &n_feed_edges) < 0 ||
         parse_nodes(self->graph, targets_obj, "target", &a.targets, &a.n_targets) < 0 ||
-        parse_values(feed_values_obj, &feed_values, &n_feed_values) < 0)
+        parse_values(self->s, feed_values_obj, &feed_values, &n_feed_values) < 0)
         goto done;
     if (n_feed_edges != n_feed_values) {
         PyErr_SetString(PyExc_ValueError, "_eval: one value per fed edge");
@@ -323,6 +343,7 @@ static PyObject *session_eval(SessionObject *self, PyObject *args) {
     memset(&eo, 0, sizeof eo);
     eo.struct_size = sizeof eo;
     eo.private_scope = private_scope;
+    eo.device_fetches = device_fetches;
 
     Py_BEGIN_ALLOW_THREADS
     py_graph_read_lock(self->graph);
@@ -336,7 +357,7 @@ static PyObject *session_eval(SessionObject *self, PyObject *args) {
         py_raise_copied(st, err);
         goto done;
     }
-    result = arrays_of(a.out, a.n_fetches);
+    result = arrays_of(a.out, a.n_fetches, device_fetches);
 done:
     PyMem_Free(feed_edges);
     release_tensors(feed_values, n_feed_values);
@@ -692,7 +713,7 @@ static PyObject *plan_run(PlanObject *self, PyObject *args) {
 
     if (plan_ready(self) < 0 || !PyArg_ParseTuple(args, "Op:_run", &values_obj, &prepare_only))
         return NULL;
-    if (parse_values(values_obj, &values, &n_values) < 0)
+    if (parse_values(self->session->s, values_obj, &values, &n_values) < 0)
         goto done;
     if (n_values != self->n_feeds) {
         char message[128];
@@ -725,7 +746,7 @@ static PyObject *plan_run(PlanObject *self, PyObject *args) {
     if (prepare_only)
         result = Py_NewRef(Py_None);
     else
-        result = arrays_of(out, self->n_fetches);
+        result = arrays_of(out, self->n_fetches, 0);
 done:
     release_tensors(values, n_values);
     release_tensors(out, out ? self->n_fetches : 0);

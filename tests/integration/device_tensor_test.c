@@ -425,6 +425,21 @@ static void device_tensors_of_another_or_a_closed_session_are_refused(void **sta
     assert_non_null(strstr(ses_last_error(), "ses_tensor_copy_to_host"));
     assert_int_equal(ses_session_compile(s1, &n.z, 1, &n.y, 1, NULL, 0, &plan), SES_OK);
     assert_int_equal(ses_plan_run_ex(plan, &y, 1, &private_run, &z), SES_UNIMPLEMENTED);
+    /* A plan of s2 that ran with s2's own device tensor refuses s1's at its next run: the
+     * check is made at every run, not only when the plan compiles. */
+    {
+        ses_tensor_t *own = fetch_y_on_device(s2, &n, NULL), *out = NULL;
+        ses_plan_t *p2 = NULL;
+        assert_int_equal(ses_session_compile(s2, &n.z, 1, &n.y, 1, NULL, 0, &p2), SES_OK);
+        assert_int_equal(ses_plan_run(p2, &own, 1, &out), SES_OK);
+        ses_tensor_release(out);
+        out = NULL;
+        assert_int_equal(ses_plan_run(p2, &y, 1, &out), SES_INVALID_ARGUMENT);
+        assert_non_null(strstr(ses_last_error(), "another session"));
+        assert_null(out);
+        ses_plan_destroy(p2);
+        ses_tensor_release(own);
+    }
 
     /* Closed: the memory is gone, every use says so, releasing still works. */
     ses_session_close(s1);

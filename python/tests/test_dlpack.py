@@ -1,0 +1,106 @@
+"""DeviceTensor and DLPack: device_fetches, feeding device values back, the DLPack protocol."""
+import os
+
+import numpy as np
+import pytest
+
+import session as ses
+from session import _core
+
+
+def _mul_graph():
+    g = ses.Graph()
+    a = g.placeholder("a", np.float32, [2, 3])
+    b = g.constant("b", np.full(3, 2.0, np.float32))
+    c = g.op("Mul", [a, b], name="c")
+    d = g.op("Add", [c, b], name="d")
+    return g, a, c, d
+
+
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+def test_host_results_speak_dlpack():
+    g, a, c, _ = _mul_graph()
+    with ses.Session(g) as s:
+        y = s.eval(c, {a: X})
+    assert y.__dlpack_device__() == (1, 0)
+    np.testing.assert_array_equal(np.from_dlpack(y), X * 2)
+    torch = pytest.importorskip("torch")
+    np.testing.assert_array_equal(torch.from_dlpack(y).numpy(), X * 2)
+
+
+def test_device_fetches_on_the_cpu_give_arrays():
+    g, a, c, _ = _mul_graph()
+    with ses.Session(g) as s:
+        y = s.eval(c, {a: X}, device_fetches=True)
+    assert isinstance(y, np.ndarray)
+    np.testing.assert_array_equal(y, X * 2)
+
+
+def test_a_cpu_dlpack_object_is_fed_as_an_array():
+    torch = pytest.importorskip("torch")
+    g, a, c, _ = _mul_graph()
+    with ses.Session(g) as s:
+        y = s.eval(c, {a: torch.from_numpy(X.copy())})
+    np.testing.assert_array_equal(y, X * 2)
+
+
+@pytest.fixture
+def opencl():
+    manifest = os.environ.get("SESSION_TEST_OPENCL_MANIFEST")
+    if not manifest:
+        pytest.skip("no OpenCL driver in this build (or an ASan build, where PoCL is not run)")
+    if not _core.has_driver("opencl"):
+        _core.add_driver_file(manifest)
+    if not any(d["name"] == "opencl:0" for d in ses.devices()):
+        pytest.skip("the OpenCL driver has no device here")
+    return "opencl:0"
+
+
+def test_device_fetches_keep_values_on_the_device(opencl):
+    g, a, c, d = _mul_graph()
+    with ses.Session(g, devices=[opencl], fallback="deny") as s:
+        y = s.eval(c, {a: X}, device_fetches=True)
+        assert isinstance(y, ses.DeviceTensor)
+        assert y.device == "opencl:0"
+        assert y.shape == (2, 3)
+        assert y.dtype == np.float32
+        assert "opencl:0" in repr(y)
+        np.testing.assert_array_equal(y.numpy(), X * 2)
+        np.testing.assert_array_equal(np.asarray(y), X * 2)
+        np.testing.assert_array_equal(np.asarray(y, dtype=np.float64), X * 2)
+        # Fed back: d = c + b reads the device value in place (c is fed, so Mul does not run).
+        z = s.eval(d, {c: y})
+        np.testing.assert_array_equal(z, X * 2 + 2)
+        # OpenCL has no DLPack device type in libsession: a clear BufferError, not a crash.
+        with pytest.raises(BufferError, match="opencl"):
+            y.__dlpack__()
+        with pytest.raises(BufferError):
+            y.__dlpack_device__()
+    # Its session closed: the value is gone, and saying so is an error, not a crash.
+    with pytest.raises(ses.FailedPreconditionError, match="closed"):
+        y.numpy()
+
+
+def test_a_device_tensor_of_another_session_is_refused(opencl):
+    g, a, c, d = _mul_graph()
+    with ses.Session(g, devices=[opencl]) as s1, ses.Session(g, devices=[opencl]) as s2:
+        y = s1.eval(c, {a: X}, device_fetches=True)
+        with pytest.raises(ses.Error, match="session"):
+            s2.eval(d, {c: y})
+
+
+def test_device_tensor_is_documented():
+    assert "device" in ses.DeviceTensor.__doc__
+    assert "device_fetches" in ses.Session.eval.__doc__
+    for name in ("numpy", "__dlpack__", "__dlpack_device__"):
+        assert getattr(ses.DeviceTensor, name).__doc__
+
+
+def test_a_plan_reads_a_device_tensor_fed_to_it(opencl):
+    g, a, c, d = _mul_graph()
+    with ses.Session(g, devices=[opencl], fallback="deny") as s:
+        y = s.eval(c, {a: X}, device_fetches=True)
+        plan = s.compile([d], feeds=[c])
+        np.testing.assert_array_equal(plan.run(y)[0], X * 2 + 2)
