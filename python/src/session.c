@@ -24,14 +24,14 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return type->tp_alloc(type, 0);
 }
 
-/* __init__(graph, devices, fallback, threads, log_level, fusion, graphs, driver_options):
- * log_level, fusion and graphs -1 keep libsession's defaults. */
+/* __init__(graph, devices, fallback, threads, log_level, fusion, graphs, driver_options,
+ * layout): log_level, fusion, graphs and layout -1 keep libsession's defaults. */
 static int session_init(SessionObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"graph",  "devices", "fallback",       "threads", "log_level",
-                             "fusion", "graphs",  "driver_options", NULL};
+                             "fusion", "graphs",  "driver_options", "layout", NULL};
     PyObject *graph_obj, *devices_obj = Py_None, *options_obj = Py_None;
     PyObject *devices_seq = NULL, *options_seq = NULL;
-    int fallback = SES_FALLBACK_WARN, log_level = -1, fusion = -1, graphs = -1;
+    int fallback = SES_FALLBACK_WARN, log_level = -1, fusion = -1, graphs = -1, layout = -1;
     unsigned int threads = 0;
     const char **devices = NULL, **driver_options = NULL;
     Py_ssize_t n_devices = 0, n_options = 0;
@@ -41,9 +41,9 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kwds) {
     char *err = NULL;
     int rc = -1;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|OiIiiiO:Session", kwlist, &GraphType,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|OiIiiiOi:Session", kwlist, &GraphType,
                                      &graph_obj, &devices_obj, &fallback, &threads, &log_level,
-                                     &fusion, &graphs, &options_obj))
+                                     &fusion, &graphs, &options_obj, &layout))
         return -1;
     if (self->s) {
         py_raise(SES_FAILED_PRECONDITION, "Session.__init__: the session is open already");
@@ -108,6 +108,8 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kwds) {
         so.fusion = (uint32_t)fusion;
     if (graphs >= 0)
         so.graphs = (uint32_t)graphs;
+    if (layout >= 0)
+        so.layout = (uint32_t)layout;
     so.driver_options = driver_options;
     so.n_driver_options = (size_t)n_options;
 

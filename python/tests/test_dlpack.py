@@ -104,3 +104,19 @@ def test_a_plan_reads_a_device_tensor_fed_to_it(opencl):
         y = s.eval(c, {a: X}, device_fetches=True)
         plan = s.compile([d], feeds=[c])
         np.testing.assert_array_equal(plan.run(y)[0], X * 2 + 2)
+
+
+def test_the_layout_option_gives_the_same_values():
+    g = ses.Graph()
+    x = g.placeholder("x", np.float32, [1, 16, 6, 6])
+    w = g.constant("w", np.random.default_rng(0).standard_normal((16, 16, 3, 3), np.float32))
+    y = g.op("Relu", [g.op("Conv", [x, w], pads=[1, 1, 1, 1])])
+    v = np.random.default_rng(1).standard_normal((1, 16, 6, 6), np.float32)
+    with ses.Session(g, layout=True) as on, ses.Session(g, layout=False) as off:
+        np.testing.assert_allclose(on.eval(y, {x: v}), off.eval(y, {x: v}), rtol=1e-5,
+                                   atol=1e-5)
+        plan = on.compile([y], feeds=[x])
+        plan.run(v)
+        off_plan = off.compile([y], feeds=[x])
+        off_plan.run(v)
+        assert "layout" not in off_plan.placement
