@@ -588,6 +588,14 @@ fail:
     return NULL;
 }
 
+/* The manifest folder of the libsession this extension was built with (its prefix's), which the
+ * default search reads: meson passes it as SES_PY_MANIFEST_DIR. */
+static PyObject *core_manifest_dir(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyUnicode_FromString(SES_PY_MANIFEST_DIR);
+}
+
 static PyObject *core_version(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -633,6 +641,8 @@ static PyMethodDef core_methods[] = {
      "onnx_import(path, initializers_as_variables, graph_type) -> (graph, inputs, outputs, "
      "opset)."},
     {"version", core_version, METH_NOARGS, "version() -> str: libsession's version."},
+    {"manifest_dir", core_manifest_dir, METH_NOARGS,
+     "manifest_dir() -> str: the install's manifest folder, which the default search reads."},
     {"status_name", core_status_name, METH_VARARGS,
      "status_name(code) -> str: \"SES_NOT_FOUND\" for 2."},
     {NULL, NULL, 0, NULL},
