@@ -80,6 +80,22 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_param
     return cpu__dnnl_load(why, why_size);
 }
 
+int32_t cpu__dnnl_mm_cache_create(cpu__dnnl_mm_cache_t **out_cache) {
+    *out_cache = NULL;
+    return SES_DRV_OK;
+}
+
+void cpu__dnnl_mm_cache_destroy(cpu__dnnl_mm_cache_t *cache) {
+    (void)cache;
+}
+
+int32_t cpu__dnnl_matmul(cpu__dnnl_mm_cache_t *cache, const cpu__dnnl_mm_params_t *p,
+                         const float *a, const float *w, const float *bias, float *y,
+                         uint32_t threads, uint32_t flags, char *why, size_t why_size) {
+    (void)cache, (void)p, (void)a, (void)w, (void)bias, (void)y, (void)threads, (void)flags;
+    return cpu__dnnl_load(why, why_size);
+}
+
 #else /* SES_CPU_HAVE_DNNL */
 
 #include <dlfcn.h>
@@ -107,6 +123,7 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_param
     X(dnnl_memory_destroy)                        \
     X(dnnl_memory_set_data_handle)                \
     X(dnnl_dilated_convolution_forward_desc_init) \
+    X(dnnl_matmul_desc_init)                      \
     X(dnnl_primitive_attr_create)                 \
     X(dnnl_primitive_attr_destroy)                \
     X(dnnl_primitive_attr_set_post_ops)           \
@@ -436,6 +453,49 @@ static dnnl_status_t cpu__dnnl_reorder(const dnnl_memory_desc_t *from, const dnn
     return s;
 }
 
+/* Appends the activation @p activation (enum cpu__dnnl_activation) as an eltwise post-op. */
+static int32_t cpu__dnnl_append_act(dnnl_post_ops_t po, int activation, float alpha, float beta,
+                                    char *why, size_t why_size) {
+    int32_t st = SES_DRV_OK;
+
+    switch (activation) {
+        case CPU__DNNL_ACT_NONE:
+            break;
+        case CPU__DNNL_ACT_RELU:
+            CPU__DNNL_CHECK(
+                cpu_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
+                "the Relu post-op");
+            break;
+        case CPU__DNNL_ACT_LEAKY_RELU:
+            CPU__DNNL_CHECK(
+                cpu_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, alpha, 0.0f),
+                "the LeakyRelu post-op");
+            break;
+        case CPU__DNNL_ACT_SIGMOID:
+            CPU__DNNL_CHECK(
+                cpu_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_logistic, 0.0f, 0.0f),
+                "the Sigmoid post-op");
+            break;
+        case CPU__DNNL_ACT_TANH:
+            CPU__DNNL_CHECK(
+                cpu_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f),
+                "the Tanh post-op");
+            break;
+        case CPU__DNNL_ACT_CLIP:
+            CPU__DNNL_CHECK(
+                cpu_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, alpha, beta),
+                "the Clip post-op");
+            break;
+        default:
+            snprintf(why, why_size, "unknown activation %d", activation);
+            return SES_DRV_INVALID_ARGUMENT;
+    }
+    return SES_DRV_OK;
+
+fail:
+    return st;
+}
+
 /* Builds the primitives, memory objects and buffers for @p p. */
 static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
                                int activation, float alpha, float beta, int has_b, int has_z,
@@ -501,39 +561,8 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
     CPU__DNNL_CHECK(l->dnnl_post_ops_create(&po), "post_ops_create");
     if (has_z)
         CPU__DNNL_CHECK(l->dnnl_post_ops_append_sum(po, 1.0f), "the sum post-op");
-    switch (activation) {
-        case CPU__DNNL_ACT_NONE:
-            break;
-        case CPU__DNNL_ACT_RELU:
-            CPU__DNNL_CHECK(
-                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
-                "the Relu post-op");
-            break;
-        case CPU__DNNL_ACT_LEAKY_RELU:
-            CPU__DNNL_CHECK(
-                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, alpha, 0.0f),
-                "the LeakyRelu post-op");
-            break;
-        case CPU__DNNL_ACT_SIGMOID:
-            CPU__DNNL_CHECK(
-                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_logistic, 0.0f, 0.0f),
-                "the Sigmoid post-op");
-            break;
-        case CPU__DNNL_ACT_TANH:
-            CPU__DNNL_CHECK(
-                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_tanh, 0.0f, 0.0f),
-                "the Tanh post-op");
-            break;
-        case CPU__DNNL_ACT_CLIP:
-            CPU__DNNL_CHECK(
-                l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, alpha, beta),
-                "the Clip post-op");
-            break;
-        default:
-            snprintf(why, why_size, "unknown activation %d", activation);
-            st = SES_DRV_INVALID_ARGUMENT;
-            goto fail;
-    }
+    if ((st = cpu__dnnl_append_act(po, activation, alpha, beta, why, why_size)) != SES_DRV_OK)
+        goto fail;
     CPU__DNNL_CHECK(l->dnnl_primitive_attr_set_post_ops(attr, po), "set_post_ops");
     /*
      * The destination's layout. Left to oneDNN (format_tag_any), brgconv picks channels-last
@@ -770,6 +799,217 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t 
 
 fail:
     /* The reordered weights may be half written. */
+    c->w_ready = 0;
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Matmul with constant weights
+ * ------------------------------------------------------------------------------------------- */
+
+struct cpu__dnnl_mm_cache {
+    /* What the primitive was built for. */
+    int built;
+    cpu__dnnl_mm_params_t p;
+    int threads; /* the OpenMP thread count it was built under */
+    dnnl_primitive_t mm, r_w;
+    dnnl_memory_desc_t w_user, w_md;
+    int w_plain;
+    /* The caller's A, W, bias and Y, ours for the weights (w_buf) and the scratchpad. */
+    cpu__dnnl_mem_t a, w_u, w, bias, y, scratch;
+    cpu__dnnl_buf_t w_buf, scratch_buf;
+    const void *w_addr; /* the weights in w_buf are those at w_addr while w_ready */
+    int w_ready;
+    dnnl_stream_t stream;
+};
+
+int32_t cpu__dnnl_mm_cache_create(cpu__dnnl_mm_cache_t **out_cache) {
+    *out_cache = calloc(1, sizeof **out_cache);
+    return *out_cache ? SES_DRV_OK : SES_DRV_OUT_OF_MEMORY;
+}
+
+static void cpu__dnnl_mm_unbuild(cpu__dnnl_mm_cache_t *c) {
+    if (!cpu_dnnl.loaded)
+        return;
+    cpu__dnnl_prim_destroy(&c->mm);
+    cpu__dnnl_prim_destroy(&c->r_w);
+    cpu__dnnl_mem_t *mems[] = {&c->a, &c->w_u, &c->w, &c->bias, &c->y, &c->scratch};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        cpu__dnnl_mem_destroy(mems[i]);
+    c->built = 0;
+    c->w_ready = 0;
+    c->w_addr = NULL;
+}
+
+void cpu__dnnl_mm_cache_destroy(cpu__dnnl_mm_cache_t *cache) {
+    if (!cache)
+        return;
+    cpu__dnnl_mm_unbuild(cache);
+    if (cache->stream)
+        cpu_dnnl.dnnl_stream_destroy(cache->stream);
+    free(cache->w_buf.data);
+    free(cache->scratch_buf.data);
+    free(cache);
+}
+
+/*
+ * The matmul of @p p: A [M, K] (stored [K, M] when transposed), weights [K, N] (stored [N, K]
+ * when transposed) in the layout oneDNN prefers ("any": blocked for its brgemm kernels), Y
+ * [M, N] row-major; post-ops: alpha as a linear eltwise, the sum of what Y holds (C) scaled by
+ * beta, the activation. The bias argument only where alpha is 1, since oneDNN adds it before
+ * any post-op.
+ */
+static int32_t cpu__dnnl_mm_build(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_params_t *p,
+                                  char *why, size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    dnnl_memory_desc_t a_md, w_any, y_md, bias_md;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_dims_t ad = {p->m, p->k}, wd = {p->k, p->n}, yd = {p->m, p->n}, bd = {1, p->n};
+    int32_t st = SES_DRV_OK;
+    dnnl_status_t s;
+
+    cpu__dnnl_mm_unbuild(c);
+    CPU__DNNL_CHECK(
+        l->dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_f32, p->trans_a ? dnnl_ba : dnnl_ab),
+        "A's descriptor");
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&c->w_user, 2, wd, dnnl_f32,
+                                                    p->trans_b ? dnnl_ba : dnnl_ab),
+                    "the weights' descriptor");
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&w_any, 2, wd, dnnl_f32, dnnl_format_tag_any),
+                    "the weights' descriptor");
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&y_md, 2, yd, dnnl_f32, dnnl_ab),
+                    "Y's descriptor");
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&bias_md, 2, bd, dnnl_f32, dnnl_ab),
+                    "the bias's descriptor");
+    CPU__DNNL_CHECK(l->dnnl_primitive_attr_create(&attr), "primitive_attr_create");
+    CPU__DNNL_CHECK(l->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+                    "set_scratchpad_mode");
+    CPU__DNNL_CHECK(l->dnnl_post_ops_create(&po), "post_ops_create");
+    if (p->alpha != 1.0f)
+        CPU__DNNL_CHECK(
+            l->dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, p->alpha, 0.0f),
+            "the alpha post-op");
+    if (p->sum)
+        CPU__DNNL_CHECK(l->dnnl_post_ops_append_sum(po, p->beta), "the sum post-op");
+    if ((st = cpu__dnnl_append_act(po, p->activation, p->act_alpha, p->act_beta, why, why_size)) !=
+        SES_DRV_OK)
+        goto fail;
+    CPU__DNNL_CHECK(l->dnnl_primitive_attr_set_post_ops(attr, po), "set_post_ops");
+    s = l->dnnl_matmul_desc_init(&md, &a_md, &w_any, p->bias ? &bias_md : NULL, &y_md);
+    if (s != dnnl_success) {
+        snprintf(why, why_size, "oneDNN refuses the matmul's parameters (status %d)", (int)s);
+        st = SES_DRV_UNIMPLEMENTED;
+        goto fail;
+    }
+    s = l->dnnl_primitive_desc_create(&pd, &md, attr, l->engine, NULL);
+    if (s == dnnl_unimplemented) {
+        snprintf(why, why_size, "oneDNN has no matmul for these parameters");
+        st = SES_DRV_UNIMPLEMENTED;
+        pd = NULL;
+        goto fail;
+    }
+    CPU__DNNL_CHECK(s, "creating the matmul's primitive descriptor");
+    c->w_md = *l->dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t scratch_md =
+        *l->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    CPU__DNNL_CHECK(l->dnnl_primitive_create(&c->mm, pd), "creating the matmul");
+    c->w_plain = l->dnnl_memory_desc_equal(&c->w_md, &c->w_user);
+    CPU__DNNL_CHECK(cpu__dnnl_reorder(&c->w_user, &c->w_md, &c->r_w), "the weights' reorder");
+    const size_t scratch_size = l->dnnl_memory_desc_get_size(&scratch_md);
+    if ((!c->w_plain && !cpu__dnnl_grow(&c->w_buf, l->dnnl_memory_desc_get_size(&c->w_md))) ||
+        (scratch_size && !cpu__dnnl_grow(&c->scratch_buf, scratch_size))) {
+        snprintf(why, why_size, "out of memory for oneDNN's blocked weights");
+        st = SES_DRV_OUT_OF_MEMORY;
+        goto fail;
+    }
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->a.m, &a_md, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->w_u.m, &c->w_user, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->w.m, &c->w_md, l->engine,
+                                          c->w_plain ? DNNL_MEMORY_NONE : c->w_buf.data),
+                    "memory_create");
+    c->w.at = c->w_plain ? NULL : c->w_buf.data;
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->bias.m, &bias_md, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->y.m, &y_md, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&c->scratch.m, &scratch_md, l->engine,
+                                          scratch_size ? c->scratch_buf.data : DNNL_MEMORY_NONE),
+                    "memory_create");
+    if (!c->stream)
+        CPU__DNNL_CHECK(l->dnnl_stream_create(&c->stream, l->engine, dnnl_stream_default_flags),
+                        "stream_create");
+    memcpy(&c->p, p, sizeof *p); /* padding too: compared with memcmp */
+    c->built = 1;
+    l->dnnl_primitive_desc_destroy(pd);
+    l->dnnl_post_ops_destroy(po);
+    l->dnnl_primitive_attr_destroy(attr);
+    return SES_DRV_OK;
+
+fail:
+    if (pd)
+        l->dnnl_primitive_desc_destroy(pd);
+    if (po)
+        l->dnnl_post_ops_destroy(po);
+    if (attr)
+        l->dnnl_primitive_attr_destroy(attr);
+    cpu__dnnl_mm_unbuild(c);
+    return st;
+}
+
+int32_t cpu__dnnl_matmul(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_params_t *p, const float *a,
+                         const float *w, const float *bias, float *y, uint32_t threads,
+                         uint32_t flags, char *why, size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    int32_t st;
+
+    if (!l->loaded)
+        return cpu__dnnl_load(why, why_size);
+    if (!c || !p || !a || !w || !y || (p->bias && !bias)) {
+        snprintf(why, why_size, "cpu__dnnl_matmul: NULL argument");
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    if (p->m < 1 || p->n < 1 || p->k < 1) {
+        snprintf(why, why_size, "oneDNN's matmul takes positive sizes");
+        return SES_DRV_UNIMPLEMENTED;
+    }
+    /* As for the convolution: the OpenMP thread count must hold when the primitive is made. */
+    const int nthr = threads ? (int)threads : 1;
+    if (l->omp_set_num_threads)
+        l->omp_set_num_threads(nthr);
+    if ((!c->built || memcmp(&c->p, p, sizeof *p) != 0 || c->threads != nthr) &&
+        (st = cpu__dnnl_mm_build(c, p, why, why_size)) != SES_DRV_OK)
+        return st;
+    c->threads = nthr;
+    CPU__DNNL_CHECK(cpu__dnnl_point(&c->a, a), "set_data_handle");
+    if (c->w_plain) {
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->w, w), "set_data_handle");
+    } else if (!(flags & CPU__DNNL_W_CONSTANT) || !c->w_ready || c->w_addr != (const void *)w) {
+        c->w_ready = 0;
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->w_u, w), "set_data_handle");
+        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_w, c->stream, c->w_u.m, c->w.m),
+                        "reordering the weights");
+        c->w_addr = w;
+        c->w_ready = (flags & CPU__DNNL_W_CONSTANT) != 0;
+    }
+    CPU__DNNL_CHECK(cpu__dnnl_point(&c->y, y), "set_data_handle");
+    if (p->bias)
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->bias, bias), "set_data_handle");
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, c->a.m},     {DNNL_ARG_WEIGHTS, c->w.m},
+        {DNNL_ARG_DST, c->y.m},     {DNNL_ARG_SCRATCHPAD, c->scratch.m},
+        {DNNL_ARG_BIAS, c->bias.m},
+    };
+    CPU__DNNL_CHECK(l->dnnl_primitive_execute(c->mm, c->stream, p->bias ? 5 : 4, args),
+                    "the matmul");
+    CPU__DNNL_CHECK(l->dnnl_stream_wait(c->stream), "stream_wait");
+    return SES_DRV_OK;
+
+fail:
     c->w_ready = 0;
     return st;
 }

@@ -137,4 +137,40 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_param
                        int activation, float alpha, float beta, uint32_t threads, uint32_t flags,
                        char *why, size_t why_size);
 
+/**
+ * One matmul Y = act(alpha * op(A) * op(W) + bias + beta * Y_before), all f32 row-major: A is
+ * [m, k] ([k, m] when trans_a), W [k, n] ([n, k] when trans_b), bias a row of n added to every
+ * row, Y [m, n]. Compared whole (memcmp): zero the struct before filling it.
+ */
+typedef struct cpu__dnnl_mm_params {
+    int64_t m, n, k;
+    int32_t trans_a, trans_b;
+    int32_t bias;       /* non-zero: the bias argument is given (only with alpha 1) */
+    int32_t sum;        /* non-zero: Y holds C when called, added times beta (a sum post-op) */
+    float alpha, beta;  /* the product's scale; the scale of the sum */
+    int32_t activation; /* enum cpu__dnnl_activation, after everything else */
+    float act_alpha, act_beta;
+} cpu__dnnl_mm_params_t;
+
+/** The per-node state of a matmul: its primitive, the reordered constant weights. */
+typedef struct cpu__dnnl_mm_cache cpu__dnnl_mm_cache_t;
+
+/** Makes an empty matmul cache (builds nothing): SES_DRV_OK or SES_DRV_OUT_OF_MEMORY. */
+int32_t cpu__dnnl_mm_cache_create(cpu__dnnl_mm_cache_t **out_cache);
+
+/** Frees a matmul cache and everything it built. Accepts NULL. */
+void cpu__dnnl_mm_cache_destroy(cpu__dnnl_mm_cache_t *cache);
+
+/**
+ * Y as cpu__dnnl_mm_params_t says, with oneDNN's matmul primitive (its brgemm kernels), made at
+ * the first call of these parameters and thread count and kept; the weights are reordered into
+ * the layout it prefers at every call, or once while @p w keeps its address when @p flags has
+ * CPU__DNNL_W_CONSTANT. On at most @p threads OpenMP threads. Returns as cpu__dnnl_conv does
+ * (SES_DRV_UNIMPLEMENTED: oneDNN has no matmul for this; the caller takes another path).
+ * Calls on one cache must not overlap.
+ */
+int32_t cpu__dnnl_matmul(cpu__dnnl_mm_cache_t *cache, const cpu__dnnl_mm_params_t *p,
+                         const float *a, const float *w, const float *bias, float *y,
+                         uint32_t threads, uint32_t flags, char *why, size_t why_size);
+
 #endif /* SES_CPU_DNNL_H */

@@ -138,14 +138,34 @@ int32_t cpu__fused_gemm(const cpu__call_t *call) {
 
     if (cpu__act_read(call->node, &act, why, sizeof why) != SES_DRV_OK)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "%s", why);
-    if ((st = cpu__gemm(call)) != SES_DRV_OK)
+    int act_done = 0;
+    if ((st = cpu__gemm_act(call, &act, &act_done)) != SES_DRV_OK)
         return st;
-    if (act.kind == CPU__ACT_IDENTITY || y->count == 0)
+    if (act_done || act.kind == CPU__ACT_IDENTITY || y->count == 0)
         return SES_DRV_OK;
     const int64_t n = y->dims[1];
     cpu__gemm_act_job_t j = {y->data, n, y->dtype, &act};
     cpu__parallel(call, (uint64_t)y->dims[0], (uint64_t)n, cpu__gemm_act_task, &j);
     return SES_DRV_OK;
+}
+
+int32_t cpu__fused_gemm_create(ses_drv_device_t *device, const ses_drv_node_t *node,
+                               void **out_state) {
+    int oom = 0;
+
+    if (!out_state)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "FusedGemm: create: out_state is NULL");
+    *out_state = cpu__gemm_state_new(node, &oom);
+    if (oom)
+        return cpu__device_fail(device, SES_DRV_OUT_OF_MEMORY,
+                                "FusedGemm: cannot allocate the kernel's state");
+    return SES_DRV_OK;
+}
+
+void cpu__fused_gemm_destroy(ses_drv_device_t *device, void *state) {
+    (void)device;
+    cpu__gemm_state_free(state);
 }
 
 int32_t cpu__fused_supports(ses_drv_device_t *device, const ses_drv_node_t *node) {

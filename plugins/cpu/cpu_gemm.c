@@ -533,8 +533,10 @@ int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char
     const cpu__core_t *in_use = cpu__find_core(o->corename);
     int used = 0;
     if (*out_onednn)
-        used = snprintf(out_desc, desc_size, "gemm: onednn %s (f32, on the pool's threads), ",
-                        cpu_onednn.version);
+        used = snprintf(
+            out_desc, desc_size,
+            "gemm: onednn %s (f32: sgemm on the pool's threads, matmul for constant weights), ",
+            cpu_onednn.version);
     else
         used = snprintf(out_desc, desc_size, "gemm: ");
     if (used < 0 || (size_t)used >= desc_size)

@@ -641,6 +641,9 @@ typedef struct cpu__prep {
      * inline (cpu__parallel_small), so that cpu__run_prepared calls the row itself. */
     cpu__row_fn row;
     uint32_t direct;
+    /* MatMul and Gemm at f32 whose input 1 (the weights) is constant (DRV-85): the state of
+     * their oneDNN matmul path (cpu_matmul.c); NULL otherwise. */
+    struct cpu__gemm_state *gemm;
     int64_t dims[]; /* the args' dims: as many as their ranks add up to */
 } cpu__prep_t;
 
@@ -706,6 +709,35 @@ int32_t cpu__matmul_shape(const cpu__call_t *call, const cpu__tensor_t *a, const
 
 int32_t cpu__matmul(const cpu__call_t *call);
 int32_t cpu__gemm(const cpu__call_t *call);
+
+/**
+ * The state of an f32 MatMul, Gemm or FusedGemm node whose weights (input 1) are constant: the
+ * node's DRV-85 bits and oneDNN's matmul cache (the primitive and the weights reordered once
+ * into its layout), made at the first launch that takes that path. Gemm and MatMul keep it in
+ * their cpu__prep_t, FusedGemm as its general state.
+ */
+typedef struct cpu__gemm_state {
+    uint64_t constant_inputs;
+    struct cpu__dnnl_mm_cache *mm;
+} cpu__gemm_state_t;
+
+/** A new state for @p node, or NULL when its input 1 is not constant or it has no DRV-85 bits
+ * (*@p out_oom set when allocation failed). */
+cpu__gemm_state_t *cpu__gemm_state_new(const ses_drv_node_t *node, int *out_oom);
+/** Frees a state of cpu__gemm_state_new. Accepts NULL. */
+void cpu__gemm_state_free(cpu__gemm_state_t *state);
+/** FusedGemm's create and destroy entries: its state is a cpu__gemm_state_t or NULL. */
+int32_t cpu__fused_gemm_create(ses_drv_device_t *device, const ses_drv_node_t *node,
+                               void **out_state);
+void cpu__fused_gemm_destroy(ses_drv_device_t *device, void *state);
+
+/* The activation of a FusedGemm (cpu_act.h). */
+struct cpu__act;
+/**
+ * Gemm's body with FusedGemm's activation @p act (NULL: none). Sets *@p out_act_done when the
+ * activation was applied (oneDNN's matmul path, as a post-op); otherwise the caller applies it.
+ */
+int32_t cpu__gemm_act(const cpu__call_t *call, const struct cpu__act *act, int *out_act_done);
 /**
  * One row-major GEMM at @p dtype (f32 or f64): C = alpha * op(A) * op(B) + beta * C, op(A)
  * m x k, op(B) k x n. Dimensions and leading dimensions must be at least 1 and fit an int

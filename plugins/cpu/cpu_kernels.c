@@ -165,7 +165,8 @@ const char *cpu__dtype_label(uint32_t dtype) {
 
 /*
  * Which families prepare per-node state in create: the elementwise ones, whose work on small
- * tensors is so cheap that checking a launch from scratch would be most of its cost. For each
+ * tensors is so cheap that checking a launch from scratch would be most of its cost, and MatMul
+ * and Gemm, whose f32 state also keeps oneDNN's matmul for constant weights (cpu_matmul.c). For each
  * body, CPU__PREP(BODY, P, N, id) is P(id) when its entries prepare and N(id) when they do not.
  */
 #define CPU__PREP(BODY, P, N, id) CPU__PREP_##BODY(P, N, id)
@@ -175,8 +176,8 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__PREP_cpu__unary(P, N, id) P(id)
 #define CPU__PREP_cpu__cast(P, N, id) P(id)
 #define CPU__PREP_cpu__copy(P, N, id) N(id)
-#define CPU__PREP_cpu__matmul(P, N, id) N(id)
-#define CPU__PREP_cpu__gemm(P, N, id) N(id)
+#define CPU__PREP_cpu__matmul(P, N, id) P(id)
+#define CPU__PREP_cpu__gemm(P, N, id) P(id)
 #define CPU__PREP_cpu__reduce(P, N, id) N(id)
 #define CPU__PREP_cpu__softmax(P, N, id) N(id)
 #define CPU__PREP_cpu__argmax(P, N, id) N(id)
@@ -227,7 +228,7 @@ CPU__KERNELS(CPU__DEFINE)
 /*
  * General entries, of any number of inputs (up to CPU__GENERAL_MAX_INPUTS) and outputs (0 to
  * CPU__MAX_OUTPUTS), checked by cpu__run_general: the training ops and the CNN ops. Only Conv
- * has per-node state (CPU__GSTATE below), handed to its body as call->state.
+ * and FusedGemm have per-node state (CPU__GSTATE below), handed to the body as call->state.
  * Every entry is G(id, op, signature, body, code, inplace, n_inputs, (input dtypes),
  * n_outputs, out0, out1), with the input dtypes in parentheses, unused output slots 0, and
  * inplace the inputs the kernel writes (bit i: input i). An entry without outputs has a
@@ -417,7 +418,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
     },
 
 /* Per body: the per-node state (Conv and FusedConv keep oneDNN's cache and the constant-input
- * bits, cpu_cnn.c) and supports_node (the fused ops check their activation, cpu_fused.c); the
+ * bits, cpu_cnn.c; FusedGemm its matmul cache when its weights are constant, cpu_matmul.c) and supports_node (the fused ops check their activation, cpu_fused.c); the
  * other general entries have neither. */
 #define CPU__GSTATE(BODY, what) CPU__GSTATE_##BODY(what)
 #define CPU__GSTATE_cpu__conv(what) cpu__conv_##what
@@ -426,7 +427,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__nchwc_pool(what) NULL
 #define CPU__GSTATE_cpu__nchwc_global_pool(what) NULL
 #define CPU__GSTATE_cpu__nchwc_reorder_output(what) NULL
-#define CPU__GSTATE_cpu__fused_gemm(what) NULL
+#define CPU__GSTATE_cpu__fused_gemm(what) cpu__fused_gemm_##what
 #define CPU__GSTATE_cpu__sce_loss(what) NULL
 #define CPU__GSTATE_cpu__sce_grad(what) NULL
 #define CPU__GSTATE_cpu__optimizer(what) NULL

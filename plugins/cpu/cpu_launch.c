@@ -830,6 +830,18 @@ int32_t cpu__create(ses_drv_device_t *device, const ses_drv_node_t *node, const 
     prep->strided = NULL;
     prep->row = NULL;
     prep->direct = 0;
+    prep->gemm = NULL;
+    if ((spec->code == CPU__OP_MATMUL || spec->code == CPU__OP_GEMM) &&
+        out.dtype == SES_DRV_DTYPE_F32) {
+        int oom = 0;
+        prep->gemm = cpu__gemm_state_new(node, &oom);
+        if (oom) {
+            st = cpu__device_fail(device, SES_DRV_OUT_OF_MEMORY,
+                                  "%s \"%s\": cannot allocate the kernel's state", spec->op,
+                                  node->name ? node->name : "(unnamed)");
+            goto fail;
+        }
+    }
     int64_t *storage = prep->dims;
     for (uint32_t i = 0; i < n_in; i++) {
         cpu__arg_set(&prep->in[i], &in[i], storage);
@@ -877,6 +889,7 @@ void cpu__destroy(ses_drv_device_t *device, void *state) {
     (void)device;
     if (!prep)
         return;
+    cpu__gemm_state_free(prep->gemm);
     free(prep->strided);
     free(prep);
 }

@@ -8,8 +8,11 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cpu_act.h"
+#include "cpu_dnnl.h"
 #include "cpu_internal.h"
 
 /* BLAS takes int dimensions (blasint); anything larger is refused rather than truncated. */
@@ -103,6 +106,137 @@ int32_t cpu__matmul_shape(const cpu__call_t *call, const cpu__tensor_t *a, const
     return SES_DRV_OK;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Constant weights: oneDNN's matmul primitive
+ *
+ * dnnl_sgemm packs B into its kernel's layout at every call; ONNX Runtime's MLAS packs constant
+ * weights once. For f32 MatMul, Gemm and FusedGemm whose input 1 the host marks constant
+ * (DRV-85), the driver runs oneDNN's matmul primitive instead (brgemm kernels), with the weights
+ * reordered once into the layout it prefers and kept in the node's state while their address
+ * stays the same; C as its bias or sum post-op, alpha and the activation as post-ops. It runs
+ * on oneDNN's OpenMP threads, as many as the pool's, as the convolution does (cpu_cnn.c).
+ * Weights that are not constant keep the sgemm path: nothing is cached for them.
+ * ------------------------------------------------------------------------------------------- */
+
+/*
+ * Below this many multiply-adds the GEMM stays on the sgemm path, where OpenBLAS runs it on the
+ * calling thread (cpu_gemm.c's CPU__ONEDNN_MIN); one row of A (a GEMV) stays there too, bound
+ * by reading the weights: oneDNN's matmul on its blocked layout took 3.51 against sgemm's
+ * 3.21 ms for 1x4096x4096, 0.65 against 0.62 for 1x1024x4096 (one thread, 2-core Xeon with
+ * AVX-512), while from two rows on it was as fast or faster (2x1024x4096 0.61 against 0.62,
+ * 4x1024x4096 0.62 against 1.20, 64x784x256 0.134 against 0.184, 16x256x256 0.011 against
+ * 0.020 ms).
+ */
+#define CPU__MATMUL_MIN (1u << 18)
+
+/*
+ * On a pool of several threads the matmul runs on oneDNN's OpenMP team, and below this many
+ * multiply-adds the team's start and its spinning beside the pool's workers cost more than the
+ * packing saves: the MLP 784-256-10 at batch 64 (64x784x256) on 2 threads took 0.08-0.10 ms a
+ * run in some processes and 0.24-0.28 in others (1 process in 3), against 0.11-0.13 on the
+ * sgemm path cut over the pool. Those stay on the sgemm path there.
+ */
+#define CPU__MATMUL_TEAM_MIN (1u << 26)
+
+/* Whether an [m, k] x [k, n] GEMM goes to the matmul path on a pool of @p threads. */
+static int cpu__matmul_worth(int64_t m, int64_t n, int64_t k, uint32_t threads) {
+    const double macs = (double)m * (double)n * (double)k;
+    return m >= 2 && macs >= (double)CPU__MATMUL_MIN &&
+           (threads <= 1 || macs >= (double)CPU__MATMUL_TEAM_MIN);
+}
+
+cpu__gemm_state_t *cpu__gemm_state_new(const ses_drv_node_t *node, int *out_oom) {
+    *out_oom = 0;
+    /* DRV-85: read only from a node that has the field. */
+    if (!node || node->struct_size < offsetof(ses_drv_node_t, constant_inputs) + sizeof(uint64_t) ||
+        !(node->constant_inputs & 2u))
+        return NULL;
+    cpu__gemm_state_t *state = calloc(1, sizeof *state);
+    if (!state) {
+        *out_oom = 1;
+        return NULL;
+    }
+    state->constant_inputs = node->constant_inputs;
+    return state;
+}
+
+void cpu__gemm_state_free(cpu__gemm_state_t *state) {
+    if (!state)
+        return;
+    cpu__dnnl_mm_cache_destroy(state->mm);
+    free(state);
+}
+
+/* The node's state when its f32 GEMM may take the matmul path, else NULL. */
+static cpu__gemm_state_t *cpu__gemm_state_of(const cpu__call_t *call) {
+    cpu__gemm_state_t *state = NULL;
+
+    if (call->prep)
+        state = call->prep->gemm;
+    else if (call->spec->code == CPU__OP_FUSEDGEMM)
+        state = call->state;
+    if (!state || !(state->constant_inputs & 2u) || !call->device->driver->gemm_onednn ||
+        call->out.dtype != SES_DRV_DTYPE_F32)
+        return NULL;
+    return state;
+}
+
+/* @p act as oneDNN's post-op in @p p: 0 when it has none for it. */
+static int cpu__act_to_dnnl(const cpu__act_t *act, cpu__dnnl_mm_params_t *p) {
+    if (!act)
+        return 1;
+    switch (act->kind) {
+        case CPU__ACT_IDENTITY:
+            return 1;
+        case CPU__ACT_RELU:
+            p->activation = CPU__DNNL_ACT_RELU;
+            return 1;
+        case CPU__ACT_LEAKYRELU:
+            p->activation = CPU__DNNL_ACT_LEAKY_RELU;
+            p->act_alpha = (float)act->alpha;
+            return 1;
+        case CPU__ACT_SIGMOID:
+            p->activation = CPU__DNNL_ACT_SIGMOID;
+            return 1;
+        case CPU__ACT_TANH:
+            p->activation = CPU__DNNL_ACT_TANH;
+            return 1;
+        case CPU__ACT_CLIP:
+            p->activation = CPU__DNNL_ACT_CLIP;
+            p->act_alpha = (float)act->lo;
+            p->act_beta = (float)act->hi;
+            return 1;
+        default:
+            return 0;
+    }
+}
+
+/*
+ * Runs @p p through oneDNN's matmul with the node's cached primitive and weights: SES_DRV_OK
+ * when done, SES_DRV_UNIMPLEMENTED (no message) when the caller should take the sgemm path,
+ * another code with a message when it failed.
+ */
+static int32_t cpu__gemm_dnnl(const cpu__call_t *call, cpu__gemm_state_t *state,
+                              const cpu__dnnl_mm_params_t *p, const void *a, const void *w,
+                              const void *bias, void *y) {
+    char why[256];
+
+    if (!state->mm && cpu__dnnl_mm_cache_create(&state->mm) != SES_DRV_OK)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "cannot allocate oneDNN's cache");
+    const uint32_t threads = cpu__pool_threads(call->device->pool);
+    /* oneDNN's OpenMP team takes the cores now: the pool's idle workers stop spinning. */
+    if (threads > 1)
+        cpu__pool_park(call->device->pool);
+    int32_t st =
+        cpu__dnnl_matmul(state->mm, p, (const float *)a, (const float *)w, (const float *)bias,
+                         (float *)y, threads, CPU__DNNL_W_CONSTANT, why, sizeof why);
+    if (st == SES_DRV_OK || st == SES_DRV_UNIMPLEMENTED)
+        return st;
+    if (st == SES_DRV_UNAVAILABLE)
+        return SES_DRV_UNIMPLEMENTED;
+    return cpu__call_fail(call, st, "%s", why);
+}
+
 int32_t cpu__matmul(const cpu__call_t *call) {
     const cpu__tensor_t *a = &call->in[0];
     const cpu__tensor_t *b = &call->in[1];
@@ -132,6 +266,19 @@ int32_t cpu__matmul(const cpu__call_t *call) {
     if (!b_batched && !a_broadcast) {
         /* Every matrix of a against the same b, and a's matrices lie one after the other:
          * one GEMM with the batches stacked as rows. */
+        cpu__gemm_state_t *state = cpu__gemm_state_of(call);
+        if (state &&
+            cpu__matmul_worth(m * n_matrices, n, k, cpu__pool_threads(call->device->pool))) {
+            cpu__dnnl_mm_params_t p;
+            memset(&p, 0, sizeof p);
+            p.m = m * n_matrices;
+            p.n = n;
+            p.k = k;
+            p.alpha = 1.0f;
+            if ((st = cpu__gemm_dnnl(call, state, &p, a->data, b->data, NULL, out->data)) !=
+                SES_DRV_UNIMPLEMENTED)
+                return st;
+        }
         cpu__gemm_call(call->device, 1, dtype, 0, 0, m * n_matrices, n, k, 1.0, a->data, k, b->data,
                        n, 0.0, out->data, n);
         return SES_DRV_OK;
@@ -188,6 +335,11 @@ CPU__FILL_FROM_C(float)
 CPU__FILL_FROM_C(double)
 
 int32_t cpu__gemm(const cpu__call_t *call) {
+    int act_done = 0;
+    return cpu__gemm_act(call, NULL, &act_done);
+}
+
+int32_t cpu__gemm_act(const cpu__call_t *call, const cpu__act_t *act, int *out_act_done) {
     const cpu__tensor_t *a = &call->in[0];
     const cpu__tensor_t *b = &call->in[1];
     const cpu__tensor_t *c = call->n_in > 2 ? &call->in[2] : NULL;
@@ -249,6 +401,34 @@ int32_t cpu__gemm(const cpu__call_t *call) {
 
     const int f32 = out->dtype == SES_DRV_DTYPE_F32;
     const int use_c = c && beta != 0.0;
+    *out_act_done = 0;
+    cpu__gemm_state_t *state = k > 0 ? cpu__gemm_state_of(call) : NULL;
+    cpu__dnnl_mm_params_t p;
+    memset(&p, 0, sizeof p);
+    if (state && cpu__matmul_worth(m, n, k, cpu__pool_threads(call->device->pool)) &&
+        cpu__act_to_dnnl(act, &p)) {
+        p.m = m;
+        p.n = n;
+        p.k = k;
+        p.trans_a = (int32_t)trans_a;
+        p.trans_b = (int32_t)trans_b;
+        p.alpha = (float)alpha;
+        /* C as oneDNN's bias where it is one row added as it is (ONNX's usual Gemm); otherwise
+         * broadcast into Y below and added by the sum post-op. */
+        p.bias = use_c && c_rows == 1 && c_cols == n && alpha == 1.0 && beta == 1.0;
+        p.sum = use_c && !p.bias;
+        p.beta = p.sum ? (float)beta : 0.0f;
+        if (p.bias) {
+            if ((st = cpu__gemm_dnnl(call, state, &p, a->data, b->data, c->data, out->data)) !=
+                SES_DRV_UNIMPLEMENTED) {
+                *out_act_done = st == SES_DRV_OK;
+                return st;
+            }
+            state = NULL; /* the sgemm path, C filled below */
+        }
+    } else {
+        state = NULL;
+    }
     /* With K = 0 the product is empty and Y is beta * C alone; BLAS is not called, since it
      * wants leading dimensions of at least 1. */
     const double c_scale = k == 0 ? beta : 1.0;
@@ -264,6 +444,11 @@ int32_t cpu__gemm(const cpu__call_t *call) {
     }
     if (k == 0)
         return SES_DRV_OK;
+    if (state && (st = cpu__gemm_dnnl(call, state, &p, a->data, b->data, NULL, out->data)) !=
+                     SES_DRV_UNIMPLEMENTED) {
+        *out_act_done = st == SES_DRV_OK;
+        return st;
+    }
     cpu__gemm_call(call->device, 1, out->dtype, (int)trans_a, (int)trans_b, m, n, k, alpha, a->data,
                    a->dims[1], b->data, b->dims[1], use_c ? beta : 0.0, out->data, n);
     return SES_DRV_OK;

@@ -318,7 +318,8 @@ static void onednn_runs_f32_gemms_where_it_loads_at_the_isa_of_the_cpu(void **st
     if (o.open_rc != SES_DRV_OK)
         fail_msg("open failed (%d): %s", o.open_rc, o.message);
     assert_contains(o.name, "; gemm: onednn ");
-    assert_contains(o.name, "(f32, on the pool's threads), openblas ");
+    assert_contains(o.name,
+                    "(f32: sgemm on the pool's threads, matmul for constant weights), openblas ");
     if (strstr(o.name, "conv: onednn")) {
         if (cpu_has_avx512())
             assert_contains(o.name, "avx512_core");

@@ -541,6 +541,7 @@ static int op_prepares(const char *op) {
         "Sigmoid", "Tanh", "Softplus", "Erf",  "LeakyRelu", "Cast",
         "Conv", "FusedConv", "NchwcConv", /* their state keeps oneDNN's primitives and the
                                              constant-input bits */
+        "MatMul", "Gemm", "FusedGemm", /* oneDNN's matmul for constant weights */
     };
     for (size_t i = 0; i < sizeof elementwise / sizeof elementwise[0]; i++)
         if (strcmp(op, elementwise[i]) == 0)
@@ -560,8 +561,8 @@ static void every_table_entry_is_well_formed(void **state) {
         assert_non_null(k->op);
         assert_non_null(k->compute);
         assert_int_equal(k->flags, 0);
-        /* create and destroy come as a pair, on the elementwise entries, Conv, FusedConv and
-         * NchwcConv only. */
+        /* create and destroy come as a pair, on the elementwise entries, Conv, FusedConv,
+         * NchwcConv, MatMul, Gemm and FusedGemm only. */
         if (op_prepares(k->op)) {
             if (!k->create || !k->destroy)
                 fail_msg("%s %s has no create or no destroy", k->op, k->signature);
