@@ -66,40 +66,22 @@ def version():
     return _core.version()
 
 
-def _machine_has_manifests():
-    """Whether libsession's default search would find any manifest in the folders it reads
-    (README, "Where drivers come from"): the user's, /etc's and the install's own."""
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    folders = [os.path.join(config, "session", "drivers.d"), "/etc/session/drivers.d",
-               _core.manifest_dir()]
-    for f in folders:
-        try:
-            if any(n.endswith(".json") for n in os.listdir(f)):
-                return True
-        except OSError:
-            pass
-    return False
-
-
 def _add_bundled_drivers():
-    # A wheel built by pip (pyproject.toml) carries the CPU driver in session/drivers/; it is
-    # used when the machine's own drivers (or SESSION_DRIVER_FILES) do not provide one. On a
-    # machine with no manifests at all, the folder is given to the default registry as it is
-    # made (SESSION_ADD_DRIVER_FILES, set for that moment only), so that it does not warn that
-    # it found none.
-    bundled = [os.path.join(f, "drivers") for f in __path__
-               if os.path.isdir(os.path.join(f, "drivers"))]
-    if not bundled:
-        return
-    env_vars = ("SESSION_DRIVER_FILES", "SESSION_ADD_DRIVER_FILES")
-    if not any(os.environ.get(v) for v in env_vars) and not _machine_has_manifests():
-        os.environ["SESSION_ADD_DRIVER_FILES"] = ":".join(bundled)
+    # A wheel built by pip (pyproject.toml) carries the CPU driver in session/drivers/. Its folder
+    # is given to libsession's default registry before that is made, as a fallback searched after
+    # the machine's manifests (ses_registry_default_add_fallback): the bundled driver is used where
+    # no installed one claims its name, and a machine without manifests gets no warning that it
+    # has none. Should the default registry exist already (libsession shared with another user in
+    # this process), each bundled driver it lacks is added to it instead.
+    for folder in __path__:
+        d = os.path.join(os.path.abspath(folder), "drivers")
+        if not os.path.isdir(d):
+            continue
         try:
-            _core.has_driver("cpu")  # makes the default registry now
-        finally:
-            del os.environ["SESSION_ADD_DRIVER_FILES"]
-        return
-    for d in bundled:
+            _core.add_default_fallback(d)
+            continue
+        except (FailedPreconditionError, InvalidArgumentError):
+            pass  # the registry exists already, or the path has a ':'
         for name in sorted(os.listdir(d)):
             if name.endswith(".json") and not _core.has_driver(name[:-5]):
                 try:

@@ -588,12 +588,17 @@ fail:
     return NULL;
 }
 
-/* The manifest folder of the libsession this extension was built with (its prefix's), which the
- * default search reads: meson passes it as SES_PY_MANIFEST_DIR. */
-static PyObject *core_manifest_dir(PyObject *self, PyObject *unused) {
+static PyObject *core_add_default_fallback(PyObject *self, PyObject *args) {
+    const char *path;
+    ses_status_t st;
+
     (void)self;
-    (void)unused;
-    return PyUnicode_FromString(SES_PY_MANIFEST_DIR);
+    if (!PyArg_ParseTuple(args, "s:add_default_fallback", &path))
+        return NULL;
+    st = ses_registry_default_add_fallback(path);
+    if (st != SES_OK)
+        return py_raise(st, NULL);
+    Py_RETURN_NONE;
 }
 
 static PyObject *core_version(PyObject *self, PyObject *unused) {
@@ -641,8 +646,10 @@ static PyMethodDef core_methods[] = {
      "onnx_import(path, initializers_as_variables, graph_type) -> (graph, inputs, outputs, "
      "opset)."},
     {"version", core_version, METH_NOARGS, "version() -> str: libsession's version."},
-    {"manifest_dir", core_manifest_dir, METH_NOARGS,
-     "manifest_dir() -> str: the install's manifest folder, which the default search reads."},
+    {"add_default_fallback", core_add_default_fallback, METH_VARARGS,
+     "add_default_fallback(path): a manifest file or folder the default registry reads last, "
+     "for drivers no other manifest claims (ses_registry_default_add_fallback); "
+     "FailedPreconditionError once the default registry exists."},
     {"status_name", core_status_name, METH_VARARGS,
      "status_name(code) -> str: \"SES_NOT_FOUND\" for 2."},
     {NULL, NULL, 0, NULL},

@@ -63,6 +63,19 @@ SES_API void ses_registry_destroy(ses_registry_t *registry);
 SES_API ses_status_t ses_registry_default(ses_registry_t **out_registry);
 
 /**
+ * Adds a manifest file or folder that the default registry (ses_registry_default) reads after
+ * every other entry of its search (README "Where drivers come from"), for applications and
+ * language packages that carry their own drivers: such a driver is used where no other manifest
+ * claims its name (one that is claimed is skipped without a message), and a default registry that
+ * finds only these does not warn that it found no manifests. Call it before the default registry
+ * is first used: SES_FAILED_PRECONDITION once it exists. A folder contributes its *.json files; a
+ * file that does not exist is listed as a FAILED driver, as in SESSION_ADD_DRIVER_FILES. @p path must be absolute, without a "."
+ * or ".." component and without ':' (SES_INVALID_ARGUMENT). Registries made by
+ * ses_registry_create do not read it. Thread-safe.
+ */
+SES_API ses_status_t ses_registry_default_add_fallback(const char *path);
+
+/**
  * Opens every enabled driver that is not open yet and enumerates its devices. Returns SES_OK even
  * when some drivers failed: their state says so.
  */
@@ -124,9 +137,10 @@ SES_API const char *ses_registry_note(const ses_registry_t *registry, size_t ind
 
 /**
  * The manifest search path this registry used, as "dir-or-file:dir-or-file:...":
- * SESSION_ADD_DRIVER_FILES's entries first, then the rest. ses_registry_search_origin says where
- * the rest came from: SESSION_DRIVER_FILES ("environment") or the default folders ("default"); it
- * does not cover the SESSION_ADD_DRIVER_FILES entries. ses_registry_search_entry labels each one.
+ * SESSION_ADD_DRIVER_FILES's entries first, then the rest, then (default registry only) the
+ * entries of ses_registry_default_add_fallback. ses_registry_search_origin says where the rest came
+ * from: SESSION_DRIVER_FILES ("environment") or the default folders ("default"); it covers neither
+ * the first nor the last entries. ses_registry_search_entry labels each one.
  */
 SES_API const char *ses_registry_search_path(const ses_registry_t *registry);
 SES_API const char *ses_registry_search_origin(const ses_registry_t *registry);
@@ -138,7 +152,8 @@ SES_API size_t ses_registry_search_entry_count(const ses_registry_t *registry);
  * File or folder @p index of the manifest search, in search order, or NULL when @p index is out
  * of range (< ses_registry_search_entry_count). @p out_source, when not NULL, receives where the
  * entry came from: "SESSION_ADD_DRIVER_FILES", "SESSION_DRIVER_FILES" (which replaces the default
- * folders), or "default" (the user, system and install folders); NULL when out of range.
+ * folders), "default" (the user, system and install folders) or "fallback"
+ * (ses_registry_default_add_fallback); NULL when out of range.
  * Both strings are owned by the registry.
  */
 SES_API const char *ses_registry_search_entry(const ses_registry_t *registry, size_t index,

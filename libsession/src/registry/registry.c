@@ -168,11 +168,34 @@ static void check_library_exists(struct ses_driver *driver) {
         world_writable(driver, "driver library", m->library_resolved); /* unless refused */
 }
 
-static struct ses_driver *add_driver(struct ses_registry *reg, const char *manifest_path) {
+/* Whether a driver already listed claims @p m's name or library (see refuse_duplicate). */
+static int is_claimed(const struct ses_registry *reg, const ses__manifest_t *m) {
+    for (size_t i = 0; i < reg->n_drivers; i++) {
+        const ses__manifest_t *o = &reg->drivers[i]->manifest;
+
+        if (!o->library_path)
+            continue;
+        if (strcmp(o->name, m->name) == 0)
+            return 1;
+        if (m->library_resolved && o->library_resolved &&
+            strcmp(o->library_resolved, m->library_resolved) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Reads the manifest at @p manifest_path and lists its driver. A @p fallback manifest whose name
+ * or library is claimed already is dropped without a message: *out_skipped is then 1 and the
+ * result NULL. NULL otherwise means out of memory.
+ */
+static struct ses_driver *add_driver(struct ses_registry *reg, const char *manifest_path,
+                                     int fallback, int *out_skipped) {
     struct ses_driver *driver = ses__calloc(1, sizeof *driver);
     struct ses_driver **drivers;
     ses_status_t st;
 
+    *out_skipped = 0;
     if (!driver)
         return NULL;
     drivers = ses__realloc(reg->drivers, (reg->n_drivers + 1) * sizeof *drivers);
@@ -189,6 +212,15 @@ static struct ses_driver *add_driver(struct ses_registry *reg, const char *manif
     if (!driver->manifest.path || !driver->manifest.name) {
         ses__manifest_clear(&driver->manifest);
         free(driver);
+        return NULL;
+    }
+    if (fallback && is_claimed(reg, &driver->manifest)) {
+        ses__log(SES__LOG_DEBUG, "fallback manifest %s: skipped, its driver is installed already",
+                 manifest_path);
+        ses__manifest_clear(&driver->manifest);
+        free(driver);
+        ses__clear_error();
+        *out_skipped = 1;
         return NULL;
     }
     if (st != SES_OK) {
@@ -237,10 +269,13 @@ static void read_debug_level(struct ses_registry *reg) {
         ses__log_set_level((uint32_t)level);
 }
 
-ses_status_t ses_registry_create(ses_registry_t **out_registry) {
+/* A registry that reads, after the rest of its search, the manifest files and folders in
+ * @p fallbacks (borrowed for the registry's lifetime). */
+static ses_status_t registry_create(ses_registry_t **out_registry, const char *const *fallbacks,
+                                    size_t n_fallbacks) {
     ses_registry_t *reg = NULL;
     char **files = NULL;
-    size_t n_files = 0;
+    size_t n_files = 0, first_fallback = 0;
     ses_status_t st;
 
     if (!out_registry)
@@ -250,13 +285,17 @@ ses_status_t ses_registry_create(ses_registry_t **out_registry) {
     if (!reg)
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory", __func__);
     pthread_mutex_init(&reg->lock, NULL);
+    reg->fallbacks = fallbacks;
+    reg->n_fallbacks = n_fallbacks;
     read_debug_level(reg);
 
-    st = ses__search_manifests(reg, &files, &n_files);
+    st = ses__search_manifests(reg, &files, &n_files, &first_fallback);
     if (st != SES_OK)
         goto fail;
     for (size_t i = 0; i < n_files; i++) {
-        if (!add_driver(reg, files[i])) {
+        int skipped;
+
+        if (!add_driver(reg, files[i], i >= first_fallback, &skipped) && !skipped) {
             st = ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory reading %s", __func__, files[i]);
             goto fail;
         }
@@ -306,15 +345,81 @@ void ses_registry_destroy(ses_registry_t *reg) {
     free(reg);
 }
 
+ses_status_t ses_registry_create(ses_registry_t **out_registry) {
+    return registry_create(out_registry, NULL, 0);
+}
+
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 static ses_registry_t *default_registry;
 static ses_status_t default_status;
 static char default_error[1024];
 
+/* ses_registry_default_add_fallback's entries; frozen (and kept) once the default registry is
+ * being made. */
+static pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **fallbacks;
+static size_t n_fallbacks;
+static int default_begun;
+
 static void create_default(void) {
-    default_status = ses_registry_create(&default_registry);
+    pthread_mutex_lock(&fallback_lock);
+    default_begun = 1;
+    pthread_mutex_unlock(&fallback_lock);
+    default_status =
+        registry_create(&default_registry, (const char *const *)fallbacks, n_fallbacks);
     if (default_status != SES_OK)
         snprintf(default_error, sizeof default_error, "%s", ses_last_error());
+}
+
+/* Why @p path may not be a fallback entry, or NULL when it may. */
+static const char *fallback_path_problem(const char *path) {
+    if (path[0] != '/')
+        return "not an absolute path";
+    if (strchr(path, ':'))
+        return "contains ':', which separates search entries";
+    if (strlen(path) >= PATH_MAX)
+        return "longer than PATH_MAX";
+    for (const char *p = path; *p;) {
+        size_t n;
+
+        while (*p == '/')
+            p++;
+        n = strcspn(p, "/");
+        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return "has a '.' or '..' component";
+        p += n;
+    }
+    return NULL;
+}
+
+ses_status_t ses_registry_default_add_fallback(const char *path) {
+    const char *problem;
+    char **grown, *copy;
+
+    if (!path || !*path)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: path is NULL or empty", __func__);
+    problem = fallback_path_problem(path);
+    if (problem)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: %s: %s", __func__, path, problem);
+    pthread_mutex_lock(&fallback_lock);
+    if (default_begun) {
+        pthread_mutex_unlock(&fallback_lock);
+        return ses__fail(SES_FAILED_PRECONDITION,
+                         "%s: %s: the default registry exists already; add fallbacks before "
+                         "its first use",
+                         __func__, path);
+    }
+    copy = ses__strdup(path);
+    grown = copy ? ses__realloc(fallbacks, (n_fallbacks + 1) * sizeof *grown) : NULL;
+    if (!grown) {
+        pthread_mutex_unlock(&fallback_lock);
+        free(copy);
+        return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory", __func__);
+    }
+    fallbacks = grown;
+    fallbacks[n_fallbacks++] = copy;
+    pthread_mutex_unlock(&fallback_lock);
+    return SES_OK;
 }
 
 ses_status_t ses_registry_default(ses_registry_t **out_registry) {
@@ -352,6 +457,7 @@ ses_status_t ses_registry_add_driver_file(ses_registry_t *reg, const char *manif
                                           const ses_driver_t **out_driver) {
     struct ses_driver *driver;
     ses_status_t st = SES_OK;
+    int skipped;
     FILE *f;
 
     if (out_driver)
@@ -374,7 +480,7 @@ ses_status_t ses_registry_add_driver_file(ses_registry_t *reg, const char *manif
             return SES_OK;
         }
     }
-    driver = add_driver(reg, manifest_path);
+    driver = add_driver(reg, manifest_path, 0, &skipped);
     if (!driver) {
         pthread_mutex_unlock(&reg->lock);
         return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory reading %s", __func__,

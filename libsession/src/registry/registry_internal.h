@@ -108,6 +108,8 @@ struct ses_registry {
     char **search_entries;       /* each file or folder of the search, in search order */
     const char **search_sources; /* per entry: the variable it came from, or "default" */
     size_t n_search_entries;
+    const char *const *fallbacks; /* searched last, claimed names skipped (default registry) */
+    size_t n_fallbacks;
 };
 
 /** Host services given to every driver. */
@@ -145,11 +147,12 @@ void ses__driver_load(struct ses_driver *driver);
 void ses__driver_unload(struct ses_driver *driver);
 
 /**
- * Builds the list of manifest files to read from the environment and the default folders.
- * Appends notes (ignored variables) to @p reg. On success *out_files holds *out_count heap paths.
+ * Builds the list of manifest files to read from the environment and the default folders, then
+ * @p reg's fallbacks. Appends notes (ignored variables) to @p reg. On success *out_files holds
+ * *out_count heap paths, of which those from *out_first_fallback on come from the fallbacks.
  */
-ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files,
-                                   size_t *out_count);
+ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files, size_t *out_count,
+                                   size_t *out_first_fallback);
 
 /** Appends a printf note to the registry's notes and logs it at @p level. */
 void ses__registry_note(struct ses_registry *reg, uint32_t level, const char *format, ...)

@@ -6,6 +6,7 @@
  *   default search            $XDG_CONFIG_HOME/session/drivers.d (or ~/.config/...), skipped when
  *                             the process is elevated; /etc/session/drivers.d;
  *                             <datadir>/session/drivers.d of this libsession's install
+ *   fallbacks                 last, default registry only: ses_registry_default_add_fallback
  *
  * Folders contribute their *.json files in byte order of the name. The current directory is never
  * searched. Path variables are read with secure_getenv, so a setuid program ignores them.
@@ -222,8 +223,8 @@ static char *join_entries(const struct ses_registry *reg) {
     return joined;
 }
 
-ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files,
-                                   size_t *out_count) {
+ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files, size_t *out_count,
+                                   size_t *out_first_fallback) {
     path_list_t files = {0};
     const char *replace = path_variable(reg, "SESSION_DRIVER_FILES");
     const char *add = path_variable(reg, "SESSION_ADD_DRIVER_FILES");
@@ -269,6 +270,12 @@ ses_status_t ses__search_manifests(struct ses_registry *reg, char ***out_files,
             rc |= add_folder(reg, &files, folders[i]);
             rc |= record_entry(reg, folders[i], strlen(folders[i]), "default");
         }
+    }
+    /* The application's own entries (absolute, checked when given): not from the environment. */
+    *out_first_fallback = files.count;
+    for (size_t i = 0; i < reg->n_fallbacks; i++) {
+        rc |= add_entries(reg, &files, reg->fallbacks[i]);
+        rc |= record_entry(reg, reg->fallbacks[i], strlen(reg->fallbacks[i]), "fallback");
     }
     if (rc == 0)
         reg->search_path = join_entries(reg);
