@@ -213,9 +213,34 @@ class Graph(_core.Graph):
         return f"<session.Graph version {self.version}>"
 
 
+# The exceptions a DLPack producer or np.from_dlpack raise for a tensor they cannot exchange
+# (a dtype NumPy's DLPack does not know, a tensor that needs grad, ...).
+_DLPACK_REFUSALS = (BufferError, TypeError, ValueError, RuntimeError)
+
+
+def _host_view(value):
+    """``value`` itself, or for an object in host memory that speaks DLPack (``__dlpack__`` and
+    ``__dlpack_device__`` saying kDLCPU: a PyTorch CPU tensor, a JAX or CuPy host array, ...) an
+    ndarray over its memory, without a copy (``np.from_dlpack``, NumPy >= 1.22). Where the
+    exchange is refused the object is left to ``np.asarray``."""
+    if isinstance(value, (np.ndarray, np.generic)) or not hasattr(value, "__dlpack__"):
+        return value
+    from_dlpack = getattr(np, "from_dlpack", None)
+    device = getattr(value, "__dlpack_device__", None)
+    if from_dlpack is None or device is None:
+        return value
+    try:
+        if device()[0] != 1:  # not kDLCPU: the extension reads device tensors in place
+            return value
+        return from_dlpack(value)
+    except _DLPACK_REFUSALS:
+        return value
+
+
 def _as_array(value, dtype=None):
     """``value`` as an ndarray: arrays keep their dtype unless ``dtype`` is given; Python floats
-    become float32 and ints int64."""
+    become float32 and ints int64. Host DLPack objects are viewed without a copy (_host_view)."""
+    value = _host_view(value)
     if dtype is not None:
         return np.asarray(value, dtype=_np_dtype(dtype))
     if isinstance(value, (np.ndarray, np.generic)):

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _core
 from .errors import FailedPreconditionError
-from .graph import _as_array
+from .graph import _as_array, _host_view
 
 __all__ = ["Session", "Plan", "Variables"]
 
@@ -193,7 +193,10 @@ class Session(_core.Session):
         a :class:`DeviceTensor` there (one device-to-device copy, never through the host), which
         this session reads in place when it is fed back; host values are ndarrays as always.
         Feeds may also be DeviceTensors, or any object with ``__dlpack__`` on a device this
-        session has (a CUDA tensor of PyTorch or CuPy), read without a copy.
+        session has (a CUDA tensor of PyTorch or CuPy), read without a copy; a DLPack object in
+        host memory (a PyTorch CPU tensor, ...) is viewed through ``np.from_dlpack``, also
+        without a copy. Host results are ndarrays, which speak DLPack: ``np.from_dlpack(y)``,
+        ``torch.from_dlpack(y)``.
 
         Errors raise the :class:`session.Error` subclass of the library's status, with its
         message naming the node, edge and both sides of a mismatch. The GIL is released while
@@ -377,6 +380,7 @@ class Variables(collections.abc.MutableMapping):
         if s.closed:
             raise FailedPreconditionError("variables: the session is closed")
         old = s._var_get(name)
+        value = _host_view(value)
         if old is None:
             dt = getattr(s.graph, "_dtypes", {}).get(_maybe_edge(s.graph, name))
             a = np.asarray(value, dtype=dt) if dt is not None and not isinstance(

@@ -120,3 +120,78 @@ def test_the_layout_option_gives_the_same_values():
         off_plan = off.compile([y], feeds=[x])
         off_plan.run(v)
         assert "layout" not in off_plan.placement
+
+
+class DLPackOnly:
+    """A host tensor that speaks only DLPack (no buffer protocol, no __array__), as a library's
+    tensor type may: the protocol's calls are counted."""
+
+    def __init__(self, array):
+        self.array = array
+        self.calls = 0
+
+    def __dlpack__(self, stream=None):
+        self.calls += 1
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def _need_numpy_dlpack():
+    if not hasattr(np, "from_dlpack"):
+        pytest.skip(f"NumPy {np.__version__} has no from_dlpack (1.22 or later)")
+
+
+def test_a_host_dlpack_object_is_viewed_without_a_copy():
+    _need_numpy_dlpack()
+    from session.graph import _host_view
+    base = X.copy()
+    view = _host_view(DLPackOnly(base))
+    assert isinstance(view, np.ndarray) and np.shares_memory(view, base)
+    assert _host_view(base) is base
+
+
+def test_a_host_dlpack_object_feeds_evals_plans_constants_and_variables():
+    _need_numpy_dlpack()
+    g, a, c, d = _mul_graph()
+    k = g.constant("k", DLPackOnly(np.full(3, 5.0, np.float32)))
+    w = g.variable("w", DLPackOnly(np.ones(3, np.float32)))
+    e = g.op("Add", [g.op("Mul", [a, k]), w], name="e")
+    x = DLPackOnly(X.copy())
+    with ses.Session(g) as s:
+        np.testing.assert_array_equal(s.eval(c, {a: x}), X * 2)
+        assert x.calls == 1
+        np.testing.assert_array_equal(s.eval(e, {a: x}), X * 5 + 1)
+        np.testing.assert_array_equal(s.compile([d], feeds=[a]).run(x)[0], X * 2 + 2)
+        s.variables["w"] = DLPackOnly(np.full(3, 7.0, np.float32))
+        np.testing.assert_array_equal(s.variables["w"], np.full(3, 7.0, np.float32))
+
+
+def test_device_fetches_on_the_cpu_keep_every_fetch_form():
+    g, a, c, d = _mul_graph()
+    with ses.Session(g) as s:
+        as_list = s.eval([c, "d:0"], {a: X}, device_fetches=True)
+        as_dict = s.eval({"c": c, "d": d}, {a: X}, device_fetches=True)
+    for y in as_list + list(as_dict.values()):
+        assert isinstance(y, np.ndarray) and not isinstance(y, ses.DeviceTensor)
+    np.testing.assert_array_equal(as_list[0], X * 2)
+    np.testing.assert_array_equal(as_list[1], X * 2 + 2)
+    np.testing.assert_array_equal(as_dict["d"], X * 2 + 2)
+
+
+def test_results_round_trip_through_numpy_and_torch_dlpack():
+    _need_numpy_dlpack()
+    g, a, c, d = _mul_graph()
+    with ses.Session(g) as s:
+        y = s.eval(c, {a: X})
+        back = np.from_dlpack(y)
+        assert np.shares_memory(back, y)
+        np.testing.assert_array_equal(s.eval(d, {c: back}), X * 2 + 2)
+        torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+        t = torch.from_dlpack(y)
+        assert t.data_ptr() == y.ctypes.data  # no copy out
+        t.add_(1)  # the same memory: y sees it
+        np.testing.assert_array_equal(y, X * 2 + 1)
+        np.testing.assert_array_equal(s.eval(d, {c: t}), X * 2 + 3)
+        np.testing.assert_array_equal(s.eval(d, {c: torch.from_numpy(X * 2)}), X * 2 + 2)
