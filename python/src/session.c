@@ -184,15 +184,27 @@ static void call_args_free(call_args_t *a) {
     memset(a, 0, sizeof *a);
 }
 
-static int parse_edges(GraphObject *g, PyObject *obj, const char *what, ses_edge_t **out,
-                       size_t *out_n) {
-    PyObject *seq = PySequence_Fast(obj, "expected a sequence of Edges");
+/* One item of a sequence into slot @p i of @p out (an array of the item type). */
+typedef int (*item_fn)(GraphObject *g, PyObject *item, const char *what, void *out, size_t i);
+
+static int edge_item(GraphObject *g, PyObject *item, const char *what, void *out, size_t i) {
+    return py_edge_of(g, item, what, &((ses_edge_t *)out)[i]);
+}
+
+static int node_item(GraphObject *g, PyObject *item, const char *what, void *out, size_t i) {
+    return py_node_of(g, item, what, &((ses_node_t **)out)[i]);
+}
+
+/* The items of sequence @p obj, each through @p fn, into a new array of @p size-byte slots. */
+static int parse_items(GraphObject *g, PyObject *obj, const char *what, const char *expected,
+                       size_t size, item_fn fn, void **out, size_t *out_n) {
+    PyObject *seq = PySequence_Fast(obj, expected);
     Py_ssize_t n;
 
     if (!seq)
         return -1;
     n = PySequence_Fast_GET_SIZE(seq);
-    *out = PyMem_Calloc((size_t)(n ? n : 1), sizeof **out);
+    *out = PyMem_Calloc((size_t)(n ? n : 1), size);
     if (!*out) {
         Py_DECREF(seq);
         PyErr_NoMemory();
@@ -200,7 +212,7 @@ static int parse_edges(GraphObject *g, PyObject *obj, const char *what, ses_edge
     }
     *out_n = (size_t)n;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (py_edge_of(g, PySequence_Fast_GET_ITEM(seq, i), what, &(*out)[i]) < 0) {
+        if (fn(g, PySequence_Fast_GET_ITEM(seq, i), what, *out, (size_t)i) < 0) {
             Py_DECREF(seq);
             return -1;
         }
@@ -209,29 +221,22 @@ static int parse_edges(GraphObject *g, PyObject *obj, const char *what, ses_edge
     return 0;
 }
 
+static int parse_edges(GraphObject *g, PyObject *obj, const char *what, ses_edge_t **out,
+                       size_t *out_n) {
+    void *items = NULL;
+    int rc = parse_items(g, obj, what, "expected a sequence of Edges", sizeof **out, edge_item,
+                         &items, out_n);
+    *out = items;
+    return rc;
+}
+
 static int parse_nodes(GraphObject *g, PyObject *obj, const char *what, ses_node_t ***out,
                        size_t *out_n) {
-    PyObject *seq = PySequence_Fast(obj, "expected a sequence of Nodes");
-    Py_ssize_t n;
-
-    if (!seq)
-        return -1;
-    n = PySequence_Fast_GET_SIZE(seq);
-    *out = PyMem_Calloc((size_t)(n ? n : 1), sizeof **out);
-    if (!*out) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    *out_n = (size_t)n;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (py_node_of(g, PySequence_Fast_GET_ITEM(seq, i), what, &(*out)[i]) < 0) {
-            Py_DECREF(seq);
-            return -1;
-        }
-    }
-    Py_DECREF(seq);
-    return 0;
+    void *items = NULL;
+    int rc = parse_items(g, obj, what, "expected a sequence of Nodes", sizeof **out, node_item,
+                         &items, out_n);
+    *out = items;
+    return rc;
 }
 
 /* Tensors for the values in @p values_obj (a sequence), wrapping their memory. */
