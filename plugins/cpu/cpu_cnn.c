@@ -879,31 +879,20 @@ static int32_t cpu__conv_dnnl(const cpu__call_t *call, const cpu__conv_shape_t *
     return cpu__conv_dnnl_run(call, call->state, sh, b, z, act, 0);
 }
 
-/*
- * Conv's forward pass, with bias @p b (or NULL), and for FusedConv addend @p z (Y's shape, or
- * NULL) and activation @p act (NULL for Conv).
- */
-static int32_t cpu__conv_forward(const cpu__call_t *call, const cpu__tensor_t *b,
-                                 const cpu__tensor_t *z, const cpu__act_t *act) {
+/* Conv's paths other than oneDNN's: no taps, image by image, or im2col and GEMM over blocks. */
+static int32_t cpu__conv_forward_direct(const cpu__call_t *call, const cpu__conv_shape_t *sh_in,
+                                        const cpu__conv_job_t *job) {
     const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1];
     const cpu__tensor_t *y = &call->outs[0];
-    cpu__conv_shape_t sh;
+    const cpu__conv_shape_t sh = *sh_in;
+    cpu__conv_job_t j = *job;
     unsigned char *col = NULL, *mat = NULL;
+    const size_t es = x->esize;
+    const int64_t p = sh.w.out_count;
     int64_t nb;
     int32_t st;
 
-    if ((st = cpu__conv_check(call, x, wt, y, &sh)) != SES_DRV_OK)
-        return st;
-    if (b && (b->rank != 1 || b->dims[0] != sh.m))
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "B must have one entry per filter");
-    if (z && !cpu__same_shape(z, y))
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "Z must have Y's shape");
-    if (y->count == 0)
-        return SES_DRV_OK;
-    const size_t es = x->esize;
-    const int64_t p = sh.w.out_count;
-    cpu__conv_job_t j = {&sh, x->dtype, es, x->data, NULL, b ? b->data : NULL, y->data, NULL, 0,
-                         1, 0, z ? z->data : NULL, act, call->device};
+    j.sh = &sh;
     if (sh.kdim == 0) {
         /* No taps: the output is the bias (or 0), one image per block. */
         cpu__zero(y);
@@ -914,8 +903,6 @@ static int32_t cpu__conv_forward(const cpu__call_t *call, const cpu__tensor_t *b
             }
         return SES_DRV_OK;
     }
-    if ((st = cpu__conv_dnnl(call, &sh, b, z, act)) != SES_DRV_UNIMPLEMENTED)
-        return st;
     if (cpu__conv_by_images(call, &sh, es))
         return cpu__conv_run_images(call, &j, wt->data, NULL, CPU__CONV_Y);
     if ((st = cpu__conv_scratch(call, &sh, es, &nb, &col, &mat)) != SES_DRV_OK)
@@ -944,6 +931,44 @@ static int32_t cpu__conv_forward(const cpu__call_t *call, const cpu__tensor_t *b
     }
     cpu__conv_give(call, col);
     return SES_DRV_OK;
+}
+
+/*
+ * Conv's forward pass, with bias @p b (or NULL), and for FusedConv addend @p z (Y's shape, or
+ * NULL) and activation @p act (NULL for Conv).
+ */
+static int32_t cpu__conv_forward(const cpu__call_t *call, const cpu__tensor_t *b,
+                                 const cpu__tensor_t *z, const cpu__act_t *act) {
+    const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1];
+    const cpu__tensor_t *y = &call->outs[0];
+    cpu__conv_shape_t sh;
+    unsigned char *z_aside = NULL;
+    int32_t st;
+
+    if ((st = cpu__conv_check(call, x, wt, y, &sh)) != SES_DRV_OK)
+        return st;
+    if (b && (b->rank != 1 || b->dims[0] != sh.m))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "B must have one entry per filter");
+    if (z && !cpu__same_shape(z, y))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "Z must have Y's shape");
+    if (y->count == 0)
+        return SES_DRV_OK;
+    if (sh.kdim != 0 && (st = cpu__conv_dnnl(call, &sh, b, z, act)) != SES_DRV_UNIMPLEMENTED)
+        return st;
+    /* Y written over Z (DRV-86): oneDNN, above, reads each element of Z before it writes Y's;
+     * the paths below write Y before they add Z, so they read a copy of it. */
+    if (z && z->data == y->data) {
+        const size_t bytes = (size_t)z->count * z->esize;
+        if (!(z_aside = malloc(bytes)))
+            return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "no memory to set Z aside");
+        memcpy(z_aside, z->data, bytes);
+    }
+    const cpu__conv_job_t j = {&sh, x->dtype, x->esize, x->data, NULL,
+                               b ? b->data : NULL, y->data, NULL, 0, 1, 0,
+                               z_aside ? z_aside : z ? z->data : NULL, act, call->device};
+    st = cpu__conv_forward_direct(call, &sh, &j);
+    free(z_aside);
+    return st;
 }
 
 int32_t cpu__conv(const cpu__call_t *call) {

@@ -194,3 +194,18 @@ int32_t cpu__fused_supports(ses_drv_device_t *device, const ses_drv_node_t *node
     }
     return SES_DRV_OK;
 }
+
+/* FusedConv and NchwcConv write Y over Z, their last input when has_z (DRV-86): oneDNN adds Z
+ * by the sum of its last pass, reading each element before it writes it, and the other paths
+ * read a copy of Z (cpu__conv_forward). */
+uint64_t cpu__fused_conv_reuse(ses_drv_device_t *device, const ses_drv_node_t *node,
+                               uint32_t output) {
+    uint64_t count = 1;
+    int64_t has_z = 0;
+
+    (void)device;
+    if (!node || !node->attr || output != 0 || node->n_inputs < 3 || node->n_inputs > 64 ||
+        node->attr(node, "has_z", SES_DRV_ATTR_INT, &count, &has_z) != SES_DRV_OK || !has_z)
+        return 0;
+    return UINT64_C(1) << (node->n_inputs - 1);
+}

@@ -436,6 +436,8 @@ typedef struct cpu__spec {
     uint32_t n_outputs;              /* general: exact count, 0 to CPU__MAX_OUTPUTS */
     uint32_t outs[CPU__MAX_OUTPUTS]; /* general: output dtypes */
     uint64_t inplace;                /* general: bit i, input i is written in place */
+    /* general: the entry's reuse_inputs (DRV-86), or NULL */
+    uint64_t (*reuse)(ses_drv_device_t *device, const ses_drv_node_t *node, uint32_t output);
 } cpu__spec_t;
 
 /** One checked launch, as a body sees it. Valid during the compute call only. */
@@ -893,6 +895,9 @@ int32_t cpu__fused_gemm(const cpu__call_t *call); /* FusedGemm (general entry) *
 /** supports_node of FusedConv and FusedGemm: refuses an activation this driver does not apply
  *  and a FusedConv (or NchwcConv) whose inputs disagree with has_bias and has_z. */
 int32_t cpu__fused_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+/** reuse_inputs of FusedConv and NchwcConv (DRV-86): Y over Z, when the node has one. */
+uint64_t cpu__fused_conv_reuse(ses_drv_device_t *device, const ses_drv_node_t *node,
+                               uint32_t output);
 
 /* cpu_nchwc.c: the NCHWc16 layout's ops (general entries with a supports_node). Tensors are
  * [N, C/16, H, W, 16], channel c of pixel (n, h, w) at [n, c/16, h, w, c%16]. */

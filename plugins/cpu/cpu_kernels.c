@@ -381,6 +381,31 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__NCHWC_KERNELS(G) CPU__G_NCHWC(G, f32)
 
 #define CPU__LIST(...) __VA_ARGS__
+/* Per body: which inputs an output may be written over (DRV-86). The convolutions with a Z
+ * write Y over it (cpu_fused.c); no other general entry allows it. */
+#define CPU__REUSE(BODY) CPU__REUSE_##BODY
+#define CPU__REUSE_cpu__fused_conv cpu__fused_conv_reuse
+#define CPU__REUSE_cpu__nchwc_conv cpu__fused_conv_reuse
+#define CPU__REUSE_cpu__fused_gemm NULL
+#define CPU__REUSE_cpu__nchwc_pool NULL
+#define CPU__REUSE_cpu__nchwc_global_pool NULL
+#define CPU__REUSE_cpu__nchwc_reorder_output NULL
+#define CPU__REUSE_cpu__sce_loss NULL
+#define CPU__REUSE_cpu__sce_grad NULL
+#define CPU__REUSE_cpu__optimizer NULL
+#define CPU__REUSE_cpu__conv NULL
+#define CPU__REUSE_cpu__conv_grad NULL
+#define CPU__REUSE_cpu__pool NULL
+#define CPU__REUSE_cpu__batch_norm NULL
+#define CPU__REUSE_cpu__dropout NULL
+#define CPU__REUSE_cpu__pad NULL
+#define CPU__REUSE_cpu__pad_grad NULL
+#define CPU__REUSE_cpu__clip NULL
+#define CPU__REUSE_cpu__split NULL
+#define CPU__REUSE_cpu__shape NULL
+#define CPU__REUSE_cpu__constant_of_shape NULL
+#define CPU__REUSE_cpu__range NULL
+
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
         .op = OP,                                                                          \
@@ -393,6 +418,7 @@ CPU__KERNELS(CPU__DEFINE)
         .n_outputs = N_OUT,                                                                \
         .outs = {OUT0, OUT1}, /* OUT1 may be a list: Split's outputs after the first */    \
         .inplace = INPLACE,                                                                \
+        .reuse = CPU__REUSE(BODY),                                                         \
     };                                                                                     \
     static int32_t cpu__compute_##id(ses_drv_device_t *device, void *state,                \
                                      const ses_drv_launch_t *launch) {                     \
@@ -460,6 +486,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
         .create = CPU__GSTATE(BODY, create),     \
         .destroy = CPU__GSTATE(BODY, destroy),   \
         .compute = cpu__compute_##id,            \
+        .reuse_inputs = CPU__REUSE(BODY),        \
     },
 
 static const ses_drv_kernel_t cpu_kernels[] = {

@@ -707,13 +707,19 @@ int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launc
     if (node->n_outputs)
         call.out = call.outs[0];
 
-    /* Outputs share no byte with inputs or with each other; an input written in place shares
+    /* Outputs share no byte with inputs or with each other, but for an output written over
+     * exactly the bytes of an input its entry allows (DRV-86); an input written in place shares
      * none with any other argument (two read-only inputs may be the same bytes). */
     for (uint32_t o = 0; o < node->n_outputs; o++) {
-        for (uint32_t i = 0; i < node->n_inputs; i++)
+        const uint64_t reuse = spec->reuse ? spec->reuse(device, node, o) : 0;
+        for (uint32_t i = 0; i < node->n_inputs; i++) {
+            if (i < 64 && (reuse & (UINT64_C(1) << i)) && call.outs[o].data == in[i].data &&
+                cpu__bytes(&call.outs[o]) == cpu__bytes(&in[i]))
+                continue;
             if ((st = cpu__general_overlap(&call, 1, o, &call.outs[o], 0, i, &in[i],
                                            "this op cannot run in place")) != SES_DRV_OK)
                 return st;
+        }
         for (uint32_t p = o + 1; p < node->n_outputs; p++)
             if ((st = cpu__general_overlap(&call, 1, o, &call.outs[o], 1, p, &call.outs[p],
                                            "outputs must not share bytes")) != SES_DRV_OK)

@@ -636,16 +636,27 @@ static int valid_signature(const char *sig) {
     return 1;
 }
 
-static int add_unique(char ***list, size_t *n, const char *op, const char *sig) {
-    size_t len = strlen(op) + strlen(sig) + 2;
+/* Adds "op\tsig" to @p list once, with "\treuse" after it when an entry of that op and
+ * signature has reuse_inputs (kernel_checks.c then runs its cases with computed inputs too). */
+static int add_unique(char ***list, size_t *n, const char *op, const char *sig, int reuse) {
+    size_t len = strlen(op) + strlen(sig) + sizeof "\t\treuse", key;
     char *entry = malloc(len), **grown;
 
     if (!entry)
         return 0;
     snprintf(entry, len, "%s\t%s", op, sig);
+    key = strlen(entry);
+    if (reuse)
+        strcat(entry, "\treuse");
     for (size_t i = 0; i < *n; i++) {
-        if (!strcmp((*list)[i], entry)) {
-            free(entry);
+        if (!strncmp((*list)[i], entry, key) &&
+            ((*list)[i][key] == '\0' || (*list)[i][key] == '\t')) {
+            if (reuse && (*list)[i][key] == '\0') {
+                free((*list)[i]);
+                (*list)[i] = entry;
+            } else {
+                free(entry);
+            }
             return 1;
         }
     }
@@ -702,8 +713,12 @@ static void check_kernel_table(abi_t *a, ses_drv_device_t *device, uint32_t ordi
                          ": which one runs is undefined",
                          j, i, k->op, k->signature, k->priority);
         }
+        /* reuse_inputs exists from ABI 1.4 on, in a table whose stride covers it. */
+        const int reuse = a->minor >= 4 &&
+                          stride >= offsetof(ses_drv_kernel_t, reuse_inputs) + sizeof(void *) &&
+                          k->reuse_inputs != NULL;
         if (!problem[0] && ordinal == a->o->device && out_kernels &&
-            !add_unique(out_kernels, out_n, k->op, k->signature))
+            !add_unique(out_kernels, out_n, k->op, k->signature, reuse))
             snprintf(problem, sizeof problem, "out of memory");
     }
     if (problem[0])

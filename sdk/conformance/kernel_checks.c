@@ -643,8 +643,8 @@ static double round_to(double v, ses_dtype_t d) {
  * from the same @p rng state does.
  */
 static ses_status_t build(const char *op, const signature_t *sig, const kcase_t *c, uint64_t *rng,
-                          const char *domain, const signature_t *narrow, built_t *b, char *why,
-                          size_t why_size) {
+                          const char *domain, const signature_t *narrow, int computed, built_t *b,
+                          char *why, size_t why_size) {
     ses_edge_t inputs[MAX_ARGS];
     ses_attr_t attrs[MAX_ATTRS + 1];
     size_t n_attrs = 0, data = 0;
@@ -700,6 +700,14 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
                 b->feeds[b->n_feeds].value = t;
                 st = ses_graph_placeholder(b->graph, a->name, d, a->rank, a->dims, &inputs[k]);
                 b->feeds[b->n_feeds++].edge = inputs[k];
+                /* computed: the node reads a value the plan computes (an Identity of the
+                 * feed), which dies at the node, so the host may write an output over it. */
+                if (st == SES_OK && computed && !a->is_like) {
+                    char copy[48];
+                    const ses_edge_t fed = inputs[k];
+                    snprintf(copy, sizeof copy, "%s/computed", a->name);
+                    st = ses_graph_op(b->graph, "Identity", copy, &fed, 1, NULL, 0, &inputs[k]);
+                }
             }
         }
         if (st != SES_OK)
@@ -727,6 +735,16 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
     for (size_t i = 0; i < sig->n_out; i++) {
         b->fetches[i] = ses_node_output(node, (uint32_t)i);
         b->fetch_dtypes[i] = sig->out[i];
+        /* computed: the outputs are read by an Identity too, so that they live in the plan's
+         * memory (a fetched output is written straight into the caller's tensor). */
+        if (computed) {
+            char copy[48];
+            const ses_edge_t out = b->fetches[i];
+            snprintf(copy, sizeof copy, "out%zu/computed", i);
+            st = ses_graph_op(b->graph, "Identity", copy, &out, 1, NULL, 0, &b->fetches[i]);
+            if (st != SES_OK)
+                goto fail;
+        }
     }
     b->n_fetches = sig->n_out;
     return SES_OK;
@@ -744,15 +762,18 @@ fail:
  * takes the output of a node of the graph's own Nchwc ops for a blocked stand-in of an NCHW
  * value, fetched through an NchwcReorderOutput step as [N, C, H, W] where the node's output is
  * [N, C/16, H, W, 16] (and where another driver's session, not on the CPU alone, gives that).
+ * Nodes the device cannot run fail the session (@p fallback DENY), or run elsewhere (ALLOW, for
+ * the Identity nodes of a graph built with computed inputs).
  */
-static ses_status_t eval_on(const ses_conf_options_t *o, const char *device, int reference,
-                            const built_t *b, ses_tensor_t **out, char *why, size_t why_size) {
+static ses_status_t eval_with(const ses_conf_options_t *o, const char *device, int reference,
+                              ses_fallback_t fallback, const built_t *b, ses_tensor_t **out,
+                              char *why, size_t why_size) {
     ses_session_options_t so;
     ses_session_t *s = NULL;
     ses_status_t st;
 
     ses_session_options_init(&so);
-    so.fallback = SES_FALLBACK_DENY;
+    so.fallback = fallback;
     so.registry = o->registry;
     so.log_level = 0;
     so.layout = 0;
@@ -775,6 +796,12 @@ static ses_status_t eval_on(const ses_conf_options_t *o, const char *device, int
         snprintf(why, why_size, "%s", ses_last_error());
     ses_session_destroy(s);
     return st;
+}
+
+/* eval_with, every node on @p device. */
+static ses_status_t eval_on(const ses_conf_options_t *o, const char *device, int reference,
+                            const built_t *b, ses_tensor_t **out, char *why, size_t why_size) {
+    return eval_with(o, device, reference, SES_FALLBACK_DENY, b, out, why, why_size);
 }
 
 /* @p sig with f32 for every f16 and bf16 in @p out_wide; 0 when it has neither. */
@@ -874,6 +901,59 @@ static double reduction_length(const char *op, const kcase_t *c) {
     return 1.0;
 }
 
+/* Compares every output of @p b the device gave (@p got) with the reference's (@p want). */
+static int compare_all(const ses_conf_op_cases_t *spec, const char *op, const kcase_t *c,
+                       const built_t *b, ses_tensor_t **got, ses_tensor_t **want, int widened,
+                       compare_t *cmp, char *why, size_t why_size) {
+    for (size_t i = 0; i < b->n_fetches; i++) {
+        /* The driver's output has the reference's dtype, except where the reference ran in
+         * f32 for f16 or bf16. (The kit's Cast result has the narrow dtype itself; and some
+         * ops' output dtype comes from an attribute, not the signature: ConstantOfShape.) */
+        const ses_dtype_t d = ses_tensor_dtype(want[i]);
+        const int compare_widened = widened && is_narrow(b->fetch_dtypes[i]) && d == SES_F32;
+        if (!compare_output(spec, i, got[i], want[i], compare_widened ? b->fetch_dtypes[i] : d,
+                            compare_widened, reduction_length(op, c), product_addend(op, c),
+                            cmp)) {
+            snprintf(why, why_size, "%s", cmp->first);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * For an entry with reuse_inputs (DRV-86): the case again with every data input computed on the
+ * device (an Identity of its feed), so that the host may write an output over it; the outputs
+ * must still be the reference's.
+ */
+static outcome_t run_computed(const ses_conf_options_t *o, const ses_conf_op_cases_t *spec,
+                              const char *op, const signature_t *sig, const kcase_t *c,
+                              const char *device, uint64_t start, ses_tensor_t **want,
+                              compare_t *cmp, char *why, size_t why_size) {
+    ses_tensor_t *got[MAX_ARGS] = {0};
+    outcome_t result = CASE_PASSED;
+    uint64_t again = start;
+    char inner[640];
+    built_t b;
+
+    if (build(op, sig, c, &again, NULL, NULL, 1, &b, why, why_size) != SES_OK)
+        return CASE_BAD;
+    if (eval_with(o, device, 0, SES_FALLBACK_ALLOW, &b, got, inner, sizeof inner) != SES_OK) {
+        snprintf(why, why_size, "with its inputs computed on the device (DRV-86): %s", inner);
+        result = CASE_FAILED;
+    } else if (!compare_all(spec, op, c, &b, got, want, 0, cmp, inner, sizeof inner)) {
+        snprintf(why, why_size,
+                 "with its inputs computed on the device, where the host may write an output "
+                 "over one (reuse_inputs, DRV-86): %s",
+                 inner);
+        result = CASE_FAILED;
+    }
+    for (size_t i = 0; i < b.n_fetches; i++)
+        ses_tensor_release(got[i]);
+    built_clear(&b);
+    return result;
+}
+
 /*
  * Runs case @p c on the reference and on the device and compares them. When the reference
  * cannot run a signature with f16 or bf16 tensors (the CPU driver has neither), the case runs
@@ -884,7 +964,7 @@ static double reduction_length(const char *op, const kcase_t *c) {
  */
 static outcome_t run_case(const ses_conf_options_t *o, const ses_conf_op_cases_t *spec,
                           const char *op, const signature_t *sig, const kcase_t *c,
-                          const char *device, const char *reference, uint64_t *rng,
+                          const char *device, const char *reference, int reuse, uint64_t *rng,
                           compare_t *cmp, int *out_widened, char *why, size_t why_size) {
     ses_tensor_t *got[MAX_ARGS] = {0}, *want[MAX_ARGS] = {0};
     outcome_t result = CASE_PASSED;
@@ -897,7 +977,7 @@ static outcome_t run_case(const ses_conf_options_t *o, const ses_conf_op_cases_t
 
     *out_widened = 0;
     memset(&ref, 0, sizeof ref);
-    if (build(op, sig, c, rng, NULL, NULL, &b, why, why_size) != SES_OK)
+    if (build(op, sig, c, rng, NULL, NULL, 0, &b, why, why_size) != SES_OK)
         return CASE_BAD;
     st = eval_on(o, reference, 1, &b, want, why, why_size);
     if (st != SES_OK && widen_signature(sig, &wide)) {
@@ -908,10 +988,10 @@ static outcome_t run_case(const ses_conf_options_t *o, const ses_conf_op_cases_t
         if (is_narrow_cast(op, sig)) {
             built_clear(&b);
             *rng = start;
-            if (build(op, sig, c, rng, "span", NULL, &b, why, why_size) != SES_OK)
+            if (build(op, sig, c, rng, "span", NULL, 0, &b, why, why_size) != SES_OK)
                 return CASE_BAD;
             st = cast_reference(&b, sig->out[0], &want[0], why, why_size);
-        } else if (build(op, &wide, c, &again, NULL, sig, &ref, why, why_size) != SES_OK) {
+        } else if (build(op, &wide, c, &again, NULL, sig, 0, &ref, why, why_size) != SES_OK) {
             result = CASE_BAD;
             goto done;
         } else {
@@ -960,20 +1040,10 @@ static outcome_t run_case(const ses_conf_options_t *o, const ses_conf_op_cases_t
             }
         }
     }
-    for (size_t i = 0; i < b.n_fetches; i++) {
-        /* The driver's output has the reference's dtype, except where the reference ran in
-         * f32 for f16 or bf16. (The kit's Cast result has the narrow dtype itself; and some
-         * ops' output dtype comes from an attribute, not the signature: ConstantOfShape.) */
-        const ses_dtype_t d = ses_tensor_dtype(want[i]);
-        const int compare_widened = widened && is_narrow(b.fetch_dtypes[i]) && d == SES_F32;
-        if (!compare_output(spec, i, got[i], want[i], compare_widened ? b.fetch_dtypes[i] : d,
-                            compare_widened, reduction_length(op, c), product_addend(op, c),
-                            cmp)) {
-            snprintf(why, why_size, "%s", cmp->first);
-            result = CASE_FAILED;
-            break;
-        }
-    }
+    if (!compare_all(spec, op, c, &b, got, want, widened, cmp, why, why_size))
+        result = CASE_FAILED;
+    else if (reuse && !widened && !b.target)
+        result = run_computed(o, spec, op, sig, c, device, start, want, cmp, why, why_size);
     *out_widened = widened;
 done:
     for (size_t i = 0; i < b.n_fetches; i++) {
@@ -1009,7 +1079,8 @@ static int nan_case_fits(const kcase_t *c, const signature_t *sig) {
 }
 
 static void check_kernel(const ses_conf_options_t *o, ses_conf_report_t *r, const char *op,
-                         const char *signature, const char *device, const char *reference) {
+                         const char *signature, int reuse, const char *device,
+                         const char *reference) {
     const ses_conf_op_cases_t *spec = ses_conf_find_cases(op);
     uint32_t ran = 0, refused = 0, no_reference = 0, widened = 0;
     char name[128], detail[1024] = "", note[768] = "";
@@ -1048,8 +1119,8 @@ static void check_kernel(const ses_conf_options_t *o, ses_conf_report_t *r, cons
             continue;
         if (!nan_case_fits(&c, &sig))
             continue;
-        outcome = run_case(o, spec, op, &sig, &c, device, reference, &rng, &cmp, &case_widened,
-                           why, sizeof why);
+        outcome = run_case(o, spec, op, &sig, &c, device, reference, reuse, &rng, &cmp,
+                           &case_widened, why, sizeof why);
         if (outcome == CASE_PASSED) {
             ran++;
             widened += case_widened ? 1u : 0u;
@@ -1109,11 +1180,14 @@ void ses_conf_run_kernels(const ses_conf_options_t *o, ses_conf_report_t *r,
         return;
     }
     for (size_t i = 0; i < n_kernels; i++) {
-        char op[64];
-        const char *tab = strchr(kernels[i], '\t');
+        /* "op\tsignature", then "\treuse" for an entry with reuse_inputs (abi_checks.c). */
+        char op[64], signature[256];
+        const char *tab = strchr(kernels[i], '\t'), *tab2 = strchr(tab + 1, '\t');
         snprintf(op, sizeof op, "%.*s", (int)(tab - kernels[i]), kernels[i]);
+        snprintf(signature, sizeof signature, "%.*s",
+                 (int)(tab2 ? (size_t)(tab2 - tab - 1) : strlen(tab + 1)), tab + 1);
         if (o->only_op && strcmp(o->only_op, op) != 0)
             continue;
-        check_kernel(o, r, op, tab + 1, device, reference);
+        check_kernel(o, r, op, signature, tab2 != NULL, device, reference);
     }
 }

@@ -158,7 +158,7 @@ static void launch_keeps_its_abi_1_0_layout(void **state) {
 static void kernel_keeps_its_abi_1_0_layout(void **state) {
     (void)state;
     SKIP_UNLESS_PINNED_TARGET();
-    SIZE(ses_drv_kernel_t, 72);
+    SIZE(ses_drv_kernel_t, 80); /* 72 until 1.3; reuse_inputs in 1.4 */
     FIELD(ses_drv_kernel_t, op, 16, 8);
     FIELD(ses_drv_kernel_t, signature, 24, 8);
     FIELD(ses_drv_kernel_t, priority, 32, 4);
@@ -167,6 +167,7 @@ static void kernel_keeps_its_abi_1_0_layout(void **state) {
     FIELD(ses_drv_kernel_t, create, 48, 8);
     FIELD(ses_drv_kernel_t, destroy, 56, 8);
     FIELD(ses_drv_kernel_t, compute, 64, 8);
+    FIELD(ses_drv_kernel_t, reuse_inputs, 72, 8);
 }
 
 static void api_table_keeps_its_abi_1_0_layout(void **state) {
@@ -255,7 +256,9 @@ static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table_an
                      offsetof(ses_drv_node_t, constant_inputs));
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets),
                      sizeof(ses_drv_launch_t));
-    assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_kernel_t, compute), sizeof(ses_drv_kernel_t));
+    /* ABI 1.4 grew the kernel entry: the 1.0 part ends where reuse_inputs starts. */
+    assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_kernel_t, compute),
+                     offsetof(ses_drv_kernel_t, reuse_inputs));
     /* The one struct ABI 1.1 grew: the 1.0 part ends where the graph entries start. */
     assert_int_equal(SES_DRV_SIZEOF_1_0(ses_drv_api_t, event_synchronize),
                      offsetof(ses_drv_api_t, capture_begin));
@@ -264,10 +267,10 @@ static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table_an
 
 /* -- constants ------------------------------------------------------------------------------ */
 
-static void abi_version_is_1_3_and_the_entry_point_keeps_its_name(void **state) {
+static void abi_version_is_1_4_and_the_entry_point_keeps_its_name(void **state) {
     (void)state;
     assert_int_equal(SES_DRV_ABI_MAJOR, 1);
-    assert_int_equal(SES_DRV_ABI_MINOR, 3);
+    assert_int_equal(SES_DRV_ABI_MINOR, 4);
     assert_string_equal(SES_DRV_NEGOTIATE_SYMBOL, "ses_drv_negotiate");
 }
 
@@ -368,7 +371,7 @@ int main(void) {
         cmocka_unit_test(api_table_keeps_its_abi_1_0_layout),
         cmocka_unit_test(negotiate_args_keep_their_abi_1_0_layout),
         cmocka_unit_test(sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table_and_node),
-        cmocka_unit_test(abi_version_is_1_3_and_the_entry_point_keeps_its_name),
+        cmocka_unit_test(abi_version_is_1_4_and_the_entry_point_keeps_its_name),
         cmocka_unit_test(status_codes_keep_their_values),
         cmocka_unit_test(dtype_codes_keep_their_values),
         cmocka_unit_test(device_kinds_and_memory_kinds_keep_their_values),

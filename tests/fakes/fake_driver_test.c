@@ -250,7 +250,9 @@ static void good_driver_answers_incompatible_to_another_major_naming_its_own(voi
     args.host_minor_min = SES_DRV_ABI_MINOR + 1;
     args.host_minor_max = SES_DRV_ABI_MINOR + 3;
     assert_int_equal(entry_point(lib)(&args), SES_DRV_INCOMPATIBLE);
-    assert_non_null(strstr(ctx.message, "1.3"));
+    char newest[16]; /* the fake speaks minors up to the header's newest */
+    snprintf(newest, sizeof newest, "1.%d", SES_DRV_ABI_MINOR);
+    assert_non_null(strstr(ctx.message, newest));
     dlclose(lib);
 }
 

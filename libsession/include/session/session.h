@@ -59,6 +59,11 @@ typedef struct ses_session_options {
      * it; results are the same. 0: every op reads and writes NCHW. The environment variable
      * SESSION_LAYOUT=0 (or off) forces 0. */
     uint32_t layout;
+    /* 1 (default): an output may be written over the bytes of an input that no later step
+     * reads, where its kernel allows it (a fused convolution's residual input on the CPU), so
+     * that value is not copied; results are the same. 0: every output gets bytes of its own.
+     * The environment variable SESSION_IN_PLACE=0 (or off) forces 0. */
+    uint32_t in_place;
 } ses_session_options_t;
 
 /** Fills @p options with the defaults. */

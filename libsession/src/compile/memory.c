@@ -3,8 +3,10 @@
  * it. A value's bytes are reused once its last reader has run (first fit among the gaps left by
  * values whose lifetimes overlap it). Values that are fetched live to the end. The values of a
  * group (an AllReduce bucket) are placed back to back, as one block that lives from the first
- * one's writer to the last one's reader, so that one collective sums them all.
+ * one's writer to the last one's reader, so that one collective sums them all. An output whose
+ * kernel allows it (DRV-86) takes the very bytes of an input that dies at its node instead.
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "../error.h"
@@ -60,6 +62,65 @@ static uint64_t first_fit(const ses__compiled_t *c, const unsigned char *placed,
     return offset;
 }
 
+/* Whether [offset, offset + size) is free on @p device through [first, last], but for slot
+ * @p except (the input whose bytes an output takes over). */
+static int range_free(const ses__compiled_t *c, const unsigned char *placed, size_t device,
+                      uint64_t offset, uint64_t size, size_t first, size_t last, size_t except) {
+    for (size_t j = 0; j < c->n_slots; j++) {
+        const ses__slot_t *other = &c->slots[j];
+        if (!placed[j] || j == except || other->device != device || other->kind != SES__SLOT_ARENA)
+            continue;
+        if (other->first_step <= last && first <= other->last_step &&
+            other->offset < offset + size && offset < other->offset + footprint(other))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * The input whose bytes output slot @p i may take (DRV-86), or SIZE_MAX: its kernel allows it
+ * (reuse_inputs, from a driver of ABI 1.4 or later), the input is an arena value of the same
+ * dtype and size on the same device that no later step reads, not another input of the node too,
+ * and its bytes are free for the output's whole life.
+ */
+static size_t donor_of(ses_session_t *s, const ses__compiled_t *c, const unsigned char *placed,
+                       size_t i) {
+    const ses__slot_t *slot = &c->slots[i];
+    if (!s->options.in_place || slot->kind != SES__SLOT_ARENA || slot->group != SIZE_MAX ||
+        slot->first_step >= c->n_steps)
+        return SIZE_MAX;
+    const ses__step_t *step = &c->steps[slot->first_step];
+    const ses__device_ctx_t *dev = &s->devices[step->device];
+    if (step->kind != SES__STEP_KERNEL || dev->driver->abi_minor < 4 ||
+        dev->kernel_stride < offsetof(ses_drv_kernel_t, reuse_inputs) + sizeof(void *) ||
+        !step->kernel->reuse_inputs)
+        return SIZE_MAX;
+    const size_t n_in = step->drv_node.n_inputs;
+    size_t k = n_in;
+    while (k < step->n_args && step->args[k] != i)
+        k++;
+    if (k == step->n_args)
+        return SIZE_MAX;
+    const uint64_t mask =
+        step->kernel->reuse_inputs(dev->handle, &step->drv_node, (uint32_t)(k - n_in));
+    for (size_t in = 0; in < n_in && in < 64; in++) {
+        const size_t d = step->args[in];
+        const ses__slot_t *donor = &c->slots[d];
+        int shared = 0;
+        if (!(mask & (UINT64_C(1) << in)) || !placed[d] || donor->kind != SES__SLOT_ARENA ||
+            donor->group != SIZE_MAX || donor->device != slot->device ||
+            donor->last_step != slot->first_step || donor->bytes != slot->bytes ||
+            donor->type.dtype != slot->type.dtype)
+            continue;
+        for (size_t other = 0; other < n_in; other++)
+            shared |= other != in && step->args[other] == d;
+        if (!shared && range_free(c, placed, slot->device, donor->offset, footprint(slot),
+                                  slot->first_step, slot->last_step, d))
+            return d;
+    }
+    return SIZE_MAX;
+}
+
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c) {
     block_t *busy = ses__malloc((c->n_slots + 1) * sizeof *busy);
     unsigned char *placed = ses__calloc(c->n_slots + 1, 1);
@@ -80,6 +141,14 @@ ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c) {
 
         if (slot->kind != SES__SLOT_ARENA || placed[i])
             continue;
+        const size_t donor = donor_of(s, c, placed, i);
+        if (donor != SIZE_MAX) {
+            /* Written over an input that dies here: its bytes, already within the arena. */
+            slot->offset = c->slots[donor].offset;
+            placed[i] = 1;
+            c->n_in_place++;
+            continue;
+        }
         if (slot->group == SIZE_MAX) {
             size = footprint(slot);
         } else {

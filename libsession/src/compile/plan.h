@@ -218,6 +218,7 @@ typedef struct ses__compiled {
     size_t n_layout_nodes;
     size_t n_blocked;             /* nodes run on NCHWc16 values */
     size_t n_reorders;            /* NchwcReorderOutput steps */
+    size_t n_in_place;            /* outputs written over an input (memory.c, DRV-86) */
     int recapture; /* a resident variable moved to another buffer: graphs are recorded again */
 } ses__compiled_t;
 

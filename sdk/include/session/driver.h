@@ -44,7 +44,7 @@ extern "C" {
 /** The ABI major this header describes. A different major is a different, incompatible ABI. */
 #define SES_DRV_ABI_MAJOR 1
 /** The newest ABI minor this header describes. Minors only append fields and entries. */
-#define SES_DRV_ABI_MINOR 3
+#define SES_DRV_ABI_MINOR 4
 
 /** The one symbol a driver exports. */
 #define SES_DRV_NEGOTIATE_SYMBOL "ses_drv_negotiate"
@@ -353,6 +353,18 @@ typedef struct ses_drv_kernel {
     void (*destroy)(ses_drv_device_t *device, void *state);
     /** Required. Runs the node. Returns SES_DRV_OK or a code with a message. */
     int32_t (*compute)(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+    /* ABI 1.4: read only from a driver that chose minor 4 or later, through a table whose stride
+     * covers it */
+    /**
+     * Optional. Which inputs output @p output of @p node may be written over: bit i lets the
+     * host place that output on exactly the bytes of input i (of those passed, DRV-51), same
+     * buffer and offset, when the two have the same dtype and element count and no later step
+     * reads the input (DRV-86). The kernel must then compute right with the two the same:
+     * each element of the input read before that element of the output is written. 0 or NULL:
+     * never. Called at compile time, after supports_node accepted the node; thread-safe.
+     */
+    uint64_t (*reuse_inputs)(ses_drv_device_t *device, const ses_drv_node_t *node,
+                             uint32_t output);
 } ses_drv_kernel_t;
 
 /* ---------------------------------------------------------------------------------------------

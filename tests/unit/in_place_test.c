@@ -1,0 +1,280 @@
+/*
+ * Outputs written over an input (DRV-86, compile/memory.c) on the CPU driver, whose FusedConv
+ * and NchwcConv allow Y over Z: a residual block's fused convolution takes its Z's bytes when
+ * nothing after it reads Z, and gives the very values it gives with bytes of its own, in NCHW
+ * and NCHWc16, through oneDNN and through im2col, forward and in gradients. It does not when Z
+ * is fetched, read by a later node, or also the convolution's X, nor with the option or
+ * SESSION_IN_PLACE off; a bad option value is refused.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <session/session.h>
+#include <session/train.h>
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static ses_tensor_t *random_tensor(size_t rank, const int64_t *dims, double scale) {
+    ses_tensor_t *t = NULL;
+    size_t n = 1;
+
+    for (size_t i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    assert_int_equal(ses_tensor_create(SES_F32, rank, dims, &t), SES_OK);
+    for (size_t i = 0; i < n; i++) {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        const double u = (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+        ((float *)ses_tensor_data(t))[i] = (float)(u * scale);
+    }
+    return t;
+}
+
+static ses_edge_t op(ses_graph_t *g, const char *type, const char *name, const ses_edge_t *in,
+                     size_t n_in, const ses_attr_t *attrs, size_t n_attrs) {
+    ses_edge_t e;
+    if (ses_graph_op(g, type, name, in, n_in, attrs, n_attrs, &e) != SES_OK)
+        fail_msg("%s %s: %s", type, name, ses_last_error());
+    return e;
+}
+
+static ses_edge_t relu(ses_graph_t *g, const char *name, ses_edge_t x) {
+    return op(g, "Relu", name, &x, 1, NULL, 0);
+}
+
+static ses_edge_t add(ses_graph_t *g, const char *name, ses_edge_t a, ses_edge_t b) {
+    const ses_edge_t in[2] = {a, b};
+    return op(g, "Add", name, in, 2, NULL, 0);
+}
+
+static ses_edge_t weights[3]; /* of the last block's convolutions, in order */
+static size_t n_weights;
+
+/* A 3x3 convolution of @p x (16 channels, pads 1) to 16 channels, with a bias; its weights are a
+ * variable when @p trainable, a constant otherwise, and go to weights[]. */
+static ses_edge_t conv(ses_graph_t *g, const char *name, ses_edge_t x, int trainable) {
+    const int64_t wd[4] = {16, 16, 3, 3}, bd[1] = {16}, pads[4] = {1, 1, 1, 1};
+    const ses_attr_t attr = ses_attr_ints("pads", pads, 4);
+    ses_edge_t in[3] = {x, {NULL, 0}, {NULL, 0}};
+    char wname[64];
+    ses_tensor_t *w = random_tensor(4, wd, 1.0 / 12.0), *b = random_tensor(1, bd, 0.5);
+
+    snprintf(wname, sizeof wname, "%s/w", name);
+    if (trainable) {
+        ses_edge_t init;
+        assert_int_equal(ses_graph_constant(g, NULL, w, &init), SES_OK);
+        assert_int_equal(ses_graph_variable(g, wname, init, &in[1]), SES_OK);
+    } else {
+        assert_int_equal(ses_graph_constant(g, wname, w, &in[1]), SES_OK);
+    }
+    assert_int_equal(ses_graph_constant(g, NULL, b, &in[2]), SES_OK);
+    if (n_weights < 3)
+        weights[n_weights++] = in[1];
+    ses_tensor_release(w);
+    ses_tensor_release(b);
+    return op(g, "Conv", name, in, 3, &attr, 1);
+}
+
+typedef struct block {
+    ses_graph_t *g;
+    /* out = sigmoid(y), y = relu(conv3(a) + z), a = relu(conv1(x)), z = conv2(x): out is
+     * fetched, so that y (written straight into the caller's tensor were it fetched) lives in
+     * the plan's memory. */
+    ses_edge_t x, a, z, y, out;
+} block_t;
+
+/* The residual block above; @p z_is_a makes z = a (so Z is also the fused convolution's X). */
+static void make_block(block_t *b, int z_is_a, int trainable) {
+    const int64_t xd[4] = {2, 16, 9, 9};
+    n_weights = 0;
+    assert_int_equal(ses_graph_create(&b->g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(b->g, "x", SES_F32, 4, xd, &b->x), SES_OK);
+    b->a = relu(b->g, "relu1", conv(b->g, "conv1", b->x, trainable));
+    b->z = z_is_a ? b->a : conv(b->g, "conv2", b->x, trainable);
+    b->y = relu(b->g, "relu3", add(b->g, "add", conv(b->g, "conv3", b->a, trainable), b->z));
+    b->out = op(b->g, "Sigmoid", "out", &b->y, 1, NULL, 0);
+}
+
+typedef struct run_opts {
+    uint32_t in_place, layout;
+    const char *conv; /* driver.cpu.conv, or NULL */
+} run_opts_t;
+
+/* Runs @p fetches with x fed; stores the values and the count of the placement's "in place:"
+ * line (0 without one). */
+static ses_status_t run(const block_t *b, run_opts_t o, const ses_edge_t *fetches, size_t n_fetches,
+                        ses_tensor_t **values, size_t *in_place) {
+    const int64_t xd[4] = {2, 16, 9, 9};
+    ses_session_options_t so;
+    ses_session_t *s = NULL;
+    ses_plan_t *plan = NULL;
+    char option[64];
+    const char *opts[1] = {option};
+    ses_tensor_t *feed = random_tensor(4, xd, 1.0);
+    ses_status_t st;
+
+    ses_session_options_init(&so);
+    so.in_place = o.in_place;
+    so.layout = o.layout;
+    so.fallback = SES_FALLBACK_DENY;
+    if (o.conv) {
+        snprintf(option, sizeof option, "driver.cpu.conv=%s", o.conv);
+        so.driver_options = opts;
+        so.n_driver_options = 1;
+    }
+    *in_place = 0;
+    rng_state = 0x2545f4914f6cdd1dull; /* the same feed for every run */
+    ses_tensor_release(feed);
+    feed = random_tensor(4, xd, 1.0);
+    st = ses_session_open(b->g, NULL, 0, &so, &s);
+    if (st == SES_OK)
+        st = ses_session_compile(s, fetches, n_fetches, &b->x, 1, NULL, 0, &plan);
+    if (st == SES_OK)
+        st = ses_plan_run(plan, &feed, 1, values);
+    if (st == SES_OK) {
+        const char *line = strstr(ses_plan_placement(plan), "in place: ");
+        if (line)
+            assert_int_equal(sscanf(line, "in place: %zu", in_place), 1);
+    } else {
+        printf("# %s\n", ses_last_error());
+    }
+    ses_plan_destroy(plan);
+    ses_session_destroy(s);
+    ses_tensor_release(feed);
+    return st;
+}
+
+static void assert_same_bits(ses_tensor_t *a, ses_tensor_t *b, const char *what) {
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(ses_tensor_count(a), ses_tensor_count(b));
+    if (memcmp(ses_tensor_data(a), ses_tensor_data(b), ses_tensor_count(a) * sizeof(float)) != 0)
+        fail_msg("%s: the values differ with the output written over its input", what);
+}
+
+/* Fetches @p fetches with in_place on and off (the other options as @p o) and checks the values
+ * agree bit for bit; returns the "in place" count of the run with it on. */
+static size_t check_same(const block_t *b, run_opts_t o, const ses_edge_t *fetches, size_t n,
+                         const char *what) {
+    ses_tensor_t *on[4] = {NULL}, *off[4] = {NULL};
+    size_t count_on, count_off;
+
+    o.in_place = 1;
+    assert_int_equal(run(b, o, fetches, n, on, &count_on), SES_OK);
+    o.in_place = 0;
+    assert_int_equal(run(b, o, fetches, n, off, &count_off), SES_OK);
+    assert_int_equal(count_off, 0);
+    for (size_t i = 0; i < n; i++) {
+        assert_same_bits(on[i], off[i], what);
+        ses_tensor_release(on[i]);
+        ses_tensor_release(off[i]);
+    }
+    return count_on;
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+static void the_fused_convolution_writes_y_over_a_dying_z(void **state) {
+    (void)state;
+    block_t b;
+    make_block(&b, 0, 0);
+    /* NCHW (FusedConv) and NCHWc16 (NchwcConv where the CPU has it): the same values. */
+    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &b.out, 1, "NCHW"), 1);
+    assert_int_equal(check_same(&b, (run_opts_t){1, 1, NULL}, &b.out, 1, "NCHWc16"), 1);
+    ses_graph_release(b.g);
+}
+
+static void the_im2col_path_reads_a_copy_of_z(void **state) {
+    (void)state;
+    block_t b;
+    make_block(&b, 0, 0);
+    /* Without oneDNN the convolution writes Y before it adds Z: it must have set Z aside. */
+    assert_int_equal(check_same(&b, (run_opts_t){1, 0, "im2col"}, &b.out, 1, "im2col"), 1);
+    ses_graph_release(b.g);
+}
+
+static void a_z_read_later_fetched_or_also_x_keeps_its_bytes(void **state) {
+    (void)state;
+    block_t b;
+    make_block(&b, 0, 0);
+    /* Z fetched beside Y: it lives to the end of the run. */
+    const ses_edge_t both[2] = {b.out, b.z};
+    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, both, 2, "z fetched"), 0);
+    /* Z read by a node after the convolution. */
+    ses_edge_t later = add(b.g, "later", b.out, b.z);
+    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &later, 1, "z read later"), 0);
+    ses_graph_release(b.g);
+
+    /* Z is the convolution's X too: oneDNN reads X throughout while it writes Y. */
+    make_block(&b, 1, 0);
+    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &b.out, 1, "z is x"), 0);
+    assert_int_equal(check_same(&b, (run_opts_t){1, 1, NULL}, &b.out, 1, "z is x, NCHWc16"), 0);
+    ses_graph_release(b.g);
+}
+
+static void gradients_are_the_same_in_place(void **state) {
+    (void)state;
+    block_t b;
+    ses_edge_t fetches[4], grads[3];
+    ses_edge_t loss;
+
+    make_block(&b, 0, 1);
+    loss = op(b.g, "ReduceSum", "loss", &b.out, 1, NULL, 0);
+    assert_int_equal(n_weights, 3);
+    assert_int_equal(ses_gradients(b.g, NULL, &loss, 1, weights, 3, NULL, grads), SES_OK);
+    fetches[0] = loss;
+    memcpy(&fetches[1], grads, sizeof grads);
+    /* The gradients read Z's values through the Add's backward only as a shape: the forward's
+     * Z still dies at the convolution, and every value agrees bit for bit. */
+    check_same(&b, (run_opts_t){1, 0, NULL}, fetches, 4, "gradients");
+    ses_graph_release(b.g);
+}
+
+static void the_option_and_the_environment_turn_it_off(void **state) {
+    (void)state;
+    block_t b;
+    ses_tensor_t *v = NULL;
+    size_t count = 99;
+    ses_session_options_t so;
+    ses_session_t *s = NULL;
+
+    make_block(&b, 0, 0);
+    setenv("SESSION_IN_PLACE", "off", 1);
+    assert_int_equal(run(&b, (run_opts_t){1, 0, NULL}, &b.out, 1, &v, &count), SES_OK);
+    assert_int_equal(count, 0);
+    ses_tensor_release(v);
+    unsetenv("SESSION_IN_PLACE");
+    assert_int_equal(run(&b, (run_opts_t){1, 0, NULL}, &b.out, 1, &v, &count), SES_OK);
+    assert_int_equal(count, 1);
+    ses_tensor_release(v);
+
+    ses_session_options_init(&so);
+    assert_int_equal(so.in_place, 1);
+    so.in_place = 2;
+    assert_int_equal(ses_session_open(b.g, NULL, 0, &so, &s), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "in_place is 2"));
+    assert_null(s);
+    ses_graph_release(b.g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_fused_convolution_writes_y_over_a_dying_z),
+        cmocka_unit_test(the_im2col_path_reads_a_copy_of_z),
+        cmocka_unit_test(a_z_read_later_fetched_or_also_x_keeps_its_bytes),
+        cmocka_unit_test(gradients_are_the_same_in_place),
+        cmocka_unit_test(the_option_and_the_environment_turn_it_off),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
