@@ -5,6 +5,11 @@
  * and NCHWc16, through oneDNN and through im2col, forward and in gradients. It does not when Z
  * is fetched, read by a later node, or also the convolution's X, nor with the option or
  * SESSION_IN_PLACE off; a bad option value is refused.
+ *
+ * Concats laid out in place (memory.c): a Concat whose output is its inputs one after the other
+ * (every dimension before the axis 1) runs nothing, its inputs written back to back where its
+ * output is, with the same values; not for a batch above 1 on axis 1, inputs in another order
+ * than they were made, an input fetched, or inputs whose sizes would leave gaps.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -94,9 +99,11 @@ typedef struct block {
     ses_edge_t x, a, z, y, out;
 } block_t;
 
+static int64_t batch = 2; /* of x, for the next make_block and run */
+
 /* The residual block above; @p z_is_a makes z = a (so Z is also the fused convolution's X). */
 static void make_block(block_t *b, int z_is_a, int trainable) {
-    const int64_t xd[4] = {2, 16, 9, 9};
+    const int64_t xd[4] = {batch, 16, 9, 9};
     n_weights = 0;
     assert_int_equal(ses_graph_create(&b->g), SES_OK);
     assert_int_equal(ses_graph_placeholder(b->g, "x", SES_F32, 4, xd, &b->x), SES_OK);
@@ -106,16 +113,26 @@ static void make_block(block_t *b, int z_is_a, int trainable) {
     b->out = op(b->g, "Sigmoid", "out", &b->y, 1, NULL, 0);
 }
 
+/* A Concat of @p a and @p b on @p axis. */
+static ses_edge_t concat(ses_graph_t *g, const char *name, ses_edge_t a, ses_edge_t b,
+                         int64_t axis) {
+    const ses_edge_t in[2] = {a, b};
+    const ses_attr_t attr = ses_attr_int("axis", axis);
+    return op(g, "Concat", name, in, 2, &attr, 1);
+}
+
 typedef struct run_opts {
     uint32_t in_place, layout;
     const char *conv; /* driver.cpu.conv, or NULL */
 } run_opts_t;
 
-/* Runs @p fetches with x fed; stores the values and the count of the placement's "in place:"
- * line (0 without one). */
-static ses_status_t run(const block_t *b, run_opts_t o, const ses_edge_t *fetches, size_t n_fetches,
-                        ses_tensor_t **values, size_t *in_place) {
-    const int64_t xd[4] = {2, 16, 9, 9};
+/* Runs @p fetches with x fed; stores the values and the counts of the placement's "in place:"
+ * line (0 without one): outputs written over an input, and Concats in place in *concats (when
+ * not NULL). */
+static ses_status_t run_counting(const block_t *b, run_opts_t o, const ses_edge_t *fetches,
+                                 size_t n_fetches, ses_tensor_t **values, size_t *in_place,
+                                 size_t *concats) {
+    const int64_t xd[4] = {batch, 16, 9, 9};
     ses_session_options_t so;
     ses_session_t *s = NULL;
     ses_plan_t *plan = NULL;
@@ -134,6 +151,8 @@ static ses_status_t run(const block_t *b, run_opts_t o, const ses_edge_t *fetche
         so.n_driver_options = 1;
     }
     *in_place = 0;
+    if (concats)
+        *concats = 0;
     rng_state = 0x2545f4914f6cdd1dull; /* the same feed for every run */
     ses_tensor_release(feed);
     feed = random_tensor(4, xd, 1.0);
@@ -144,8 +163,13 @@ static ses_status_t run(const block_t *b, run_opts_t o, const ses_edge_t *fetche
         st = ses_plan_run(plan, &feed, 1, values);
     if (st == SES_OK) {
         const char *line = strstr(ses_plan_placement(plan), "in place: ");
+        size_t n_concats = 0;
         if (line)
-            assert_int_equal(sscanf(line, "in place: %zu", in_place), 1);
+            assert_int_equal(sscanf(line, "in place: %zu output%*[^,], %zu Concat", in_place,
+                                    &n_concats),
+                             2);
+        if (concats)
+            *concats = n_concats;
     } else {
         printf("# %s\n", ses_last_error());
     }
@@ -153,6 +177,11 @@ static ses_status_t run(const block_t *b, run_opts_t o, const ses_edge_t *fetche
     ses_session_destroy(s);
     ses_tensor_release(feed);
     return st;
+}
+
+static ses_status_t run(const block_t *b, run_opts_t o, const ses_edge_t *fetches,
+                        size_t n_fetches, ses_tensor_t **values, size_t *in_place) {
+    return run_counting(b, o, fetches, n_fetches, values, in_place, NULL);
 }
 
 static void assert_same_bits(ses_tensor_t *a, ses_tensor_t *b, const char *what) {
@@ -165,22 +194,36 @@ static void assert_same_bits(ses_tensor_t *a, ses_tensor_t *b, const char *what)
 
 /* Fetches @p fetches with in_place on and off (the other options as @p o) and checks the values
  * agree bit for bit; returns the "in place" count of the run with it on. */
-static size_t check_same(const block_t *b, run_opts_t o, const ses_edge_t *fetches, size_t n,
-                         const char *what) {
+static size_t check_same_counting(const block_t *b, run_opts_t o, const ses_edge_t *fetches,
+                                  size_t n, const char *what, size_t *concats) {
     ses_tensor_t *on[4] = {NULL}, *off[4] = {NULL};
-    size_t count_on, count_off;
+    size_t count_on, count_off, concats_off;
 
     o.in_place = 1;
-    assert_int_equal(run(b, o, fetches, n, on, &count_on), SES_OK);
+    assert_int_equal(run_counting(b, o, fetches, n, on, &count_on, concats), SES_OK);
     o.in_place = 0;
-    assert_int_equal(run(b, o, fetches, n, off, &count_off), SES_OK);
+    assert_int_equal(run_counting(b, o, fetches, n, off, &count_off, &concats_off), SES_OK);
     assert_int_equal(count_off, 0);
+    assert_int_equal(concats_off, 0);
     for (size_t i = 0; i < n; i++) {
         assert_same_bits(on[i], off[i], what);
         ses_tensor_release(on[i]);
         ses_tensor_release(off[i]);
     }
     return count_on;
+}
+
+static size_t check_same(const block_t *b, run_opts_t o, const ses_edge_t *fetches, size_t n,
+                         const char *what) {
+    return check_same_counting(b, o, fetches, n, what, NULL);
+}
+
+/* The Concats laid out in place when @p fetches of @p b run (values checked against off). */
+static size_t concats_in_place(const block_t *b, uint32_t layout, const ses_edge_t *fetches,
+                               size_t n, const char *what) {
+    size_t concats = 0;
+    check_same_counting(b, (run_opts_t){1, layout, NULL}, fetches, n, what, &concats);
+    return concats;
 }
 
 /* ---- tests -------------------------------------------------------------------------------- */
@@ -221,6 +264,59 @@ static void a_z_read_later_fetched_or_also_x_keeps_its_bytes(void **state) {
     assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &b.out, 1, "z is x"), 0);
     assert_int_equal(check_same(&b, (run_opts_t){1, 1, NULL}, &b.out, 1, "z is x, NCHWc16"), 0);
     ses_graph_release(b.g);
+}
+
+static void a_concat_of_values_back_to_back_runs_nothing(void **state) {
+    (void)state;
+    block_t b;
+    batch = 1;
+    make_block(&b, 0, 0);
+    /* Batch 1 on the channels, in NCHW and NCHWc16; and on axis 0 (written -4) at any batch. */
+    ses_edge_t c = relu(b.g, "after", concat(b.g, "concat", b.a, b.z, 1));
+    assert_int_equal(concats_in_place(&b, 0, &c, 1, "axis 1, NCHW"), 1);
+    assert_int_equal(concats_in_place(&b, 1, &c, 1, "axis 1, NCHWc16"), 1);
+    /* An input read again after the Concat keeps its values (its bytes live on). */
+    ses_edge_t again = add(b.g, "again", c, concat(b.g, "concat2", b.a, b.a, 1));
+    const ses_edge_t both[2] = {again, b.out};
+    assert_int_equal(concats_in_place(&b, 0, both, 2, "inputs read later"), 1);
+    ses_graph_release(b.g);
+
+    batch = 2;
+    make_block(&b, 0, 0);
+    c = relu(b.g, "after", concat(b.g, "concat", b.a, b.z, -4));
+    assert_int_equal(concats_in_place(&b, 0, &c, 1, "axis 0"), 1);
+    ses_graph_release(b.g);
+}
+
+static void other_concats_still_copy(void **state) {
+    (void)state;
+    block_t b;
+    batch = 2;
+    make_block(&b, 0, 0);
+    /* Axis 1 at batch 2: image 0 of both inputs comes before image 1. */
+    ses_edge_t c = relu(b.g, "after", concat(b.g, "concat", b.a, b.z, 1));
+    assert_int_equal(concats_in_place(&b, 0, &c, 1, "batch 2"), 0);
+    ses_graph_release(b.g);
+
+    batch = 1;
+    make_block(&b, 0, 0);
+    /* Inputs in another order than they were made: sigmoid(a) comes after a. */
+    const ses_edge_t later = op(b.g, "Sigmoid", "later", &b.a, 1, NULL, 0);
+    c = relu(b.g, "after", concat(b.g, "concat", later, b.a, 1));
+    assert_int_equal(concats_in_place(&b, 0, &c, 1, "reversed"), 0);
+    /* An input fetched as well: written straight into the caller's tensor. */
+    ses_edge_t d = relu(b.g, "after2", concat(b.g, "concat2", b.a, b.z, 1));
+    const ses_edge_t both[2] = {d, b.z};
+    assert_int_equal(concats_in_place(&b, 0, both, 2, "input fetched"), 0);
+    /* 9 x 9 floats (324 bytes) would leave a gap before the second input. */
+    const int64_t axes[1] = {1};
+    const ses_attr_t mean_attrs[2] = {ses_attr_ints("axes", axes, 1), ses_attr_int("keepdims", 1)};
+    const ses_edge_t small = op(b.g, "ReduceMean", "mean", &b.a, 1, mean_attrs, 2);
+    const ses_edge_t small2 = op(b.g, "ReduceMax", "max", &b.z, 1, mean_attrs, 2);
+    ses_edge_t e = relu(b.g, "after3", concat(b.g, "concat3", small, small2, 1));
+    assert_int_equal(concats_in_place(&b, 0, &e, 1, "gaps"), 0);
+    ses_graph_release(b.g);
+    batch = 2;
 }
 
 static void gradients_are_the_same_in_place(void **state) {
@@ -273,6 +369,8 @@ int main(void) {
         cmocka_unit_test(the_fused_convolution_writes_y_over_a_dying_z),
         cmocka_unit_test(the_im2col_path_reads_a_copy_of_z),
         cmocka_unit_test(a_z_read_later_fetched_or_also_x_keeps_its_bytes),
+        cmocka_unit_test(a_concat_of_values_back_to_back_runs_nothing),
+        cmocka_unit_test(other_concats_still_copy),
         cmocka_unit_test(gradients_are_the_same_in_place),
         cmocka_unit_test(the_option_and_the_environment_turn_it_off),
     };

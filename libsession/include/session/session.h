@@ -60,9 +60,10 @@ typedef struct ses_session_options {
      * SESSION_LAYOUT=0 (or off) forces 0. */
     uint32_t layout;
     /* 1 (default): an output may be written over the bytes of an input that no later step
-     * reads, where its kernel allows it (a fused convolution's residual input on the CPU), so
-     * that value is not copied; results are the same. 0: every output gets bytes of its own.
-     * The environment variable SESSION_IN_PLACE=0 (or off) forces 0. */
+     * reads, where its kernel allows it (a fused convolution's residual input on the CPU), and
+     * a Concat whose output is its inputs one after the other gets them placed back to back
+     * where its output is, so neither value is copied; results are the same. 0: every output
+     * gets bytes of its own. The environment variable SESSION_IN_PLACE=0 (or off) forces 0. */
     uint32_t in_place;
 } ses_session_options_t;
 

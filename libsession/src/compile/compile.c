@@ -1030,9 +1030,13 @@ static ses_status_t make_summary(builder_t *b) {
                     "reorder%s back to NCHW\n",
                     c->n_blocked, c->n_blocked == 1 ? "" : "s", c->n_reorders,
                     c->n_reorders == 1 ? "" : "s");
-    if (c->n_in_place)
-        summary_add(b, "  in place: %zu output%s written over an input\n", c->n_in_place,
-                    c->n_in_place == 1 ? "" : "s");
+    if (c->n_in_place || c->n_concats_in_place)
+        summary_add(b,
+                    "  in place: %zu output%s written over an input, %zu Concat%s as %s "
+                    "inputs laid back to back\n",
+                    c->n_in_place, c->n_in_place == 1 ? "" : "s", c->n_concats_in_place,
+                    c->n_concats_in_place == 1 ? "" : "s",
+                    c->n_concats_in_place == 1 ? "its" : "their");
     if (fallbacks)
         summary_add(b, "%.*s", (int)fallbacks_used, fallbacks);
     free(fallbacks);

@@ -4,10 +4,14 @@
  * values whose lifetimes overlap it). Values that are fetched live to the end. The values of a
  * group (an AllReduce bucket) are placed back to back, as one block that lives from the first
  * one's writer to the last one's reader, so that one collective sums them all. An output whose
- * kernel allows it (DRV-86) takes the very bytes of an input that dies at its node instead.
+ * kernel allows it (DRV-86) takes the very bytes of an input that dies at its node instead; and
+ * a Concat whose output is its inputs one after the other (every dimension before its axis 1)
+ * gets its inputs placed back to back as a group, its output on the group's bytes, and nothing
+ * to run.
  */
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../error.h"
 #include "plan.h"
@@ -62,6 +66,65 @@ static uint64_t first_fit(const ses__compiled_t *c, const unsigned char *placed,
     return offset;
 }
 
+/*
+ * Whether Concat step @p step's output can be its inputs' bytes: every dimension before the axis
+ * is 1, so the output is input 0's bytes, then input 1's, and so on; each input an arena value
+ * of the output's device and dtype in no group, made in slot order (the order a group is placed
+ * in), and all but the last a whole number of arena alignments long (no gap between them).
+ */
+static int concat_fits(const ses__compiled_t *c, const ses__step_t *step) {
+    const size_t n_in = step->drv_node.n_inputs;
+    uint64_t count = 1, total = 0;
+    int64_t axis = 0;
+
+    if (step->kind != SES__STEP_KERNEL || strcmp(step->drv_node.op, "Concat") != 0 || n_in < 2 ||
+        step->n_args != n_in + 1 ||
+        step->drv_node.attr(&step->drv_node, "axis", SES_DRV_ATTR_INT, &count, &axis) !=
+            SES_DRV_OK)
+        return 0;
+    const ses__slot_t *out = &c->slots[step->args[n_in]];
+    if (out->kind != SES__SLOT_ARENA || out->group != SIZE_MAX || out->alias_of)
+        return 0;
+    if (axis < 0)
+        axis += (int64_t)out->type.rank;
+    if (axis < 0 || axis >= (int64_t)out->type.rank)
+        return 0;
+    for (int64_t d = 0; d < axis; d++)
+        if (out->type.dims[d] != 1)
+            return 0;
+    for (size_t i = 0; i < n_in; i++) {
+        const ses__slot_t *in = &c->slots[step->args[i]];
+        if (in->kind != SES__SLOT_ARENA || in->group != SIZE_MAX || in->alias_of ||
+            in->device != out->device || in->type.dtype != out->type.dtype || !in->bytes ||
+            (i > 0 && step->args[i] <= step->args[i - 1]) ||
+            (i + 1 < n_in && in->bytes % SES__ARENA_ALIGNMENT != 0))
+            return 0;
+        total += in->bytes;
+    }
+    return total == out->bytes;
+}
+
+/* Makes each Concat that concat_fits allows a group of its inputs, living as long as its output,
+ * with the output on the group's bytes and nothing to run. */
+static void concats_in_place(ses_session_t *s, ses__compiled_t *c) {
+    for (size_t i = 0; i < c->n_steps && s->options.in_place; i++) {
+        ses__step_t *step = &c->steps[i];
+        if (!concat_fits(c, step))
+            continue;
+        const size_t n_in = step->drv_node.n_inputs, first = step->args[0];
+        ses__slot_t *out = &c->slots[step->args[n_in]];
+        for (size_t k = 0; k < n_in; k++) {
+            ses__slot_t *in = &c->slots[step->args[k]];
+            in->group = first;
+            if (in->last_step < out->last_step)
+                in->last_step = out->last_step;
+        }
+        out->alias_of = first + 1;
+        step->kind = SES__STEP_NONE;
+        c->n_concats_in_place++;
+    }
+}
+
 /* Whether [offset, offset + size) is free on @p device through [first, last], but for slot
  * @p except (the input whose bytes an output takes over). */
 static int range_free(const ses__compiled_t *c, const unsigned char *placed, size_t device,
@@ -108,7 +171,7 @@ static size_t donor_of(ses_session_t *s, const ses__compiled_t *c, const unsigne
         const ses__slot_t *donor = &c->slots[d];
         int shared = 0;
         if (!(mask & (UINT64_C(1) << in)) || !placed[d] || donor->kind != SES__SLOT_ARENA ||
-            donor->group != SIZE_MAX || donor->device != slot->device ||
+            donor->alias_of || donor->group != SIZE_MAX || donor->device != slot->device ||
             donor->last_step != slot->first_step || donor->bytes != slot->bytes ||
             donor->type.dtype != slot->type.dtype)
             continue;
@@ -132,6 +195,7 @@ ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c) {
     }
     for (size_t d = 0; d < s->n_devices; d++)
         c->arena_bytes[d] = 0;
+    concats_in_place(s, c);
     /* Slots are created in step order, so earlier slots are placed first; a group is placed
      * whole when its first slot comes. */
     for (size_t i = 0; i < c->n_slots; i++) {
@@ -141,6 +205,12 @@ ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c) {
 
         if (slot->kind != SES__SLOT_ARENA || placed[i])
             continue;
+        if (slot->alias_of) {
+            /* A Concat's output: its inputs, placed back to back before it. */
+            slot->offset = c->slots[slot->alias_of - 1].offset;
+            placed[i] = 1;
+            continue;
+        }
         const size_t donor = donor_of(s, c, placed, i);
         if (donor != SIZE_MAX) {
             /* Written over an input that dies here: its bytes, already within the arena. */

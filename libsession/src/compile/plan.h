@@ -139,6 +139,8 @@ typedef struct ses__slot {
     ses_drv_buffer_t *resident; /* SES__SLOT_RESIDENT: the session's buffer, at offset 0 */
     int blocked;          /* an NCHWc16 value (layout.c), of a single-device CPU plan */
     size_t plain_twin;    /* blocked: the slot holding it in NCHW + 1 (its reorder), or 0 */
+    size_t alias_of;      /* SES__SLOT_ARENA: the first slot of the group whose bytes it is
+                             + 1 (a Concat's output over its inputs, memory.c), or 0 */
     size_t group;         /* SES__SLOT_ARENA: the first slot of the values placed back to back
                              with it (one AllReduce bucket, summed by one collective), or
                              SIZE_MAX */
@@ -155,6 +157,8 @@ typedef enum ses__step_kind {
     SES__STEP_KERNEL = 0,
     SES__STEP_COPY,
     SES__STEP_HOST, /* an op the runtime runs itself (Save, Restore): exec/host_ops.c */
+    SES__STEP_NONE, /* nothing to run: a Concat whose inputs memory.c laid out back to back
+                       where its output is */
 } ses__step_kind_t;
 
 struct ses__segment;
@@ -219,6 +223,7 @@ typedef struct ses__compiled {
     size_t n_blocked;             /* nodes run on NCHWc16 values */
     size_t n_reorders;            /* NchwcReorderOutput steps */
     size_t n_in_place;            /* outputs written over an input (memory.c, DRV-86) */
+    size_t n_concats_in_place;    /* Concat steps made SES__STEP_NONE (memory.c) */
     int recapture; /* a resident variable moved to another buffer: graphs are recorded again */
 } ses__compiled_t;
 

@@ -463,6 +463,8 @@ static ses_status_t run_steps(ses_plan_t *plan) {
             st = wait_all(s, c);
             if (st == SES_OK)
                 st = ses__copy_slot(s, c, &c->slots[step->args[0]], &c->slots[step->args[1]]);
+        } else if (step->kind == SES__STEP_NONE) {
+            continue; /* its output is already its inputs' bytes */
         } else if (step->segment && step->segment->first == i) {
             st = run_segment(s, c, step->segment);
             i = step->segment->end - 1;
