@@ -895,6 +895,12 @@ int32_t cpu__fused_gemm(const cpu__call_t *call); /* FusedGemm (general entry) *
 /** supports_node of FusedConv and FusedGemm: refuses an activation this driver does not apply
  *  and a FusedConv (or NchwcConv) whose inputs disagree with has_bias and has_z. */
 int32_t cpu__fused_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+/** reuse_inputs of the entries of @p spec (DRV-86): output 0 over any input, for the ops that
+ *  compute through an output on exactly an input's bytes (cpu_launch.c's overlap rule: the
+ *  elementwise ops, Cast, the softmaxes and activation gradients, and the copies Identity,
+ *  Reshape, Flatten, Squeeze and Unsqueeze, which then have nothing to do). */
+uint64_t cpu__reuse_by_rule(ses_drv_device_t *device, const ses_drv_node_t *node, uint32_t output,
+                            const cpu__spec_t *spec);
 /** reuse_inputs of FusedConv and NchwcConv (DRV-86): Y over Z, when the node has one. */
 uint64_t cpu__fused_conv_reuse(ses_drv_device_t *device, const ses_drv_node_t *node,
                                uint32_t output);

@@ -221,6 +221,10 @@ const char *cpu__dtype_label(uint32_t dtype) {
                                      const ses_drv_launch_t *launch) {           \
         return cpu__run_prepared(device, state, launch, &cpu__spec_##id);        \
     }                                                                            \
+    static uint64_t cpu__reuse_##id(ses_drv_device_t *device,                    \
+                                    const ses_drv_node_t *node, uint32_t output) {  \
+        return cpu__reuse_by_rule(device, node, output, &cpu__spec_##id);        \
+    }                                                                            \
     CPU__PREP(BODY, CPU__DEFINE_CREATE, CPU__NOTHING, id)
 
 CPU__KERNELS(CPU__DEFINE)
@@ -441,6 +445,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
         .create = CPU__PREP(BODY, CPU__CREATE_OF, CPU__NULL, id),   \
         .destroy = CPU__PREP(BODY, CPU__DESTROY_OF, CPU__NULL, id), \
         .compute = cpu__compute_##id,                               \
+        .reuse_inputs = cpu__reuse_##id,                            \
     },
 
 /* Per body: the per-node state (Conv and FusedConv keep oneDNN's cache and the constant-input

@@ -262,6 +262,15 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     }
 }
 
+uint64_t cpu__reuse_by_rule(ses_drv_device_t *device, const ses_drv_node_t *node, uint32_t output,
+                            const cpu__spec_t *spec) {
+    (void)device;
+    if (!node || output != 0 || node->n_inputs == 0 || node->n_inputs > 64 ||
+        cpu__overlap_rule(spec->code) == CPU__OVERLAP_NONE)
+        return 0;
+    return node->n_inputs == 64 ? ~UINT64_C(0) : (UINT64_C(1) << node->n_inputs) - 1;
+}
+
 /* The bytes a checked view covers. */
 static inline uint64_t cpu__bytes(const cpu__tensor_t *t) {
     return t->count * t->esize;

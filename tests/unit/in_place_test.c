@@ -6,6 +6,8 @@
  * is fetched, read by a later node, or also the convolution's X, nor with the option or
  * SESSION_IN_PLACE off; a bad option value is refused.
  *
+ * The CPU's elementwise ops and copies (Exp, Flatten) write over their dying input too.
+ *
  * Concats laid out in place (memory.c): a Concat whose output is its inputs one after the other
  * (every dimension before the axis 1) runs nothing, its inputs written back to back where its
  * output is, with the same values; not for a batch above 1 on axis 1, inputs in another order
@@ -93,9 +95,10 @@ static ses_edge_t conv(ses_graph_t *g, const char *name, ses_edge_t x, int train
 
 typedef struct block {
     ses_graph_t *g;
-    /* out = sigmoid(y), y = relu(conv3(a) + z), a = relu(conv1(x)), z = conv2(x): out is
+    /* out = transpose(y), y = relu(conv3(a) + z), a = relu(conv1(x)), z = conv2(x): out is
      * fetched, so that y (written straight into the caller's tensor were it fetched) lives in
-     * the plan's memory. */
+     * the plan's memory; a Transpose never writes over its input, so the fused convolution is
+     * the one node that may. */
     ses_edge_t x, a, z, y, out;
 } block_t;
 
@@ -110,7 +113,7 @@ static void make_block(block_t *b, int z_is_a, int trainable) {
     b->a = relu(b->g, "relu1", conv(b->g, "conv1", b->x, trainable));
     b->z = z_is_a ? b->a : conv(b->g, "conv2", b->x, trainable);
     b->y = relu(b->g, "relu3", add(b->g, "add", conv(b->g, "conv3", b->a, trainable), b->z));
-    b->out = op(b->g, "Sigmoid", "out", &b->y, 1, NULL, 0);
+    b->out = op(b->g, "Transpose", "out", &b->y, 1, NULL, 0);
 }
 
 /* A Concat of @p a and @p b on @p axis. */
@@ -254,15 +257,27 @@ static void a_z_read_later_fetched_or_also_x_keeps_its_bytes(void **state) {
     /* Z fetched beside Y: it lives to the end of the run. */
     const ses_edge_t both[2] = {b.out, b.z};
     assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, both, 2, "z fetched"), 0);
-    /* Z read by a node after the convolution. */
-    ses_edge_t later = add(b.g, "later", b.out, b.z);
-    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &later, 1, "z read later"), 0);
+    /* Z read by a node after the convolution (twice, so that the Add takes neither's bytes). */
+    const ses_edge_t later[2] = {b.out, add(b.g, "later", b.z, b.z)};
+    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, later, 2, "z read later"), 0);
     ses_graph_release(b.g);
 
     /* Z is the convolution's X too: oneDNN reads X throughout while it writes Y. */
     make_block(&b, 1, 0);
     assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &b.out, 1, "z is x"), 0);
     assert_int_equal(check_same(&b, (run_opts_t){1, 1, NULL}, &b.out, 1, "z is x, NCHWc16"), 0);
+    ses_graph_release(b.g);
+}
+
+static void elementwise_ops_and_reshapes_write_over_their_input(void **state) {
+    (void)state;
+    block_t b;
+    make_block(&b, 0, 0);
+    /* Exp writes over z (which dies there), Flatten over Exp's output: nothing is copied. */
+    ses_edge_t e = op(b.g, "Exp", "exp", &b.z, 1, NULL, 0);
+    e = op(b.g, "Flatten", "flatten", &e, 1, NULL, 0);
+    e = op(b.g, "Transpose", "t", &e, 1, NULL, 0);
+    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &e, 1, "exp, flatten"), 2);
     ses_graph_release(b.g);
 }
 
@@ -369,6 +384,7 @@ int main(void) {
         cmocka_unit_test(the_fused_convolution_writes_y_over_a_dying_z),
         cmocka_unit_test(the_im2col_path_reads_a_copy_of_z),
         cmocka_unit_test(a_z_read_later_fetched_or_also_x_keeps_its_bytes),
+        cmocka_unit_test(elementwise_ops_and_reshapes_write_over_their_input),
         cmocka_unit_test(a_concat_of_values_back_to_back_runs_nothing),
         cmocka_unit_test(other_concats_still_copy),
         cmocka_unit_test(gradients_are_the_same_in_place),
