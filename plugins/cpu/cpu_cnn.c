@@ -1868,6 +1868,15 @@ int32_t cpu__shape(const cpu__call_t *call) {
     return SES_DRV_OK;
 }
 
+int32_t cpu__size(const cpu__call_t *call) {
+    const cpu__tensor_t *y = &call->outs[0];
+
+    if (y->rank != 0 || y->dtype != SES_DRV_DTYPE_I64)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "the output must be an i64 scalar");
+    ((int64_t *)(void *)y->data)[0] = (int64_t)call->in[0].count;
+    return SES_DRV_OK;
+}
+
 int32_t cpu__constant_of_shape(const cpu__call_t *call) {
     const cpu__tensor_t *y = &call->outs[0];
     const int is_float = y->dtype == SES_DRV_DTYPE_F32 || y->dtype == SES_DRV_DTYPE_F64;

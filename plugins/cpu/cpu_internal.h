@@ -383,6 +383,7 @@ enum cpu__op {
     CPU__OP_CLIP,
     CPU__OP_SPLIT,
     CPU__OP_SHAPE,
+    CPU__OP_SIZE,
     CPU__OP_CONSTANTOFSHAPE,
     CPU__OP_RANGE,
     /* The fused ops (cpu_fused.c, FusedConv's body in cpu_cnn.c), general entries */
@@ -882,6 +883,7 @@ int32_t cpu__pad_grad(const cpu__call_t *call);          /* PadGrad */
 int32_t cpu__clip(const cpu__call_t *call);              /* Clip */
 int32_t cpu__split(const cpu__call_t *call);             /* Split */
 int32_t cpu__shape(const cpu__call_t *call);             /* Shape */
+int32_t cpu__size(const cpu__call_t *call);              /* Size */
 int32_t cpu__constant_of_shape(const cpu__call_t *call); /* ConstantOfShape */
 int32_t cpu__range(const cpu__call_t *call);             /* Range */
 

@@ -346,6 +346,8 @@ CPU__KERNELS(CPU__DEFINE)
       0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)
 #define CPU__G_SHAPE(G, T)                                                                        \
     G(Shape_##T, "Shape", #T "->i64", cpu__shape, CPU__OP_SHAPE, 0, 1, CPU__T1(T), 1,             \
+      SES_DRV_DTYPE_I64, 0)                                                                       \
+    G(Size_##T, "Size", #T "->i64", cpu__size, CPU__OP_SIZE, 0, 1, CPU__T1(T), 1,                 \
       SES_DRV_DTYPE_I64, 0)
 
 /* The NCHWc16 ops at f32 (cpu_nchwc.c; NchwcConv's body in cpu_cnn.c): X [N, C/16, H, W, 16]
@@ -407,6 +409,7 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__clip NULL
 #define CPU__REUSE_cpu__split NULL
 #define CPU__REUSE_cpu__shape NULL
+#define CPU__REUSE_cpu__size NULL
 #define CPU__REUSE_cpu__constant_of_shape NULL
 #define CPU__REUSE_cpu__range NULL
 
@@ -471,6 +474,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__clip(what) NULL
 #define CPU__GSTATE_cpu__split(what) NULL
 #define CPU__GSTATE_cpu__shape(what) NULL
+#define CPU__GSTATE_cpu__size(what) NULL
 #define CPU__GSTATE_cpu__constant_of_shape(what) NULL
 #define CPU__GSTATE_cpu__range(what) NULL
 

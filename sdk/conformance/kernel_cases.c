@@ -534,6 +534,7 @@ static const char *const shape[] = {
     "[2,3,4]", "[2,3,4] start=1", "[2,3,4] start=-2 end=-1", "[]", "[0,5]", "[2,3,4] start=5",
     NULL,
 };
+static const char *const size[] = {"[2,3,4]", "[]", "[0,5]", "[7]", NULL};
 /* The input (a shape, drawn as small positive dims); value FLOAT gives f32 and INT i64, dtype
  * (a ses_dtype_t) any other: 2 f64, 7 i32, 13 bool. */
 static const char *const constant_of_shape[] = {
@@ -625,6 +626,7 @@ static const ses_conf_op_cases_t table[] = {
     {"Clip", EXACT, clip},
     {"Split", EXACT, split},
     {"Shape", EXACT, shape},
+    {"Size", EXACT, size},
     {"ConstantOfShape", EXACT, constant_of_shape},
     {"Range", ROUNDED, range},
 };

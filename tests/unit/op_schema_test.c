@@ -139,7 +139,7 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* CNN and model ops (cnn.c, tested in cnn_ops_test.c) */
         "Conv", "ConvGrad", "FusedConv", "FusedGemm", "MaxPool", "AveragePool", "MaxPoolGrad", "AveragePoolGrad",
         "GlobalAveragePool", "GlobalMaxPool", "GlobalAveragePoolGrad", "BatchNormalization",
-        "Dropout", "Pad", "PadGrad", "Clip", "Expand", "Split", "Shape", "ConstantOfShape", "Range",
+        "Dropout", "Pad", "PadGrad", "Clip", "Expand", "Split", "Shape", "Size", "ConstantOfShape", "Range",
         /* the blocked-layout ops (nchwc.c; tested here and, compiled, in layout_test.c) */
         "NchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
         "NchwcGlobalMaxPool", "NchwcReorderOutput",

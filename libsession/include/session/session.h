@@ -65,6 +65,12 @@ typedef struct ses_session_options {
      * where its output is, so neither value is copied; results are the same. 0: every output
      * gets bytes of its own. The environment variable SESSION_IN_PLACE=0 (or off) forces 0. */
     uint32_t in_place;
+    /* 1 (default): a node whose inputs are all known when the plan is compiled (constants, fed
+     * values the plan reads, values folded before it) is computed then, once, on the CPU, and
+     * Shape and Size from their input's type: chains that compute shapes reach the ops that
+     * read them (Reshape's shape, Slice's ends) as known values. 0: every node runs each time.
+     * The environment variable SESSION_FOLD=0 (or off) forces 0. */
+    uint32_t fold;
 } ses_session_options_t;
 
 /** Fills @p options with the defaults. */

@@ -48,6 +48,7 @@ typedef struct builder {
     /* Layout (layout.c): on in a session whose one device is the CPU. The reorder nodes take
      * ids from next_id on, below id_limit (slot_of's size). */
     int layout;
+    int fold; /* constant folding (fold.c): the session's option */
     const ses_node_t *variant; /* the variant compile_variant is compiling, or NULL */
     size_t next_id;
     size_t id_limit;
@@ -188,8 +189,8 @@ static ses_status_t slot_on_device(builder_t *b, size_t slot_index, size_t devic
     edge = c->slots[slot_index].edge;
     /* A constant on another device than the host is the session's resident copy there: no
      * copy step, no run moves it again. */
-    if (c->slots[slot_index].kind == SES__SLOT_CONSTANT && c->slots[slot_index].bytes &&
-        device != b->s->n_devices - 1) {
+    if (c->slots[slot_index].kind == SES__SLOT_CONSTANT && !c->slots[slot_index].folded &&
+        c->slots[slot_index].bytes && device != b->s->n_devices - 1) {
         ses_drv_buffer_t *buffer = NULL;
         st = ses__resident_constant(b->s, edge.node->value, device, &buffer);
         if (st == SES_OK)
@@ -268,6 +269,83 @@ static ses_status_t home_slot(builder_t *b, ses_edge_t edge, size_t *out_index) 
 }
 
 /* ---- op nodes --------------------------------------------------------------------------- */
+
+/* The host tensor of a constant slot: the graph constant's, or the value folding computed. */
+static ses_tensor_t *constant_tensor(const ses__slot_t *slot) {
+    return slot->folded ? slot->folded : slot->edge.node->value;
+}
+
+/*
+ * Makes the outputs of @p node, edges of @p out_node, the constants @p values (taken over) that
+ * fold.c computed: constant slots of the plan, with no step.
+ */
+static ses_status_t add_folded(builder_t *b, const ses_node_t *node, const ses_node_t *out_node,
+                               ses_tensor_t **values) {
+    ses__compiled_t *c = b->c;
+    ses_status_t st = SES_OK;
+
+    for (size_t o = 0; o < node->n_outputs; o++) {
+        ses__type_t type;
+        size_t slot = 0;
+        type_of_tensor(values[o], &type);
+        if (st == SES_OK)
+            st = new_slot(b, SES__SLOT_CONSTANT, &type, b->s->n_devices - 1,
+                          (ses_edge_t){(ses_node_t *)out_node, (uint32_t)o}, &slot);
+        if (st != SES_OK) {
+            ses_tensor_release(values[o]);
+            continue;
+        }
+        c->slots[slot].folded = values[o];
+        b->slot_of[out_node->id * SES__MAX_OUTPUTS + o] = slot + 1;
+    }
+    if (st == SES_OK) {
+        c->n_folded++;
+        ses__session_log(b->s, SES__LOG_DEBUG, "%s \"%s\" folded: computed at compile time",
+                         node->op, node->name);
+    }
+    return st;
+}
+
+/*
+ * Shape or Size of any value, known from its type (a blocked value's is its NCHW type): folded
+ * without computing anything. *out_done says whether it was.
+ */
+static ses_status_t fold_shape(builder_t *b, const ses_node_t *node, const ses_node_t *out_node,
+                               const size_t *in_slots, int *out_done) {
+    const ses__slot_t *slot = &b->c->slots[in_slots[0]];
+    ses__type_t in = slot->type;
+    ses__infer_ctx_t ctx;
+    ses_tensor_t *value = NULL;
+    ses_status_t st;
+
+    *out_done = 0;
+    if (!b->fold || b->probing || b->trial || node->n_inputs != 1 || node->n_outputs != 1 ||
+        (strcmp(node->op, "Shape") != 0 && strcmp(node->op, "Size") != 0))
+        return SES_OK;
+    if (slot->blocked) {
+        /* [N, C/16, H, W, 16] stands for [N, C, H, W]. */
+        in.rank = 4;
+        in.dims[1] *= 16;
+    }
+    /* Inference checks the node as it would for the kernel (attributes, dtypes). */
+    memset(&ctx, 0, sizeof ctx);
+    ctx.node = node->name;
+    ctx.op = node->op;
+    ctx.n_inputs = 1;
+    ctx.inputs = &in;
+    ctx.attrs = &node->attrs;
+    ctx.n_outputs = 1;
+    st = ses__op_infer(node->schema, &ctx);
+    ses__attrs_clear(&ctx.kernel_attrs);
+    if (st != SES_OK)
+        return st;
+    if ((st = ses__fold_shape(node, &in, &value)) == SES_UNIMPLEMENTED)
+        return SES_OK;
+    if (st != SES_OK)
+        return st;
+    *out_done = 1;
+    return add_folded(b, node, out_node, &value);
+}
 
 /* A fed value that inference reads shapes the plan: keep a copy, so that a run fed another
  * value of the same type recompiles (ses__compiled_matches). */
@@ -740,7 +818,7 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
         if (slot->kind == SES__SLOT_FEED)
             values[i] = b->feeds[slot->feed_index]->data; /* NULL for a device tensor */
         else if (slot->kind == SES__SLOT_CONSTANT)
-            values[i] = node->inputs[i].node->value->data;
+            values[i] = constant_tensor(slot)->data;
         if (slot->kind == SES__SLOT_FEED && (node->schema->value_inputs & (UINT64_C(1) << i))) {
             if (b->feeds[slot->feed_index]->home)
                 return ses__fail(SES_INVALID_ARGUMENT,
@@ -757,6 +835,12 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
             if ((st = remember_value(b, in_slots[i])) != SES_OK)
                 return st;
         }
+    }
+    /* Shape and Size need only a type: folded, their input need not even be computed for them. */
+    if (ses__fold_candidate(node)) {
+        int folded = 0;
+        if ((st = fold_shape(b, node, out_node, in_slots, &folded)) != SES_OK || folded)
+            return st;
     }
     /* Blocked values go as they are to the readers that take them, in NCHW to the others. */
     if (b->layout) {
@@ -817,6 +901,23 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
         if (st != SES_OK) {
             ses__attrs_clear(&ctx.kernel_attrs);
             return st;
+        }
+    }
+    /* Every input known now: computed once here (fold.c), when the CPU has a kernel for it. */
+    if (b->fold && !b->probing && !b->trial && ses__fold_candidate(node)) {
+        const void *kernel_values[SES__MAX_INPUTS];
+        ses_tensor_t *folded[SES__MAX_OUTPUTS];
+        int known = 1;
+        /* Constants only: a fed value changes from run to run, and folding over it would
+         * compile the plan again for every new one. */
+        for (size_t i = 0; i < node->n_inputs && known; i++)
+            known = values[i] != NULL && c->slots[in_slots[i]].kind == SES__SLOT_CONSTANT;
+        for (size_t i = 0; i < n_kernel_in && known; i++)
+            kernel_values[i] = values[kernel_in[i]];
+        if (known && ses__fold_run(b->s, &drv_node, signature, kernel_values, kernel_in_types,
+                                   ctx.outputs, folded) == SES_OK) {
+            ses__attrs_clear(&ctx.kernel_attrs);
+            return add_folded(b, node, out_node, folded);
         }
     }
     st = place(b, node, drv_node.op, signature, &drv_node, &device, &kernel);
@@ -1025,6 +1126,9 @@ static ses_status_t make_summary(builder_t *b) {
     if (c->n_fusions)
         summary_add(b, "  fused: %zu chain%s into FusedConv or FusedGemm\n", c->n_fusions,
                     c->n_fusions == 1 ? "" : "s");
+    if (c->n_folded)
+        summary_add(b, "  folded: %zu node%s computed at compile time\n", c->n_folded,
+                    c->n_folded == 1 ? "" : "s");
     if (c->n_blocked)
         summary_add(b, "  layout: %zu node%s on NCHWc16 values (NchwcConv and pools), %zu "
                     "reorder%s back to NCHW\n",
@@ -1125,6 +1229,7 @@ static ses_status_t adopt_fused_nodes(builder_t *b) {
 
 static ses_status_t compile_one(builder_t *b, const ses_node_t *n) {
     ses__compiled_t *c = b->c;
+    const size_t steps_before = c->n_steps;
     int blocked;
     ses_status_t st = compile_variant(b, n, n, &blocked);
 
@@ -1133,7 +1238,9 @@ static ses_status_t compile_one(builder_t *b, const ses_node_t *n) {
     if (st != SES_OK)
         return st;
     c->placed_nodes[c->n_placed] = n;
-    c->placed_devices[c->n_placed++] = c->steps[c->n_steps - 1].device;
+    /* A folded node added no step: the host computed it, at compile time. */
+    c->placed_devices[c->n_placed++] =
+        c->n_steps > steps_before ? c->steps[c->n_steps - 1].device : b->s->n_devices - 1;
     return SES_OK;
 }
 
@@ -1263,6 +1370,7 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
     b.types_only = types_only;
     /* Layout: a session whose one device is the CPU; one reorder at most per node. */
     b.layout = s->options.layout && s->n_devices == 1;
+    b.fold = s->options.fold != 0;
     b.next_id = g->n_nodes + 2 * b.fusions.count;
     b.id_limit = b.next_id + g->n_nodes;
     b.slot_of = ses__calloc(b.id_limit * SES__MAX_OUTPUTS + 1, sizeof *b.slot_of);
@@ -1397,8 +1505,10 @@ void ses__compiled_free(ses_session_t *s, ses__compiled_t *c) {
         if (c->arenas[d])
             s->devices[d].api->free(s->devices[d].handle, c->arenas[d]);
     free(c->steps);
-    for (size_t i = 0; i < c->n_slots; i++)
+    for (size_t i = 0; i < c->n_slots; i++) {
         free(c->slots[i].value_seen);
+        ses_tensor_release(c->slots[i].folded);
+    }
     free(c->slots);
     free(c->fetch_slots);
     free(c->arena_bytes);

@@ -141,6 +141,8 @@ typedef struct ses__slot {
     size_t plain_twin;    /* blocked: the slot holding it in NCHW + 1 (its reorder), or 0 */
     size_t alias_of;      /* SES__SLOT_ARENA: the first slot of the group whose bytes it is
                              + 1 (a Concat's output over its inputs, memory.c), or 0 */
+    ses_tensor_t *folded; /* SES__SLOT_CONSTANT computed at compile time (fold.c): its value,
+                             owned by the plan; NULL for a graph constant */
     size_t group;         /* SES__SLOT_ARENA: the first slot of the values placed back to back
                              with it (one AllReduce bucket, summed by one collective), or
                              SIZE_MAX */
@@ -224,6 +226,7 @@ typedef struct ses__compiled {
     size_t n_reorders;            /* NchwcReorderOutput steps */
     size_t n_in_place;            /* outputs written over an input (memory.c, DRV-86) */
     size_t n_concats_in_place;    /* Concat steps made SES__STEP_NONE (memory.c) */
+    size_t n_folded;              /* nodes computed at compile time (fold.c) */
     int recapture; /* a resident variable moved to another buffer: graphs are recorded again */
 } ses__compiled_t;
 
@@ -389,6 +392,31 @@ void ses__resident_variable_updated(ses_session_t *s, struct ses__resident_var *
 ses_status_t ses__resident_materialize(ses_session_t *s, ses__compiled_t *c, ses_tensor_t *t);
 /** Reads every device-newer variable back, then frees the copies. At close. */
 void ses__resident_variables_free(ses_session_t *s);
+
+/* ---- constant folding (compile/fold.c) ------------------------------------------------- */
+
+/* The most elements a folded output may have: shape computations, not weights; in a session
+ * with other devices than the CPU, where a kernel may read it from there at every run, less. */
+#define SES__FOLD_MAX_ELEMENTS 65536
+#define SES__FOLD_MAX_ELEMENTS_SHARED 1024
+
+/** Whether @p node may be folded at all: it has outputs, is deterministic, runs as a kernel. */
+int ses__fold_candidate(const ses_node_t *node);
+/**
+ * Shape or Size @p node of a value of type @p in, as a new tensor in @p out; SES_UNIMPLEMENTED
+ * (no message) when a dimension is unknown.
+ */
+ses_status_t ses__fold_shape(const ses_node_t *node, const ses__type_t *in, ses_tensor_t **out);
+/**
+ * Runs @p drv_node (kernel @p signature) now on the session's CPU device, its inputs the host
+ * bytes @p in_values of types @p in_types, into new tensors @p out_tensors of @p out_types.
+ * SES_UNIMPLEMENTED (no message, nothing made) when it cannot be folded: a value unknown or
+ * empty, an output too large, no CPU kernel, or the kernel refusing or failing.
+ */
+ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node,
+                           const char *signature, const void *const *in_values,
+                           const ses__type_t *const *in_types, const ses__type_t *out_types,
+                           ses_tensor_t **out_tensors);
 
 /** Offsets for every arena slot of @p c, reusing memory once a value's last reader ran. */
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);

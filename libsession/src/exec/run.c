@@ -287,7 +287,7 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
             }
             break;
         case SES__SLOT_CONSTANT:
-            t = slot->edge.node->value;
+            t = slot->folded ? slot->folded : slot->edge.node->value;
             break;
         case SES__SLOT_VARIABLE:
             st = find_variable(s, c, slot, scope, &t);

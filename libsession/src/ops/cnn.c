@@ -973,6 +973,17 @@ ses_status_t ses__infer_shape(ses__infer_ctx_t *ctx) {
     return st;
 }
 
+/* Size: the element count of any tensor, an i64 scalar. */
+ses_status_t ses__infer_size(ses__infer_ctx_t *ctx) {
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "data", SES__DT_ANY);
+
+    if (st != SES_OK)
+        return st;
+    ctx->outputs[0].dtype = SES_I64;
+    ctx->outputs[0].rank = 0;
+    return SES_OK;
+}
+
 /* ---- ConstantOfShape, Range ----------------------------------------------------------------- */
 
 /*

@@ -24,6 +24,7 @@ ses_status_t ses__infer_clip(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_expand(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_split(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_shape(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_size(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_constant_of_shape(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_range(ses__infer_ctx_t *ctx);
 

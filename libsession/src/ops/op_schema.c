@@ -126,6 +126,7 @@ static const ses__op_schema_t schemas[] = {
     {"Expand", 2, 2, 1, 1, BIT(1), ses__infer_expand},
     {"Split", 1, 2, 1, SES__MAX_OUTPUTS, BIT(1), ses__infer_split},
     {"Shape", 1, 1, 1, 1, 0, ses__infer_shape},
+    {"Size", 1, 1, 1, 1, 0, ses__infer_size},
     {"ConstantOfShape", 1, 1, 1, 1, BIT(0), ses__infer_constant_of_shape},
     {"Range", 3, 3, 1, 1, BIT(0) | BIT(1) | BIT(2), ses__infer_range},
 };

@@ -31,6 +31,7 @@ void ses_session_options_init(ses_session_options_t *o) {
     o->fusion = 1;
     o->layout = 1;
     o->in_place = 1;
+    o->fold = 1;
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
@@ -59,6 +60,9 @@ static ses_status_t check_options(const ses_session_t *s) {
     if (o->in_place > 1)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: in_place is %u; use 1 or 0",
                          o->in_place);
+    if (o->fold > 1)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: fold is %u; use 1 or 0",
+                         o->fold);
     if (o->graphs > 1)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: graphs is %u; use 1 or 0",
                          o->graphs);
@@ -217,12 +221,15 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
         const char *fusion = getenv("SESSION_FUSION");
         const char *layout = getenv("SESSION_LAYOUT");
         const char *in_place = getenv("SESSION_IN_PLACE");
+        const char *fold = getenv("SESSION_FOLD");
         if (fusion && (!strcmp(fusion, "0") || !strcmp(fusion, "off")))
             s->options.fusion = 0;
         if (layout && (!strcmp(layout, "0") || !strcmp(layout, "off")))
             s->options.layout = 0;
         if (in_place && (!strcmp(in_place, "0") || !strcmp(in_place, "off")))
             s->options.in_place = 0;
+        if (fold && (!strcmp(fold, "0") || !strcmp(fold, "off")))
+            s->options.fold = 0;
     }
     if ((st = check_options(s)) != SES_OK || (st = copy_driver_options(s)) != SES_OK) {
         free_driver_options(s);
