@@ -132,12 +132,12 @@ static void cpu__scale_f64(void *dst_, size_t n, double divisor) {
         dst[i] = dst[i] / divisor;
 }
 
-#define CPU__FINISH(name, F, T, suffix)                                         \
+#define CPU__FINISH(name, F, T, suffix)                                        \
     static void cpu__##name##_##suffix(void *dst_, size_t n, double divisor) { \
-        T *dst = dst_;                                                          \
-        (void)divisor;                                                          \
-        for (size_t i = 0; i < n; i++)                                          \
-            dst[i] = F(dst[i]);                                                 \
+        T *dst = dst_;                                                         \
+        (void)divisor;                                                         \
+        for (size_t i = 0; i < n; i++)                                         \
+            dst[i] = F(dst[i]);                                                \
     }
 CPU__FINISH(sqrt, sqrtf, float, f32)
 CPU__FINISH(sqrt, sqrt, double, f64)
@@ -267,35 +267,35 @@ static void cpu__reduce_task(void *ctx, uint64_t begin, uint64_t end) {
  * the first, and becomes max + log(sum(exp(x - max))). A max of NaN or an infinity is the
  * result already (every element -inf, or one +inf or NaN).
  */
-#define CPU__LSE_TASK(T, EXP, LOG, suffix)                                                   \
-    static void cpu__lse_task_##suffix(void *ctx, uint64_t begin, uint64_t end) {            \
-        const cpu__reduce_job_t *job = ctx;                                                  \
-        const T *x = (const T *)(const void *)job->in;                                       \
-        T *y = (T *)(void *)job->out;                                                        \
-        const uint64_t combos = cpu__reduce_combos(job);                                     \
-        /* The innermost group is a contiguous reduced row, or (kept) one element. */       \
-        const int64_t row = job->inner_kept ? 1 : job->inner;                                \
-        int64_t ridx[CPU__MAX_RANK];                                                         \
-        for (uint64_t e = begin; e < end; e++) {                                             \
-            const T mx = y[e];                                                               \
-            if (mx != mx || mx == (T)INFINITY || mx == -(T)INFINITY)                         \
-                continue;                                                                    \
-            int64_t base = 0, roff = 0;                                                      \
-            uint64_t rest = e;                                                               \
-            for (uint32_t d = job->n_kept; d-- > 0;) {                                       \
-                base += (int64_t)(rest % (uint64_t)job->kept[d]) * job->kept_stride[d];      \
-                rest /= (uint64_t)job->kept[d];                                              \
-            }                                                                                \
-            T sum = 0;                                                                       \
-            memset(ridx, 0, sizeof ridx);                                                    \
-            for (uint64_t c = 0; c < combos; c++) {                                          \
-                const T *p = x + base + roff;                                                \
-                for (int64_t k = 0; k < row; k++)                                            \
-                    sum += EXP(p[k] - mx);                                                   \
-                cpu__odometer_next(ridx, job->red, job->red_stride, job->n_red, &roff);      \
-            }                                                                                \
-            y[e] = mx + LOG(sum);                                                            \
-        }                                                                                    \
+#define CPU__LSE_TASK(T, EXP, LOG, suffix)                                              \
+    static void cpu__lse_task_##suffix(void *ctx, uint64_t begin, uint64_t end) {       \
+        const cpu__reduce_job_t *job = ctx;                                             \
+        const T *x = (const T *)(const void *)job->in;                                  \
+        T *y = (T *)(void *)job->out;                                                   \
+        const uint64_t combos = cpu__reduce_combos(job);                                \
+        /* The innermost group is a contiguous reduced row, or (kept) one element. */   \
+        const int64_t row = job->inner_kept ? 1 : job->inner;                           \
+        int64_t ridx[CPU__MAX_RANK];                                                    \
+        for (uint64_t e = begin; e < end; e++) {                                        \
+            const T mx = y[e];                                                          \
+            if (mx != mx || mx == (T)INFINITY || mx == -(T)INFINITY)                    \
+                continue;                                                               \
+            int64_t base = 0, roff = 0;                                                 \
+            uint64_t rest = e;                                                          \
+            for (uint32_t d = job->n_kept; d-- > 0;) {                                  \
+                base += (int64_t)(rest % (uint64_t)job->kept[d]) * job->kept_stride[d]; \
+                rest /= (uint64_t)job->kept[d];                                         \
+            }                                                                           \
+            T sum = 0;                                                                  \
+            memset(ridx, 0, sizeof ridx);                                               \
+            for (uint64_t c = 0; c < combos; c++) {                                     \
+                const T *p = x + base + roff;                                           \
+                for (int64_t k = 0; k < row; k++)                                       \
+                    sum += EXP(p[k] - mx);                                              \
+                cpu__odometer_next(ridx, job->red, job->red_stride, job->n_red, &roff); \
+            }                                                                           \
+            y[e] = mx + LOG(sum);                                                       \
+        }                                                                               \
     }
 
 CPU__LSE_TASK(float, expf, logf, f32)
@@ -365,8 +365,7 @@ int32_t cpu__reduce(const cpu__call_t *call) {
                               cpu__format_dims(axes, n_axes, w, sizeof w), keepdims,
                               cpu__format_dims(want, want_rank, x, sizeof x));
     /* Reducing nothing: the sum is 0, the mean 0/0, and the max and min do not exist. */
-    if (out->count > 0 && r_total == 0 &&
-        (code == CPU__OP_REDUCEMAX || code == CPU__OP_REDUCEMIN))
+    if (out->count > 0 && r_total == 0 && (code == CPU__OP_REDUCEMAX || code == CPU__OP_REDUCEMIN))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "reduces over an empty axis: input is %s, axes %s; the %s "
                               "of no elements is undefined",
@@ -382,47 +381,49 @@ static int cpu__reduce_pick(cpu__reduce_job_t *job, uint32_t code, uint32_t dtyp
     const int f32 = dtype == SES_DRV_DTYPE_F32;
     int ok = 1;
 
-#define CPU__PICK(kind)                                                      \
-    switch (dtype) {                                                         \
-    case SES_DRV_DTYPE_F32:                                                  \
-        job->acc = cpu__acc_##kind##_f32;                                    \
-        job->red_row = cpu__red_##kind##_f32;                                \
-        break;                                                               \
-    case SES_DRV_DTYPE_F64:                                                  \
-        job->acc = cpu__acc_##kind##_f64;                                    \
-        job->red_row = cpu__red_##kind##_f64;                                \
-        break;                                                               \
-    case SES_DRV_DTYPE_I32:                                                  \
-        job->acc = cpu__acc_##kind##_i32;                                    \
-        job->red_row = cpu__red_##kind##_i32;                                \
-        break;                                                               \
-    case SES_DRV_DTYPE_I64:                                                  \
-        job->acc = cpu__acc_##kind##_i64;                                    \
-        job->red_row = cpu__red_##kind##_i64;                                \
-        break;                                                               \
-    default: return 0;                                                       \
-    }
-#define CPU__PICK_INIT(kind)                                                  \
-    job->init = dtype == SES_DRV_DTYPE_F32   ? cpu__init_##kind##_f32        \
-                : dtype == SES_DRV_DTYPE_F64 ? cpu__init_##kind##_f64        \
-                : dtype == SES_DRV_DTYPE_I32 ? cpu__init_##kind##_i32        \
+#define CPU__PICK(kind)                           \
+    do {                                          \
+        switch (dtype) {                          \
+        case SES_DRV_DTYPE_F32:                   \
+            job->acc = cpu__acc_##kind##_f32;     \
+            job->red_row = cpu__red_##kind##_f32; \
+            break;                                \
+        case SES_DRV_DTYPE_F64:                   \
+            job->acc = cpu__acc_##kind##_f64;     \
+            job->red_row = cpu__red_##kind##_f64; \
+            break;                                \
+        case SES_DRV_DTYPE_I32:                   \
+            job->acc = cpu__acc_##kind##_i32;     \
+            job->red_row = cpu__red_##kind##_i32; \
+            break;                                \
+        case SES_DRV_DTYPE_I64:                   \
+            job->acc = cpu__acc_##kind##_i64;     \
+            job->red_row = cpu__red_##kind##_i64; \
+            break;                                \
+        default: return 0;                        \
+        }                                         \
+    } while (0)
+#define CPU__PICK_INIT(kind)                                          \
+    job->init = dtype == SES_DRV_DTYPE_F32   ? cpu__init_##kind##_f32 \
+                : dtype == SES_DRV_DTYPE_F64 ? cpu__init_##kind##_f64 \
+                : dtype == SES_DRV_DTYPE_I32 ? cpu__init_##kind##_i32 \
                                              : cpu__init_##kind##_i64
 
     switch (code) {
     case CPU__OP_REDUCESUM:
     case CPU__OP_REDUCEMEAN:
-    case CPU__OP_REDUCELOGSUM: CPU__PICK(sum) break;
+    case CPU__OP_REDUCELOGSUM: CPU__PICK(sum); break;
     case CPU__OP_REDUCEMAX:
-    case CPU__OP_REDUCELOGSUMEXP: CPU__PICK(max) break;
-    case CPU__OP_REDUCEMIN: CPU__PICK(min) break;
-    case CPU__OP_REDUCEPROD: CPU__PICK(prod) break;
+    case CPU__OP_REDUCELOGSUMEXP: CPU__PICK(max); break;
+    case CPU__OP_REDUCEMIN: CPU__PICK(min); break;
+    case CPU__OP_REDUCEPROD: CPU__PICK(prod); break;
     case CPU__OP_REDUCEL1:
-        CPU__PICK(abs)
+        CPU__PICK(abs);
         CPU__PICK_INIT(abs);
         break;
     case CPU__OP_REDUCEL2:
     case CPU__OP_REDUCESUMSQUARE:
-        CPU__PICK(square)
+        CPU__PICK(square);
         CPU__PICK_INIT(square);
         break;
     default: return 0;
@@ -733,6 +734,7 @@ typedef struct cpu__argmax_job {
         const cpu__argmax_job_t *job = ctx;                                          \
         const T *x = (const T *)(const void *)job->in;                               \
         const uint64_t inner = (uint64_t)job->inner;                                 \
+        const int mn = job->min;                                                     \
         for (uint64_t l = begin; l < end; l++) {                                     \
             const T *p = x + (l / inner) * (uint64_t)job->dim * inner + l % inner;   \
             T best = p[0];                                                           \
@@ -743,7 +745,7 @@ typedef struct cpu__argmax_job {
                 if (v != v)                                                          \
                     take = best == best || job->last;                                \
                 else                                                                 \
-                    take = (job->min ? v < best : v > best) || (job->last && v == best); \
+                    take = (mn ? v < best : v > best) || (job->last && v == best);   \
                 if (take) {                                                          \
                     best = v;                                                        \
                     at = d;                                                          \
@@ -802,8 +804,8 @@ int32_t cpu__argmax(const cpu__call_t *call) {
         return SES_DRV_OK;
     if (in->dims[axis] == 0)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "axis %" PRId64 " of input %s is empty; there is no %s element",
-                              axis, cpu__format_dims(in->dims, in->rank, a, sizeof a),
+                              "axis %" PRId64 " of input %s is empty; there is no %s element", axis,
+                              cpu__format_dims(in->dims, in->rank, a, sizeof a),
                               call->spec->code == CPU__OP_ARGMIN ? "smallest" : "largest");
 
     cpu__argmax_job_t job;

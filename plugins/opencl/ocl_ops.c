@@ -949,10 +949,10 @@ static int32_t ocl_k_reduce(ses_drv_device_t *device, void *state,
         return st;
     const ses_drv_node_t *node = launch->node;
     /* The kernel's op codes, in the order of its comment. */
-    static const char *const ops[] = {"ReduceSum",       "ReduceMean", "ReduceMax",
-                                      "",                "ReduceMin",  "ReduceProd",
-                                      "ReduceL1",        "ReduceL2",   "ReduceLogSum",
-                                      "ReduceLogSumExp", "ReduceSumSquare"};
+    static const char *const ops[] = {
+        "ReduceSum",    "ReduceMean",      "ReduceMax",      "",
+        "ReduceMin",    "ReduceProd",      "ReduceL1",       "ReduceL2",
+        "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
     int op = 0;
     while (op < (int)(sizeof ops / sizeof ops[0]) - 1 && strcmp(node->op, ops[op]))
         op++;

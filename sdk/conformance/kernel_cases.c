@@ -124,17 +124,20 @@ static const char *const reduce_prod[] = {
 static const char *const reduce_norm[] = {REDUCE_ATTR, "[0,4] axes=[0]", NULL};
 /* ReduceLogSum: positive sums only (the log of the empty sum is -inf). */
 static const char *const reduce_log_sum[] = {
-    "[3,4,5]@pos axes=[1]", "[3,4,5]@pos axes=[0,2] keepdims=0", "[3,4]@pos axes=[-1]",
-    "[]@pos", "[7,9]@pos", "[0,4]@pos axes=[1]", "[0,4] axes=[0]", "[256,256]@pos axes=[1]",
-    "[4,3000]@pos axes=[1]", NULL,
+    "[3,4,5]@pos axes=[1]",
+    "[3,4,5]@pos axes=[0,2] keepdims=0",
+    "[3,4]@pos axes=[-1]",
+    "[]@pos",
+    "[7,9]@pos",
+    "[0,4]@pos axes=[1]",
+    "[0,4] axes=[0]",
+    "[256,256]@pos axes=[1]",
+    "[4,3000]@pos axes=[1]",
+    NULL,
 };
 /* ReduceLogSumExp: a NaN in every reduced row makes every output NaN. */
 static const char *const reduce_log_sum_exp[] = {
-    REDUCE_ATTR,
-    "[0,4] axes=[0]",
-    "[4,5]@nanrow axes=[1] !nan",
-    "[32,512] axes=[0]",
-    NULL,
+    REDUCE_ATTR, "[0,4] axes=[0]", "[4,5]@nanrow axes=[1] !nan", "[32,512] axes=[0]", NULL,
 };
 static const char *const softmax[] = {
     "[3,4] axis=1", "[2,3,4] axis=0", "[2,3,4]", "[7] axis=0", "[0,5] axis=1",

@@ -1984,13 +1984,15 @@ static void reducing_an_empty_axis_sums_to_zero_averages_to_nan_and_has_no_max(v
 static void the_other_reductions_match_their_definitions(void **state) {
     fixture_t *f = *state;
     static const char *const have[][2] = {
-        {"ReduceMin", "i32->i32"},        {"ReduceProd", "i64->i64"},
-        {"ReduceL1", "f64->f64"},         {"ReduceL2", "f32->f32"},
-        {"ReduceLogSum", "f64->f64"},     {"ReduceLogSumExp", "f32->f32"},
-        {"ReduceSumSquare", "i32->i32"},  {"ArgMin", "i64->i64"},
+        {"ReduceMin", "i32->i32"},       {"ReduceProd", "i64->i64"},
+        {"ReduceL1", "f64->f64"},        {"ReduceL2", "f32->f32"},
+        {"ReduceLogSum", "f64->f64"},    {"ReduceLogSumExp", "f32->f32"},
+        {"ReduceSumSquare", "i32->i32"}, {"ArgMin", "i64->i64"},
     };
     static const char *const lack[][2] = {
-        {"ReduceL2", "i32->i32"}, {"ReduceLogSum", "i64->i64"}, {"ReduceLogSumExp", "i32->i32"},
+        {"ReduceL2", "i32->i32"},
+        {"ReduceLogSum", "i64->i64"},
+        {"ReduceLogSumExp", "i32->i32"},
     };
     const float x[6] = {1, -2, 3, -4, 5, -6}, p[6] = {1, 2, 3, 4, 5, 6};
     const test_attr_t ax1[] = {A_INTS("axes", 1), A_END};

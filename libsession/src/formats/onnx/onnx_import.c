@@ -446,9 +446,9 @@ static ses_status_t import_old_softmax(importer_t *im, const Onnx__NodeProto *n,
 /* The Reduce ops whose schemas take axes as an attribute (their opset-13 form): at opset 18
  * the axes became an input, turned back into the attribute here. */
 static int is_reduce_with_axes_attribute(const char *op) {
-    static const char *const ops[] = {"ReduceMean",      "ReduceMax",      "ReduceMin",
-                                      "ReduceProd",      "ReduceL1",       "ReduceL2",
-                                      "ReduceLogSum",    "ReduceLogSumExp", "ReduceSumSquare"};
+    static const char *const ops[] = {"ReduceMean",   "ReduceMax",       "ReduceMin",
+                                      "ReduceProd",   "ReduceL1",        "ReduceL2",
+                                      "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(op, ops[i]))
             return 1;
