@@ -346,6 +346,14 @@ enum cpu__op {
     CPU__OP_SOFTMAX,
     CPU__OP_LOGSOFTMAX,
     CPU__OP_ARGMAX,
+    CPU__OP_REDUCEMIN,
+    CPU__OP_REDUCEPROD,
+    CPU__OP_REDUCEL1,
+    CPU__OP_REDUCEL2,
+    CPU__OP_REDUCELOGSUM,
+    CPU__OP_REDUCELOGSUMEXP,
+    CPU__OP_REDUCESUMSQUARE,
+    CPU__OP_ARGMIN,
     CPU__OP_TRANSPOSE,
     CPU__OP_CONCAT,
     CPU__OP_SLICE,
@@ -756,7 +764,9 @@ void cpu__gemm_call(const ses_drv_device_t *device, int split, uint32_t dtype, i
 int32_t cpu__check_blas_dims(const cpu__call_t *call, int64_t m, int64_t n, int64_t k);
 
 /* cpu_reduce.c */
-int32_t cpu__reduce(const cpu__call_t *call);  /* ReduceSum ReduceMax ReduceMean */
+/* ReduceSum ReduceMax ReduceMean ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum
+ * ReduceLogSumExp ReduceSumSquare */
+int32_t cpu__reduce(const cpu__call_t *call);
 /**
  * The reduction body shared with ReduceSumLike: reduces call->in[0] over its dims flagged in
  * @p reduced (rank entries) into call->out, whose elements are the kept ones in order (the
@@ -766,7 +776,7 @@ int32_t cpu__reduce(const cpu__call_t *call);  /* ReduceSum ReduceMax ReduceMean
  */
 int32_t cpu__reduce_dims(const cpu__call_t *call, const int *reduced, uint32_t code);
 int32_t cpu__softmax(const cpu__call_t *call); /* Softmax LogSoftmax */
-int32_t cpu__argmax(const cpu__call_t *call);
+int32_t cpu__argmax(const cpu__call_t *call); /* ArgMax ArgMin */
 
 /* cpu_shape.c */
 int32_t cpu__copy(const cpu__call_t *call); /* Identity Reshape Flatten Squeeze Unsqueeze */

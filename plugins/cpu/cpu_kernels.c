@@ -145,6 +145,14 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__FLOATS(CPU__E_UNARY, X, Softmax, CPU__OP_SOFTMAX, cpu__softmax)       \
     CPU__FLOATS(CPU__E_UNARY, X, LogSoftmax, CPU__OP_LOGSOFTMAX, cpu__softmax) \
     CPU__NUMBERS(CPU__E_TO_I64, X, ArgMax, CPU__OP_ARGMAX, cpu__argmax)        \
+    CPU__NUMBERS(CPU__E_UNARY, X, ReduceMin, CPU__OP_REDUCEMIN, cpu__reduce)                  \
+    CPU__NUMBERS(CPU__E_UNARY, X, ReduceProd, CPU__OP_REDUCEPROD, cpu__reduce)                \
+    CPU__NUMBERS(CPU__E_UNARY, X, ReduceL1, CPU__OP_REDUCEL1, cpu__reduce)                    \
+    CPU__FLOATS(CPU__E_UNARY, X, ReduceL2, CPU__OP_REDUCEL2, cpu__reduce)                     \
+    CPU__FLOATS(CPU__E_UNARY, X, ReduceLogSum, CPU__OP_REDUCELOGSUM, cpu__reduce)             \
+    CPU__FLOATS(CPU__E_UNARY, X, ReduceLogSumExp, CPU__OP_REDUCELOGSUMEXP, cpu__reduce)       \
+    CPU__NUMBERS(CPU__E_UNARY, X, ReduceSumSquare, CPU__OP_REDUCESUMSQUARE, cpu__reduce)      \
+    CPU__NUMBERS(CPU__E_TO_I64, X, ArgMin, CPU__OP_ARGMIN, cpu__argmax)                       \
     CPU__ALL(CPU__E_UNARY, X, Transpose, CPU__OP_TRANSPOSE, cpu__transpose)    \
     CPU__ALL(CPU__E_VARIADIC, X, Concat, CPU__OP_CONCAT, cpu__concat)          \
     CPU__ALL(CPU__E_UNARY, X, Slice, CPU__OP_SLICE, cpu__slice)                \

@@ -253,6 +253,14 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_REDUCEMAX:
     case CPU__OP_REDUCEMEAN:
     case CPU__OP_ARGMAX:
+    case CPU__OP_REDUCEMIN:
+    case CPU__OP_REDUCEPROD:
+    case CPU__OP_REDUCEL1:
+    case CPU__OP_REDUCEL2:
+    case CPU__OP_REDUCELOGSUM:
+    case CPU__OP_REDUCELOGSUMEXP:
+    case CPU__OP_REDUCESUMSQUARE:
+    case CPU__OP_ARGMIN:
     case CPU__OP_TRANSPOSE:
     case CPU__OP_CONCAT:
     case CPU__OP_SLICE:

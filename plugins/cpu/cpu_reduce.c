@@ -1,12 +1,16 @@
 /*
- * Reductions: ReduceSum, ReduceMax, ReduceMean over a normalized list of axes; Softmax and
- * LogSoftmax along one axis; ArgMax.
+ * Reductions: ReduceSum, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+ * ReduceLogSum, ReduceLogSumExp, ReduceSumSquare over a normalized list of axes; Softmax and
+ * LogSoftmax along one axis; ArgMax and ArgMin.
  *
  * Work is split over the pool by output element (or by lane for Softmax), never inside one
  * reduction, so the order of the additions, and with it the result, is the same whatever the
  * number of threads.
  *
- * ReduceMax propagates NaN, as numpy's max does. ArgMax counts NaN as the largest value.
+ * ReduceMax and ReduceMin propagate NaN, as numpy's max and min do. ArgMax counts NaN as the
+ * largest value and ArgMin as the smallest, as numpy's argmax and argmin do (the first NaN wins).
+ * ReduceLogSumExp subtracts each output's max before exp, so it overflows only where its
+ * result does.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -25,7 +29,8 @@
 typedef void (*cpu__acc_fn)(void *dst, const void *src, size_t n);
 /* *acc = reduce(src[0 .. n)) when @p first, else *acc = *acc (op) reduce(src[0 .. n)). */
 typedef void (*cpu__red_fn)(void *acc, const void *src, size_t n, int first);
-/* dst[i] /= divisor (ReduceMean). */
+/* The last step on each output element: dst[i] /= divisor (ReduceMean), sqrt (ReduceL2) or log
+ * (ReduceLogSum), which ignore the divisor. */
 typedef void (*cpu__scale_fn)(void *dst, size_t n, double divisor);
 
 /* Lanes of the 8-way split used to reduce a contiguous row: independent sums vectorise and
@@ -34,17 +39,27 @@ typedef void (*cpu__scale_fn)(void *dst, size_t n, double divisor);
 
 #define CPU__SUM_OP(T, U, a, b) ((T)((U)(a) + (U)(b)))
 #define CPU__MAX_OP(T, U, a, b) (((b) > (a) || CPU__ISNAN_##T(b)) ? (b) : (a))
+#define CPU__MIN_OP(T, U, a, b) (((b) < (a) || CPU__ISNAN_##T(b)) ? (b) : (a))
+#define CPU__PROD_OP(T, U, a, b) ((T)((U)(a) * (U)(b)))
 #define CPU__ISNAN_float(v) ((v) != (v))
 #define CPU__ISNAN_double(v) ((v) != (v))
 #define CPU__ISNAN_int32_t(v) 0
 #define CPU__ISNAN_int64_t(v) 0
 
-#define CPU__REDUCE_LOOPS(kind, OP, T, U, suffix)                                               \
+/* The loops of a sum of MAP(x) (ReduceL1: |x|, ReduceSumSquare and ReduceL2: x * x); plain
+ * reductions are these with the identity map. */
+#define CPU__ID_MAP(T, U, v) (v)
+#define CPU__ABS_MAP(T, U, v) ((v) < 0 ? (T)(0 - (U)(v)) : (v))
+#define CPU__SQUARE_MAP(T, U, v) ((T)((U)(v) * (U)(v)))
+#define CPU__REDUCE_LOOPS(kind, OP, T, U, suffix) \
+    CPU__REDUCE_MAP_LOOPS(kind, OP, CPU__ID_MAP, T, U, suffix)
+
+#define CPU__REDUCE_MAP_LOOPS(kind, OP, MAP, T, U, suffix)                                      \
     static void cpu__acc_##kind##_##suffix(void *dst_, const void *src_, size_t n) {            \
         T *dst = dst_;                                                                          \
         const T *src = src_;                                                                    \
         for (size_t i = 0; i < n; i++)                                                          \
-            dst[i] = OP(T, U, dst[i], src[i]);                                                  \
+            dst[i] = OP(T, U, dst[i], MAP(T, U, src[i]));                                       \
     }                                                                                           \
     static void cpu__red_##kind##_##suffix(void *acc_, const void *src_, size_t n, int first) { \
         T *acc = acc_;                                                                          \
@@ -54,19 +69,19 @@ typedef void (*cpu__scale_fn)(void *dst, size_t n, double divisor);
         T r;                                                                                    \
         if (n >= CPU__LANES) {                                                                  \
             for (size_t j = 0; j < CPU__LANES; j++)                                             \
-                lane[j] = src[j];                                                               \
+                lane[j] = MAP(T, U, src[j]);                                                    \
             for (i = CPU__LANES; i + CPU__LANES <= n; i += CPU__LANES)                          \
                 for (size_t j = 0; j < CPU__LANES; j++)                                         \
-                    lane[j] = OP(T, U, lane[j], src[i + j]);                                    \
+                    lane[j] = OP(T, U, lane[j], MAP(T, U, src[i + j]));                         \
             r = lane[0];                                                                        \
             for (size_t j = 1; j < CPU__LANES; j++)                                             \
                 r = OP(T, U, r, lane[j]);                                                       \
         } else {                                                                                \
-            r = src[0];                                                                         \
+            r = MAP(T, U, src[0]);                                                              \
             i = 1;                                                                              \
         }                                                                                       \
         for (; i < n; i++)                                                                      \
-            r = OP(T, U, r, src[i]);                                                            \
+            r = OP(T, U, r, MAP(T, U, src[i]));                                                 \
         *acc = first ? r : OP(T, U, *acc, r);                                                   \
     }
 
@@ -78,6 +93,32 @@ CPU__REDUCE_LOOPS(max, CPU__MAX_OP, float, float, f32)
 CPU__REDUCE_LOOPS(max, CPU__MAX_OP, double, double, f64)
 CPU__REDUCE_LOOPS(max, CPU__MAX_OP, int32_t, int32_t, i32)
 CPU__REDUCE_LOOPS(max, CPU__MAX_OP, int64_t, int64_t, i64)
+CPU__REDUCE_LOOPS(min, CPU__MIN_OP, float, float, f32)
+CPU__REDUCE_LOOPS(min, CPU__MIN_OP, double, double, f64)
+CPU__REDUCE_LOOPS(min, CPU__MIN_OP, int32_t, int32_t, i32)
+CPU__REDUCE_LOOPS(min, CPU__MIN_OP, int64_t, int64_t, i64)
+CPU__REDUCE_LOOPS(prod, CPU__PROD_OP, float, float, f32)
+CPU__REDUCE_LOOPS(prod, CPU__PROD_OP, double, double, f64)
+CPU__REDUCE_LOOPS(prod, CPU__PROD_OP, int32_t, uint32_t, i32)
+CPU__REDUCE_LOOPS(prod, CPU__PROD_OP, int64_t, uint64_t, i64)
+
+/* The mapped sums, with dst[i] = MAP(src[i]) for the first row a reduction folds in. */
+#define CPU__REDUCE_SUM_OF(kind, MAP, T, U, suffix)                                   \
+    CPU__REDUCE_MAP_LOOPS(kind, CPU__SUM_OP, MAP, T, U, suffix)                       \
+    static void cpu__init_##kind##_##suffix(void *dst_, const void *src_, size_t n) { \
+        T *dst = dst_;                                                                \
+        const T *src = src_;                                                          \
+        for (size_t i = 0; i < n; i++)                                                \
+            dst[i] = MAP(T, U, src[i]);                                               \
+    }
+CPU__REDUCE_SUM_OF(abs, CPU__ABS_MAP, float, float, f32)
+CPU__REDUCE_SUM_OF(abs, CPU__ABS_MAP, double, double, f64)
+CPU__REDUCE_SUM_OF(abs, CPU__ABS_MAP, int32_t, uint32_t, i32)
+CPU__REDUCE_SUM_OF(abs, CPU__ABS_MAP, int64_t, uint64_t, i64)
+CPU__REDUCE_SUM_OF(square, CPU__SQUARE_MAP, float, float, f32)
+CPU__REDUCE_SUM_OF(square, CPU__SQUARE_MAP, double, double, f64)
+CPU__REDUCE_SUM_OF(square, CPU__SQUARE_MAP, int32_t, uint32_t, i32)
+CPU__REDUCE_SUM_OF(square, CPU__SQUARE_MAP, int64_t, uint64_t, i64)
 
 static void cpu__scale_f32(void *dst_, size_t n, double divisor) {
     float *dst = dst_;
@@ -91,8 +132,21 @@ static void cpu__scale_f64(void *dst_, size_t n, double divisor) {
         dst[i] = dst[i] / divisor;
 }
 
+#define CPU__FINISH(name, F, T, suffix)                                        \
+    static void cpu__##name##_##suffix(void *dst_, size_t n, double divisor) { \
+        T *dst = dst_;                                                         \
+        (void)divisor;                                                         \
+        for (size_t i = 0; i < n; i++)                                         \
+            dst[i] = F(dst[i]);                                                \
+    }
+CPU__FINISH(sqrt, sqrtf, float, f32)
+CPU__FINISH(sqrt, sqrt, double, f64)
+CPU__FINISH(log, logf, float, f32)
+CPU__FINISH(log, log, double, f64)
+
 /* ---------------------------------------------------------------------------------------------
- * ReduceSum ReduceMax ReduceMean
+ * ReduceSum ReduceMax ReduceMean ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum
+ * ReduceLogSumExp ReduceSumSquare
  * ------------------------------------------------------------------------------------------- */
 
 /*
@@ -120,8 +174,9 @@ typedef struct cpu__reduce_job {
     unsigned char *out;
     size_t es;
     cpu__acc_fn acc;
+    cpu__acc_fn init; /* the first row folded in, mapped (ReduceL1...); NULL: copied as it is */
     cpu__red_fn red_row;
-    cpu__scale_fn scale; /* NULL unless ReduceMean */
+    cpu__scale_fn scale; /* NULL unless ReduceMean, ReduceL2 or ReduceLogSum */
     double divisor;
 } cpu__reduce_job_t;
 
@@ -170,7 +225,9 @@ static void cpu__reduce_task(void *ctx, uint64_t begin, uint64_t end) {
             memset(ridx, 0, sizeof ridx);
             for (uint64_t c = 0; c < combos; c++) {
                 const unsigned char *src = job->in + (size_t)(base + roff + (int64_t)col) * es;
-                if (c == 0)
+                if (c == 0 && job->init)
+                    job->init(dst, src, (size_t)n);
+                else if (c == 0)
                     memcpy(dst, src, (size_t)n * es);
                 else
                     job->acc(dst, src, (size_t)n);
@@ -204,6 +261,45 @@ static void cpu__reduce_task(void *ctx, uint64_t begin, uint64_t end) {
         cpu__odometer_next(kidx, job->kept, job->kept_stride, job->n_kept, &base);
     }
 }
+
+/*
+ * ReduceLogSumExp's second pass, over output elements [begin, end): each holds its max from
+ * the first, and becomes max + log(sum(exp(x - max))). A max of NaN or an infinity is the
+ * result already (every element -inf, or one +inf or NaN).
+ */
+#define CPU__LSE_TASK(T, EXP, LOG, suffix)                                              \
+    static void cpu__lse_task_##suffix(void *ctx, uint64_t begin, uint64_t end) {       \
+        const cpu__reduce_job_t *job = ctx;                                             \
+        const T *x = (const T *)(const void *)job->in;                                  \
+        T *y = (T *)(void *)job->out;                                                   \
+        const uint64_t combos = cpu__reduce_combos(job);                                \
+        /* The innermost group is a contiguous reduced row, or (kept) one element. */   \
+        const int64_t row = job->inner_kept ? 1 : job->inner;                           \
+        int64_t ridx[CPU__MAX_RANK];                                                    \
+        for (uint64_t e = begin; e < end; e++) {                                        \
+            const T mx = y[e];                                                          \
+            if (mx != mx || mx == (T)INFINITY || mx == -(T)INFINITY)                    \
+                continue;                                                               \
+            int64_t base = 0, roff = 0;                                                 \
+            uint64_t rest = e;                                                          \
+            for (uint32_t d = job->n_kept; d-- > 0;) {                                  \
+                base += (int64_t)(rest % (uint64_t)job->kept[d]) * job->kept_stride[d]; \
+                rest /= (uint64_t)job->kept[d];                                         \
+            }                                                                           \
+            T sum = 0;                                                                  \
+            memset(ridx, 0, sizeof ridx);                                               \
+            for (uint64_t c = 0; c < combos; c++) {                                     \
+                const T *p = x + base + roff;                                           \
+                for (int64_t k = 0; k < row; k++)                                       \
+                    sum += EXP(p[k] - mx);                                              \
+                cpu__odometer_next(ridx, job->red, job->red_stride, job->n_red, &roff); \
+            }                                                                           \
+            y[e] = mx + LOG(sum);                                                       \
+        }                                                                               \
+    }
+
+CPU__LSE_TASK(float, expf, logf, f32)
+CPU__LSE_TASK(double, exp, log, f64)
 
 /* Checks the axes attribute: sorted, unique, each < rank, at least one (none for a scalar,
  * whose reduction is the scalar itself). */
@@ -268,14 +364,83 @@ int32_t cpu__reduce(const cpu__call_t *call) {
                               cpu__format_dims(in->dims, in->rank, a, sizeof a),
                               cpu__format_dims(axes, n_axes, w, sizeof w), keepdims,
                               cpu__format_dims(want, want_rank, x, sizeof x));
-    /* Reducing nothing: the sum is 0, the mean 0/0, and the max does not exist. */
-    if (out->count > 0 && r_total == 0 && code == CPU__OP_REDUCEMAX)
+    /* Reducing nothing: the sum is 0, the mean 0/0, and the max and min do not exist. */
+    if (out->count > 0 && r_total == 0 && (code == CPU__OP_REDUCEMAX || code == CPU__OP_REDUCEMIN))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "reduces over an empty axis: input is %s, axes %s; the max "
+                              "reduces over an empty axis: input is %s, axes %s; the %s "
                               "of no elements is undefined",
                               cpu__format_dims(in->dims, in->rank, a, sizeof a),
-                              cpu__format_dims(axes, n_axes, w, sizeof w));
+                              cpu__format_dims(axes, n_axes, w, sizeof w),
+                              code == CPU__OP_REDUCEMAX ? "max" : "min");
     return cpu__reduce_dims(call, reduced, code);
+}
+
+/* Sets @p job's loops for @p code over @p dtype; 0 when there are none. ReduceLogSumExp's
+ * first pass is ReduceMax's. */
+static int cpu__reduce_pick(cpu__reduce_job_t *job, uint32_t code, uint32_t dtype) {
+    const int f32 = dtype == SES_DRV_DTYPE_F32;
+    int ok = 1;
+
+#define CPU__PICK(kind)                           \
+    do {                                          \
+        switch (dtype) {                          \
+        case SES_DRV_DTYPE_F32:                   \
+            job->acc = cpu__acc_##kind##_f32;     \
+            job->red_row = cpu__red_##kind##_f32; \
+            break;                                \
+        case SES_DRV_DTYPE_F64:                   \
+            job->acc = cpu__acc_##kind##_f64;     \
+            job->red_row = cpu__red_##kind##_f64; \
+            break;                                \
+        case SES_DRV_DTYPE_I32:                   \
+            job->acc = cpu__acc_##kind##_i32;     \
+            job->red_row = cpu__red_##kind##_i32; \
+            break;                                \
+        case SES_DRV_DTYPE_I64:                   \
+            job->acc = cpu__acc_##kind##_i64;     \
+            job->red_row = cpu__red_##kind##_i64; \
+            break;                                \
+        default: return 0;                        \
+        }                                         \
+    } while (0)
+#define CPU__PICK_INIT(kind)                                          \
+    job->init = dtype == SES_DRV_DTYPE_F32   ? cpu__init_##kind##_f32 \
+                : dtype == SES_DRV_DTYPE_F64 ? cpu__init_##kind##_f64 \
+                : dtype == SES_DRV_DTYPE_I32 ? cpu__init_##kind##_i32 \
+                                             : cpu__init_##kind##_i64
+
+    switch (code) {
+    case CPU__OP_REDUCESUM:
+    case CPU__OP_REDUCEMEAN:
+    case CPU__OP_REDUCELOGSUM: CPU__PICK(sum); break;
+    case CPU__OP_REDUCEMAX:
+    case CPU__OP_REDUCELOGSUMEXP: CPU__PICK(max); break;
+    case CPU__OP_REDUCEMIN: CPU__PICK(min); break;
+    case CPU__OP_REDUCEPROD: CPU__PICK(prod); break;
+    case CPU__OP_REDUCEL1:
+        CPU__PICK(abs);
+        CPU__PICK_INIT(abs);
+        break;
+    case CPU__OP_REDUCEL2:
+    case CPU__OP_REDUCESUMSQUARE:
+        CPU__PICK(square);
+        CPU__PICK_INIT(square);
+        break;
+    default: return 0;
+    }
+#undef CPU__PICK
+#undef CPU__PICK_INIT
+    /* The last steps are defined for floats only; the kernel table has no integer entries
+     * for these ops. */
+    if (code == CPU__OP_REDUCEMEAN || code == CPU__OP_REDUCEL2 || code == CPU__OP_REDUCELOGSUM) {
+        ok = f32 || dtype == SES_DRV_DTYPE_F64;
+        job->scale = code == CPU__OP_REDUCEMEAN ? (f32 ? cpu__scale_f32 : cpu__scale_f64)
+                     : code == CPU__OP_REDUCEL2 ? (f32 ? cpu__sqrt_f32 : cpu__sqrt_f64)
+                                                : (f32 ? cpu__log_f32 : cpu__log_f64);
+    }
+    if (code == CPU__OP_REDUCELOGSUMEXP)
+        ok = f32 || dtype == SES_DRV_DTYPE_F64;
+    return ok;
 }
 
 int32_t cpu__reduce_dims(const cpu__call_t *call, const int *reduced, uint32_t code) {
@@ -290,27 +455,44 @@ int32_t cpu__reduce_dims(const cpu__call_t *call, const int *reduced, uint32_t c
         return SES_DRV_OK;
 
     const uint32_t dtype = out->dtype;
+    cpu__reduce_job_t job;
+    memset(&job, 0, sizeof job);
+    if (!cpu__reduce_pick(&job, code, dtype))
+        return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s", cpu__dtype_label(dtype));
     if (r_total == 0) {
-        if (code == CPU__OP_REDUCEMAX)
-            return cpu__call_fail(call, SES_DRV_INTERNAL, "the max of an empty reduction");
+        if (code == CPU__OP_REDUCEMAX || code == CPU__OP_REDUCEMIN)
+            return cpu__call_fail(call, SES_DRV_INTERNAL, "the max or min of an empty reduction");
         memset(out->data, 0, (size_t)(out->count * out->esize));
-        if (code == CPU__OP_REDUCEMEAN)
-            for (uint64_t i = 0; i < out->count; i++) {
-                if (dtype == SES_DRV_DTYPE_F32)
-                    ((float *)(void *)out->data)[i] = NAN;
-                else
-                    ((double *)(void *)out->data)[i] = (double)NAN;
-            }
+        /* The mean of nothing is 0/0, the product 1, the logs of the sum log(0). */
+        double fill = code == CPU__OP_REDUCEMEAN   ? (double)NAN
+                      : code == CPU__OP_REDUCEPROD ? 1.0
+                      : code == CPU__OP_REDUCELOGSUM || code == CPU__OP_REDUCELOGSUMEXP
+                          ? -(double)INFINITY
+                          : 0.0;
+        for (uint64_t i = 0; fill != 0.0 && i < out->count; i++) {
+            if (dtype == SES_DRV_DTYPE_F32)
+                ((float *)(void *)out->data)[i] = (float)fill;
+            else if (dtype == SES_DRV_DTYPE_F64)
+                ((double *)(void *)out->data)[i] = fill;
+            else if (dtype == SES_DRV_DTYPE_I32)
+                ((int32_t *)(void *)out->data)[i] = (int32_t)fill;
+            else
+                ((int64_t *)(void *)out->data)[i] = (int64_t)fill;
+        }
         return SES_DRV_OK;
     }
     if (r_total == 1) {
-        /* Only size-1 dims are reduced: every output element is its one input element. */
-        memcpy(out->data, in->data, (size_t)(out->count * out->esize));
+        /* Only size-1 dims are reduced: every output element is its one input element, mapped
+         * and finished where the op does (ReduceL1's |x|, ReduceLogSum's log x...). */
+        if (job.init)
+            job.init(out->data, in->data, (size_t)out->count);
+        else
+            memcpy(out->data, in->data, (size_t)(out->count * out->esize));
+        if (job.scale)
+            job.scale(out->data, (size_t)out->count, 1.0);
         return SES_DRV_OK;
     }
 
-    cpu__reduce_job_t job;
-    memset(&job, 0, sizeof job);
     /* Group the dims, innermost first, so each group's stride is the product after it. */
     int64_t g_size[CPU__MAX_RANK], g_stride[CPU__MAX_RANK];
     int g_red[CPU__MAX_RANK];
@@ -347,31 +529,6 @@ int32_t cpu__reduce_dims(const cpu__call_t *call, const int *reduced, uint32_t c
     job.in = in->data;
     job.out = out->data;
     job.es = out->esize;
-    const int max = code == CPU__OP_REDUCEMAX;
-    switch (dtype) {
-    case SES_DRV_DTYPE_F32:
-        job.acc = max ? cpu__acc_max_f32 : cpu__acc_sum_f32;
-        job.red_row = max ? cpu__red_max_f32 : cpu__red_sum_f32;
-        job.scale = cpu__scale_f32;
-        break;
-    case SES_DRV_DTYPE_F64:
-        job.acc = max ? cpu__acc_max_f64 : cpu__acc_sum_f64;
-        job.red_row = max ? cpu__red_max_f64 : cpu__red_sum_f64;
-        job.scale = cpu__scale_f64;
-        break;
-    case SES_DRV_DTYPE_I32:
-        job.acc = max ? cpu__acc_max_i32 : cpu__acc_sum_i32;
-        job.red_row = max ? cpu__red_max_i32 : cpu__red_sum_i32;
-        break;
-    case SES_DRV_DTYPE_I64:
-        job.acc = max ? cpu__acc_max_i64 : cpu__acc_sum_i64;
-        job.red_row = max ? cpu__red_max_i64 : cpu__red_sum_i64;
-        break;
-    default:
-        return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s", cpu__dtype_label(dtype));
-    }
-    if (code != CPU__OP_REDUCEMEAN)
-        job.scale = NULL;
     job.divisor = (double)r_total;
     if (job.inner_kept) {
         job.block =
@@ -382,6 +539,9 @@ int32_t cpu__reduce_dims(const cpu__call_t *call, const int *reduced, uint32_t c
     } else {
         cpu__parallel(call, out->count, r_total, cpu__reduce_task, &job);
     }
+    if (code == CPU__OP_REDUCELOGSUMEXP)
+        cpu__parallel(call, out->count, r_total * 4,
+                      dtype == SES_DRV_DTYPE_F32 ? cpu__lse_task_f32 : cpu__lse_task_f64, &job);
     return SES_DRV_OK;
 }
 
@@ -556,7 +716,7 @@ int32_t cpu__softmax(const cpu__call_t *call) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * ArgMax
+ * ArgMax ArgMin
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct cpu__argmax_job {
@@ -564,14 +724,17 @@ typedef struct cpu__argmax_job {
     int64_t *out;
     int64_t dim, inner;
     int last; /* select_last_index */
+    int min;  /* ArgMin */
 } cpu__argmax_job_t;
 
-/* NaN counts as the largest value; among equals the first wins, or the last when asked. */
+/* NaN counts as the largest value (ArgMin: the smallest); among equals the first wins, or the
+ * last when asked. */
 #define CPU__ARGMAX_TASK(T, suffix)                                                  \
     static void cpu__argmax_task_##suffix(void *ctx, uint64_t begin, uint64_t end) { \
         const cpu__argmax_job_t *job = ctx;                                          \
         const T *x = (const T *)(const void *)job->in;                               \
         const uint64_t inner = (uint64_t)job->inner;                                 \
+        const int mn = job->min;                                                     \
         for (uint64_t l = begin; l < end; l++) {                                     \
             const T *p = x + (l / inner) * (uint64_t)job->dim * inner + l % inner;   \
             T best = p[0];                                                           \
@@ -582,7 +745,7 @@ typedef struct cpu__argmax_job {
                 if (v != v)                                                          \
                     take = best == best || job->last;                                \
                 else                                                                 \
-                    take = v > best || (job->last && v == best);                     \
+                    take = (mn ? v < best : v > best) || (job->last && v == best);   \
                 if (take) {                                                          \
                     best = v;                                                        \
                     at = d;                                                          \
@@ -641,8 +804,9 @@ int32_t cpu__argmax(const cpu__call_t *call) {
         return SES_DRV_OK;
     if (in->dims[axis] == 0)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "axis %" PRId64 " of input %s is empty; there is no largest element",
-                              axis, cpu__format_dims(in->dims, in->rank, a, sizeof a));
+                              "axis %" PRId64 " of input %s is empty; there is no %s element", axis,
+                              cpu__format_dims(in->dims, in->rank, a, sizeof a),
+                              call->spec->code == CPU__OP_ARGMIN ? "smallest" : "largest");
 
     cpu__argmax_job_t job;
     job.in = in->data;
@@ -650,6 +814,7 @@ int32_t cpu__argmax(const cpu__call_t *call) {
     job.dim = in->dims[axis];
     job.inner = (int64_t)cpu__dims_product(in->dims, (uint32_t)axis + 1, in->rank);
     job.last = last != 0;
+    job.min = call->spec->code == CPU__OP_ARGMIN;
     cpu__task_fn fn;
     switch (in->dtype) {
     case SES_DRV_DTYPE_F32: fn = cpu__argmax_task_f32; break;

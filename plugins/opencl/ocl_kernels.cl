@@ -122,7 +122,9 @@ STRIDED(strided2, ushort)
 STRIDED(strided4, uint)
 STRIDED(strided8, ulong)
 
-/* Reductions of f32: 0 sum, 1 mean (sum times scale), 2 max (NaN wins), 3 sum times scale. */
+/* Reductions of f32: 0 sum, 1 mean (sum times scale), 2 max (NaN wins), 3 sum times scale,
+ * 4 min (NaN wins), 5 product, 6 L1, 7 L2, 8 log of the sum, 9 log of the sum of exp (the max
+ * subtracted first, in a pass of its own), 10 sum of squares. */
 kernel void reduce_f32(global const float *x, ulong xo, global float *y, ulong yo, ulong nout,
                        ulong nred, rd_t r, int op, float scale) {
     FOR_EACH(i, nout) {
@@ -132,21 +134,45 @@ kernel void reduce_f32(global const float *x, ulong xo, global float *y, ulong y
             base += (long)(rest % (ulong)r.odims[d]) * r.ost[d];
             rest /= (ulong)r.odims[d];
         }
-        float acc = op == 2 ? -INFINITY : 0.0f;
-        for (ulong j = 0; j < nred; j++) {
-            long off = 0;
-            ulong q = j;
-            for (int d = r.rrank - 1; d >= 0; d--) {
-                off += (long)(q % (ulong)r.rdims[d]) * r.rst[d];
-                q /= (ulong)r.rdims[d];
+        float acc = op == 2 || op == 9 ? -INFINITY : op == 4 ? INFINITY : op == 5 ? 1.0f : 0.0f;
+        float mx = 0.0f;
+        /* LogSumExp's first pass finds the max; a NaN or infinite max is the result. */
+        for (int pass = op == 9 ? 0 : 1; pass < 2; pass++) {
+            if (pass == 1 && op == 9) {
+                mx = acc;
+                acc = 0.0f;
+                if (isnan(mx) || isinf(mx))
+                    break;
             }
-            float v = x[xo + base + off];
-            if (op == 2)
-                acc = (v > acc || isnan(v)) && !isnan(acc) ? v : acc;
-            else
-                acc += v;
+            for (ulong j = 0; j < nred; j++) {
+                long off = 0;
+                ulong q = j;
+                for (int d = r.rrank - 1; d >= 0; d--) {
+                    off += (long)(q % (ulong)r.rdims[d]) * r.rst[d];
+                    q /= (ulong)r.rdims[d];
+                }
+                float v = x[xo + base + off];
+                if (op == 2 || (op == 9 && pass == 0))
+                    acc = (v > acc || isnan(v)) && !isnan(acc) ? v : acc;
+                else if (op == 4)
+                    acc = (v < acc || isnan(v)) && !isnan(acc) ? v : acc;
+                else if (op == 5)
+                    acc *= v;
+                else if (op == 6)
+                    acc += fabs(v);
+                else if (op == 7 || op == 10)
+                    acc += v * v;
+                else if (op == 9)
+                    acc += exp(v - mx);
+                else
+                    acc += v;
+            }
         }
-        y[yo + i] = op == 1 || op == 3 ? acc * scale : acc;
+        y[yo + i] = op == 1 || op == 3 ? acc * scale
+                    : op == 7          ? sqrt(acc)
+                    : op == 8          ? log(acc)
+                    : op == 9          ? (isnan(mx) || isinf(mx) ? mx : mx + log(acc))
+                                       : acc;
     }
 }
 
@@ -205,17 +231,18 @@ kernel void optim_f32(global float *var, ulong vo, global const float *grad, ulo
     }
 }
 
-/* ArgMax of f32 along the middle axis of [outer, axis, inner] into i64; NaN counts as largest,
- * the first NaN wins; ties take the first index, or the last with select_last. */
+/* ArgMax (ArgMin when is_min) of f32 along the middle axis of [outer, axis, inner] into i64;
+ * NaN counts as largest (smallest), the first NaN wins; ties take the first index, or the last
+ * with select_last. */
 kernel void argmax_f32(global const float *x, ulong xo, global long *y, ulong yo, ulong outer,
-                       ulong axis, ulong inner, int select_last) {
+                       ulong axis, ulong inner, int select_last, int is_min) {
     FOR_EACH(g, outer * inner) {
         ulong base = (g / inner) * axis * inner + g % inner;
         float best = x[xo + base];
         long at = 0;
         for (ulong k = 1; k < axis && !isnan(best); k++) {
             float v = x[xo + base + k * inner];
-            if (isnan(v) || v > best || (select_last && v == best)) {
+            if (isnan(v) || (is_min ? v < best : v > best) || (select_last && v == best)) {
                 best = v;
                 at = (long)k;
             }

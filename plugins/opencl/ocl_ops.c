@@ -948,7 +948,14 @@ static int32_t ocl_k_reduce(ses_drv_device_t *device, void *state,
     if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    int op = !strcmp(node->op, "ReduceSum") ? 0 : !strcmp(node->op, "ReduceMean") ? 1 : 2;
+    /* The kernel's op codes, in the order of its comment. */
+    static const char *const ops[] = {
+        "ReduceSum",    "ReduceMean",      "ReduceMax",      "",
+        "ReduceMin",    "ReduceProd",      "ReduceL1",       "ReduceL2",
+        "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+    int op = 0;
+    while (op < (int)(sizeof ops / sizeof ops[0]) - 1 && strcmp(node->op, ops[op]))
+        op++;
     if ((st = ocl_attr_ints(device, node, "axes", axes, &na)) != SES_DRV_OK)
         return st;
     const ocl_arg_t *x = &in[0];
@@ -974,9 +981,9 @@ static int32_t ocl_k_reduce(ses_drv_device_t *device, void *state,
     if (nout != out[0].count)
         return ocl_shape_fail(device, node, "the output does not match the reduction", x,
                               &out[0]);
-    if (op == 2 && nred == 0 && nout > 0)
+    if ((op == 2 || op == 4) && nred == 0 && nout > 0)
         return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                             "ReduceMax over an empty axis has no value");
+                             "%s over an empty axis has no value", node->op);
     return ocl_reduce_run(device, node, x, &out[0], &r, nred, op,
                           op == 1 ? (float)(1.0 / (double)nred) : 1.0f);
 }
@@ -1134,7 +1141,7 @@ static int32_t ocl_k_argmax(ses_drv_device_t *device, void *state,
     if (!y->count)
         return SES_DRV_OK;
     cl_ulong xo = x->off, yo = y->off;
-    cl_int sl = last != 0;
+    cl_int sl = last != 0, is_min = !strcmp(node->op, "ArgMin");
     OCL_ARG(&a, x->buf->mem);
     OCL_ARG(&a, xo);
     OCL_ARG(&a, y->buf->mem);
@@ -1143,6 +1150,7 @@ static int32_t ocl_k_argmax(ses_drv_device_t *device, void *state,
     OCL_ARG(&a, n);
     OCL_ARG(&a, inner);
     OCL_ARG(&a, sl);
+    OCL_ARG(&a, is_min);
     return ocl_run(device, node, OCL_K_ARGMAX, outer * inner, &a);
 }
 
@@ -2609,6 +2617,13 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     E("ReduceSum", "f32->f32", ocl_k_reduce)
     E("ReduceMean", "f32->f32", ocl_k_reduce)
     E("ReduceMax", "f32->f32", ocl_k_reduce)
+    E("ReduceMin", "f32->f32", ocl_k_reduce)
+    E("ReduceProd", "f32->f32", ocl_k_reduce)
+    E("ReduceL1", "f32->f32", ocl_k_reduce)
+    E("ReduceL2", "f32->f32", ocl_k_reduce)
+    E("ReduceLogSum", "f32->f32", ocl_k_reduce)
+    E("ReduceLogSumExp", "f32->f32", ocl_k_reduce)
+    E("ReduceSumSquare", "f32->f32", ocl_k_reduce)
     E("ReduceSumLike", "f32->f32", ocl_k_reduce_sum_like)
     E("ReduceGrad", "f32->f32", ocl_k_reduce_grad)
     E("Softmax", "f32->f32", ocl_k_softmax)
@@ -2616,6 +2631,7 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     E("SoftmaxGrad", "f32,f32->f32", ocl_k_softmax)
     E("LogSoftmaxGrad", "f32,f32->f32", ocl_k_softmax)
     E("ArgMax", "f32->i64", ocl_k_argmax)
+    E("ArgMin", "f32->i64", ocl_k_argmax)
     E("MatMulGrad", "f32,f32,f32->f32", ocl_k_matmul_grad)
     E("SoftmaxCrossEntropyLoss", "f32,i64->f32", ocl_k_sce)
     E("SoftmaxCrossEntropyLoss", "f32,i32->f32", ocl_k_sce)

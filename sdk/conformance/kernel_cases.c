@@ -97,6 +97,48 @@ static const char *const reduce_max[] = {
     "[6,4]@somenan axes=[0]",
     NULL,
 };
+/* ReduceMin: NaN wins as in ReduceMax (DRV-54). */
+static const char *const reduce_min[] = {
+    REDUCE_ATTR,
+    "[4,5]@nanrow axes=[1] !nan",
+    "[3,5]@nanrow !nan",
+    "[4,3000]@nanrow axes=[1] !nan",
+    "[6,4]@somenan axes=[0]",
+    NULL,
+};
+/* ReduceProd: factors of 0.5 to 4 in magnitude (1 to 20 for integers, whose products wrap the
+ * same way in any order), at most 32 to a product so that f32 neither overflows nor
+ * underflows; the empty product is 1. */
+static const char *const reduce_prod[] = {
+    "[3,4,5]@nz axes=[1]",
+    "[3,4,5]@nz axes=[0,2] keepdims=0",
+    "[3,4]@nz axes=[-1]",
+    "[]@nz",
+    "[0,4] axes=[0]",
+    "[0,4] axes=[1]",
+    "[512,32]@nz axes=[1]",
+    "[32,512]@nz axes=[0]",
+    NULL,
+};
+/* ReduceL1, ReduceL2, ReduceSumSquare: sums of |x| and x * x; the empty ones are 0. */
+static const char *const reduce_norm[] = {REDUCE_ATTR, "[0,4] axes=[0]", NULL};
+/* ReduceLogSum: positive sums only (the log of the empty sum is -inf). */
+static const char *const reduce_log_sum[] = {
+    "[3,4,5]@pos axes=[1]",
+    "[3,4,5]@pos axes=[0,2] keepdims=0",
+    "[3,4]@pos axes=[-1]",
+    "[]@pos",
+    "[7,9]@pos",
+    "[0,4]@pos axes=[1]",
+    "[0,4] axes=[0]",
+    "[256,256]@pos axes=[1]",
+    "[4,3000]@pos axes=[1]",
+    NULL,
+};
+/* ReduceLogSumExp: a NaN in every reduced row makes every output NaN. */
+static const char *const reduce_log_sum_exp[] = {
+    REDUCE_ATTR, "[0,4] axes=[0]", "[4,5]@nanrow axes=[1] !nan", "[32,512] axes=[0]", NULL,
+};
 static const char *const softmax[] = {
     "[3,4] axis=1", "[2,3,4] axis=0", "[2,3,4]", "[7] axis=0", "[0,5] axis=1",
     "[64,1000] axis=1", NULL,
@@ -109,6 +151,17 @@ static const char *const argmax[] = {
     "[0,5] axis=1",
     "[256,256] axis=1",
     "[4,6]@nanrow axis=1", /* NaN counts as the largest (DRV-54) */
+    NULL,
+};
+
+static const char *const argmin[] = {
+    "[3,4] axis=1",
+    "[3,4,5] axis=0 keepdims=0",
+    "[7]@small axis=0 select_last_index=1",
+    "[6,5]@small axis=1",
+    "[0,5] axis=1",
+    "[256,256] axis=1",
+    "[4,6]@nanrow axis=1", /* NaN counts as the smallest, as in numpy */
     NULL,
 };
 
@@ -583,6 +636,14 @@ static const ses_conf_op_cases_t table[] = {
     {"Softmax", LIBM, softmax},
     {"LogSoftmax", LIBM, softmax},
     {"ArgMax", EXACT, argmax},
+    {"ReduceMin", EXACT, reduce_min},
+    {"ReduceProd", PRODUCTS, reduce_prod},
+    {"ReduceL1", SUMS, reduce_norm},
+    {"ReduceL2", SUMS, reduce_norm},
+    {"ReduceLogSum", SUMS, reduce_log_sum},
+    {"ReduceLogSumExp", SUMS, reduce_log_sum_exp},
+    {"ReduceSumSquare", SUMS, reduce_norm},
+    {"ArgMin", EXACT, argmin},
     {"Transpose", EXACT, transpose},
     {"Concat", EXACT, concat},
     {"Slice", EXACT, slice},

@@ -265,6 +265,62 @@ static void an_old_softmax_flattens_at_its_axis(void **state) {
     unbuild(&b);
 }
 
+/* At op set 18 the Reduce ops take axes as an input; a constant one becomes the attribute their
+ * schemas read. x = [1, 2, 3, 4] reduced over axis 0, keepdims 1. */
+static void reduce_axes_inputs_of_op_set_18_become_the_attribute(void **state) {
+    static const char *const ops[] = {"ReduceMin", "ReduceL2", "ReduceLogSumExp",
+                                      "ReduceSumSquare"};
+    const double want[] = {1, sqrt(30.0), log(exp(1) + exp(2) + exp(3) + exp(4)), 30};
+    static const float xs[4] = {1, 2, 3, 4};
+    const int64_t four = 4;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        char node[64];
+        const char *nodes[2] = {"Constant:x:axes", node};
+        built_t b;
+        ses_onnx_model_t *m = NULL;
+        ses_session_t *s = NULL;
+        ses_tensor_t *x, *y = NULL;
+        ses_feed_t feed;
+        ses_edge_t out;
+        Onnx__AttributeProto value, *value_ptr[1] = {&value};
+        int64_t axes[1] = {0};
+
+        snprintf(node, sizeof node, "%s:x,axes:y", ops[i]);
+        build(&b, nodes, 2, "y");
+        b.opset.version = 18;
+        /* The Constant has no inputs: drop the one the spec string needed. */
+        free(b.node_in[0][0]);
+        b.nodes[0].n_input = 0;
+        onnx__attribute_proto__init(&value);
+        value.name = "value_ints";
+        value.has_type = 1;
+        value.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        value.n_ints = 1;
+        value.ints = axes;
+        b.nodes[0].n_attribute = 1;
+        b.nodes[0].attribute = value_ptr;
+        if (import_built(&b, NULL, &m) != SES_OK)
+            fail_msg("%s: %s", ops[i], ses_last_error());
+        assert_int_equal(ses_tensor_create_from(SES_F32, 1, &four, xs, sizeof xs, &x), SES_OK);
+        assert_int_equal(ses_session_open(ses_onnx_model_graph(m), NULL, 0, NULL, &s), SES_OK);
+        feed.edge = ses_onnx_model_input(m, 0);
+        feed.value = x;
+        out = ses_onnx_model_output(m, 0);
+        if (ses_session_eval(s, &out, 1, &feed, 1, NULL, 0, &y) != SES_OK)
+            fail_msg("%s: %s", ops[i], ses_last_error());
+        assert_int_equal(ses_tensor_rank(y), 1);
+        assert_int_equal(ses_tensor_count(y), 1);
+        assert_float_equal(((float *)ses_tensor_data(y))[0], want[i], 1e-5 * want[i]);
+        ses_tensor_release(x);
+        ses_tensor_release(y);
+        ses_session_destroy(s);
+        ses_onnx_model_destroy(m);
+        unbuild(&b);
+    }
+}
+
 /* ---- hostile models ----------------------------------------------------------------------- */
 
 static void bytes_that_are_not_protobuf_are_refused(void **state) {
@@ -517,6 +573,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_mlp_matches_numpy),
         cmocka_unit_test(an_old_softmax_flattens_at_its_axis),
+        cmocka_unit_test(reduce_axes_inputs_of_op_set_18_become_the_attribute),
         cmocka_unit_test(bytes_that_are_not_protobuf_are_refused),
         cmocka_unit_test(null_arguments_are_named),
         cmocka_unit_test(every_truncation_of_a_model_is_an_error),

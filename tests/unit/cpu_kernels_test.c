@@ -1978,6 +1978,162 @@ static void reducing_an_empty_axis_sums_to_zero_averages_to_nan_and_has_no_max(v
     RUN_OK(f, "ReduceMax", "f64->f64", ax0, 1, &in, tensor(F64, NULL, 2, 1, 0), NULL);
 }
 
+/* ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare: the
+ * entries exist in the dtypes they carry, and each agrees with its definition over the
+ * innermost axis (a contiguous row) and the outer one (whole rows folded in). */
+static void the_other_reductions_match_their_definitions(void **state) {
+    fixture_t *f = *state;
+    static const char *const have[][2] = {
+        {"ReduceMin", "i32->i32"},       {"ReduceProd", "i64->i64"},
+        {"ReduceL1", "f64->f64"},        {"ReduceL2", "f32->f32"},
+        {"ReduceLogSum", "f64->f64"},    {"ReduceLogSumExp", "f32->f32"},
+        {"ReduceSumSquare", "i32->i32"}, {"ArgMin", "i64->i64"},
+    };
+    static const char *const lack[][2] = {
+        {"ReduceL2", "i32->i32"},
+        {"ReduceLogSum", "i64->i64"},
+        {"ReduceLogSumExp", "i32->i32"},
+    };
+    const float x[6] = {1, -2, 3, -4, 5, -6}, p[6] = {1, 2, 3, 4, 5, 6};
+    const test_attr_t ax1[] = {A_INTS("axes", 1), A_END};
+    const test_attr_t ax0_flat[] = {A_INTS("axes", 0), A_INT("keepdims", 0), A_END};
+    targ_t in = tensor(F32, x, 2, 2, 3), pin = tensor(F32, p, 2, 2, 3);
+    float got[3];
+
+    for (size_t i = 0; i < sizeof have / sizeof have[0]; i++)
+        if (!find_kernel_on(f->api, f->device, have[i][0], have[i][1]))
+            fail_msg("no %s %s", have[i][0], have[i][1]);
+    for (size_t i = 0; i < sizeof lack / sizeof lack[0]; i++)
+        if (find_kernel_on(f->api, f->device, lack[i][0], lack[i][1]))
+            fail_msg("%s %s should not exist", lack[i][0], lack[i][1]);
+
+    RUN_OK(f, "ReduceMin", "f32->f32", ax1, 1, &in, tensor(F32, NULL, 2, 2, 1), got);
+    expect_f32((const float[]){-2, -6}, got, 2, 0);
+    RUN_OK(f, "ReduceMin", "f32->f32", ax0_flat, 1, &in, tensor(F32, NULL, 1, 3), got);
+    expect_f32((const float[]){-4, -2, -6}, got, 3, 0);
+    RUN_OK(f, "ReduceProd", "f32->f32", ax1, 1, &in, tensor(F32, NULL, 2, 2, 1), got);
+    expect_f32((const float[]){-6, 120}, got, 2, 0);
+    RUN_OK(f, "ReduceProd", "f32->f32", ax0_flat, 1, &in, tensor(F32, NULL, 1, 3), got);
+    expect_f32((const float[]){-4, -10, -18}, got, 3, 0);
+    RUN_OK(f, "ReduceL1", "f32->f32", ax1, 1, &in, tensor(F32, NULL, 2, 2, 1), got);
+    expect_f32((const float[]){6, 15}, got, 2, 0);
+    RUN_OK(f, "ReduceL1", "f32->f32", ax0_flat, 1, &in, tensor(F32, NULL, 1, 3), got);
+    expect_f32((const float[]){5, 7, 9}, got, 3, 0);
+    RUN_OK(f, "ReduceSumSquare", "f32->f32", ax1, 1, &in, tensor(F32, NULL, 2, 2, 1), got);
+    expect_f32((const float[]){14, 77}, got, 2, 0);
+    RUN_OK(f, "ReduceSumSquare", "f32->f32", ax0_flat, 1, &in, tensor(F32, NULL, 1, 3), got);
+    expect_f32((const float[]){17, 29, 45}, got, 3, 0);
+    RUN_OK(f, "ReduceL2", "f32->f32", ax1, 1, &in, tensor(F32, NULL, 2, 2, 1), got);
+    expect_f32((const float[]){sqrtf(14), sqrtf(77)}, got, 2, 1e-6);
+    RUN_OK(f, "ReduceL2", "f32->f32", ax0_flat, 1, &in, tensor(F32, NULL, 1, 3), got);
+    expect_f32((const float[]){sqrtf(17), sqrtf(29), sqrtf(45)}, got, 3, 1e-6);
+    RUN_OK(f, "ReduceLogSum", "f32->f32", ax1, 1, &pin, tensor(F32, NULL, 2, 2, 1), got);
+    expect_f32((const float[]){logf(6), logf(15)}, got, 2, 1e-6);
+    RUN_OK(f, "ReduceLogSum", "f32->f32", ax0_flat, 1, &pin, tensor(F32, NULL, 1, 3), got);
+    expect_f32((const float[]){logf(5), logf(7), logf(9)}, got, 3, 1e-6);
+    RUN_OK(f, "ReduceLogSumExp", "f32->f32", ax1, 1, &in, tensor(F32, NULL, 2, 2, 1), got);
+    expect_f32((const float[]){(float)log(exp(1) + exp(-2) + exp(3)),
+                               (float)log(exp(-4) + exp(5) + exp(-6))},
+               got, 2, 1e-6);
+    RUN_OK(f, "ReduceLogSumExp", "f32->f32", ax0_flat, 1, &in, tensor(F32, NULL, 1, 3), got);
+    expect_f32((const float[]){(float)log(exp(1) + exp(-4)), (float)log(exp(-2) + exp(5)),
+                               (float)log(exp(3) + exp(-6))},
+               got, 3, 1e-6);
+
+    /* Rows of 20 go through the 8-lane loops, mapped. */
+    double r[40], want[2] = {0, 0}, sq[2] = {0, 0}, dgot[2];
+    for (int i = 0; i < 40; i++) {
+        r[i] = (double)((i * 7) % 11) - 5.5;
+        want[i / 20] += fabs(r[i]);
+        sq[i / 20] += r[i] * r[i];
+    }
+    targ_t rin = tensor(F64, r, 2, 2, 20);
+    RUN_OK(f, "ReduceL1", "f64->f64", ax1, 1, &rin, tensor(F64, NULL, 2, 2, 1), dgot);
+    expect_f64(want, dgot, 2, 1e-12);
+    RUN_OK(f, "ReduceSumSquare", "f64->f64", ax1, 1, &rin, tensor(F64, NULL, 2, 2, 1), dgot);
+    expect_f64(sq, dgot, 2, 1e-12);
+
+    /* Integers wrap as unsigned arithmetic does; |INT32_MIN| is INT32_MIN. */
+    const int32_t ix[4] = {65536, 65537, INT32_MIN, 3};
+    int32_t igot[2];
+    targ_t iin = tensor(I32, ix, 2, 2, 2);
+    RUN_OK(f, "ReduceProd", "i32->i32", ax1, 1, &iin, tensor(I32, NULL, 2, 2, 1), igot);
+    expect_i32((const int32_t[]){65536, INT32_MIN}, igot, 2);
+    RUN_OK(f, "ReduceL1", "i32->i32", ax1, 1, &iin, tensor(I32, NULL, 2, 2, 1), igot);
+    expect_i32((const int32_t[]){131073, INT32_MIN + 3}, igot, 2);
+    RUN_OK(f, "ReduceMin", "i32->i32", ax0_flat, 1, &iin, tensor(I32, NULL, 1, 2), igot);
+    expect_i32((const int32_t[]){INT32_MIN, 3}, igot, 2);
+    const int64_t lx[2] = {-3000000000, 2};
+    int64_t lgot[1];
+    const test_attr_t all[] = {A_INTS("axes", 0), A_INT("keepdims", 0), A_END};
+    targ_t lin = tensor(I64, lx, 1, 2);
+    RUN_OK(f, "ReduceSumSquare", "i64->i64", all, 1, &lin, tensor(I64, NULL, 0), lgot);
+    assert_true(lgot[0] == INT64_C(9000000000000000004));
+}
+
+/* ReduceLogSumExp subtracts the max: large values do not overflow, and infinities and NaN come
+ * out as themselves. Reducing a size-1 axis still maps and finishes each element. */
+static void reduce_log_sum_exp_is_stable_and_size_one_axes_still_map(void **state) {
+    fixture_t *f = *state;
+    const float big[8] = {1000, 1000, -INFINITY, -INFINITY, INFINITY, 1, NAN, 1};
+    const test_attr_t ax1[] = {A_INTS("axes", 1), A_INT("keepdims", 0), A_END};
+    targ_t in = tensor(F32, big, 2, 4, 2);
+    float got[4];
+
+    RUN_OK(f, "ReduceLogSumExp", "f32->f32", ax1, 1, &in, tensor(F32, NULL, 1, 4), got);
+    expect_f32((const float[]){1000 + logf(2), -INFINITY, INFINITY, NAN}, got, 4, 1e-6);
+    /* Over the outer axis, [2,4] read down its columns: the same values, transposed. */
+    const float t[8] = {1000, -INFINITY, INFINITY, NAN, 1000, -INFINITY, 1, 1};
+    const test_attr_t ax0[] = {A_INTS("axes", 0), A_INT("keepdims", 0), A_END};
+    targ_t tin = tensor(F32, t, 2, 2, 4);
+    RUN_OK(f, "ReduceLogSumExp", "f32->f32", ax0, 1, &tin, tensor(F32, NULL, 1, 4), got);
+    expect_f32((const float[]){1000 + logf(2), -INFINITY, INFINITY, NAN}, got, 4, 1e-6);
+
+    const double one[2] = {-3, 2.718281828459045};
+    double dgot[2];
+    targ_t oin = tensor(F64, one, 2, 2, 1);
+    RUN_OK(f, "ReduceL1", "f64->f64", ax1, 1, &oin, tensor(F64, NULL, 1, 2), dgot);
+    expect_f64((const double[]){3, 2.718281828459045}, dgot, 2, 0);
+    RUN_OK(f, "ReduceL2", "f64->f64", ax1, 1, &oin, tensor(F64, NULL, 1, 2), dgot);
+    expect_f64((const double[]){3, 2.718281828459045}, dgot, 2, 1e-15);
+    RUN_OK(f, "ReduceSumSquare", "f64->f64", ax1, 1, &oin, tensor(F64, NULL, 1, 2), dgot);
+    expect_f64((const double[]){9, 2.718281828459045 * 2.718281828459045}, dgot, 2, 1e-15);
+    RUN_OK(f, "ReduceLogSum", "f64->f64", ax1, 1, &oin, tensor(F64, NULL, 1, 2), dgot);
+    assert_true(isnan(dgot[0]));
+    expect_f64((const double[]){1}, dgot + 1, 1, 1e-15);
+    RUN_OK(f, "ReduceLogSumExp", "f64->f64", ax1, 1, &oin, tensor(F64, NULL, 1, 2), dgot);
+    expect_f64(one, dgot, 2, 0);
+}
+
+/* The empty product is 1, the logs of the empty sum -inf, the norms 0; the min does not
+ * exist. */
+static void the_other_reductions_of_an_empty_axis(void **state) {
+    fixture_t *f = *state;
+    const double x[1] = {0};
+    const test_attr_t ax1[] = {A_INTS("axes", 1), A_END};
+    targ_t in = tensor(F64, x, 2, 2, 0);
+    double got[2];
+
+    RUN_OK(f, "ReduceProd", "f64->f64", ax1, 1, &in, tensor(F64, NULL, 2, 2, 1), got);
+    expect_f64((const double[]){1, 1}, got, 2, 0);
+    RUN_OK(f, "ReduceLogSum", "f64->f64", ax1, 1, &in, tensor(F64, NULL, 2, 2, 1), got);
+    expect_f64((const double[]){-INFINITY, -INFINITY}, got, 2, 0);
+    RUN_OK(f, "ReduceLogSumExp", "f64->f64", ax1, 1, &in, tensor(F64, NULL, 2, 2, 1), got);
+    expect_f64((const double[]){-INFINITY, -INFINITY}, got, 2, 0);
+    RUN_OK(f, "ReduceL2", "f64->f64", ax1, 1, &in, tensor(F64, NULL, 2, 2, 1), got);
+    expect_f64((const double[]){0, 0}, got, 2, 0);
+    const int64_t l[1] = {0};
+    int64_t lgot[2];
+    targ_t lin = tensor(I64, l, 2, 2, 0);
+    RUN_OK(f, "ReduceProd", "i64->i64", ax1, 1, &lin, tensor(I64, NULL, 2, 2, 1), lgot);
+    expect_i64((const int64_t[]){1, 1}, lgot, 2);
+    f->name = "rmin";
+    assert_int_equal(run(f, "ReduceMin", "f64->f64", ax1, 1, &in, tensor(F64, NULL, 2, 2, 1), NULL),
+                     SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "ReduceMin \"rmin\"");
+    assert_message_contains(f, "the min of no elements");
+}
+
 static void reductions_refuse_bad_axes_and_wrong_output_shapes(void **state) {
     fixture_t *f = *state;
     const float x[6] = {0};
@@ -2088,6 +2244,47 @@ static void argmax_returns_the_first_or_last_index_of_the_largest(void **state) 
         SES_DRV_INVALID_ARGUMENT);
     assert_message_contains(f, "ArgMax \"am\"");
     assert_message_contains(f, "empty");
+}
+
+/* ArgMin: the first or last index of the smallest, NaN counting as the smallest (numpy). */
+static void argmin_returns_the_first_or_last_index_of_the_smallest(void **state) {
+    fixture_t *f = *state;
+    const float x[6] = {4, 1, 1, 0, 2, 0};
+    const test_attr_t first[] = {A_INT("axis", 1), A_END};
+    const test_attr_t last[] = {A_INT("axis", 1), A_INT("select_last_index", 1),
+                                A_INT("keepdims", 0), A_END};
+    const test_attr_t cols[] = {A_INT("axis", 0), A_INT("keepdims", 0), A_END};
+    targ_t in = tensor(F32, x, 2, 2, 3);
+    int64_t got[3];
+
+    RUN_OK(f, "ArgMin", "f32->i64", first, 1, &in, tensor(I64, NULL, 2, 2, 1), got);
+    expect_i64((const int64_t[]){1, 0}, got, 2);
+    RUN_OK(f, "ArgMin", "f32->i64", last, 1, &in, tensor(I64, NULL, 1, 2), got);
+    expect_i64((const int64_t[]){2, 2}, got, 2);
+    RUN_OK(f, "ArgMin", "f32->i64", cols, 1, &in, tensor(I64, NULL, 1, 3), got);
+    expect_i64((const int64_t[]){1, 0, 1}, got, 3);
+
+    const float n[4] = {1, NAN, -9, NAN};
+    targ_t nin = tensor(F32, n, 1, 4);
+    const test_attr_t flat[] = {A_INT("axis", 0), A_INT("keepdims", 0), A_END};
+    const test_attr_t flat_last[] = {A_INT("axis", 0), A_INT("keepdims", 0),
+                                     A_INT("select_last_index", 1), A_END};
+    RUN_OK(f, "ArgMin", "f32->i64", flat, 1, &nin, tensor(I64, NULL, 0), got);
+    assert_int_equal(got[0], 1);
+    RUN_OK(f, "ArgMin", "f32->i64", flat_last, 1, &nin, tensor(I64, NULL, 0), got);
+    assert_int_equal(got[0], 3);
+    const int64_t l[3] = {INT64_MAX, INT64_MIN, INT64_MIN};
+    targ_t lin = tensor(I64, l, 1, 3);
+    RUN_OK(f, "ArgMin", "i64->i64", flat, 1, &lin, tensor(I64, NULL, 0), got);
+    assert_int_equal(got[0], 1);
+
+    targ_t empty = tensor(F32, x, 2, 2, 0);
+    f->name = "amin";
+    assert_int_equal(
+        run(f, "ArgMin", "f32->i64", first, 1, &empty, tensor(I64, NULL, 2, 2, 1), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "ArgMin \"amin\"");
+    assert_message_contains(f, "no smallest element");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -3189,6 +3386,10 @@ int main(void) {
         TEST(reductions_refuse_bad_axes_and_wrong_output_shapes),
         TEST(softmax_normalizes_along_the_axis_without_overflow),
         TEST(argmax_returns_the_first_or_last_index_of_the_largest),
+        TEST(argmin_returns_the_first_or_last_index_of_the_smallest),
+        TEST(the_other_reductions_match_their_definitions),
+        TEST(reduce_log_sum_exp_is_stable_and_size_one_axes_still_map),
+        TEST(the_other_reductions_of_an_empty_axis),
         TEST(transpose_permutes_axes_at_every_element_width),
         TEST(transpose_of_large_batched_matrices_matches_index_arithmetic),
         TEST(transpose_refuses_a_perm_that_is_not_a_permutation),

@@ -124,6 +124,30 @@ static ses_status_t b_reduce_max(ses_graph_t *g, const ses_edge_t *x, ses_edge_t
     return op1(g, "ReduceMax", x[0], a, 2, y);
 }
 
+static ses_status_t b_reduce_min(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t axes[] = {0};
+    ses_attr_t a = ses_attr_ints("axes", axes, 1);
+    return op1(g, "ReduceMin", x[0], &a, 1, y);
+}
+
+static ses_status_t b_reduce_sum_square(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t axes[] = {-1};
+    ses_attr_t a[2] = {ses_attr_ints("axes", axes, 1), ses_attr_int("keepdims", 0)};
+    return op1(g, "ReduceSumSquare", x[0], a, 2, y);
+}
+
+static ses_status_t b_reduce_l2(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t axes[] = {0, 2};
+    ses_attr_t a = ses_attr_ints("axes", axes, 2);
+    return op1(g, "ReduceL2", x[0], &a, 1, y);
+}
+
+static ses_status_t b_reduce_log_sum_exp(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t axes[] = {1};
+    ses_attr_t a = ses_attr_ints("axes", axes, 1);
+    return op1(g, "ReduceLogSumExp", x[0], &a, 1, y);
+}
+
 static ses_status_t b_softmax(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
     ses_attr_t a = ses_attr_int("axis", 1);
     return op1(g, "Softmax", x[0], &a, 1, y);
@@ -242,6 +266,10 @@ static const gcase_t cases[] = {
     {"ReduceSum", 1, {X(3, 2, 3, 4, ANY)}, b_reduce_sum},
     {"ReduceMean", 1, {X(3, 2, 3, 4, ANY)}, b_reduce_mean},
     {"ReduceMax", 1, {X(2, 3, 4, 0, ANY)}, b_reduce_max},
+    {"ReduceMin", 1, {X(2, 3, 4, 0, ANY)}, b_reduce_min},
+    {"ReduceSumSquare", 1, {X(2, 3, 4, 0, ANY)}, b_reduce_sum_square},
+    {"ReduceL2", 1, {X(3, 2, 3, 4, AWAY)}, b_reduce_l2},
+    {"ReduceLogSumExp", 1, {X(3, 2, 3, 4, ANY)}, b_reduce_log_sum_exp},
     {"Softmax", 1, {X(2, 2, 4, 0, ANY)}, b_softmax},
     {"LogSoftmax", 1, {X(2, 2, 4, 0, ANY)}, b_log_softmax},
     {"Transpose", 1, {X(3, 2, 3, 4, ANY)}, b_transpose},

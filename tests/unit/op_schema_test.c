@@ -127,6 +127,9 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "ReduceSum", "ReduceMean", "ReduceMax", "ArgMax",    "Softmax",    "LogSoftmax",
         "Reshape",   "Flatten",    "Squeeze",   "Unsqueeze", "Transpose",  "Concat",
         "Slice",     "Gather",     "Cast",
+        /* the other reductions of ONNX (reduce.c) */
+        "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+        "ReduceSumSquare", "ArgMin",
         "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad", "SGD", "Momentum", "Adam",
         /* the gradient ops (grad_ops.c, tested in grad_ops_test.c) */
         "ExpandLike", "ReduceSumLike", "ScalarLike", "ReshapeLike", "CastLike", "ReluGrad",
@@ -809,6 +812,95 @@ static void argmax_rejects_an_empty_axis_and_a_scalar(void **state) {
     done(&r);
 }
 
+/* ReduceMin, ReduceProd, ReduceL1 and ReduceSumSquare take integers; ReduceL2, ReduceLogSum and
+ * ReduceLogSumExp, whose results are square roots and logs, floats only. */
+static void the_other_reductions_take_axes_as_an_attribute_with_their_dtypes(void **state) {
+    static const char *const numeric[] = {"ReduceMin", "ReduceProd", "ReduceL1",
+                                          "ReduceSumSquare"};
+    static const char *const floats[] = {"ReduceL2", "ReduceLogSum", "ReduceLogSumExp"};
+    static const int64_t axes[] = {-1, 0};
+    char want[160];
+
+    (void)state;
+    for (size_t i = 0; i < 4; i++) {
+        run_t r = {0};
+        r.in[0] = ty(SES_I32, 3, 2, 3, 4);
+        set_ints(&r, "axes", axes, 2);
+        set_int(&r, "keepdims", 0);
+        assert_int_equal(infer(&r, numeric[i], "r", 1), SES_OK);
+        assert_string_equal(out(&r), "i32[3]");
+        assert_string_equal(kernel_ints(&r, "axes"), "[0,2]");
+        assert_int_equal(kernel_int(&r, "keepdims"), 0);
+        done(&r);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        run_t r = {0};
+        r.in[0] = ty(SES_F64, 3, 2, 3, 4);
+        assert_int_equal(infer(&r, floats[i], "r", 1), SES_OK);
+        assert_string_equal(out(&r), "f64[1,1,1]");
+        assert_string_equal(kernel_ints(&r, "axes"), "[0,1,2]");
+        r.in[0] = ty(SES_I64, 1, 5);
+        snprintf(want, sizeof want,
+                 "%s \"r\": input 0 (data) is i64[5]; allowed dtypes: f32, f64, f16, bf16",
+                 floats[i]);
+        assert_fails(&r, floats[i], "r", 1, SES_INVALID_ARGUMENT, want);
+        done(&r);
+    }
+}
+
+/* The opset-18 attribute noop_with_empty_axes holds for the attribute forms too. */
+static void reduce_with_axes_attribute_and_noop_lowers_to_identity(void **state) {
+    static const int64_t axes[] = {1};
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 2, 2, 3);
+    set_int(&r, "noop_with_empty_axes", 1);
+    assert_int_equal(infer(&r, "ReduceLogSumExp", "r", 1), SES_OK);
+    assert_string_equal(out(&r), "f32[2,3]");
+    assert_string_equal(r.ctx.kernel_op, "Identity");
+    /* With axes given, noop_with_empty_axes changes nothing. */
+    set_ints(&r, "axes", axes, 1);
+    assert_int_equal(infer(&r, "ReduceMin", "r", 1), SES_OK);
+    assert_string_equal(out(&r), "f32[2,1]");
+    assert_null(r.ctx.kernel_op);
+    done(&r);
+}
+
+static void reduce_min_refuses_axes_as_an_input_and_one_out_of_range(void **state) {
+    static const int64_t axes[] = {0}, bad[] = {2};
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 1, 3);
+    value_i64(&r, 1, axes, 1);
+    assert_fails(&r, "ReduceMin", "m", 2, SES_UNIMPLEMENTED,
+                 "ReduceMin \"m\": axes as an input (the opset-18 form) is not supported; give "
+                 "them as the axes attribute");
+    set_ints(&r, "axes", bad, 1);
+    assert_fails(&r, "ReduceProd", "p", 1, SES_INVALID_ARGUMENT,
+                 "ReduceProd \"p\": axes value 2 is out of range for rank 1 (valid: -1 to 0): "
+                 "input is f32[3]");
+    done(&r);
+}
+
+static void argmin_is_inferred_as_argmax(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_I64, 3, 2, 3, 4);
+    set_int(&r, "axis", -1);
+    set_int(&r, "select_last_index", 1);
+    assert_int_equal(infer(&r, "ArgMin", "a", 1), SES_OK);
+    assert_string_equal(out(&r), "i64[2,3,1]");
+    assert_int_equal(kernel_int(&r, "axis"), 2);
+    assert_int_equal(kernel_int(&r, "select_last_index"), 1);
+    r.in[0] = ty(SES_F32, 2, 2, 0);
+    assert_fails(&r, "ArgMin", "a", 1, SES_INVALID_ARGUMENT,
+                 "ArgMin \"a\": axis 1 has no elements to choose from: data is f32[2,0]");
+    done(&r);
+}
+
 /* ---- Softmax ------------------------------------------------------------------------------ */
 
 static void softmax_normalizes_its_axis(void **state) {
@@ -1473,6 +1565,10 @@ int main(void) {
         cmocka_unit_test(reduce_refuses_the_other_opset_forms_as_unimplemented),
         cmocka_unit_test(argmax_lowers_normalized_attributes_and_gives_i64),
         cmocka_unit_test(argmax_rejects_an_empty_axis_and_a_scalar),
+        cmocka_unit_test(the_other_reductions_take_axes_as_an_attribute_with_their_dtypes),
+        cmocka_unit_test(reduce_with_axes_attribute_and_noop_lowers_to_identity),
+        cmocka_unit_test(reduce_min_refuses_axes_as_an_input_and_one_out_of_range),
+        cmocka_unit_test(argmin_is_inferred_as_argmax),
         cmocka_unit_test(softmax_normalizes_its_axis),
         cmocka_unit_test(softmax_rejects_an_axis_out_of_range_and_a_float_axis),
         cmocka_unit_test(reshape_copies_zeros_and_infers_minus_one),

@@ -140,6 +140,8 @@ ses_status_t ses__infer_fused_gemm(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_reduce_sum(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_reduce_mean(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_reduce_max(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_reduce_numeric(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_reduce_float(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_argmax(ses__infer_ctx_t *ctx);
 /* The normalized axes of a reduction of @p x (shared with ReduceGrad): @p axes[0..n) checked
  * against x's rank and sorted, repeats merged, into @p out (room for SES_MAX_RANK); none means

@@ -43,12 +43,20 @@ static const ses__op_schema_t schemas[] = {
     {"MatMul", 2, 2, 1, 1, 0, ses__infer_matmul},
     {"Gemm", 2, 3, 1, 1, 0, ses__infer_gemm},
     {"FusedGemm", 2, 3, 1, 1, 0, ses__infer_fused_gemm},
-    /* reduce.c. ReduceMean and ReduceMax accept a second input only to refuse the opset-18
-     * form (axes as an input) with a clear message rather than a bare count error. */
+    /* reduce.c. The Reduce ops other than ReduceSum accept a second input only to refuse the
+     * opset-18 form (axes as an input) with a clear message rather than a bare count error. */
     {"ReduceSum", 1, 2, 1, 1, BIT(1), ses__infer_reduce_sum},
     {"ReduceMean", 1, 2, 1, 1, 0, ses__infer_reduce_mean},
     {"ReduceMax", 1, 2, 1, 1, 0, ses__infer_reduce_max},
     {"ArgMax", 1, 1, 1, 1, 0, ses__infer_argmax},
+    {"ReduceMin", 1, 2, 1, 1, 0, ses__infer_reduce_numeric},
+    {"ReduceProd", 1, 2, 1, 1, 0, ses__infer_reduce_numeric},
+    {"ReduceL1", 1, 2, 1, 1, 0, ses__infer_reduce_numeric},
+    {"ReduceL2", 1, 2, 1, 1, 0, ses__infer_reduce_float},
+    {"ReduceLogSum", 1, 2, 1, 1, 0, ses__infer_reduce_float},
+    {"ReduceLogSumExp", 1, 2, 1, 1, 0, ses__infer_reduce_float},
+    {"ReduceSumSquare", 1, 2, 1, 1, 0, ses__infer_reduce_numeric},
+    {"ArgMin", 1, 1, 1, 1, 0, ses__infer_argmax},
     /* softmax.c */
     {"Softmax", 1, 1, 1, 1, 0, ses__infer_softmax},
     {"LogSoftmax", 1, 1, 1, 1, 0, ses__infer_softmax},

@@ -1,6 +1,8 @@
 /*
- * Reductions: ReduceSum (axes as an input, opset 13), ReduceMean and ReduceMax (axes as an
- * attribute, their opset-13 form), and ArgMax.
+ * Reductions: ReduceSum (axes as an input, opset 13); ReduceMean, ReduceMax, ReduceMin,
+ * ReduceProd, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp and ReduceSumSquare (axes as an
+ * attribute, their opset-13 form; the importer turns the opset-18 axes input into it); ArgMax
+ * and ArgMin.
  *
  * Kernels get the data alone and the attributes "axes" (explicit, non-negative, sorted, unique)
  * and "keepdims". An empty axes list reduces every axis, unless noop_with_empty_axes asks for
@@ -39,7 +41,7 @@ ses_status_t ses__reduce_axes(const ses__infer_ctx_t *ctx, const ses__type_t *x,
     return SES_OK;
 }
 
-/* Shared by the three Reduce ops once their axes are read, whichever way they came. */
+/* Shared by the Reduce ops once their axes are read, whichever way they came. */
 static ses_status_t reduce(ses__infer_ctx_t *ctx, const int64_t *axes, size_t n,
                            int64_t noop_with_empty_axes) {
     const ses__type_t *x = &ctx->inputs[0];
@@ -89,11 +91,13 @@ ses_status_t ses__infer_reduce_sum(ses__infer_ctx_t *ctx) {
     return reduce(ctx, axes, n, noop);
 }
 
-/* ReduceMean and ReduceMax at opset 13: axes is an optional ints attribute. */
+/* The Reduce ops other than ReduceSum, at opset 13: axes is an optional ints attribute.
+ * noop_with_empty_axes (opset 18, kept by the importer) applies when it is empty. */
 static ses_status_t reduce_with_axes_attribute(ses__infer_ctx_t *ctx, uint32_t allowed) {
     const int64_t *axes;
     size_t n;
     int present;
+    int64_t noop;
     ses_status_t st;
 
     st = ses__op_check_dtype(ctx, 0, "data", allowed);
@@ -104,9 +108,11 @@ static ses_status_t reduce_with_axes_attribute(ses__infer_ctx_t *ctx, uint32_t a
                             "axes as an input (the opset-18 form) is not supported; give them as "
                             "the axes attribute");
     st = ses__op_attr_ints(ctx, "axes", &axes, &n, &present);
+    if (st == SES_OK)
+        st = ses__op_attr_flag(ctx, "noop_with_empty_axes", 0, &noop);
     if (st != SES_OK)
         return st;
-    return reduce(ctx, axes, n, 0);
+    return reduce(ctx, axes, n, noop);
 }
 
 ses_status_t ses__infer_reduce_mean(ses__infer_ctx_t *ctx) {
@@ -117,6 +123,18 @@ ses_status_t ses__infer_reduce_max(ses__infer_ctx_t *ctx) {
     return reduce_with_axes_attribute(ctx, SES__DT_NUMERIC);
 }
 
+/* ReduceMin, ReduceProd, ReduceL1 and ReduceSumSquare: integers too. */
+ses_status_t ses__infer_reduce_numeric(ses__infer_ctx_t *ctx) {
+    return reduce_with_axes_attribute(ctx, SES__DT_NUMERIC);
+}
+
+/* ReduceL2, ReduceLogSum and ReduceLogSumExp: a square root or a log of integers is not an
+ * integer, so their kernels take floats only, as ReduceMean's. */
+ses_status_t ses__infer_reduce_float(ses__infer_ctx_t *ctx) {
+    return reduce_with_axes_attribute(ctx, SES__DT_FLOAT);
+}
+
+/* ArgMax and ArgMin. */
 ses_status_t ses__infer_argmax(ses__infer_ctx_t *ctx) {
     const ses__type_t *x = &ctx->inputs[0];
     ses__attrs_t *ka = &ctx->kernel_attrs;
@@ -134,7 +152,7 @@ ses_status_t ses__infer_argmax(ses__infer_ctx_t *ctx) {
         st = ses__op_attr_flag(ctx, "select_last_index", 0, &last);
     if (st != SES_OK)
         return st;
-    /* An empty axis has no largest element, so there is no index to return. */
+    /* An empty axis has no largest (smallest) element, so there is no index to return. */
     if (x->dims[axis] == 0)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "axis %lld has no elements to choose from: data is %s", (long long)axis,

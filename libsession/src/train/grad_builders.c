@@ -325,7 +325,8 @@ static ses_status_t grad_reduce_mean(ses__grad_ctx_t *c, const ses_node_t *n,
     return reduce_back(c, n, dy[0], 1, &dx[0]);
 }
 
-/* The gradient goes to every element equal to the max (each gets all of it on ties). */
+/* The gradient goes to every element equal to the max (each gets all of it on ties); the same
+ * for ReduceMin and the min. */
 static ses_status_t grad_reduce_max(ses__grad_ctx_t *c, const ses_node_t *n,
                                     const ses_edge_t *dy, ses_edge_t *dx) {
     ses_edge_t ymax, g, is_max, zero, in[3];
@@ -337,6 +338,37 @@ static ses_status_t grad_reduce_max(ses__grad_ctx_t *c, const ses_node_t *n,
     in[1] = g;
     in[2] = zero;
     return ses__grad_op(c, "Where", in, 3, NULL, 0, &dx[0]);
+}
+
+/* d(sum x^2)/dx = 2x. */
+static ses_status_t grad_reduce_sum_square(ses__grad_ctx_t *c, const ses_node_t *n,
+                                           const ses_edge_t *dy, ses_edge_t *dx) {
+    ses_edge_t g, two, t;
+    TRY(reduce_back(c, n, dy[0], 0, &g));
+    TRY(ses__grad_scalar(c, IN(0), 2.0, &two));
+    TRY(ses__grad_binary(c, "Mul", IN(0), two, &t));
+    return ses__grad_binary(c, "Mul", g, t, &dx[0]);
+}
+
+/* d(sqrt(sum x^2))/dx = x / y: where y is 0 (every reduced x is 0) this is 0/0, NaN. */
+static ses_status_t grad_reduce_l2(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                   ses_edge_t *dx) {
+    ses_edge_t g, y, t;
+    TRY(reduce_back(c, n, dy[0], 0, &g));
+    TRY(reduce_back(c, n, OUT(0), 0, &y));
+    TRY(ses__grad_binary(c, "Div", IN(0), y, &t));
+    return ses__grad_binary(c, "Mul", g, t, &dx[0]);
+}
+
+/* d(log(sum exp x))/dx = exp(x - y), the softmax over the reduced axes. */
+static ses_status_t grad_reduce_log_sum_exp(ses__grad_ctx_t *c, const ses_node_t *n,
+                                            const ses_edge_t *dy, ses_edge_t *dx) {
+    ses_edge_t g, y, t;
+    TRY(reduce_back(c, n, dy[0], 0, &g));
+    TRY(reduce_back(c, n, OUT(0), 0, &y));
+    TRY(ses__grad_binary(c, "Sub", IN(0), y, &t));
+    TRY(ses__grad_unary(c, "Exp", t, &t));
+    return ses__grad_binary(c, "Mul", g, t, &dx[0]);
 }
 
 /* ---- data movement ---------------------------------------------------------------------- */
@@ -578,6 +610,10 @@ static const ses__grad_builder_t builders[] = {
     {"ReduceSum", grad_reduce_sum},
     {"ReduceMean", grad_reduce_mean},
     {"ReduceMax", grad_reduce_max},
+    {"ReduceMin", grad_reduce_max},
+    {"ReduceSumSquare", grad_reduce_sum_square},
+    {"ReduceL2", grad_reduce_l2},
+    {"ReduceLogSumExp", grad_reduce_log_sum_exp},
     {"Softmax", grad_softmax},
     {"LogSoftmax", grad_log_softmax},
     {"Reshape", grad_reshape_like},
@@ -603,6 +639,7 @@ static const ses__grad_builder_t builders[] = {
     {"Greater", NULL},
     {"Less", NULL},
     {"ArgMax", NULL},
+    {"ArgMin", NULL},
     {"ScalarLike", NULL},
     {"Shape", NULL},
     {"ConstantOfShape", NULL},

@@ -443,6 +443,18 @@ static ses_status_t import_old_softmax(importer_t *im, const Onnx__NodeProto *n,
     return st;
 }
 
+/* The Reduce ops whose schemas take axes as an attribute (their opset-13 form): at opset 18
+ * the axes became an input, turned back into the attribute here. */
+static int is_reduce_with_axes_attribute(const char *op) {
+    static const char *const ops[] = {"ReduceMean",   "ReduceMax",       "ReduceMin",
+                                      "ReduceProd",   "ReduceL1",        "ReduceL2",
+                                      "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(op, ops[i]))
+            return 1;
+    return 0;
+}
+
 static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t index) {
     char label[300];
     const char *op = n->op_type;
@@ -540,7 +552,7 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             return st;
     }
     st = convert_attrs(im, n, label, p.skip, &attrs);
-    if (st == SES_OK && (!strcmp(op, "ReduceMean") || !strcmp(op, "ReduceMax")) && opset >= 18) {
+    if (st == SES_OK && is_reduce_with_axes_attribute(op) && opset >= 18) {
         st = input_to_ints_attr(im, n, 1, label, &attrs);
         if (p.n_inputs > 1)
             p.n_inputs = 1;
