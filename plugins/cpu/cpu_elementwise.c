@@ -127,8 +127,8 @@ CPU__BINARY_ROW(cpu__pow_f32, float, float, powf(x, y))
 CPU__BINARY_ROW(cpu__pow_f64, double, double, pow(x, y))
 
 /* Min Max Mod on every number dtype: T is the C type, S its name in the row's name. */
-#define CPU__MINMAX_ROWS(S, T)                                     \
-    CPU__BINARY_ROW(cpu__min_##S, T, T, CPU__MIN(x, y))          \
+#define CPU__MINMAX_ROWS(S, T)                          \
+    CPU__BINARY_ROW(cpu__min_##S, T, T, CPU__MIN(x, y)) \
     CPU__BINARY_ROW(cpu__max_##S, T, T, CPU__MAX(x, y))
 CPU__MINMAX_ROWS(f32, float)
 CPU__MINMAX_ROWS(f64, double)
@@ -140,15 +140,15 @@ CPU__MINMAX_ROWS(u8, uint8_t)
 CPU__MINMAX_ROWS(u16, uint16_t)
 CPU__MINMAX_ROWS(u32, uint32_t)
 CPU__MINMAX_ROWS(u64, uint64_t)
-#define CPU__MOD_ROWS(S, T)                                        \
-    CPU__BINARY_ROW(cpu__mod_##S, T, T, CPU__IMOD(T, x, y))      \
+#define CPU__MOD_ROWS(S, T)                                 \
+    CPU__BINARY_ROW(cpu__mod_##S, T, T, CPU__IMOD(T, x, y)) \
     CPU__BINARY_ROW(cpu__fmod_##S, T, T, CPU__IREM(T, x, y))
 CPU__MOD_ROWS(i8, int8_t)
 CPU__MOD_ROWS(i16, int16_t)
 CPU__MOD_ROWS(i32, int32_t)
 CPU__MOD_ROWS(i64, int64_t)
 /* Unsigned: no signs to move, and no -1 divisor. */
-#define CPU__UMOD_ROWS(S, T, BITS)                                 \
+#define CPU__UMOD_ROWS(S, T, BITS)                               \
     CPU__BINARY_ROW(cpu__mod_##S, T, T, (T)(x % y))              \
     CPU__BINARY_ROW(cpu__fmod_##S, T, T, (T)(x % y))             \
     CPU__BINARY_ROW(cpu__shl_##S, T, T, CPU__SHL(T, BITS, x, y)) \
@@ -224,27 +224,27 @@ static cpu__row_fn cpu__binary_row(uint32_t code, uint32_t dtype) {
  * only). @p variant is Mod's fmod and BitShift's direction (1: RIGHT), 0 for Min and Max.
  */
 static cpu__row_fn cpu__number_row(uint32_t code, uint32_t dtype, int64_t variant) {
-#define CPU__PICK(prefix)                         \
-    switch (dtype) {                              \
-    case SES_DRV_DTYPE_F32: return prefix##f32;   \
-    case SES_DRV_DTYPE_F64: return prefix##f64;   \
-    case SES_DRV_DTYPE_I8: return prefix##i8;     \
-    case SES_DRV_DTYPE_I16: return prefix##i16;   \
-    case SES_DRV_DTYPE_I32: return prefix##i32;   \
-    case SES_DRV_DTYPE_I64: return prefix##i64;   \
-    case SES_DRV_DTYPE_U8: return prefix##u8;     \
-    case SES_DRV_DTYPE_U16: return prefix##u16;   \
-    case SES_DRV_DTYPE_U32: return prefix##u32;   \
-    case SES_DRV_DTYPE_U64: return prefix##u64;   \
-    default: return NULL;                         \
+#define CPU__PICK(prefix)                       \
+    switch (dtype) {                            \
+    case SES_DRV_DTYPE_F32: return prefix##f32; \
+    case SES_DRV_DTYPE_F64: return prefix##f64; \
+    case SES_DRV_DTYPE_I8: return prefix##i8;   \
+    case SES_DRV_DTYPE_I16: return prefix##i16; \
+    case SES_DRV_DTYPE_I32: return prefix##i32; \
+    case SES_DRV_DTYPE_I64: return prefix##i64; \
+    case SES_DRV_DTYPE_U8: return prefix##u8;   \
+    case SES_DRV_DTYPE_U16: return prefix##u16; \
+    case SES_DRV_DTYPE_U32: return prefix##u32; \
+    case SES_DRV_DTYPE_U64: return prefix##u64; \
+    default: return NULL;                       \
     }
-#define CPU__PICK_UNSIGNED(prefix)                \
-    switch (dtype) {                              \
-    case SES_DRV_DTYPE_U8: return prefix##u8;     \
-    case SES_DRV_DTYPE_U16: return prefix##u16;   \
-    case SES_DRV_DTYPE_U32: return prefix##u32;   \
-    case SES_DRV_DTYPE_U64: return prefix##u64;   \
-    default: return NULL;                         \
+#define CPU__PICK_UNSIGNED(prefix)              \
+    switch (dtype) {                            \
+    case SES_DRV_DTYPE_U8: return prefix##u8;   \
+    case SES_DRV_DTYPE_U16: return prefix##u16; \
+    case SES_DRV_DTYPE_U32: return prefix##u32; \
+    case SES_DRV_DTYPE_U64: return prefix##u64; \
+    default: return NULL;                       \
     }
     switch (code) {
     case CPU__OP_MIN: CPU__PICK(cpu__min_)
@@ -267,12 +267,12 @@ static cpu__row_fn cpu__number_row(uint32_t code, uint32_t dtype, int64_t varian
 
 /* The index of the first zero among @p n integers of @p esize bytes, or n when there is none. */
 static uint64_t cpu__find_zero(const void *data, size_t esize, uint64_t n) {
-#define CPU__FIND(T)                          \
-    do {                                      \
-        const T *v = data;                    \
-        for (uint64_t i = 0; i < n; i++)      \
-            if (v[i] == 0)                    \
-                return i;                     \
+#define CPU__FIND(T)                     \
+    do {                                 \
+        const T *v = data;               \
+        for (uint64_t i = 0; i < n; i++) \
+            if (v[i] == 0)               \
+                return i;                \
     } while (0)
     switch (esize) {
     case 1: CPU__FIND(uint8_t); break;
@@ -286,9 +286,8 @@ static uint64_t cpu__find_zero(const void *data, size_t esize, uint64_t n) {
 
 /* Non-zero for the integer dtypes, whose division and remainder refuse a zero divisor. */
 static int cpu__is_integer(uint32_t dtype) {
-    return dtype != SES_DRV_DTYPE_F32 && dtype != SES_DRV_DTYPE_F64 &&
-           dtype != SES_DRV_DTYPE_F16 && dtype != SES_DRV_DTYPE_BF16 &&
-           dtype != SES_DRV_DTYPE_BOOL;
+    return dtype != SES_DRV_DTYPE_F32 && dtype != SES_DRV_DTYPE_F64 && dtype != SES_DRV_DTYPE_F16 &&
+           dtype != SES_DRV_DTYPE_BF16 && dtype != SES_DRV_DTYPE_BOOL;
 }
 
 /* Element operations per element of a binary op, for the parallel threshold. */
@@ -555,7 +554,7 @@ cpu__row_fn cpu__elementwise_row(const cpu__spec_t *spec, uint64_t *out_cost) {
 typedef void (*cpu__map_fn)(void *out, const void *in, size_t n, const void *params);
 
 typedef struct cpu__map_params {
-    double alpha;                           /* LeakyRelu */
+    double alpha;                             /* LeakyRelu */
     int64_t detect_negative, detect_positive; /* IsInf */
 } cpu__map_params_t;
 
@@ -602,8 +601,8 @@ CPU__MAP(cpu__erf_f64, double, double, erf(x))
 /* Round: halves to even, as ONNX says (the default rounding mode). */
 CPU__MAP(cpu__round_f32, float, float, nearbyintf(x))
 CPU__MAP(cpu__round_f64, double, double, nearbyint(x))
-#define CPU__MAP_FLOATS(name, fn)                              \
-    CPU__MAP(cpu__##name##_f32, float, float, fn##f(x))       \
+#define CPU__MAP_FLOATS(name, fn)                       \
+    CPU__MAP(cpu__##name##_f32, float, float, fn##f(x)) \
     CPU__MAP(cpu__##name##_f64, double, double, fn(x))
 CPU__MAP_FLOATS(cos, cos)
 CPU__MAP_FLOATS(sin, sin)

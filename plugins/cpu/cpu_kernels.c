@@ -143,29 +143,29 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__FLOATS(CPU__E_UNARY, X, Softplus, CPU__OP_SOFTPLUS, cpu__unary)       \
     CPU__FLOATS(CPU__E_UNARY, X, Erf, CPU__OP_ERF, cpu__unary)                 \
     CPU__FLOATS(CPU__E_UNARY, X, LeakyRelu, CPU__OP_LEAKYRELU, cpu__unary)     \
-    CPU__ALL_NUMBERS(CPU__E_VARIADIC, X, Min, CPU__OP_MIN, cpu__min_max)      \
-    CPU__ALL_NUMBERS(CPU__E_VARIADIC, X, Max, CPU__OP_MAX, cpu__min_max)      \
-    CPU__ALL_NUMBERS(CPU__E_BINARY, X, Mod, CPU__OP_MOD, cpu__binary)         \
-    CPU__E_BINARY(X, And, CPU__OP_AND, cpu__binary, bool)                     \
-    CPU__E_BINARY(X, Or, CPU__OP_OR, cpu__binary, bool)                       \
-    CPU__E_BINARY(X, Xor, CPU__OP_XOR, cpu__binary, bool)                     \
-    CPU__UNSIGNED(CPU__E_BINARY, X, BitShift, CPU__OP_BITSHIFT, cpu__binary)  \
-    CPU__E_UNARY(X, Not, CPU__OP_NOT, cpu__unary, bool)                       \
-    CPU__ALL_NUMBERS(CPU__E_UNARY, X, Sign, CPU__OP_SIGN, cpu__unary)         \
-    CPU__FLOATS(CPU__E_TO_BOOL, X, IsNaN, CPU__OP_ISNAN, cpu__unary)          \
-    CPU__FLOATS(CPU__E_TO_BOOL, X, IsInf, CPU__OP_ISINF, cpu__unary)          \
-    CPU__FLOATS(CPU__E_UNARY, X, Round, CPU__OP_ROUND, cpu__unary)            \
-    CPU__FLOATS(CPU__E_UNARY, X, Cos, CPU__OP_COS, cpu__unary)                \
-    CPU__FLOATS(CPU__E_UNARY, X, Sin, CPU__OP_SIN, cpu__unary)                \
-    CPU__FLOATS(CPU__E_UNARY, X, Tan, CPU__OP_TAN, cpu__unary)                \
-    CPU__FLOATS(CPU__E_UNARY, X, Acos, CPU__OP_ACOS, cpu__unary)              \
-    CPU__FLOATS(CPU__E_UNARY, X, Asin, CPU__OP_ASIN, cpu__unary)              \
-    CPU__FLOATS(CPU__E_UNARY, X, Atan, CPU__OP_ATAN, cpu__unary)              \
-    CPU__FLOATS(CPU__E_UNARY, X, Cosh, CPU__OP_COSH, cpu__unary)              \
-    CPU__FLOATS(CPU__E_UNARY, X, Sinh, CPU__OP_SINH, cpu__unary)              \
-    CPU__FLOATS(CPU__E_UNARY, X, Asinh, CPU__OP_ASINH, cpu__unary)            \
-    CPU__FLOATS(CPU__E_UNARY, X, Acosh, CPU__OP_ACOSH, cpu__unary)            \
-    CPU__FLOATS(CPU__E_UNARY, X, Atanh, CPU__OP_ATANH, cpu__unary)            \
+    CPU__ALL_NUMBERS(CPU__E_VARIADIC, X, Min, CPU__OP_MIN, cpu__min_max)       \
+    CPU__ALL_NUMBERS(CPU__E_VARIADIC, X, Max, CPU__OP_MAX, cpu__min_max)       \
+    CPU__ALL_NUMBERS(CPU__E_BINARY, X, Mod, CPU__OP_MOD, cpu__binary)          \
+    CPU__E_BINARY(X, And, CPU__OP_AND, cpu__binary, bool)                      \
+    CPU__E_BINARY(X, Or, CPU__OP_OR, cpu__binary, bool)                        \
+    CPU__E_BINARY(X, Xor, CPU__OP_XOR, cpu__binary, bool)                      \
+    CPU__UNSIGNED(CPU__E_BINARY, X, BitShift, CPU__OP_BITSHIFT, cpu__binary)   \
+    CPU__E_UNARY(X, Not, CPU__OP_NOT, cpu__unary, bool)                        \
+    CPU__ALL_NUMBERS(CPU__E_UNARY, X, Sign, CPU__OP_SIGN, cpu__unary)          \
+    CPU__FLOATS(CPU__E_TO_BOOL, X, IsNaN, CPU__OP_ISNAN, cpu__unary)           \
+    CPU__FLOATS(CPU__E_TO_BOOL, X, IsInf, CPU__OP_ISINF, cpu__unary)           \
+    CPU__FLOATS(CPU__E_UNARY, X, Round, CPU__OP_ROUND, cpu__unary)             \
+    CPU__FLOATS(CPU__E_UNARY, X, Cos, CPU__OP_COS, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Sin, CPU__OP_SIN, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Tan, CPU__OP_TAN, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Acos, CPU__OP_ACOS, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Asin, CPU__OP_ASIN, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Atan, CPU__OP_ATAN, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Cosh, CPU__OP_COSH, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Sinh, CPU__OP_SINH, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Asinh, CPU__OP_ASINH, cpu__unary)             \
+    CPU__FLOATS(CPU__E_UNARY, X, Acosh, CPU__OP_ACOSH, cpu__unary)             \
+    CPU__FLOATS(CPU__E_UNARY, X, Atanh, CPU__OP_ATANH, cpu__unary)             \
     CPU__BASIC(CPU__E_CAST_FROM, X, Cast, CPU__OP_CAST, cpu__cast)             \
     CPU__FLOATS(CPU__E_BINARY, X, MatMul, CPU__OP_MATMUL, cpu__matmul)         \
     CPU__FLOATS(CPU__E_BINARY, X, Gemm, CPU__OP_GEMM, cpu__gemm)               \

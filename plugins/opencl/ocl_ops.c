@@ -422,11 +422,10 @@ static int32_t ocl_strided(ses_drv_device_t *device, const ses_drv_node_t *node,
 
 static int ocl_unary_code(const char *op) {
     /* The index is the kernel's op code; 12 is the kernel's internal scale, no op's. */
-    static const char *const ops[] = {"Neg",     "Abs",  "Relu",     "Exp", "Log",
-                                      "Sqrt",    "Reciprocal", "Sigmoid", "Tanh", "Softplus",
-                                      "Erf",     "LeakyRelu", NULL, "Cos", "Sin", "Tan", "Acos",
-                                      "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh", "Atanh",
-                                      "Round", "Sign"};
+    static const char *const ops[] = {
+        "Neg",      "Abs",  "Relu",      "Exp",   "Log",   "Sqrt",  "Reciprocal", "Sigmoid", "Tanh",
+        "Softplus", "Erf",  "LeakyRelu", NULL,    "Cos",   "Sin",   "Tan",        "Acos",    "Asin",
+        "Atan",     "Cosh", "Sinh",      "Asinh", "Acosh", "Atanh", "Round",      "Sign"};
     for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++)
         if (ops[i] && !strcmp(op, ops[i]))
             return i;

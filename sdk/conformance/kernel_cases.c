@@ -47,18 +47,30 @@ static const char *const compare[] = {BINARY("@small", "@small")};
 /* Mod: divisors never zero (integer Mod refuses 0); fmod=1 as ONNX requires for floats, and
  * the floor form (fmod=0) too, which libsession refuses for floats on every device. */
 static const char *const mod[] = {
-    "[2,3] [2,3]@nz fmod=1",        "[2,3,4] [4]@nz fmod=1",   "[3,1] [1,5]@nz fmod=1",
-    "[] [6]@nz fmod=1",             "[0,3] [3]@nz fmod=1",     "[65536] [65536]@nz fmod=1",
-    "[256,256] [256,1]@nz fmod=1",  "[2,3] [2,3]@nz fmod=0",   "[7,9] [7,1]@nz fmod=0",
-    "[6]@nan [6]@nz fmod=1 !nan",   NULL,
+    "[2,3] [2,3]@nz fmod=1",
+    "[2,3,4] [4]@nz fmod=1",
+    "[3,1] [1,5]@nz fmod=1",
+    "[] [6]@nz fmod=1",
+    "[0,3] [3]@nz fmod=1",
+    "[65536] [65536]@nz fmod=1",
+    "[256,256] [256,1]@nz fmod=1",
+    "[2,3] [2,3]@nz fmod=0",
+    "[7,9] [7,1]@nz fmod=0",
+    "[6]@nan [6]@nz fmod=1 !nan",
+    NULL,
 };
 /* BitShift: shifts of 0 to 2 bits, and of 0 to 40 (past the width of u8, u16 and u32). */
 static const char *const bit_shift[] = {
-    "[2,3] [2,3]@small direction=LEFT",     "[2,3,4] [4]@small direction=RIGHT",
-    "[3,1] [1,5]@small direction=LEFT",     "[] [6]@small direction=RIGHT",
-    "[] []@small direction=LEFT",           "[0,3] [3]@small direction=RIGHT",
-    "[7,9] [7,1] direction=LEFT",           "[7,9] [7,1] direction=RIGHT",
-    "[65536] [65536]@small direction=LEFT", "[256,256] [256,1]@small direction=RIGHT",
+    "[2,3] [2,3]@small direction=LEFT",
+    "[2,3,4] [4]@small direction=RIGHT",
+    "[3,1] [1,5]@small direction=LEFT",
+    "[] [6]@small direction=RIGHT",
+    "[] []@small direction=LEFT",
+    "[0,3] [3]@small direction=RIGHT",
+    "[7,9] [7,1] direction=LEFT",
+    "[7,9] [7,1] direction=RIGHT",
+    "[65536] [65536]@small direction=LEFT",
+    "[256,256] [256,1]@small direction=RIGHT",
     NULL,
 };
 /* Min and Max take one or more inputs: one, two broadcast as the binary ops, three, and four

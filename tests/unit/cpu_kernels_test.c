@@ -1728,9 +1728,8 @@ static void min_and_max_fold_any_number_of_inputs_with_broadcasting(void **state
 
     f->name = "lo";
     targ_t bad[2] = {tensor(F32, a, 2, 2, 2), tensor(F32, a, 1, 3)};
-    assert_int_equal(
-        run(f, "Min", "f32...->f32", NULL, 2, bad, tensor(F32, NULL, 2, 2, 2), NULL),
-        SES_DRV_INVALID_ARGUMENT);
+    assert_int_equal(run(f, "Min", "f32...->f32", NULL, 2, bad, tensor(F32, NULL, 2, 2, 2), NULL),
+                     SES_DRV_INVALID_ARGUMENT);
     assert_message_contains(f, "Min \"lo\"");
     assert_message_contains(f, "do not broadcast");
 }

@@ -436,10 +436,10 @@ static void where_requires_a_bool_condition_and_equal_branches(void **state) {
 
 static void unary_ops_keep_the_type_and_check_their_dtypes(void **state) {
     static const char *const any_numeric[] = {"Neg", "Abs", "Relu"};
-    static const char *const float_only[] = {
-        "Exp",  "Log",  "Sqrt", "Reciprocal", "Sigmoid", "Tanh",  "Softplus", "Erf",   "Round",
-        "Cos",  "Sin",  "Tan",  "Acos",       "Asin",    "Atan",  "Cosh",     "Sinh",  "Asinh",
-        "Acosh", "Atanh"};
+    static const char *const float_only[] = {"Exp",  "Log",      "Sqrt",  "Reciprocal", "Sigmoid",
+                                             "Tanh", "Softplus", "Erf",   "Round",      "Cos",
+                                             "Sin",  "Tan",      "Acos",  "Asin",       "Atan",
+                                             "Cosh", "Sinh",     "Asinh", "Acosh",      "Atanh"};
     run_t r = {0};
 
     (void)state;

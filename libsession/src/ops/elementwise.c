@@ -97,9 +97,9 @@ ses_status_t ses__infer_leaky_relu(ses__infer_ctx_t *ctx) {
 
 /* Every integer dtype, and every number: the ops ONNX defines on all of them (Min, Max, Mod,
  * Sign) take them all; a driver without a kernel for one refuses it when the plan is compiled. */
-#define DT_INTEGER                                                                       \
-    (SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_I32) | SES__DT(SES_I64) |          \
-     SES__DT(SES_U8) | SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
+#define DT_INTEGER                                                                                \
+    (SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_I32) | SES__DT(SES_I64) | SES__DT(SES_U8) | \
+     SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
 #define DT_UNSIGNED (SES__DT(SES_U8) | SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
 #define DT_ALL_NUMERIC (SES__DT_FLOAT | DT_INTEGER)
 
