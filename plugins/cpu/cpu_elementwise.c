@@ -1,7 +1,8 @@
 /*
- * Elementwise kernels: arithmetic (Add Sub Mul Div Pow) and comparisons (Equal Greater Less)
- * with numpy broadcasting, Where, the unary ops (Neg Abs Exp Log Sqrt Reciprocal Relu Sigmoid
- * Tanh Softplus Erf LeakyRelu) and Cast.
+ * Elementwise kernels: arithmetic (Add Sub Mul Div Pow Mod BitShift), logic (And Or Xor) and
+ * comparisons (Equal Greater Less) with numpy broadcasting, Where, the variadic Min and Max, the
+ * unary ops (Neg Abs Exp Log Sqrt Reciprocal Relu Sigmoid Tanh Softplus Erf LeakyRelu Not Sign
+ * Round, the trigonometric and hyperbolic functions, IsNaN IsInf) and Cast.
  *
  * Each loop body is one C expression over `x` (and `y`), expanded by a macro into a function
  * per op and dtype. The row functions have one plain loop per stride pattern (both inputs
@@ -12,6 +13,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cpu_internal.h"
 #include "cpu_math.h"
@@ -32,6 +34,33 @@
 #define CPU__IDIV(T, MIN, x, y) \
     ((y) == 0 ? (T)0 : ((x) == (MIN) && (y) == -1) ? (MIN) : (T)((x) / (y)))
 
+
+/* Min and Max: NaN wins, as in numpy's minimum and maximum (for integers x != x is false). */
+#define CPU__MIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+#define CPU__MAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
+
+/* Integer remainders; a zero divisor never gets here (cpu__binary refuses it first) and
+ * MIN % -1, undefined in C, is 0. CPU__IREM truncates (C's %, ONNX's fmod=1): the result has
+ * the dividend's sign. CPU__IMOD floors (Python's %, ONNX's fmod=0): the divisor's sign. */
+#define CPU__IREM(T, x, y) ((y) == (T)(-1) ? (T)0 : (T)((x) % (y)))
+#define CPU__IMOD(T, x, y) cpu__imod_adjust(T, CPU__IREM(T, x, y), y)
+#define cpu__imod_adjust(T, r, y) ((r) != 0 && (((r) < 0) != ((y) < 0)) ? (T)((r) + (y)) : (r))
+
+/* Floor modulo of floats: fmod, moved into the divisor's sign. */
+static inline float cpu__fmodf_floor(float x, float y) {
+    float r = fmodf(x, y);
+    return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+}
+
+static inline double cpu__fmod_floor(double x, double y) {
+    double r = fmod(x, y);
+    return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+}
+
+/* Shifts of unsigned integers by y bits; y at or past the width gives 0 (numpy's answer; C's
+ * shift would be undefined). Computed in uint64_t, then narrowed. */
+#define CPU__SHL(T, BITS, x, y) ((y) >= (BITS) ? (T)0 : (T)((uint64_t)(x) << (y)))
+#define CPU__SHR(T, BITS, x, y) ((y) >= (BITS) ? (T)0 : (T)((uint64_t)(x) >> (y)))
 
 /* log(1 + e^x), exact for large |x| too. */
 static inline float cpu__softplusf(float x) {
@@ -97,6 +126,51 @@ CPU__BINARY_ROW(cpu__div_i64, int64_t, int64_t, CPU__IDIV(int64_t, INT64_MIN, x,
 CPU__BINARY_ROW(cpu__pow_f32, float, float, powf(x, y))
 CPU__BINARY_ROW(cpu__pow_f64, double, double, pow(x, y))
 
+/* Min Max Mod on every number dtype: T is the C type, S its name in the row's name. */
+#define CPU__MINMAX_ROWS(S, T)                          \
+    CPU__BINARY_ROW(cpu__min_##S, T, T, CPU__MIN(x, y)) \
+    CPU__BINARY_ROW(cpu__max_##S, T, T, CPU__MAX(x, y))
+CPU__MINMAX_ROWS(f32, float)
+CPU__MINMAX_ROWS(f64, double)
+CPU__MINMAX_ROWS(i8, int8_t)
+CPU__MINMAX_ROWS(i16, int16_t)
+CPU__MINMAX_ROWS(i32, int32_t)
+CPU__MINMAX_ROWS(i64, int64_t)
+CPU__MINMAX_ROWS(u8, uint8_t)
+CPU__MINMAX_ROWS(u16, uint16_t)
+CPU__MINMAX_ROWS(u32, uint32_t)
+CPU__MINMAX_ROWS(u64, uint64_t)
+#define CPU__MOD_ROWS(S, T)                                 \
+    CPU__BINARY_ROW(cpu__mod_##S, T, T, CPU__IMOD(T, x, y)) \
+    CPU__BINARY_ROW(cpu__fmod_##S, T, T, CPU__IREM(T, x, y))
+CPU__MOD_ROWS(i8, int8_t)
+CPU__MOD_ROWS(i16, int16_t)
+CPU__MOD_ROWS(i32, int32_t)
+CPU__MOD_ROWS(i64, int64_t)
+/* Unsigned: no signs to move, and no -1 divisor. */
+#define CPU__UMOD_ROWS(S, T, BITS)                               \
+    CPU__BINARY_ROW(cpu__mod_##S, T, T, (T)(x % y))              \
+    CPU__BINARY_ROW(cpu__fmod_##S, T, T, (T)(x % y))             \
+    CPU__BINARY_ROW(cpu__shl_##S, T, T, CPU__SHL(T, BITS, x, y)) \
+    CPU__BINARY_ROW(cpu__shr_##S, T, T, CPU__SHR(T, BITS, x, y))
+CPU__UMOD_ROWS(u8, uint8_t, 8)
+CPU__UMOD_ROWS(u16, uint16_t, 16)
+CPU__UMOD_ROWS(u32, uint32_t, 32)
+CPU__UMOD_ROWS(u64, uint64_t, 64)
+CPU__BINARY_ROW(cpu__mod_f32, float, float, cpu__fmodf_floor(x, y))
+CPU__BINARY_ROW(cpu__mod_f64, double, double, cpu__fmod_floor(x, y))
+CPU__BINARY_ROW(cpu__fmod_f32, float, float, fmodf(x, y))
+CPU__BINARY_ROW(cpu__fmod_f64, double, double, fmod(x, y))
+/* Bool bytes other than 0 and 1 still read as true. */
+CPU__BINARY_ROW(cpu__and_bool, uint8_t, uint8_t, (uint8_t)((x != 0) & (y != 0)))
+CPU__BINARY_ROW(cpu__or_bool, uint8_t, uint8_t, (uint8_t)((x != 0) | (y != 0)))
+CPU__BINARY_ROW(cpu__xor_bool, uint8_t, uint8_t, (uint8_t)((x != 0) ^ (y != 0)))
+/* The first input moved to the output (through its broadcast): Min and Max start with it. */
+CPU__BINARY_ROW(cpu__second_1, uint8_t, uint8_t, ((void)x, y))
+CPU__BINARY_ROW(cpu__second_2, uint16_t, uint16_t, ((void)x, y))
+CPU__BINARY_ROW(cpu__second_4, uint32_t, uint32_t, ((void)x, y))
+CPU__BINARY_ROW(cpu__second_8, uint64_t, uint64_t, ((void)x, y))
+
 CPU__BINARY_ROW(cpu__eq_f32, float, uint8_t, (uint8_t)(x == y))
 CPU__BINARY_ROW(cpu__eq_f64, double, uint8_t, (uint8_t)(x == y))
 CPU__BINARY_ROW(cpu__eq_i32, int32_t, uint8_t, (uint8_t)(x == y))
@@ -116,7 +190,7 @@ CPU__BINARY_ROW(cpu__lt_i64, int64_t, uint8_t, (uint8_t)(x < y))
 CPU__BINARY_ROW(cpu__lt_u8, uint8_t, uint8_t, (uint8_t)(x < y))
 
 /* ---------------------------------------------------------------------------------------------
- * Add Sub Mul Div Pow
+ * Add Sub Mul Div Pow Mod BitShift And Or Xor
  * ------------------------------------------------------------------------------------------- */
 
 static cpu__row_fn cpu__binary_row(uint32_t code, uint32_t dtype) {
@@ -137,30 +211,88 @@ static cpu__row_fn cpu__binary_row(uint32_t code, uint32_t dtype) {
         return dtype == SES_DRV_DTYPE_F32   ? cpu__pow_f32
                : dtype == SES_DRV_DTYPE_F64 ? cpu__pow_f64
                                             : NULL;
+    case CPU__OP_AND: return dtype == SES_DRV_DTYPE_BOOL ? cpu__and_bool : NULL;
+    case CPU__OP_OR: return dtype == SES_DRV_DTYPE_BOOL ? cpu__or_bool : NULL;
+    case CPU__OP_XOR: return dtype == SES_DRV_DTYPE_BOOL ? cpu__xor_bool : NULL;
     default: return NULL;
     }
 #undef CPU__PICK
 }
 
-/* The index of the first zero among @p n integers of @p dtype, or n when there is none. */
-static uint64_t cpu__find_zero(const void *data, uint32_t dtype, uint64_t n) {
-    if (dtype == SES_DRV_DTYPE_I32) {
-        const int32_t *v = data;
-        for (uint64_t i = 0; i < n; i++)
-            if (v[i] == 0)
-                return i;
-    } else {
-        const int64_t *v = data;
-        for (uint64_t i = 0; i < n; i++)
-            if (v[i] == 0)
-                return i;
+/*
+ * The loops of the ops defined on every number dtype (Min Max Mod) and of BitShift (unsigned
+ * only). @p variant is Mod's fmod and BitShift's direction (1: RIGHT), 0 for Min and Max.
+ */
+static cpu__row_fn cpu__number_row(uint32_t code, uint32_t dtype, int64_t variant) {
+#define CPU__PICK(prefix)                       \
+    switch (dtype) {                            \
+    case SES_DRV_DTYPE_F32: return prefix##f32; \
+    case SES_DRV_DTYPE_F64: return prefix##f64; \
+    case SES_DRV_DTYPE_I8: return prefix##i8;   \
+    case SES_DRV_DTYPE_I16: return prefix##i16; \
+    case SES_DRV_DTYPE_I32: return prefix##i32; \
+    case SES_DRV_DTYPE_I64: return prefix##i64; \
+    case SES_DRV_DTYPE_U8: return prefix##u8;   \
+    case SES_DRV_DTYPE_U16: return prefix##u16; \
+    case SES_DRV_DTYPE_U32: return prefix##u32; \
+    case SES_DRV_DTYPE_U64: return prefix##u64; \
+    default: return NULL;                       \
     }
+#define CPU__PICK_UNSIGNED(prefix)              \
+    switch (dtype) {                            \
+    case SES_DRV_DTYPE_U8: return prefix##u8;   \
+    case SES_DRV_DTYPE_U16: return prefix##u16; \
+    case SES_DRV_DTYPE_U32: return prefix##u32; \
+    case SES_DRV_DTYPE_U64: return prefix##u64; \
+    default: return NULL;                       \
+    }
+    switch (code) {
+    case CPU__OP_MIN: CPU__PICK(cpu__min_)
+    case CPU__OP_MAX: CPU__PICK(cpu__max_)
+    case CPU__OP_MOD:
+        if (variant) {
+            CPU__PICK(cpu__fmod_)
+        }
+        CPU__PICK(cpu__mod_)
+    case CPU__OP_BITSHIFT:
+        if (variant) {
+            CPU__PICK_UNSIGNED(cpu__shr_)
+        }
+        CPU__PICK_UNSIGNED(cpu__shl_)
+    default: return NULL;
+    }
+#undef CPU__PICK
+#undef CPU__PICK_UNSIGNED
+}
+
+/* The index of the first zero among @p n integers of @p esize bytes, or n when there is none. */
+static uint64_t cpu__find_zero(const void *data, size_t esize, uint64_t n) {
+#define CPU__FIND(T)                     \
+    do {                                 \
+        const T *v = data;               \
+        for (uint64_t i = 0; i < n; i++) \
+            if (v[i] == 0)               \
+                return i;                \
+    } while (0)
+    switch (esize) {
+    case 1: CPU__FIND(uint8_t); break;
+    case 2: CPU__FIND(uint16_t); break;
+    case 4: CPU__FIND(uint32_t); break;
+    default: CPU__FIND(uint64_t); break;
+    }
+#undef CPU__FIND
     return n;
+}
+
+/* Non-zero for the integer dtypes, whose division and remainder refuse a zero divisor. */
+static int cpu__is_integer(uint32_t dtype) {
+    return dtype != SES_DRV_DTYPE_F32 && dtype != SES_DRV_DTYPE_F64 && dtype != SES_DRV_DTYPE_F16 &&
+           dtype != SES_DRV_DTYPE_BF16 && dtype != SES_DRV_DTYPE_BOOL;
 }
 
 /* Element operations per element of a binary op, for the parallel threshold. */
 static uint64_t cpu__binary_cost(uint32_t code) {
-    return code == CPU__OP_POW ? CPU__COST_MATH : 1;
+    return code == CPU__OP_POW || code == CPU__OP_MOD ? CPU__COST_MATH : 1;
 }
 
 int32_t cpu__binary(const cpu__call_t *call) {
@@ -173,13 +305,24 @@ int32_t cpu__binary(const cpu__call_t *call) {
         return st;
     if (call->out.count == 0)
         return SES_DRV_OK;
-    cpu__row_fn row = cpu__binary_row(code, dtype);
+    cpu__row_fn row;
+    if (code == CPU__OP_MOD || code == CPU__OP_BITSHIFT) {
+        /* Which loop depends on an attribute the host always gives (Mod's fmod, BitShift's
+         * direction, normalized to 0 or 1). */
+        int64_t variant = 0;
+        if ((st = cpu__attr_int(call, code == CPU__OP_MOD ? "fmod" : "direction", 1, 0,
+                                &variant)) != SES_DRV_OK)
+            return st;
+        row = cpu__number_row(code, dtype, variant);
+    } else {
+        row = cpu__binary_row(code, dtype);
+    }
     if (!row)
         return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s", cpu__dtype_label(dtype));
     /* With a non-empty output every divisor element is used, so one zero anywhere is an error;
      * finding it up front keeps the loop free of error paths. */
-    if (code == CPU__OP_DIV && (dtype == SES_DRV_DTYPE_I32 || dtype == SES_DRV_DTYPE_I64)) {
-        uint64_t at = cpu__find_zero(call->in[1].data, dtype, call->in[1].count);
+    if ((code == CPU__OP_DIV || code == CPU__OP_MOD) && cpu__is_integer(dtype)) {
+        uint64_t at = cpu__find_zero(call->in[1].data, call->in[1].esize, call->in[1].count);
         if (at < call->in[1].count)
             return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                                   "integer division by zero: input 1 (the divisor) holds 0 at "
@@ -285,15 +428,115 @@ int32_t cpu__where(const cpu__call_t *call) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Min and Max: any number of inputs, folded into the output one at a time.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The copy loop for elements of @p esize bytes (the output starts as the first input). */
+static cpu__row_fn cpu__second_row(size_t esize) {
+    switch (esize) {
+    case 1: return cpu__second_1;
+    case 2: return cpu__second_2;
+    case 4: return cpu__second_4;
+    case 8: return cpu__second_8;
+    default: return NULL;
+    }
+}
+
+/*
+ * Non-zero when the output's shape is the numpy broadcast of all @p n inputs of @p call: its
+ * rank the largest input rank and each dim the one size other than 1 among the inputs there.
+ */
+static int cpu__broadcasts_to_out(const cpu__call_t *call, uint32_t n) {
+    const cpu__tensor_t *out = &call->out;
+    uint32_t max_rank = 0;
+
+    for (uint32_t k = 0; k < n; k++) {
+        cpu__tensor_t t = cpu__input(call, k);
+        if (t.rank > max_rank)
+            max_rank = t.rank;
+    }
+    if (out->rank != max_rank)
+        return 0;
+    for (uint32_t d = 0; d < out->rank; d++) {
+        int64_t want = 1;
+        for (uint32_t k = 0; k < n; k++) {
+            cpu__tensor_t t = cpu__input(call, k);
+            uint32_t lead = out->rank - t.rank;
+            if (d < lead || t.dims[d - lead] == 1)
+                continue;
+            if (want != 1 && want != t.dims[d - lead])
+                return 0;
+            want = t.dims[d - lead];
+        }
+        if (out->dims[d] != want)
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * out = op(out, input k) for each k, after out = input `first` broadcast. The planner may give
+ * the output an input's very bytes (DRV-86); that input is taken first, so it is read before
+ * anything is written over it. Any other input read later is then a different range.
+ */
+int32_t cpu__min_max(const cpu__call_t *call) {
+    const uint32_t n = call->n_in;
+    cpu__row_fn row = cpu__number_row(call->spec->code, call->out.dtype, 0);
+    cpu__row_fn copy = cpu__second_row(call->out.esize);
+    uint32_t first = 0;
+    cpu__strided_t s;
+    int32_t st;
+
+    if (!row || !copy)
+        return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s",
+                              cpu__dtype_label(call->out.dtype));
+    if ((st = cpu__check_rank(call, "output 0", &call->out)) != SES_DRV_OK)
+        return st;
+    for (uint32_t k = 0; k < n; k++) {
+        cpu__tensor_t t = cpu__input(call, k);
+        char role[24];
+        snprintf(role, sizeof role, "input %" PRIu32, k);
+        if ((st = cpu__check_rank(call, role, &t)) != SES_DRV_OK)
+            return st;
+        if (t.data == call->out.data && t.count == call->out.count && t.count > 0)
+            first = k;
+    }
+    if (!cpu__broadcasts_to_out(call, n)) {
+        char a[96], o[96];
+        cpu__tensor_t t = cpu__input(call, 0);
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "shapes do not broadcast to the output: input 0 is %s (of %" PRIu32
+                              " inputs), output is %s",
+                              cpu__format_dims(t.dims, t.rank, a, sizeof a), n,
+                              cpu__format_dims(call->out.dims, call->out.rank, o, sizeof o));
+    }
+    if (call->out.count == 0)
+        return SES_DRV_OK;
+    for (uint32_t k = 0; k < n; k++) {
+        /* Step one copies input `first` (read as the pair's second operand); the others fold
+         * into the output. The output, as an input, has its own shape: strides 1 throughout. */
+        const uint32_t which = k == 0 ? first : k <= first ? k - 1 : k;
+        cpu__tensor_t pair[2] = {call->out, cpu__input(call, which)};
+        if (!cpu__broadcast_plan(pair, 2, &call->out, &s))
+            return cpu__call_fail(call, SES_DRV_INTERNAL, "input %" PRIu32 " does not broadcast",
+                                  which);
+        cpu__strided_parallel(call, &s, k == 0 ? copy : row, NULL, 1);
+    }
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The loops create prepares (see cpu__run_prepared)
  * ------------------------------------------------------------------------------------------- */
 
 cpu__row_fn cpu__elementwise_row(const cpu__spec_t *spec, uint64_t *out_cost) {
     const int int_div = spec->code == CPU__OP_DIV &&
                         (spec->out == SES_DRV_DTYPE_I32 || spec->out == SES_DRV_DTYPE_I64);
+    /* Mod and BitShift pick their loop by an attribute, which the spec does not have. */
+    const int by_attr = spec->code == CPU__OP_MOD || spec->code == CPU__OP_BITSHIFT;
 
     *out_cost = 1;
-    if (spec->body == cpu__binary && !int_div) {
+    if (spec->body == cpu__binary && !int_div && !by_attr) {
         *out_cost = cpu__binary_cost(spec->code);
         return cpu__binary_row(spec->code, spec->out);
     }
@@ -311,7 +554,8 @@ cpu__row_fn cpu__elementwise_row(const cpu__spec_t *spec, uint64_t *out_cost) {
 typedef void (*cpu__map_fn)(void *out, const void *in, size_t n, const void *params);
 
 typedef struct cpu__map_params {
-    double alpha; /* LeakyRelu */
+    double alpha;                             /* LeakyRelu */
+    int64_t detect_negative, detect_positive; /* IsInf */
 } cpu__map_params_t;
 
 #define CPU__MAP(name, TI, TO, EXPR)                                              \
@@ -354,6 +598,57 @@ CPU__MAP(cpu__softplus_f32, float, float, cpu__softplusf(x))
 CPU__MAP(cpu__softplus_f64, double, double, cpu__softplus(x))
 CPU__MAP(cpu__erf_f32, float, float, erff(x))
 CPU__MAP(cpu__erf_f64, double, double, erf(x))
+/* Round: halves to even, as ONNX says (the default rounding mode). */
+CPU__MAP(cpu__round_f32, float, float, nearbyintf(x))
+CPU__MAP(cpu__round_f64, double, double, nearbyint(x))
+#define CPU__MAP_FLOATS(name, fn)                       \
+    CPU__MAP(cpu__##name##_f32, float, float, fn##f(x)) \
+    CPU__MAP(cpu__##name##_f64, double, double, fn(x))
+CPU__MAP_FLOATS(cos, cos)
+CPU__MAP_FLOATS(sin, sin)
+CPU__MAP_FLOATS(tan, tan)
+CPU__MAP_FLOATS(acos, acos)
+CPU__MAP_FLOATS(asin, asin)
+CPU__MAP_FLOATS(atan, atan)
+CPU__MAP_FLOATS(cosh, cosh)
+CPU__MAP_FLOATS(sinh, sinh)
+CPU__MAP_FLOATS(asinh, asinh)
+CPU__MAP_FLOATS(acosh, acosh)
+CPU__MAP_FLOATS(atanh, atanh)
+/* Sign: -1, 0 or 1; floats keep 0's sign and NaN. */
+CPU__MAP(cpu__sign_f32, float, float, x > 0 ? 1.0f : x < 0 ? -1.0f : x)
+CPU__MAP(cpu__sign_f64, double, double, x > 0 ? 1.0 : x < 0 ? -1.0 : x)
+#define CPU__MAP_SIGN(S, T) CPU__MAP(cpu__sign_##S, T, T, (T)((x > 0) - (x < 0)))
+CPU__MAP_SIGN(i8, int8_t)
+CPU__MAP_SIGN(i16, int16_t)
+CPU__MAP_SIGN(i32, int32_t)
+CPU__MAP_SIGN(i64, int64_t)
+#define CPU__MAP_SIGN_UNSIGNED(S, T) CPU__MAP(cpu__sign_##S, T, T, (T)(x != 0))
+CPU__MAP_SIGN_UNSIGNED(u8, uint8_t)
+CPU__MAP_SIGN_UNSIGNED(u16, uint16_t)
+CPU__MAP_SIGN_UNSIGNED(u32, uint32_t)
+CPU__MAP_SIGN_UNSIGNED(u64, uint64_t)
+CPU__MAP(cpu__not_bool, uint8_t, uint8_t, (uint8_t)(x == 0))
+CPU__MAP(cpu__isnan_f32, float, uint8_t, (uint8_t)(x != x))
+CPU__MAP(cpu__isnan_f64, double, uint8_t, (uint8_t)(x != x))
+
+static void cpu__isinf_f32(void *out_, const void *in_, size_t n, const void *params) {
+    const cpu__map_params_t *p = params;
+    const int neg = p->detect_negative != 0, pos = p->detect_positive != 0;
+    uint8_t *out = out_;
+    const float *in = in_;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (uint8_t)((in[i] == INFINITY && pos) || (in[i] == -INFINITY && neg));
+}
+
+static void cpu__isinf_f64(void *out_, const void *in_, size_t n, const void *params) {
+    const cpu__map_params_t *p = params;
+    const int neg = p->detect_negative != 0, pos = p->detect_positive != 0;
+    uint8_t *out = out_;
+    const double *in = in_;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (uint8_t)((in[i] == INFINITY && pos) || (in[i] == -INFINITY && neg));
+}
 
 static void cpu__leakyrelu_f32(void *out_, const void *in_, size_t n, const void *params) {
     float *out = out_;
@@ -412,10 +707,12 @@ static int32_t cpu__map_run(const cpu__call_t *call, cpu__map_fn fn, const void 
 }
 
 int32_t cpu__unary(const cpu__call_t *call) {
-    const int f32 = call->out.dtype == SES_DRV_DTYPE_F32;
-    const int f64 = call->out.dtype == SES_DRV_DTYPE_F64;
-    const int i32 = call->out.dtype == SES_DRV_DTYPE_I32;
-    cpu__map_params_t params = {0.01};
+    /* By the input's dtype: IsNaN and IsInf give bool; the others give what they take. */
+    const uint32_t dtype = call->in[0].dtype;
+    const int f32 = dtype == SES_DRV_DTYPE_F32;
+    const int f64 = dtype == SES_DRV_DTYPE_F64;
+    const int i32 = dtype == SES_DRV_DTYPE_I32;
+    cpu__map_params_t params = {0.01, 1, 1};
     cpu__map_fn fn = NULL;
     uint64_t cost = CPU__COST_MATH;
     int32_t st;
@@ -450,6 +747,54 @@ int32_t cpu__unary(const cpu__call_t *call) {
     case CPU__OP_TANH: CPU__PICK_FLOAT(cpu__tanh_); break;
     case CPU__OP_SOFTPLUS: CPU__PICK_FLOAT(cpu__softplus_); break;
     case CPU__OP_ERF: CPU__PICK_FLOAT(cpu__erf_); break;
+    case CPU__OP_COS: CPU__PICK_FLOAT(cpu__cos_); break;
+    case CPU__OP_SIN: CPU__PICK_FLOAT(cpu__sin_); break;
+    case CPU__OP_TAN: CPU__PICK_FLOAT(cpu__tan_); break;
+    case CPU__OP_ACOS: CPU__PICK_FLOAT(cpu__acos_); break;
+    case CPU__OP_ASIN: CPU__PICK_FLOAT(cpu__asin_); break;
+    case CPU__OP_ATAN: CPU__PICK_FLOAT(cpu__atan_); break;
+    case CPU__OP_COSH: CPU__PICK_FLOAT(cpu__cosh_); break;
+    case CPU__OP_SINH: CPU__PICK_FLOAT(cpu__sinh_); break;
+    case CPU__OP_ASINH: CPU__PICK_FLOAT(cpu__asinh_); break;
+    case CPU__OP_ACOSH: CPU__PICK_FLOAT(cpu__acosh_); break;
+    case CPU__OP_ATANH: CPU__PICK_FLOAT(cpu__atanh_); break;
+    case CPU__OP_ROUND:
+        CPU__PICK_FLOAT(cpu__round_);
+        cost = 1;
+        break;
+    case CPU__OP_ISNAN:
+        CPU__PICK_FLOAT(cpu__isnan_);
+        cost = 1;
+        break;
+    case CPU__OP_ISINF:
+        if ((st = cpu__attr_int(call, "detect_negative", 1, 1, &params.detect_negative)) !=
+                SES_DRV_OK ||
+            (st = cpu__attr_int(call, "detect_positive", 1, 1, &params.detect_positive)) !=
+                SES_DRV_OK)
+            return st;
+        CPU__PICK_FLOAT(cpu__isinf_);
+        cost = 1;
+        break;
+    case CPU__OP_NOT:
+        fn = dtype == SES_DRV_DTYPE_BOOL ? cpu__not_bool : NULL;
+        cost = 1;
+        break;
+    case CPU__OP_SIGN:
+        switch (dtype) {
+        case SES_DRV_DTYPE_F32: fn = cpu__sign_f32; break;
+        case SES_DRV_DTYPE_F64: fn = cpu__sign_f64; break;
+        case SES_DRV_DTYPE_I8: fn = cpu__sign_i8; break;
+        case SES_DRV_DTYPE_I16: fn = cpu__sign_i16; break;
+        case SES_DRV_DTYPE_I32: fn = cpu__sign_i32; break;
+        case SES_DRV_DTYPE_I64: fn = cpu__sign_i64; break;
+        case SES_DRV_DTYPE_U8: fn = cpu__sign_u8; break;
+        case SES_DRV_DTYPE_U16: fn = cpu__sign_u16; break;
+        case SES_DRV_DTYPE_U32: fn = cpu__sign_u32; break;
+        case SES_DRV_DTYPE_U64: fn = cpu__sign_u64; break;
+        default: break;
+        }
+        cost = 1;
+        break;
     case CPU__OP_LEAKYRELU:
         if ((st = cpu__attr_float(call, "alpha", 0.01, &params.alpha)) != SES_DRV_OK)
             return st;
@@ -461,8 +806,7 @@ int32_t cpu__unary(const cpu__call_t *call) {
 #undef CPU__PICK_FLOAT
 #undef CPU__PICK_NUMBER
     if (!fn)
-        return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s",
-                              cpu__dtype_label(call->out.dtype));
+        return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s", cpu__dtype_label(dtype));
     return cpu__map_run(call, fn, &params, cost);
 }
 

@@ -337,6 +337,29 @@ enum cpu__op {
     CPU__OP_SOFTPLUS,
     CPU__OP_ERF,
     CPU__OP_LEAKYRELU,
+    CPU__OP_MIN,
+    CPU__OP_MAX,
+    CPU__OP_MOD,
+    CPU__OP_AND,
+    CPU__OP_OR,
+    CPU__OP_XOR,
+    CPU__OP_BITSHIFT,
+    CPU__OP_NOT,
+    CPU__OP_SIGN,
+    CPU__OP_ISNAN,
+    CPU__OP_ISINF,
+    CPU__OP_ROUND,
+    CPU__OP_COS,
+    CPU__OP_SIN,
+    CPU__OP_TAN,
+    CPU__OP_ACOS,
+    CPU__OP_ASIN,
+    CPU__OP_ATAN,
+    CPU__OP_COSH,
+    CPU__OP_SINH,
+    CPU__OP_ASINH,
+    CPU__OP_ACOSH,
+    CPU__OP_ATANH,
     CPU__OP_CAST,
     CPU__OP_MATMUL,
     CPU__OP_GEMM,
@@ -691,10 +714,11 @@ int32_t cpu__run_prepared(ses_drv_device_t *device, const void *state,
  * Div, which refuses a zero divisor) and for the other families.
  */
 cpu__row_fn cpu__elementwise_row(const cpu__spec_t *spec, uint64_t *out_cost);
-int32_t cpu__binary(const cpu__call_t *call);  /* Add Sub Mul Div Pow */
+int32_t cpu__binary(const cpu__call_t *call);  /* Add Sub Mul Div Pow Mod BitShift And Or Xor */
 int32_t cpu__compare(const cpu__call_t *call); /* Equal Greater Less */
 int32_t cpu__where(const cpu__call_t *call);
-int32_t cpu__unary(const cpu__call_t *call); /* Neg Abs Exp ... LeakyRelu */
+int32_t cpu__min_max(const cpu__call_t *call); /* Min Max, variadic */
+int32_t cpu__unary(const cpu__call_t *call); /* Neg Abs Exp ... LeakyRelu Not Sign Round Cos ... */
 int32_t cpu__cast(const cpu__call_t *call);
 
 /* cpu_matmul.c */

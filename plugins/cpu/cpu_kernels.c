@@ -75,6 +75,8 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__E_WHERE(X, Op, CODE, BODY, T)                                                         \
     X(Op##_##T, #Op, "bool," #T "," #T "->" #T, BODY, CODE, 3, 0, SES_DRV_DTYPE_BOOL, CPU__DT_##T, \
       CPU__DT_##T, CPU__DT_##T)
+#define CPU__E_TO_BOOL(X, Op, CODE, BODY, T) \
+    X(Op##_##T, #Op, #T "->bool", BODY, CODE, 1, 0, CPU__DT_##T, 0, 0, SES_DRV_DTYPE_BOOL)
 #define CPU__E_TO_I64(X, Op, CODE, BODY, T) \
     X(Op##_##T, #Op, #T "->i64", BODY, CODE, 1, 0, CPU__DT_##T, 0, 0, SES_DRV_DTYPE_I64)
 #define CPU__E_VARIADIC(X, Op, CODE, BODY, T) \
@@ -104,6 +106,12 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__BASIC_TO(M, ...)                                                               \
     M(__VA_ARGS__, f32) M(__VA_ARGS__, f64) M(__VA_ARGS__, i32) M(__VA_ARGS__, i64)         \
     M(__VA_ARGS__, u8) M(__VA_ARGS__, bool)
+/* Every number dtype the driver computes on (Min Max Mod Sign), and the unsigned ones. */
+#define CPU__UNSIGNED(M, ...)                                                               \
+    M(__VA_ARGS__, u8) M(__VA_ARGS__, u16) M(__VA_ARGS__, u32) M(__VA_ARGS__, u64)
+#define CPU__ALL_NUMBERS(M, ...)                                                            \
+    CPU__FLOATS(M, __VA_ARGS__) M(__VA_ARGS__, i8) M(__VA_ARGS__, i16) M(__VA_ARGS__, i32)  \
+    M(__VA_ARGS__, i64) CPU__UNSIGNED(M, __VA_ARGS__)
 /* clang-format on */
 #define CPU__E_CAST_FROM(X, Op, CODE, BODY, A) CPU__BASIC_TO(CPU__E_CAST, X, Op, CODE, BODY, A)
 
@@ -135,6 +143,29 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__FLOATS(CPU__E_UNARY, X, Softplus, CPU__OP_SOFTPLUS, cpu__unary)       \
     CPU__FLOATS(CPU__E_UNARY, X, Erf, CPU__OP_ERF, cpu__unary)                 \
     CPU__FLOATS(CPU__E_UNARY, X, LeakyRelu, CPU__OP_LEAKYRELU, cpu__unary)     \
+    CPU__ALL_NUMBERS(CPU__E_VARIADIC, X, Min, CPU__OP_MIN, cpu__min_max)       \
+    CPU__ALL_NUMBERS(CPU__E_VARIADIC, X, Max, CPU__OP_MAX, cpu__min_max)       \
+    CPU__ALL_NUMBERS(CPU__E_BINARY, X, Mod, CPU__OP_MOD, cpu__binary)          \
+    CPU__E_BINARY(X, And, CPU__OP_AND, cpu__binary, bool)                      \
+    CPU__E_BINARY(X, Or, CPU__OP_OR, cpu__binary, bool)                        \
+    CPU__E_BINARY(X, Xor, CPU__OP_XOR, cpu__binary, bool)                      \
+    CPU__UNSIGNED(CPU__E_BINARY, X, BitShift, CPU__OP_BITSHIFT, cpu__binary)   \
+    CPU__E_UNARY(X, Not, CPU__OP_NOT, cpu__unary, bool)                        \
+    CPU__ALL_NUMBERS(CPU__E_UNARY, X, Sign, CPU__OP_SIGN, cpu__unary)          \
+    CPU__FLOATS(CPU__E_TO_BOOL, X, IsNaN, CPU__OP_ISNAN, cpu__unary)           \
+    CPU__FLOATS(CPU__E_TO_BOOL, X, IsInf, CPU__OP_ISINF, cpu__unary)           \
+    CPU__FLOATS(CPU__E_UNARY, X, Round, CPU__OP_ROUND, cpu__unary)             \
+    CPU__FLOATS(CPU__E_UNARY, X, Cos, CPU__OP_COS, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Sin, CPU__OP_SIN, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Tan, CPU__OP_TAN, cpu__unary)                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Acos, CPU__OP_ACOS, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Asin, CPU__OP_ASIN, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Atan, CPU__OP_ATAN, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Cosh, CPU__OP_COSH, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Sinh, CPU__OP_SINH, cpu__unary)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Asinh, CPU__OP_ASINH, cpu__unary)             \
+    CPU__FLOATS(CPU__E_UNARY, X, Acosh, CPU__OP_ACOSH, cpu__unary)             \
+    CPU__FLOATS(CPU__E_UNARY, X, Atanh, CPU__OP_ATANH, cpu__unary)             \
     CPU__BASIC(CPU__E_CAST_FROM, X, Cast, CPU__OP_CAST, cpu__cast)             \
     CPU__FLOATS(CPU__E_BINARY, X, MatMul, CPU__OP_MATMUL, cpu__matmul)         \
     CPU__FLOATS(CPU__E_BINARY, X, Gemm, CPU__OP_GEMM, cpu__gemm)               \
@@ -182,6 +213,7 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__PREP_cpu__compare(P, N, id) P(id)
 #define CPU__PREP_cpu__where(P, N, id) P(id)
 #define CPU__PREP_cpu__unary(P, N, id) P(id)
+#define CPU__PREP_cpu__min_max(P, N, id) N(id)
 #define CPU__PREP_cpu__cast(P, N, id) P(id)
 #define CPU__PREP_cpu__copy(P, N, id) N(id)
 #define CPU__PREP_cpu__matmul(P, N, id) P(id)

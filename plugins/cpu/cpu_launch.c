@@ -767,6 +767,11 @@ static int cpu__op_broadcasts(uint32_t code) {
     case CPU__OP_MUL:
     case CPU__OP_DIV:
     case CPU__OP_POW:
+    case CPU__OP_MOD:
+    case CPU__OP_BITSHIFT:
+    case CPU__OP_AND:
+    case CPU__OP_OR:
+    case CPU__OP_XOR:
     case CPU__OP_EQUAL:
     case CPU__OP_GREATER:
     case CPU__OP_LESS:

@@ -40,7 +40,8 @@ static inline long bc_off(const bc_t *bc, int k, ulong i) {
 
 #define FOR_EACH(i, n) for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
 
-/* Unary ops on f32; the input is read through the broadcast strides st[0]. */
+/* Unary ops on f32 (op: ocl_unary_code's index); the input is read through the broadcast
+ * strides st[0]. */
 kernel void unary_f32(global const float *x, ulong xo, global float *y, ulong yo, ulong n,
                       bc_t bc, int op, float alpha) {
     FOR_EACH(i, n) {
@@ -59,13 +60,28 @@ kernel void unary_f32(global const float *x, ulong xo, global float *y, ulong yo
         case 10: r = erf(v); break;
         case 11: r = v < 0.0f ? alpha * v : v; break;
         case 12: r = alpha * v; break;
+        case 13: r = cos(v); break;
+        case 14: r = sin(v); break;
+        case 15: r = tan(v); break;
+        case 16: r = acos(v); break;
+        case 17: r = asin(v); break;
+        case 18: r = atan(v); break;
+        case 19: r = cosh(v); break;
+        case 20: r = sinh(v); break;
+        case 21: r = asinh(v); break;
+        case 22: r = acosh(v); break;
+        case 23: r = atanh(v); break;
+        case 24: r = rint(v); break; /* halves to even */
+        /* Not OpenCL's sign(), which turns NaN into 0. */
+        case 25: r = v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v; break;
         default: r = v; break;
         }
         y[yo + i] = r;
     }
 }
 
-/* Binary ops on f32 with numpy broadcasting, and the one-shape gradient ops. */
+/* Binary ops on f32 with numpy broadcasting (Min and Max of two inputs among them), and the
+ * one-shape gradient ops. */
 kernel void binary_f32(global const float *a, ulong ao, global const float *b, ulong bo,
                        global float *y, ulong yo, ulong n, bc_t bc, int op, float alpha) {
     FOR_EACH(i, n) {
@@ -80,6 +96,8 @@ kernel void binary_f32(global const float *a, ulong ao, global const float *b, u
         case 6: r = u * v * (1.0f - v); break;                /* SigmoidGrad(dy, y) */
         case 7: r = u * (1.0f - v * v); break;                /* TanhGrad(dy, y) */
         case 8: r = v > 0.0f ? u : alpha * u; break;          /* LeakyReluGrad(dy, x) */
+        case 9: r = (u < v || isnan(u)) ? u : v; break;       /* Min: NaN wins */
+        case 10: r = (u > v || isnan(u)) ? u : v; break;     /* Max */
         default: r = u; break;
         }
         y[yo + i] = r;

@@ -421,11 +421,13 @@ static int32_t ocl_strided(ses_drv_device_t *device, const ses_drv_node_t *node,
  * ------------------------------------------------------------------------------------------- */
 
 static int ocl_unary_code(const char *op) {
-    static const char *const ops[] = {"Neg",     "Abs",  "Relu",     "Exp", "Log",
-                                      "Sqrt",    "Reciprocal", "Sigmoid", "Tanh", "Softplus",
-                                      "Erf",     "LeakyRelu"};
+    /* The index is the kernel's op code; 12 is the kernel's internal scale, no op's. */
+    static const char *const ops[] = {
+        "Neg",      "Abs",  "Relu",      "Exp",   "Log",   "Sqrt",  "Reciprocal", "Sigmoid", "Tanh",
+        "Softplus", "Erf",  "LeakyRelu", NULL,    "Cos",   "Sin",   "Tan",        "Acos",    "Asin",
+        "Atan",     "Cosh", "Sinh",      "Asinh", "Acosh", "Atanh", "Round",      "Sign"};
     for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++)
-        if (!strcmp(op, ops[i]))
+        if (ops[i] && !strcmp(op, ops[i]))
             return i;
     return -1;
 }
@@ -475,7 +477,7 @@ static int32_t ocl_k_unary(ses_drv_device_t *device, void *state, const ses_drv_
 static int ocl_binary_code(const char *op) {
     static const char *const ops[] = {"Add",      "Sub",         "Mul",      "Div",
                                       "Pow",      "ReluGrad",    "SigmoidGrad", "TanhGrad",
-                                      "LeakyReluGrad"};
+                                      "LeakyReluGrad", "Min", "Max"};
     for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++)
         if (!strcmp(op, ops[i]))
             return i;
@@ -2591,7 +2593,9 @@ static int32_t ocl_k_range(ses_drv_device_t *device, void *state, const ses_drv_
 static const ses_drv_kernel_t ocl_kernels[] = {
     U("Neg") U("Abs") U("Relu") U("Exp") U("Log") U("Sqrt") U("Reciprocal") U("Sigmoid")
     U("Tanh") U("Softplus") U("Erf") U("LeakyRelu")
-    B("Add") B("Sub") B("Mul") B("Div") B("Pow")
+    U("Cos") U("Sin") U("Tan") U("Acos") U("Asin") U("Atan") U("Cosh") U("Sinh") U("Asinh")
+    U("Acosh") U("Atanh") U("Round") U("Sign")
+    B("Add") B("Sub") B("Mul") B("Div") B("Pow") B("Min") B("Max")
     B("ReluGrad") B("SigmoidGrad") B("TanhGrad") B("LeakyReluGrad")
     E("Equal", "f32,f32->bool", ocl_k_compare)
     E("Greater", "f32,f32->bool", ocl_k_compare)

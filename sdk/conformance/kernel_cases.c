@@ -44,6 +44,87 @@ static const char *const binary_div[] = {BINARY("", "@nz")};
 static const char *const binary_pow[] = {BINARY("@pos", "@exp")};
 static const char *const compare[] = {BINARY("@small", "@small")};
 
+/* Mod: divisors never zero (integer Mod refuses 0); fmod=1 as ONNX requires for floats, and
+ * the floor form (fmod=0) too, which libsession refuses for floats on every device. */
+static const char *const mod[] = {
+    "[2,3] [2,3]@nz fmod=1",
+    "[2,3,4] [4]@nz fmod=1",
+    "[3,1] [1,5]@nz fmod=1",
+    "[] [6]@nz fmod=1",
+    "[0,3] [3]@nz fmod=1",
+    "[65536] [65536]@nz fmod=1",
+    "[256,256] [256,1]@nz fmod=1",
+    "[2,3] [2,3]@nz fmod=0",
+    "[7,9] [7,1]@nz fmod=0",
+    "[6]@nan [6]@nz fmod=1 !nan",
+    NULL,
+};
+/* BitShift: shifts of 0 to 2 bits, and of 0 to 40 (past the width of u8, u16 and u32). */
+static const char *const bit_shift[] = {
+    "[2,3] [2,3]@small direction=LEFT",
+    "[2,3,4] [4]@small direction=RIGHT",
+    "[3,1] [1,5]@small direction=LEFT",
+    "[] [6]@small direction=RIGHT",
+    "[] []@small direction=LEFT",
+    "[0,3] [3]@small direction=RIGHT",
+    "[7,9] [7,1] direction=LEFT",
+    "[7,9] [7,1] direction=RIGHT",
+    "[65536] [65536]@small direction=LEFT",
+    "[256,256] [256,1]@small direction=RIGHT",
+    NULL,
+};
+/* Min and Max take one or more inputs: one, two broadcast as the binary ops, three, and four
+ * (past the first three, which a driver may hold apart); NaN wins (DRV-54). */
+static const char *const min_max[] = {
+    "[2,3]",
+    "[]",
+    "[2,3] [2,3]",
+    "[2,3,4] [4]",
+    "[3,1] [1,5]",
+    "[] [6]",
+    "[0,3] [3]",
+    "[7,9]@small [7,1]@small",
+    "[2,1] [1,3] [3]",
+    "[2,3] [3] [2,1] [] [1,1]",
+    "[65536] [65536]",
+    "[256,256] [256,1]",
+    "[6]@nan [6] !nan",
+    "[7,9]@somenan [9]@somenan",
+    NULL,
+};
+static const char *const unary_unit[] = {
+    "[2,3]@unit", "[]@unit", "[0]@unit", "[7,9,5]@unit", "[65536]@unit", NAN_ELEMENTWISE, NULL,
+};
+static const char *const unary_nan[] = {
+    "[2,3]", "[]", "[0]", "[7,9,5]", "[65536]", NAN_ELEMENTWISE, NULL,
+};
+/* Rounding: halves (multiples of 0.25) and values that round either way. */
+static const char *const round_cases[] = {
+    "[2,3]@cast", "[]", "[0]", "[7,9,5]", "[65536]@cast", NAN_ELEMENTWISE, NULL,
+};
+/* Sign: zeros among the values (small integers). */
+static const char *const sign[] = {
+    "[2,3]@small", "[]", "[0]", "[7,9,5]@small", "[65536]", NAN_ELEMENTWISE, NULL,
+};
+/* IsNaN and IsInf: values over every binade with infinities and NaN among them. */
+static const char *const is_nan[] = {
+    "[2,3]@span", "[]", "[0]", "[7,9]@somenan", "[65536]@span", NULL,
+};
+static const char *const is_inf[] = {
+    "[2,3]@span",
+    "[]@span",
+    "[0]",
+    "[7,9]@span detect_negative=0",
+    "[64]@span detect_positive=0",
+    "[64]@span detect_negative=0 detect_positive=0",
+    "[65536]@span",
+    NULL,
+};
+static const char *const logical[] = {BINARY("@bool", "@bool")};
+static const char *const logical_not[] = {
+    "[2,3]@bool", "[]@bool", "[0]@bool", "[7,9,5]@bool", "[65536]@bool", NULL,
+};
+
 static const char *const where[] = {
     "[2,3] [2,3] [2,3]", "[2,1] [1,3] [3]", "[] [4] []", "[0,3] [3] [3]",
     "[65536] [65536] []", NULL,
@@ -627,6 +708,29 @@ static const ses_conf_op_cases_t table[] = {
     {"Softplus", LIBM, unary},
     {"Erf", LIBM, unary},
     {"LeakyRelu", ROUNDED, leaky_relu},
+    {"Min", EXACT, min_max},
+    {"Max", EXACT, min_max},
+    {"Mod", ROUNDED, mod},
+    {"And", EXACT, logical},
+    {"Or", EXACT, logical},
+    {"Xor", EXACT, logical},
+    {"BitShift", EXACT, bit_shift},
+    {"Not", EXACT, logical_not},
+    {"Sign", EXACT, sign},
+    {"IsNaN", EXACT, is_nan},
+    {"IsInf", EXACT, is_inf},
+    {"Round", EXACT, round_cases},
+    {"Cos", LIBM, unary_nan},
+    {"Sin", LIBM, unary_nan},
+    {"Tan", LIBM, unary_unit},
+    {"Acos", LIBM, unary_unit},
+    {"Asin", LIBM, unary_unit},
+    {"Atan", LIBM, unary_nan},
+    {"Cosh", LIBM, unary_nan},
+    {"Sinh", LIBM, unary_nan},
+    {"Asinh", LIBM, unary_nan},
+    {"Acosh", LIBM, unary_pos},
+    {"Atanh", LIBM, unary_unit},
     {"Cast", EXACT, cast},
     {"MatMul", PRODUCTS, matmul},
     {"Gemm", PRODUCTS, gemm},

@@ -37,6 +37,8 @@
 #define I64 SES_DRV_DTYPE_I64
 #define U8 SES_DRV_DTYPE_U8
 #define BOOL SES_DRV_DTYPE_BOOL
+#define I8 SES_DRV_DTYPE_I8
+#define U64 SES_DRV_DTYPE_U64
 
 /* ---------------------------------------------------------------------------------------------
  * A host whose get_option answers driver.cpu.threads, to size the device's pool.
@@ -539,6 +541,9 @@ static int op_prepares(const char *op) {
         "Add",     "Sub",  "Mul",      "Div",  "Pow",       "Equal", "Greater", "Less",
         "Where",   "Neg",  "Abs",      "Relu", "Exp",       "Log",   "Sqrt",    "Reciprocal",
         "Sigmoid", "Tanh", "Softplus", "Erf",  "LeakyRelu", "Cast",
+        "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf", "Round", "Cos",
+        "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh", "Atanh",
+        /* not Min and Max: variadic, they fold their inputs without a prepared walk */
         "Conv", "FusedConv", "NchwcConv", /* their state keeps oneDNN's primitives and the
                                              constant-input bits */
         "MatMul", "Gemm", "FusedGemm", /* oneDNN's matmul for constant weights */
@@ -598,13 +603,19 @@ static void the_table_offers_every_op_of_the_contract_at_its_dtypes(void **state
         {"ReduceMax", "i64->i64"},    {"ReduceMean", "f64->f64"},
         {"Softmax", "f32->f32"},      {"LogSoftmax", "f64->f64"},
         {"ArgMax", "i32->i64"},       {"Gather", "bf16,i32->bf16"},
-        {"Concat", "u16...->u16"},
+        {"Concat", "u16...->u16"},    {"Min", "u16...->u16"},
+        {"Max", "f64...->f64"},       {"Mod", "i8,i8->i8"},
+        {"BitShift", "u64,u64->u64"}, {"Xor", "bool,bool->bool"},
+        {"Not", "bool->bool"},        {"Sign", "u32->u32"},
+        {"IsInf", "f64->bool"},       {"Acosh", "f32->f32"},
     };
     static const char *const missing[][2] = {
         {"Neg", "i32,i32->i32"}, /* not an op of two inputs */
         {"Pow", "i32,i32->i32"}, /* Pow is f32 and f64 only */
         {"ReduceMean", "i32->i32"},
         {"Greater", "bool,bool->bool"},
+        {"BitShift", "i32,i32->i32"}, /* unsigned only */
+        {"Min", "bool...->bool"},
     };
     char sig[64];
 
@@ -1514,6 +1525,18 @@ static void unary_float_ops_match_libm_in_f32_and_f64(void **state) {
     CHECK_UNARY("Softplus", logf(1.0f + expf(v)), log(1.0 + exp(v)));
     CHECK_UNARY("Erf", erff(v), erf(v));
     CHECK_UNARY("LeakyRelu", v < 0 ? 0.01f * v : v, v < 0 ? 0.01 * v : v);
+    CHECK_UNARY("Cos", cosf(v), cos(v));
+    CHECK_UNARY("Sin", sinf(v), sin(v));
+    CHECK_UNARY("Tan", tanf(v), tan(v));
+    CHECK_UNARY("Atan", atanf(v), atan(v));
+    CHECK_UNARY("Cosh", coshf(v), cosh(v));
+    CHECK_UNARY("Sinh", sinhf(v), sinh(v));
+    CHECK_UNARY("Asinh", asinhf(v), asinh(v));
+    /* Outside their domains (|x| > 1, x < 1) these give NaN, which the checks match. */
+    CHECK_UNARY("Acos", acosf(v), acos(v));
+    CHECK_UNARY("Asin", asinf(v), asin(v));
+    CHECK_UNARY("Atanh", atanhf(v), atanh(v));
+    CHECK_UNARY("Acosh", acoshf(v), acosh(v));
 #undef CHECK_UNARY
     /* Hand values for the ones with a domain. */
     RUN_OK(f, "Log", "f32->f32", NULL, 1, &pin, tensor(F32, NULL, 1, 3), got);
@@ -1570,6 +1593,145 @@ static void leaky_relu_reads_alpha_and_integer_unary_ops_wrap(void **state) {
     expect_i64((const int64_t[]){7, 8}, lgot, 2);
     RUN_OK(f, "Relu", "i64->i64", NULL, 1, &lin, tensor(I64, NULL, 2, 1, 2), lgot);
     expect_i64((const int64_t[]){0, 8}, lgot, 2);
+}
+
+static void sign_round_is_nan_and_is_inf_handle_zeros_halves_and_infinities(void **state) {
+    fixture_t *f = *state;
+    const float x[7] = {-2.5f, -0.5f, 0.5f, 1.5f, 2.5f, -INFINITY, NAN};
+    const test_attr_t positive_only[] = {A_INT("detect_negative", 0), A_INT("detect_positive", 1),
+                                         A_END};
+    float got[7];
+    uint8_t bits[7];
+    targ_t in = tensor(F32, x, 1, 7);
+
+    /* Halves round to even, as ONNX says. */
+    RUN_OK(f, "Round", "f32->f32", NULL, 1, &in, tensor(F32, NULL, 1, 7), got);
+    expect_f32((const float[]){-2.0f, -0.0f, 0.0f, 2.0f, 2.0f, -INFINITY, NAN}, got, 7, 0);
+    RUN_OK(f, "Sign", "f32->f32", NULL, 1, &in, tensor(F32, NULL, 1, 7), got);
+    expect_f32((const float[]){-1, -1, 1, 1, 1, -1, NAN}, got, 7, 0);
+    RUN_OK(f, "IsNaN", "f32->bool", NULL, 1, &in, tensor(BOOL, NULL, 1, 7), bits);
+    expect_u8((const uint8_t[]){0, 0, 0, 0, 0, 0, 1}, bits, 7);
+    RUN_OK(f, "IsInf", "f32->bool", NULL, 1, &in, tensor(BOOL, NULL, 1, 7), bits);
+    expect_u8((const uint8_t[]){0, 0, 0, 0, 0, 1, 0}, bits, 7);
+
+    const double dx[3] = {INFINITY, -INFINITY, 1e308};
+    targ_t din = tensor(F64, dx, 1, 3);
+    RUN_OK(f, "IsInf", "f64->bool", positive_only, 1, &din, tensor(BOOL, NULL, 1, 3), bits);
+    expect_u8((const uint8_t[]){1, 0, 0}, bits, 3);
+
+    const int8_t i[4] = {INT8_MIN, -3, 0, 5};
+    int8_t igot[4];
+    targ_t iin = tensor(I8, i, 1, 4);
+    RUN_OK(f, "Sign", "i8->i8", NULL, 1, &iin, tensor(I8, NULL, 1, 4), igot);
+    assert_memory_equal(igot, ((const int8_t[]){-1, -1, 0, 1}), 4);
+}
+
+static void logic_ops_broadcast_and_read_any_nonzero_byte_as_true(void **state) {
+    fixture_t *f = *state;
+    const uint8_t a[4] = {0, 1, 2, 0}; /* [2,2]; 2 is a true bool byte */
+    const uint8_t b[2] = {1, 0};       /* [2] */
+    uint8_t got[4];
+    targ_t in[2] = {tensor(BOOL, a, 2, 2, 2), tensor(BOOL, b, 1, 2)};
+
+    RUN_OK(f, "And", "bool,bool->bool", NULL, 2, in, tensor(BOOL, NULL, 2, 2, 2), got);
+    expect_u8((const uint8_t[]){0, 0, 1, 0}, got, 4);
+    RUN_OK(f, "Or", "bool,bool->bool", NULL, 2, in, tensor(BOOL, NULL, 2, 2, 2), got);
+    expect_u8((const uint8_t[]){1, 1, 1, 0}, got, 4);
+    RUN_OK(f, "Xor", "bool,bool->bool", NULL, 2, in, tensor(BOOL, NULL, 2, 2, 2), got);
+    expect_u8((const uint8_t[]){1, 1, 0, 0}, got, 4);
+    RUN_OK(f, "Not", "bool->bool", NULL, 1, in, tensor(BOOL, NULL, 2, 2, 2), got);
+    expect_u8((const uint8_t[]){1, 0, 0, 1}, got, 4);
+}
+
+static void mod_takes_the_divisors_sign_or_with_fmod_the_dividends(void **state) {
+    fixture_t *f = *state;
+    const int32_t a[5] = {7, -7, 7, -7, INT32_MIN};
+    const int32_t b[5] = {3, 3, -3, -3, -1};
+    const test_attr_t floor_mod[] = {A_INT("fmod", 0), A_END};
+    const test_attr_t trunc_mod[] = {A_INT("fmod", 1), A_END};
+    int32_t got[5];
+    targ_t in[2] = {tensor(I32, a, 1, 5), tensor(I32, b, 1, 5)};
+
+    RUN_OK(f, "Mod", "i32,i32->i32", floor_mod, 2, in, tensor(I32, NULL, 1, 5), got);
+    expect_i32((const int32_t[]){1, 2, -2, -1, 0}, got, 5);
+    RUN_OK(f, "Mod", "i32,i32->i32", trunc_mod, 2, in, tensor(I32, NULL, 1, 5), got);
+    expect_i32((const int32_t[]){1, -1, 1, -1, 0}, got, 5);
+
+    const float x[3] = {5.5f, -5.5f, 5.5f};
+    const float y[1] = {2.0f};
+    float fgot[3];
+    targ_t fin[2] = {tensor(F32, x, 1, 3), tensor(F32, y, 0)};
+    RUN_OK(f, "Mod", "f32,f32->f32", trunc_mod, 2, fin, tensor(F32, NULL, 1, 3), fgot);
+    expect_f32((const float[]){1.5f, -1.5f, 1.5f}, fgot, 3, 0);
+
+    const uint64_t u[2] = {UINT64_MAX, 9};
+    const uint64_t zero[2] = {4, 0};
+    targ_t uin[2] = {tensor(U64, u, 1, 2), tensor(U64, zero, 1, 2)};
+    f->name = "rem";
+    assert_int_equal(
+        run(f, "Mod", "u64,u64->u64", floor_mod, 2, uin, tensor(U64, NULL, 1, 2), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "Mod \"rem\"");
+    assert_message_contains(f, "division by zero");
+    assert_message_contains(f, "element 1");
+}
+
+static void bit_shift_moves_bits_either_way_and_gives_zero_past_the_width(void **state) {
+    fixture_t *f = *state;
+    const uint8_t x[4] = {1, 0x80, 0xff, 3};
+    const uint8_t y[4] = {1, 1, 8, 0};
+    const test_attr_t left[] = {A_INT("direction", 0), A_END};
+    const test_attr_t right[] = {A_INT("direction", 1), A_END};
+    uint8_t got[4];
+    targ_t in[2] = {tensor(U8, x, 1, 4), tensor(U8, y, 1, 4)};
+
+    RUN_OK(f, "BitShift", "u8,u8->u8", left, 2, in, tensor(U8, NULL, 1, 4), got);
+    expect_u8((const uint8_t[]){2, 0, 0, 3}, got, 4);
+    RUN_OK(f, "BitShift", "u8,u8->u8", right, 2, in, tensor(U8, NULL, 1, 4), got);
+    expect_u8((const uint8_t[]){0, 0x40, 0, 3}, got, 4);
+
+    const uint64_t big[2] = {1, UINT64_MAX};
+    const uint64_t by[1] = {63};
+    uint64_t bgot[2];
+    targ_t bin[2] = {tensor(U64, big, 1, 2), tensor(U64, by, 0)};
+    RUN_OK(f, "BitShift", "u64,u64->u64", left, 2, bin, tensor(U64, NULL, 1, 2), bgot);
+    assert_true(bgot[0] == UINT64_C(1) << 63 && bgot[1] == UINT64_C(1) << 63);
+}
+
+static void min_and_max_fold_any_number_of_inputs_with_broadcasting(void **state) {
+    fixture_t *f = *state;
+    const float a[4] = {1, 5, -2, 8}; /* [2,2] */
+    const float b[2] = {3, NAN};      /* [2] */
+    const float c[1] = {0};           /* [] */
+    float got[4];
+    targ_t in[3] = {tensor(F32, a, 2, 2, 2), tensor(F32, b, 1, 2), tensor(F32, c, 0)};
+
+    /* NaN wins, as in numpy's minimum and maximum. */
+    RUN_OK(f, "Min", "f32...->f32", NULL, 3, in, tensor(F32, NULL, 2, 2, 2), got);
+    expect_f32((const float[]){0, NAN, -2, NAN}, got, 4, 0);
+    RUN_OK(f, "Max", "f32...->f32", NULL, 3, in, tensor(F32, NULL, 2, 2, 2), got);
+    expect_f32((const float[]){3, NAN, 3, NAN}, got, 4, 0);
+    /* One input is a copy. */
+    RUN_OK(f, "Max", "f32...->f32", NULL, 1, in, tensor(F32, NULL, 2, 2, 2), got);
+    expect_f32(a, got, 4, 0);
+
+    /* Five inputs: more than the three a kernel call keeps views of. */
+    const int8_t v[5][2] = {{1, -9}, {4, 2}, {INT8_MIN, 3}, {0, 0}, {7, INT8_MAX}};
+    int8_t igot[2];
+    targ_t many[5];
+    for (int i = 0; i < 5; i++)
+        many[i] = tensor(I8, v[i], 1, 2);
+    RUN_OK(f, "Max", "i8...->i8", NULL, 5, many, tensor(I8, NULL, 1, 2), igot);
+    assert_memory_equal(igot, ((const int8_t[]){7, INT8_MAX}), 2);
+    RUN_OK(f, "Min", "i8...->i8", NULL, 5, many, tensor(I8, NULL, 1, 2), igot);
+    assert_memory_equal(igot, ((const int8_t[]){INT8_MIN, -9}), 2);
+
+    f->name = "lo";
+    targ_t bad[2] = {tensor(F32, a, 2, 2, 2), tensor(F32, a, 1, 3)};
+    assert_int_equal(run(f, "Min", "f32...->f32", NULL, 2, bad, tensor(F32, NULL, 2, 2, 2), NULL),
+                     SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "Min \"lo\"");
+    assert_message_contains(f, "do not broadcast");
 }
 
 static void unary_ops_handle_scalars_and_empty_tensors_and_refuse_other_shapes(void **state) {
@@ -3369,6 +3531,11 @@ int main(void) {
         TEST(unary_float_ops_match_libm_in_f32_and_f64),
         TEST(sigmoid_and_softplus_stay_finite_for_large_inputs),
         TEST(leaky_relu_reads_alpha_and_integer_unary_ops_wrap),
+        TEST(sign_round_is_nan_and_is_inf_handle_zeros_halves_and_infinities),
+        TEST(logic_ops_broadcast_and_read_any_nonzero_byte_as_true),
+        TEST(mod_takes_the_divisors_sign_or_with_fmod_the_dividends),
+        TEST(bit_shift_moves_bits_either_way_and_gives_zero_past_the_width),
+        TEST(min_and_max_fold_any_number_of_inputs_with_broadcasting),
         TEST(unary_ops_handle_scalars_and_empty_tensors_and_refuse_other_shapes),
         TEST(cast_truncates_toward_zero_and_maps_bools_to_0_and_1),
         TEST(cast_refuses_a_to_attribute_that_disagrees_with_the_output),
@@ -3431,6 +3598,11 @@ int main(void) {
         TEST_PREPARED(unary_float_ops_match_libm_in_f32_and_f64),
         TEST_PREPARED(sigmoid_and_softplus_stay_finite_for_large_inputs),
         TEST_PREPARED(leaky_relu_reads_alpha_and_integer_unary_ops_wrap),
+        TEST_PREPARED(sign_round_is_nan_and_is_inf_handle_zeros_halves_and_infinities),
+        TEST_PREPARED(logic_ops_broadcast_and_read_any_nonzero_byte_as_true),
+        TEST_PREPARED(mod_takes_the_divisors_sign_or_with_fmod_the_dividends),
+        TEST_PREPARED(bit_shift_moves_bits_either_way_and_gives_zero_past_the_width),
+        TEST_PREPARED(min_and_max_fold_any_number_of_inputs_with_broadcasting),
         TEST_PREPARED(unary_ops_handle_scalars_and_empty_tensors_and_refuse_other_shapes),
         TEST_PREPARED(cast_truncates_toward_zero_and_maps_bools_to_0_and_1),
         TEST_PREPARED(cast_refuses_a_to_attribute_that_disagrees_with_the_output),

@@ -88,6 +88,11 @@ BINARY(b_sub, "Sub")
 BINARY(b_mul, "Mul")
 BINARY(b_div, "Div")
 BINARY(b_pow, "Pow")
+BINARY(b_min, "Min")
+
+static ses_status_t b_max3(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    return ses_graph_op(g, "Max", NULL, x, 3, NULL, 0, y);
+}
 BINARY(b_matmul, "MatMul")
 
 static ses_status_t b_leaky_relu(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
@@ -257,6 +262,8 @@ static const gcase_t cases[] = {
     {"Reciprocal", 1, {X(2, 2, 3, 0, NZ)}, b_reciprocal},
     {"Softplus", 1, {X(2, 2, 3, 0, ANY)}, b_softplus},
     {"Erf", 1, {X(2, 2, 3, 0, ANY)}, b_erf},
+    {"Min broadcast", 2, {X(2, 2, 3, 0, ANY), X(1, 3, 0, 0, ANY)}, b_min},
+    {"Max of three", 3, {X(2, 2, 3, 0, ANY), X(1, 3, 0, 0, ANY), X(0, 0, 0, 0, ANY)}, b_max3},
     {"MatMul 2-D", 2, {X(2, 2, 3, 0, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},
     {"MatMul batched, broadcast", 2, {X(3, 2, 2, 3, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},
     {"MatMul vector", 2, {X(1, 3, 0, 0, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},

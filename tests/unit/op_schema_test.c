@@ -131,6 +131,10 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
         "ReduceSumSquare", "ArgMin",
         "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad", "SGD", "Momentum", "Adam",
+        /* more elementwise ops (elementwise.c) */
+        "Min", "Max", "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf",
+        "Round", "Cos", "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh",
+        "Atanh",
         /* the gradient ops (grad_ops.c, tested in grad_ops_test.c) */
         "ExpandLike", "ReduceSumLike", "ScalarLike", "ReshapeLike", "CastLike", "ReluGrad",
         "LeakyReluGrad", "SigmoidGrad", "TanhGrad", "SoftmaxGrad", "LogSoftmaxGrad", "MatMulGrad",
@@ -435,8 +439,10 @@ static void where_requires_a_bool_condition_and_equal_branches(void **state) {
 
 static void unary_ops_keep_the_type_and_check_their_dtypes(void **state) {
     static const char *const any_numeric[] = {"Neg", "Abs", "Relu"};
-    static const char *const float_only[] = {"Exp",     "Log",  "Sqrt",     "Reciprocal",
-                                             "Sigmoid", "Tanh", "Softplus", "Erf"};
+    static const char *const float_only[] = {"Exp",  "Log",      "Sqrt",  "Reciprocal", "Sigmoid",
+                                             "Tanh", "Softplus", "Erf",   "Round",      "Cos",
+                                             "Sin",  "Tan",      "Acos",  "Asin",       "Atan",
+                                             "Cosh", "Sinh",     "Asinh", "Acosh",      "Atanh"};
     run_t r = {0};
 
     (void)state;
@@ -445,7 +451,7 @@ static void unary_ops_keep_the_type_and_check_their_dtypes(void **state) {
         assert_int_equal(infer(&r, any_numeric[i], "u", 1), SES_OK);
         assert_string_equal(out(&r), "i32[0,2]");
     }
-    for (size_t i = 0; i < 8; i++) {
+    for (size_t i = 0; i < sizeof float_only / sizeof float_only[0]; i++) {
         r.in[0] = ty(SES_F64, 0);
         assert_int_equal(infer(&r, float_only[i], "u", 1), SES_OK);
         assert_string_equal(out(&r), "f64[]");
@@ -453,9 +459,152 @@ static void unary_ops_keep_the_type_and_check_their_dtypes(void **state) {
     r.in[0] = ty(SES_I64, 1, 3);
     assert_fails(&r, "Exp", "e", 1, SES_INVALID_ARGUMENT,
                  "Exp \"e\": input 0 (X) is i64[3]; allowed dtypes: f32, f64, f16, bf16");
+    assert_fails(&r, "Acosh", "a", 1, SES_INVALID_ARGUMENT,
+                 "Acosh \"a\": input 0 (X) is i64[3]; allowed dtypes: f32, f64, f16, bf16");
     r.in[0] = ty(SES_BOOL, 1, 3);
     assert_fails(&r, "Relu", "r", 1, SES_INVALID_ARGUMENT,
                  "Relu \"r\": input 0 (X) is bool[3]; allowed dtypes: f32, f64, f16, bf16, i32, i64");
+    done(&r);
+}
+
+static void set_string(run_t *r, const char *name, const char *value) {
+    ses_attr_t a = ses_attr_string(name, value);
+    assert_int_equal(ses__attrs_set(&r->attrs, &a), SES_OK);
+}
+
+static void min_and_max_take_any_number_of_inputs_and_broadcast_them_all(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_I8, 1, 3);
+    assert_int_equal(infer(&r, "Min", "m", 1), SES_OK);
+    assert_string_equal(out(&r), "i8[3]");
+    r.in[0] = ty(SES_U64, 2, 2, 1);
+    r.in[1] = ty(SES_U64, 1, 3);
+    r.in[2] = ty(SES_U64, 0);
+    assert_int_equal(infer(&r, "Max", "m", 3), SES_OK);
+    assert_string_equal(out(&r), "u64[2,3]");
+    r.in[0] = ty(SES_F16, 1, 0);
+    r.in[1] = ty(SES_F16, 0);
+    assert_int_equal(infer(&r, "Max", "m", 2), SES_OK);
+    assert_string_equal(out(&r), "f16[0]");
+    assert_fails(&r, "Max", "m", 0, SES_INVALID_ARGUMENT,
+                 "Max \"m\": takes at least 1 input, got 0");
+    done(&r);
+}
+
+static void min_and_max_name_the_input_that_differs(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 1, 2);
+    r.in[1] = ty(SES_F32, 1, 2);
+    r.in[2] = ty(SES_F64, 1, 2);
+    assert_fails(&r, "Min", "m", 3, SES_INVALID_ARGUMENT,
+                 "Min \"m\": dtypes differ: data_0 is f32[2], data_2 is f64[2]");
+    r.in[2] = ty(SES_F32, 1, 3);
+    assert_fails(&r, "Min", "m", 3, SES_INVALID_ARGUMENT,
+                 "Min \"m\": inputs cannot broadcast: data_0 is f32[2], data_1 is f32[2], "
+                 "data_2 is f32[3]");
+    r.in[0] = ty(SES_BOOL, 1, 2);
+    assert_fails(&r, "Max", "m", 1, SES_INVALID_ARGUMENT,
+                 "Max \"m\": input 0 (data_0) is bool[2]; allowed dtypes: f32, f64, f16, bf16, "
+                 "i8, i16, i32, i64, u8, u16, u32, u64");
+    done(&r);
+}
+
+static void mod_lowers_fmod_and_refuses_the_floor_form_for_floats(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_I16, 2, 2, 3);
+    r.in[1] = ty(SES_I16, 1, 3);
+    assert_int_equal(infer(&r, "Mod", "m", 2), SES_OK);
+    assert_string_equal(out(&r), "i16[2,3]");
+    assert_int_equal(kernel_int(&r, "fmod"), 0);
+    r.in[0] = ty(SES_F32, 1, 3);
+    r.in[1] = ty(SES_F32, 0);
+    assert_fails(&r, "Mod", "m", 2, SES_INVALID_ARGUMENT,
+                 "Mod \"m\": attribute fmod must be 1 for floating-point inputs (A is f32[3])");
+    set_int(&r, "fmod", 1);
+    assert_int_equal(infer(&r, "Mod", "m", 2), SES_OK);
+    assert_string_equal(out(&r), "f32[3]");
+    assert_int_equal(kernel_int(&r, "fmod"), 1);
+    done(&r);
+}
+
+static void bit_shift_lowers_its_direction_and_takes_unsigned_integers(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_U32, 1, 4);
+    r.in[1] = ty(SES_U32, 0);
+    assert_fails(&r, "BitShift", "b", 2, SES_INVALID_ARGUMENT,
+                 "BitShift \"b\": attribute direction is required (\"LEFT\" or \"RIGHT\")");
+    set_string(&r, "direction", "UP");
+    assert_fails(&r, "BitShift", "b", 2, SES_INVALID_ARGUMENT,
+                 "BitShift \"b\": attribute direction is \"UP\"; expected \"LEFT\" or \"RIGHT\"");
+    set_string(&r, "direction", "RIGHT");
+    assert_int_equal(infer(&r, "BitShift", "b", 2), SES_OK);
+    assert_string_equal(out(&r), "u32[4]");
+    assert_int_equal(kernel_int(&r, "direction"), 1);
+    set_string(&r, "direction", "LEFT");
+    assert_int_equal(infer(&r, "BitShift", "b", 2), SES_OK);
+    assert_int_equal(kernel_int(&r, "direction"), 0);
+    r.in[0] = ty(SES_I32, 1, 4);
+    r.in[1] = ty(SES_I32, 0);
+    assert_fails(&r, "BitShift", "b", 2, SES_INVALID_ARGUMENT,
+                 "BitShift \"b\": input 0 (A) is i32[4]; allowed dtypes: u8, u16, u32, u64");
+    done(&r);
+}
+
+static void logic_ops_take_and_give_bool(void **state) {
+    static const char *const binary_ops[] = {"And", "Or", "Xor"};
+    run_t r = {0};
+
+    (void)state;
+    for (size_t i = 0; i < 3; i++) {
+        r.in[0] = ty(SES_BOOL, 2, 3, 1);
+        r.in[1] = ty(SES_BOOL, 1, 4);
+        assert_int_equal(infer(&r, binary_ops[i], "l", 2), SES_OK);
+        assert_string_equal(out(&r), "bool[3,4]");
+    }
+    r.in[0] = ty(SES_BOOL, 0);
+    assert_int_equal(infer(&r, "Not", "n", 1), SES_OK);
+    assert_string_equal(out(&r), "bool[]");
+    r.in[0] = ty(SES_U8, 1, 2);
+    r.in[1] = ty(SES_U8, 1, 2);
+    assert_fails(&r, "Xor", "x", 2, SES_INVALID_ARGUMENT,
+                 "Xor \"x\": input 0 (A) is u8[2]; allowed dtypes: bool");
+    assert_fails(&r, "Not", "n", 1, SES_INVALID_ARGUMENT,
+                 "Not \"n\": input 0 (X) is u8[2]; allowed dtypes: bool");
+    done(&r);
+}
+
+static void is_nan_and_is_inf_give_bool_and_sign_keeps_the_type(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F64, 2, 2, 3);
+    assert_int_equal(infer(&r, "IsNaN", "n", 1), SES_OK);
+    assert_string_equal(out(&r), "bool[2,3]");
+    assert_int_equal(infer(&r, "IsInf", "i", 1), SES_OK);
+    assert_string_equal(out(&r), "bool[2,3]");
+    assert_int_equal(kernel_int(&r, "detect_negative"), 1);
+    assert_int_equal(kernel_int(&r, "detect_positive"), 1);
+    set_int(&r, "detect_negative", 0);
+    assert_int_equal(infer(&r, "IsInf", "i", 1), SES_OK);
+    assert_int_equal(kernel_int(&r, "detect_negative"), 0);
+    assert_int_equal(kernel_int(&r, "detect_positive"), 1);
+    set_int(&r, "detect_negative", 2);
+    assert_fails(&r, "IsInf", "i", 1, SES_INVALID_ARGUMENT,
+                 "IsInf \"i\": attribute detect_negative must be 0 or 1, got 2");
+    r.in[0] = ty(SES_I32, 1, 2);
+    assert_fails(&r, "IsNaN", "n", 1, SES_INVALID_ARGUMENT,
+                 "IsNaN \"n\": input 0 (X) is i32[2]; allowed dtypes: f32, f64, f16, bf16");
+    r.in[0] = ty(SES_I8, 1, 2);
+    assert_int_equal(infer(&r, "Sign", "s", 1), SES_OK);
+    assert_string_equal(out(&r), "i8[2]");
     done(&r);
 }
 
@@ -1545,6 +1694,12 @@ int main(void) {
         cmocka_unit_test(where_broadcasts_all_three_inputs),
         cmocka_unit_test(where_requires_a_bool_condition_and_equal_branches),
         cmocka_unit_test(unary_ops_keep_the_type_and_check_their_dtypes),
+        cmocka_unit_test(min_and_max_take_any_number_of_inputs_and_broadcast_them_all),
+        cmocka_unit_test(min_and_max_name_the_input_that_differs),
+        cmocka_unit_test(mod_lowers_fmod_and_refuses_the_floor_form_for_floats),
+        cmocka_unit_test(bit_shift_lowers_its_direction_and_takes_unsigned_integers),
+        cmocka_unit_test(logic_ops_take_and_give_bool),
+        cmocka_unit_test(is_nan_and_is_inf_give_bool_and_sign_keeps_the_type),
         cmocka_unit_test(leaky_relu_lowers_alpha_with_its_default),
         cmocka_unit_test(an_attribute_of_the_wrong_type_is_named),
         cmocka_unit_test(matmul_multiplies_matrices_and_broadcasts_batches),

@@ -1,5 +1,8 @@
-/* Elementwise ops: Identity, unary math, binary arithmetic and comparisons with numpy
- * broadcasting, and Where. */
+/* Elementwise ops: Identity, unary math, binary arithmetic, comparisons and logic with numpy
+ * broadcasting, Where, and the variadic Min and Max. */
+#include <stdio.h>
+#include <string.h>
+
 #include "infer.h"
 
 ses_status_t ses__infer_identity(ses__infer_ctx_t *ctx) {
@@ -74,7 +77,8 @@ ses_status_t ses__infer_unary_numeric(ses__infer_ctx_t *ctx) {
     return unary(ctx, SES__DT_NUMERIC);
 }
 
-/* Exp, Log, Sqrt, Reciprocal, Sigmoid, Tanh, Softplus, Erf. */
+/* Exp, Log, Sqrt, Reciprocal, Sigmoid, Tanh, Softplus, Erf, Round and the trigonometric and
+ * hyperbolic functions. */
 ses_status_t ses__infer_unary_float(ses__infer_ctx_t *ctx) {
     return unary(ctx, SES__DT_FLOAT);
 }
@@ -88,5 +92,114 @@ ses_status_t ses__infer_leaky_relu(ses__infer_ctx_t *ctx) {
     /* Kernels always get alpha, so they never need to know the default. */
     if (st == SES_OK)
         st = ses__attrs_set_float(&ctx->kernel_attrs, "alpha", alpha);
+    return st;
+}
+
+/* Every integer dtype, and every number: the ops ONNX defines on all of them (Min, Max, Mod,
+ * Sign) take them all; a driver without a kernel for one refuses it when the plan is compiled. */
+#define DT_INTEGER                                                                                \
+    (SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_I32) | SES__DT(SES_I64) | SES__DT(SES_U8) | \
+     SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
+#define DT_UNSIGNED (SES__DT(SES_U8) | SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
+#define DT_ALL_NUMERIC (SES__DT_FLOAT | DT_INTEGER)
+
+/* Min and Max: one or more inputs (data_0, data_1, ...) of one dtype, all broadcast together. */
+ses_status_t ses__infer_min_max(ses__infer_ctx_t *ctx) {
+    size_t indices[SES__MAX_INPUTS];
+    char labels[SES__MAX_INPUTS][16];
+    const char *names[SES__MAX_INPUTS];
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "data_0", DT_ALL_NUMERIC);
+
+    for (size_t i = 0; i < ctx->n_inputs; i++) {
+        snprintf(labels[i], sizeof labels[i], "data_%zu", i);
+        indices[i] = i;
+        names[i] = labels[i];
+        if (st == SES_OK && i > 0)
+            st = ses__op_check_same_dtype(ctx, 0, names[0], i, names[i]);
+    }
+    if (st == SES_OK)
+        st = ses__op_broadcast(ctx, indices, names, ctx->n_inputs, &ctx->outputs[0]);
+    if (st == SES_OK)
+        ctx->outputs[0].dtype = ctx->inputs[0].dtype;
+    return st;
+}
+
+/* Mod: integers and floats; fmod (0 or 1) says whose sign the result has, the divisor's (0, as
+ * Python's %) or the dividend's (1, as C's fmod). ONNX requires fmod=1 for floats. Kernels
+ * always get fmod. */
+ses_status_t ses__infer_mod(ses__infer_ctx_t *ctx) {
+    int64_t fmod_flag = 0;
+    ses_status_t st = binary(ctx, DT_ALL_NUMERIC, SES_DTYPE_INVALID);
+
+    if (st == SES_OK)
+        st = ses__op_attr_flag(ctx, "fmod", 0, &fmod_flag);
+    if (st == SES_OK && fmod_flag == 0 && (SES__DT(ctx->inputs[0].dtype) & SES__DT_FLOAT))
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                          "attribute fmod must be 1 for floating-point inputs (A is %s)",
+                          ses__tstr(&ctx->inputs[0]).s);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "fmod", fmod_flag);
+    return st;
+}
+
+/* And, Or, Xor: bool with bool, broadcast. */
+ses_status_t ses__infer_logical(ses__infer_ctx_t *ctx) {
+    return binary(ctx, SES__DT(SES_BOOL), SES_BOOL);
+}
+
+/* BitShift: unsigned integers; direction (STRING "LEFT" or "RIGHT", required) reaches kernels
+ * as the INT direction, 0 for LEFT and 1 for RIGHT. */
+ses_status_t ses__infer_bit_shift(ses__infer_ctx_t *ctx) {
+    const char *text = NULL;
+    int rc;
+    ses_status_t st = binary(ctx, DT_UNSIGNED, SES_DTYPE_INVALID);
+
+    if (st != SES_OK)
+        return st;
+    rc = ses__attrs_get_string(ctx->attrs, "direction", &text);
+    if (rc < 0)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attribute direction must be of type string, got %s",
+                            ses__attr_type_name(ses__attrs_find(ctx->attrs, "direction")->type));
+    if (rc == 0)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attribute direction is required (\"LEFT\" or \"RIGHT\")");
+    if (strcmp(text, "LEFT") != 0 && strcmp(text, "RIGHT") != 0)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attribute direction is \"%s\"; expected \"LEFT\" or \"RIGHT\"", text);
+    return ses__attrs_set_int(&ctx->kernel_attrs, "direction", strcmp(text, "RIGHT") == 0);
+}
+
+/* Not: bool. */
+ses_status_t ses__infer_not(ses__infer_ctx_t *ctx) {
+    return unary(ctx, SES__DT(SES_BOOL));
+}
+
+/* Sign: every number. */
+ses_status_t ses__infer_sign(ses__infer_ctx_t *ctx) {
+    return unary(ctx, DT_ALL_NUMERIC);
+}
+
+/* IsNaN and IsInf: floats to bool. IsInf's kernels always get detect_negative and
+ * detect_positive (0 or 1, default 1). */
+ses_status_t ses__infer_is_nan(ses__infer_ctx_t *ctx) {
+    ses_status_t st = unary(ctx, SES__DT_FLOAT);
+    if (st == SES_OK)
+        ctx->outputs[0].dtype = SES_BOOL;
+    return st;
+}
+
+ses_status_t ses__infer_is_inf(ses__infer_ctx_t *ctx) {
+    int64_t negative = 1, positive = 1;
+    ses_status_t st = ses__infer_is_nan(ctx);
+
+    if (st == SES_OK)
+        st = ses__op_attr_flag(ctx, "detect_negative", 1, &negative);
+    if (st == SES_OK)
+        st = ses__op_attr_flag(ctx, "detect_positive", 1, &positive);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "detect_negative", negative);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "detect_positive", positive);
     return st;
 }

@@ -132,6 +132,14 @@ ses_status_t ses__infer_where(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_unary_numeric(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_unary_float(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_leaky_relu(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_min_max(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_mod(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_logical(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_bit_shift(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_not(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_sign(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_is_nan(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_is_inf(ses__infer_ctx_t *ctx);
 /* matmul.c */
 ses_status_t ses__infer_matmul(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_gemm(ses__infer_ctx_t *ctx);

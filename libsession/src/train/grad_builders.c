@@ -223,6 +223,22 @@ static ses_status_t grad_erf(ses__grad_ctx_t *c, const ses_node_t *n, const ses_
     return ses__grad_binary(c, "Mul", dy[0], t, &dx[0]);
 }
 
+/* y = min or max of the inputs: dy flows to each input where it equals y (to every one of them
+ * on a tie), reduced to the input's shape. */
+static ses_status_t grad_min_max(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                 ses_edge_t *dx) {
+    ses_edge_t zero, t, in[3];
+    TRY(ses__grad_scalar(c, dy[0], 0.0, &zero));
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        TRY(ses__grad_binary(c, "Equal", IN(i), OUT(0), &in[0]));
+        in[1] = dy[0];
+        in[2] = zero;
+        TRY(ses__grad_op(c, "Where", in, 3, NULL, 0, &t));
+        TRY(reduce_like(c, t, IN(i), &dx[i]));
+    }
+    return SES_OK;
+}
+
 static ses_status_t grad_cast(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
                               ses_edge_t *dx) {
     return ses__grad_binary(c, "CastLike", dy[0], IN(0), &dx[0]);
@@ -603,6 +619,8 @@ static const ses__grad_builder_t builders[] = {
     {"Reciprocal", grad_reciprocal},
     {"Softplus", grad_softplus},
     {"Erf", grad_erf},
+    {"Min", grad_min_max},
+    {"Max", grad_min_max},
     {"Cast", grad_cast},
     {"Where", grad_where},
     {"MatMul", grad_matmul},
