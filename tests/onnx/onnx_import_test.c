@@ -569,6 +569,69 @@ static void npy_round_trips_and_refuses_broken_headers(void **state) {
     }
 }
 
+/*
+ * A model file with initializers of megabytes is mapped and its pages given back while
+ * protobuf-c copies the weights out (onnx_import.c's dropper): every initializer still holds its
+ * own bytes: the graph's output is b's Identity, with a and c before and after it in the file.
+ */
+static void large_initializers_read_from_a_file_keep_their_values(void **state) {
+    enum { N = 400000 }; /* 1.6 MB each, above the 1 MB from which pages are given back */
+    static const char *const nodes[] = {"Identity:b:y"};
+    const char *names[3] = {"a", "b", "c"};
+    Onnx__TensorProto inits[3], *init_ptrs[3];
+    int64_t dims[3][1] = {{N}, {N}, {N}};
+    float *data[3];
+    char path[] = "/tmp/ses_onnx_large_XXXXXX";
+    ses_onnx_model_t *m = NULL;
+    ses_session_t *s = NULL;
+    built_t b;
+
+    (void)state;
+    build(&b, nodes, 1, "y");
+    for (int k = 0; k < 3; k++) {
+        data[k] = malloc(N * sizeof(float));
+        assert_non_null(data[k]);
+        for (int i = 0; i < N; i++)
+            data[k][i] = (float)(k * 1000003 + i) * 0.25f;
+        onnx__tensor_proto__init(&inits[k]);
+        inits[k].name = (char *)names[k];
+        inits[k].has_data_type = 1;
+        inits[k].data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        inits[k].n_dims = 1;
+        inits[k].dims = dims[k];
+        inits[k].has_raw_data = 1;
+        inits[k].raw_data.len = N * sizeof(float);
+        inits[k].raw_data.data = (uint8_t *)data[k];
+        init_ptrs[k] = &inits[k];
+    }
+    b.graph.n_initializer = 3;
+    b.graph.initializer = init_ptrs;
+    const size_t size = onnx__model_proto__get_packed_size(&b.model);
+    uint8_t *bytes = malloc(size);
+    assert_non_null(bytes);
+    onnx__model_proto__pack(&b.model, bytes);
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, bytes, size), (ssize_t)size);
+    close(fd);
+    free(bytes);
+
+    assert_int_equal(ses_onnx_import_file(path, NULL, &m), SES_OK);
+    unlink(path);
+    assert_int_equal(ses_session_open(ses_onnx_model_graph(m), NULL, 0, NULL, &s), SES_OK);
+    ses_edge_t out = ses_onnx_model_output(m, 0);
+    ses_tensor_t *y = NULL;
+    assert_int_equal(ses_session_eval(s, &out, 1, NULL, 0, NULL, 0, &y), SES_OK);
+    assert_int_equal(ses_tensor_count(y), N);
+    assert_memory_equal(ses_tensor_data(y), data[1], N * sizeof(float));
+    ses_tensor_release(y);
+    ses_session_destroy(s);
+    ses_onnx_model_destroy(m);
+    for (int k = 0; k < 3; k++)
+        free(data[k]);
+    unbuild(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_mlp_matches_numpy),
@@ -584,6 +647,7 @@ int main(void) {
         cmocka_unit_test(limits_in_the_options_apply),
         cmocka_unit_test(tensor_files_are_checked),
         cmocka_unit_test(npy_round_trips_and_refuses_broken_headers),
+        cmocka_unit_test(large_initializers_read_from_a_file_keep_their_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -663,7 +663,7 @@ static ses_status_t import_input(importer_t *im, const Onnx__ValueInfoProto *vi,
     return st;
 }
 
-static ses_status_t import_initializer(importer_t *im, const Onnx__TensorProto *tp, size_t i) {
+static ses_status_t import_initializer(importer_t *im, Onnx__TensorProto *tp, size_t i) {
     char what[300];
     ses_tensor_t *t;
     ses_edge_t edge;
@@ -675,6 +675,14 @@ static ses_status_t import_initializer(importer_t *im, const Onnx__TensorProto *
     st = ses__onnx_tensor(tp, im->o.max_elements, what, &t);
     if (st != SES_OK)
         return st;
+    /* The tensor has the bytes now: the message's copy goes at once, so that the weights are
+     * held twice only one initializer at a time (protobuf-c's default allocator is malloc). */
+    if (tp->has_raw_data) {
+        free(tp->raw_data.data);
+        tp->raw_data.data = NULL;
+        tp->raw_data.len = 0;
+        tp->has_raw_data = 0;
+    }
     if (!im->o.initializers_as_variables) {
         st = add_constant(im, tp->name, t, &edge);
         return st != SES_OK ? st : define(im, tp->name, edge, t);
@@ -743,8 +751,51 @@ static void importer_clear(importer_t *im) {
     free(im->owned);
 }
 
+/*
+ * protobuf-c copies each initializer's raw_data out of the file's bytes. When those bytes are a
+ * mapped file, this allocator gives back the file's pages before each large copy: protobuf-c
+ * unpacks fields in file order, so everything before the raw_data it is about to copy (found by
+ * ses__onnx_raw_spans, matched by length) has been read. The file and the unpacked weights are
+ * then never both held whole. A wrong guess costs only a page read again from the cache.
+ */
+#define DROP_MIN_BYTES ((size_t)1 << 20)
+#define DROP_MAX_SPANS 4096
+
+typedef struct dropper {
+    uint8_t *file;
+    size_t size, n_spans, next;
+    ses__onnx_span_t spans[DROP_MAX_SPANS];
+} dropper_t;
+
+static void *drop_alloc(void *ctx, size_t size) {
+    dropper_t *d = ctx;
+    if (size >= DROP_MIN_BYTES)
+        for (size_t k = d->next; k < d->n_spans; k++)
+            if (d->spans[k].len == size) {
+                ses__onnx_drop_file(d->file, d->size, d->spans[k].offset);
+                d->next = k + 1;
+                break;
+            }
+    return malloc(size);
+}
+
+static void drop_free(void *ctx, void *p) {
+    (void)ctx;
+    free(p);
+}
+
+static ses_status_t import_bytes(const void *data, size_t size, const ses_onnx_options_t *options,
+                                 uint8_t *mapped, ses_onnx_model_t **out_model);
+
 ses_status_t ses_onnx_import(const void *data, size_t size, const ses_onnx_options_t *options,
                              ses_onnx_model_t **out_model) {
+    return import_bytes(data, size, options, NULL, out_model);
+}
+
+/* ses_onnx_import; @p mapped: @p data is a file mapped by ses__onnx_read_file, whose pages may
+ * be given back as they are read. */
+static ses_status_t import_bytes(const void *data, size_t size, const ses_onnx_options_t *options,
+                                 uint8_t *mapped, ses_onnx_model_t **out_model) {
     importer_t im;
     Onnx__ModelProto *model = NULL;
     ses_status_t st;
@@ -773,7 +824,21 @@ ses_status_t ses_onnx_import(const void *data, size_t size, const ses_onnx_optio
         return ses__fail(SES_INVALID_ARGUMENT, "model: the file is empty");
     if ((st = ses__onnx_check_wire(data, size, im.o.max_depth, "model")) != SES_OK)
         return st;
-    model = onnx__model_proto__unpack(NULL, size, data);
+    if (mapped) {
+        dropper_t *d = ses__calloc(1, sizeof *d);
+        ProtobufCAllocator allocator = {drop_alloc, drop_free, d};
+        if (!d)
+            return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+        d->file = mapped;
+        d->size = size;
+        d->n_spans = ses__onnx_raw_spans(mapped, size, DROP_MIN_BYTES, d->spans, DROP_MAX_SPANS);
+        model = onnx__model_proto__unpack(&allocator, size, data);
+        /* Everything is unpacked (or failed): the file's pages all go back. */
+        ses__onnx_drop_file(mapped, size, size);
+        free(d);
+    } else {
+        model = onnx__model_proto__unpack(NULL, size, data);
+    }
     if (!model)
         return ses__fail(SES_INVALID_ARGUMENT,
                          "model: not a valid ONNX ModelProto (protobuf decoding failed)");
@@ -829,8 +894,8 @@ ses_status_t ses_onnx_import_file(const char *path, const ses_onnx_options_t *op
     *out_model = NULL;
     if ((st = ses__onnx_read_file(path, max, &data, &size)) != SES_OK)
         return st;
-    st = ses_onnx_import(data, size, options, out_model);
-    free(data);
+    st = import_bytes(data, size, options, data, out_model);
+    ses__onnx_free_file(data, size);
     if (st != SES_OK) {
         char message[2048];
         snprintf(message, sizeof message, "%s", ses_last_error());

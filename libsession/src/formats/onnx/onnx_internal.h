@@ -41,8 +41,29 @@ const char *ses__onnx_dtype_name(int32_t onnx_type);
 ses_status_t ses__onnx_tensor(const Onnx__TensorProto *t, uint64_t max_elements,
                               const char *what, ses_tensor_t **out_tensor);
 
-/** Reads a whole file of at most @p max_bytes; *out_data is malloc'd. */
+/**
+ * Maps a whole file of at most @p max_bytes, read-only (its pages are the page cache's: they
+ * count in the process's memory only while touched, and ses__onnx_drop_file gives them back).
+ * Give it back with ses__onnx_free_file.
+ */
 ses_status_t ses__onnx_read_file(const char *path, uint64_t max_bytes, uint8_t **out_data,
                                  size_t *out_size);
+/** Unmaps what ses__onnx_read_file mapped. */
+void ses__onnx_free_file(uint8_t *data, size_t size);
+/** Gives back the resident pages of [0, @p upto) of a mapped file (read again if touched). */
+void ses__onnx_drop_file(uint8_t *data, size_t size, size_t upto);
+
+/* Where one initializer's raw_data lies in a ModelProto's bytes. */
+typedef struct ses__onnx_span {
+    size_t offset, len;
+} ses__onnx_span_t;
+
+/**
+ * The raw_data fields of the graph's initializers (ModelProto.graph = 7, GraphProto.initializer
+ * = 5, TensorProto.raw_data = 9) in file order, at most @p cap of them, of at least @p min_len
+ * bytes; returns how many. A file that does not parse gives what was found before the fault.
+ */
+size_t ses__onnx_raw_spans(const uint8_t *data, size_t size, size_t min_len,
+                           ses__onnx_span_t *spans, size_t cap);
 
 #endif /* SES_ONNX_INTERNAL_H */

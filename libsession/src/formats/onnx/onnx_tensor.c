@@ -197,7 +197,7 @@ ses_status_t ses_onnx_read_tensor_file(const char *path, ses_tensor_t **out_tens
     if (st != SES_OK)
         return st;
     st = ses_onnx_read_tensor(data, size, out_tensor);
-    free(data);
+    ses__onnx_free_file(data, size);
     if (st != SES_OK) {
         char message[1024];
         snprintf(message, sizeof message, "%s", ses_last_error());
