@@ -106,7 +106,7 @@ ses_status_t ses__infer_leaky_relu(ses__infer_ctx_t *ctx) {
 /* Min and Max: one or more inputs (data_0, data_1, ...) of one dtype, all broadcast together. */
 ses_status_t ses__infer_min_max(ses__infer_ctx_t *ctx) {
     size_t indices[SES__MAX_INPUTS];
-    char labels[SES__MAX_INPUTS][16];
+    char labels[SES__MAX_INPUTS][32]; /* "data_" and any size_t */
     const char *names[SES__MAX_INPUTS];
     ses_status_t st = ses__op_check_dtype(ctx, 0, "data_0", DT_ALL_NUMERIC);
 
