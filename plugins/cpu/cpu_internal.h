@@ -383,6 +383,8 @@ enum cpu__op {
     CPU__OP_GATHER,
     CPU__OP_SCE_LOSS, /* SoftmaxCrossEntropyLoss */
     CPU__OP_SCE_GRAD, /* SoftmaxCrossEntropyLossGrad */
+    CPU__OP_NLL_LOSS, /* NegativeLogLikelihoodLoss (cpu__sce_loss) */
+    CPU__OP_NLL_GRAD, /* NegativeLogLikelihoodLossGrad (cpu__sce_grad) */
     CPU__OP_SGD,
     CPU__OP_MOMENTUM,
     CPU__OP_ADAM,
@@ -922,8 +924,8 @@ int32_t cpu__constant_of_shape(const cpu__call_t *call); /* ConstantOfShape */
 int32_t cpu__range(const cpu__call_t *call);             /* Range */
 
 /* cpu_train.c (general entries) */
-int32_t cpu__sce_loss(const cpu__call_t *call);  /* SoftmaxCrossEntropyLoss */
-int32_t cpu__sce_grad(const cpu__call_t *call);  /* SoftmaxCrossEntropyLossGrad */
+int32_t cpu__sce_loss(const cpu__call_t *call);  /* SoftmaxCrossEntropyLoss, NLL loss */
+int32_t cpu__sce_grad(const cpu__call_t *call);  /* SoftmaxCrossEntropyLossGrad, NLL grad */
 int32_t cpu__optimizer(const cpu__call_t *call); /* SGD Momentum Adam, in place */
 
 /* cpu_fused.c */

@@ -296,6 +296,19 @@ CPU__KERNELS(CPU__DEFINE)
       cpu__sce_grad, CPU__OP_SCE_GRAD, 0, 4, (CPU__DT_##T, CPU__DT_##T, CPU__DT_##L, CPU__DT_##T), \
       1, CPU__DT_##T, 0)
 #define CPU__G_SCE_LABELS(G, T) CPU__G_SCE(G, T, i32) CPU__G_SCE(G, T, i64)
+/* NegativeLogLikelihoodLoss at input T and target L, without and with weights, and its gradient
+ * (dloss, input, target[, weight]); the SoftmaxCrossEntropyLoss bodies, told apart by the code. */
+#define CPU__G_NLL(G, T, L)                                                                        \
+    G(NllLoss_##T##_##L, "NegativeLogLikelihoodLoss", #T "," #L "->" #T, cpu__sce_loss,            \
+      CPU__OP_NLL_LOSS, 0, 2, (CPU__DT_##T, CPU__DT_##L), 1, CPU__DT_##T, 0)                       \
+    G(NllLossW_##T##_##L, "NegativeLogLikelihoodLoss", #T "," #L "," #T "->" #T, cpu__sce_loss,    \
+      CPU__OP_NLL_LOSS, 0, 3, (CPU__DT_##T, CPU__DT_##L, CPU__DT_##T), 1, CPU__DT_##T, 0)          \
+    G(NllGrad_##T##_##L, "NegativeLogLikelihoodLossGrad", #T "," #T "," #L "->" #T, cpu__sce_grad, \
+      CPU__OP_NLL_GRAD, 0, 3, (CPU__DT_##T, CPU__DT_##T, CPU__DT_##L), 1, CPU__DT_##T, 0)          \
+    G(NllGradW_##T##_##L, "NegativeLogLikelihoodLossGrad", #T "," #T "," #L "," #T "->" #T,        \
+      cpu__sce_grad, CPU__OP_NLL_GRAD, 0, 4, (CPU__DT_##T, CPU__DT_##T, CPU__DT_##L, CPU__DT_##T), \
+      1, CPU__DT_##T, 0)
+#define CPU__G_NLL_LABELS(G, T) CPU__G_NLL(G, T, i32) CPU__G_NLL(G, T, i64)
 /* The optimizers: no outputs; var (input 0) and the optimizer's state are written in place. */
 #define CPU__G_OPTIMIZERS(G, T)                                                                   \
     G(SGD_##T, "SGD", #T "," #T "," #T "->", cpu__optimizer, CPU__OP_SGD, 0x1, 3,                 \
@@ -414,6 +427,7 @@ CPU__KERNELS(CPU__DEFINE)
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
+    CPU__FLOATS(CPU__G_NLL_LABELS, G)          \
     CPU__FLOATS(CPU__G_OPTIMIZERS, G)          \
     CPU__FLOATS(CPU__G_CNN_FLOAT, G)           \
     CPU__NUMBERS(CPU__G_CNN_NUMBER, G)         \

@@ -1,5 +1,7 @@
 /*
- * Training kernels: SoftmaxCrossEntropyLoss and its gradient (ONNX opset-13 semantics), and
+ * Training kernels: SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss and their gradients
+ * (ONNX opset-13 semantics; the two losses share their code, NegativeLogLikelihoodLoss reading
+ * its input as log_prob), and
  * the optimizers SGD, Momentum and Adam, which have no outputs and write their variable and
  * state inputs in place. All are general entries (cpu__run_general checked the launch: counts,
  * dtypes, byte ranges, and that nothing written overlaps another argument); the bodies check
@@ -40,13 +42,14 @@ static int32_t cpu__train_shape(const cpu__call_t *call, const char *role, const
 }
 
 /* ---------------------------------------------------------------------------------------------
- * SoftmaxCrossEntropyLoss, SoftmaxCrossEntropyLossGrad
+ * SoftmaxCrossEntropyLoss, SoftmaxCrossEntropyLossGrad, NegativeLogLikelihoodLoss,
+ * NegativeLogLikelihoodLossGrad
  * ------------------------------------------------------------------------------------------- */
 
 /* What both loss kernels work on. Position p is (n, d) of labels [N, d1, ...]; its scores are
  * classes apart by inner, from (p / inner) * classes * inner + p % inner. */
 typedef struct cpu__sce {
-    const unsigned char *x;      /* scores (the loss) or log_prob (the gradient) */
+    const unsigned char *x;      /* scores (the loss) or log_prob (the gradient); NLL: input */
     const unsigned char *labels; /* i32 or i64 */
     uint32_t label_dtype;
     const unsigned char *weights; /* [classes] of the scores' dtype, or NULL */
@@ -54,6 +57,7 @@ typedef struct cpu__sce {
     uint64_t classes;
     uint64_t inner; /* d1 * ... (1 for [N, C]) */
     int64_t reduction;
+    int nll; /* NegativeLogLikelihoodLoss(Grad): x is already the log-probabilities */
     int has_ignore;
     int64_t ignore_index;
     /* The loss: per-position loss (reduction none) and log_prob, each NULL when not written. */
@@ -101,8 +105,12 @@ static int32_t cpu__sce_setup(const cpu__call_t *call, const cpu__tensor_t *x,
                               "attribute has_ignore_index is %" PRId64 "; expected 0 or 1",
                               has_ignore);
     j->has_ignore = (int)has_ignore;
-    const int is_loss = call->spec->code == CPU__OP_SCE_LOSS;
-    const char *x_role = is_loss ? "input 0 (scores)" : "input 1 (log_prob)";
+    const uint32_t code = call->spec->code;
+    const int is_loss = code == CPU__OP_SCE_LOSS || code == CPU__OP_NLL_LOSS;
+    j->nll = code == CPU__OP_NLL_LOSS || code == CPU__OP_NLL_GRAD;
+    const char *x_role = j->nll    ? (is_loss ? "input 0 (input)" : "input 1 (input)")
+                         : is_loss ? "input 0 (scores)"
+                                   : "input 1 (log_prob)";
     if ((st = cpu__check_rank(call, x_role, x)) != SES_DRV_OK)
         return st;
     if (x->rank < 2)
@@ -115,8 +123,9 @@ static int32_t cpu__sce_setup(const cpu__call_t *call, const cpu__tensor_t *x,
     for (uint32_t d = 2; d < x->rank; d++)
         want[d - 1] = x->dims[d];
     if ((st = cpu__train_shape(call, "labels", labels, want, x->rank - 1,
-                               is_loss ? "the scores' shape without axis 1,"
-                                       : "log_prob's shape without axis 1,")) != SES_DRV_OK)
+                               j->nll    ? "the input's shape without axis 1,"
+                               : is_loss ? "the scores' shape without axis 1,"
+                                         : "log_prob's shape without axis 1,")) != SES_DRV_OK)
         return st;
     if (weights && (st = cpu__train_shape(call, "weights", weights, &x->dims[1], 1,
                                           "one per class,")) != SES_DRV_OK)
@@ -154,7 +163,8 @@ static int32_t cpu__sce_setup(const cpu__call_t *call, const cpu__tensor_t *x,
 
 /*
  * Per dtype: the log-softmax of position p's scores, written to log_prob when the job has one,
- * and the log-probability of class y (0 for y < 0); the loss task (reduction none, or writing
+ * and the log-probability of class y (0 for y < 0; NegativeLogLikelihoodLoss reads it from its
+ * input); the loss task (reduction none, or writing
  * log_prob); and the gradient task. The max is subtracted first, as LogSoftmax does, so exp
  * never overflows and log_prob is LogSoftmax's value.
  */
@@ -163,6 +173,8 @@ static int32_t cpu__sce_setup(const cpu__call_t *call, const cpu__tensor_t *x,
         const T *x = (const T *)(const void *)j->x;                                            \
         const uint64_t inner = j->inner, n_c = j->classes;                                     \
         const uint64_t base = (p / inner) * n_c * inner + p % inner;                           \
+        if (j->nll)                                                                            \
+            return y < 0 ? (T)0 : x[base + (uint64_t)y * inner];                               \
         T mx = -(T)INFINITY, sum = 0;                                                          \
         for (uint64_t c = 0; c < n_c; c++) {                                                   \
             const T v = x[base + c * inner];                                                   \
@@ -215,7 +227,8 @@ static int32_t cpu__sce_setup(const cpu__call_t *call, const cpu__tensor_t *x,
         *out_weight = weight;                                                                  \
     }                                                                                          \
     /* dx = (exp(log_prob) - onehot(y)) * w[y] * factor, 0 at ignored positions; the factor is \
-     * dloss[p] for reduction none, else the job's scale. */                                   \
+     * dloss[p] for reduction none, else the job's scale. NLL: dx = -onehot(y) * w[y] * factor \
+     * (its x is the loss's input, not read). */                                               \
     static void cpu__sce_grad_task_##suffix(void *ctx, uint64_t begin, uint64_t end) {         \
         const cpu__sce_t *j = ctx;                                                             \
         const T *lp = (const T *)(const void *)j->x;                                           \
@@ -232,6 +245,12 @@ static int32_t cpu__sce_setup(const cpu__call_t *call, const cpu__tensor_t *x,
             }                                                                                  \
             const T factor = (j->reduction == CPU__REDUCTION_NONE ? dloss[p] : (T)j->scale) *  \
                              cpu__sce_weight_##suffix(j, y);                                   \
+            if (j->nll) {                                                                      \
+                for (uint64_t c = 0; c < n_c; c++)                                             \
+                    dx[base + c * inner] = 0;                                                  \
+                dx[base + (uint64_t)y * inner] = -factor;                                      \
+                continue;                                                                      \
+            }                                                                                  \
             for (uint64_t c = 0; c < n_c; c++)                                                 \
                 dx[base + c * inner] = EXP(lp[base + c * inner]) * factor;                     \
             dx[base + (uint64_t)y * inner] =                                                   \
@@ -242,6 +261,7 @@ static int32_t cpu__sce_setup(const cpu__call_t *call, const cpu__tensor_t *x,
 CPU__SCE_FUNCTIONS(float, cpu__expf, logf, f32)
 CPU__SCE_FUNCTIONS(double, exp, log, f64)
 
+/* SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (one output, never log_prob). */
 int32_t cpu__sce_loss(const cpu__call_t *call) {
     const cpu__tensor_t *scores = &call->in[0], *labels = &call->in[1];
     const cpu__tensor_t *weights = call->n_in > 2 ? &call->in[2] : NULL;
@@ -290,6 +310,8 @@ int32_t cpu__sce_loss(const cpu__call_t *call) {
     return SES_DRV_OK;
 }
 
+/* SoftmaxCrossEntropyLossGrad and NegativeLogLikelihoodLossGrad (whose input 1 is the loss's
+ * input, read only for its shape). */
 int32_t cpu__sce_grad(const cpu__call_t *call) {
     const cpu__tensor_t *dloss = &call->in[0], *log_prob = &call->in[1], *labels = &call->in[2];
     cpu__tensor_t weights_view;
@@ -312,8 +334,9 @@ int32_t cpu__sce_grad(const cpu__call_t *call) {
         st = cpu__train_shape(call, "input 0 (dloss)", dloss, NULL, 0,
                               "with reduction mean or sum a scalar");
     if (st == SES_DRV_OK)
-        st = cpu__train_shape(call, "output 0 (dscores)", dx, log_prob->dims, log_prob->rank,
-                              "log_prob's shape");
+        st = cpu__train_shape(call, j.nll ? "output 0 (dinput)" : "output 0 (dscores)", dx,
+                              log_prob->dims, log_prob->rank,
+                              j.nll ? "the input's shape" : "log_prob's shape");
     if (st != SES_DRV_OK)
         return st;
     if (dx->count == 0)

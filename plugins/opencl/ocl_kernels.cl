@@ -272,7 +272,8 @@ kernel void argmax_f32(global const float *x, ulong xo, global long *y, ulong yo
 /* SoftmaxCrossEntropyLoss over scores [N, C, inner] and labels [N, inner] (i32 or i64). Each
  * position's log_prob is LogSoftmax over C; its loss -w[label] * log_prob[label], 0 where the
  * label is ignored. Reduction none writes a loss per position; sum and mean are launched as one
- * work item that adds them up (mean divides by total_w, the counted weights, from the host). */
+ * work item that adds them up (mean divides by total_w, the counted weights, from the host).
+ * With nll set it is NegativeLogLikelihoodLoss: x is log_prob already (has_lp is 0). */
 static inline long sce_label(global const void *lab, ulong lo, int lab64, ulong pos) {
     return lab64 ? ((global const long *)lab)[lo + pos] : (long)((global const int *)lab)[lo + pos];
 }
@@ -280,16 +281,18 @@ static inline long sce_label(global const void *lab, ulong lo, int lab64, ulong 
 kernel void sce_f32(global const float *x, ulong xo, global const void *lab, ulong lo, int lab64,
                     global const float *w, ulong wo, int has_w, global float *loss, ulong losso,
                     global float *lp, ulong lpo, int has_lp, ulong N, ulong C, ulong inner,
-                    int reduction, long ignore, int has_ignore, float total_w) {
+                    int reduction, long ignore, int has_ignore, float total_w, int nll) {
     float acc = 0.0f;
     FOR_EACH(pos, N * inner) {
         ulong base = (pos / inner) * C * inner + pos % inner;
         float m = -INFINITY, s = 0.0f;
-        for (ulong c = 0; c < C; c++)
+        for (ulong c = 0; !nll && c < C; c++)
             m = fmax(m, x[xo + base + c * inner]);
-        for (ulong c = 0; c < C; c++)
+        for (ulong c = 0; !nll && c < C; c++)
             s += exp(x[xo + base + c * inner] - m);
-        float ls = log(s);
+        float ls = nll ? 0.0f : log(s);
+        if (nll)
+            m = 0.0f;
         if (has_lp)
             for (ulong c = 0; c < C; c++)
                 lp[lpo + base + c * inner] = x[xo + base + c * inner] - m - ls;
@@ -309,12 +312,14 @@ kernel void sce_f32(global const float *x, ulong xo, global const void *lab, ulo
 }
 
 /* Its gradient: dscores = (exp(log_prob) - onehot(label)) * w[label] * dloss * scale, 0 at
- * ignored positions; dloss is a scalar for sum and mean (scale 1/total_w for mean). */
+ * ignored positions; dloss is a scalar for sum and mean (scale 1/total_w for mean). With nll
+ * set, NegativeLogLikelihoodLossGrad: -onehot(label) * w[label] * dloss * scale (lp is the
+ * loss's input, not read). */
 kernel void sce_grad_f32(global const float *dl, ulong dlo, int dl_scalar, global const float *lp,
                          ulong lpo, global const void *lab, ulong lo, int lab64,
                          global const float *w, ulong wo, int has_w, global float *dx, ulong dxo,
                          ulong N, ulong C, ulong inner, long ignore, int has_ignore,
-                         float scale) {
+                         float scale, int nll) {
     FOR_EACH(t, N * C * inner) {
         ulong n = t / (C * inner), c = (t / inner) % C, i = t % inner, pos = n * inner + i;
         long l = sce_label(lab, lo, lab64, pos);
@@ -322,7 +327,8 @@ kernel void sce_grad_f32(global const float *dl, ulong dlo, int dl_scalar, globa
         if (!(has_ignore && l == ignore)) {
             float wl = has_w ? w[wo + l] : 1.0f;
             float d = dl_scalar ? dl[dlo] : dl[dlo + pos];
-            r = (exp(lp[lpo + t]) - ((long)c == l ? 1.0f : 0.0f)) * wl * d * scale;
+            float p = nll ? 0.0f : exp(lp[lpo + t]);
+            r = (p - ((long)c == l ? 1.0f : 0.0f)) * wl * d * scale;
         }
         dx[dxo + t] = r;
     }

@@ -1389,7 +1389,8 @@ static int32_t ocl_k_gemm(ses_drv_device_t *device, void *state, const ses_drv_l
 }
 
 /* ---------------------------------------------------------------------------------------------
- * SoftmaxCrossEntropyLoss and its gradient
+ * SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss, and their gradients (one pair of
+ * kernels, told apart by an nll flag)
  * ------------------------------------------------------------------------------------------- */
 
 /* What both ops share: geometry, attributes, and the labels checked on the host (the host does
@@ -1488,13 +1489,12 @@ static int32_t ocl_sce_setup(ses_drv_device_t *device, const ses_drv_node_t *nod
     return st;
 }
 
-static int32_t ocl_k_sce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+static int32_t ocl_sce_loss(ses_drv_device_t *device, const ses_drv_launch_t *launch, cl_int nll) {
     ocl_arg_t in[3], out[2];
     ocl_sce_t g;
     ocl_args_t a = {0};
     int32_t st;
 
-    (void)state;
     if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
@@ -1531,6 +1531,7 @@ static int32_t ocl_k_sce(ses_drv_device_t *device, void *state, const ses_drv_la
     OCL_ARG(&a, g.ignore);
     OCL_ARG(&a, g.has_ignore);
     OCL_ARG(&a, g.total_w);
+    OCL_ARG(&a, nll);
     /* Sum and mean add up every position in one work item: no scratch memory, exact order. */
     uint64_t n = g.reduction == 2 ? g.n * g.inner : 1;
     if (g.n * g.inner == 0) {
@@ -1548,14 +1549,22 @@ static int32_t ocl_k_sce(ses_drv_device_t *device, void *state, const ses_drv_la
     return ocl_run(device, node, OCL_K_SCE, n, &a);
 }
 
-static int32_t ocl_k_sce_grad(ses_drv_device_t *device, void *state,
-                              const ses_drv_launch_t *launch) {
+static int32_t ocl_k_sce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    (void)state;
+    return ocl_sce_loss(device, launch, 0);
+}
+
+static int32_t ocl_k_nll(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    (void)state;
+    return ocl_sce_loss(device, launch, 1);
+}
+
+static int32_t ocl_sce_grad(ses_drv_device_t *device, const ses_drv_launch_t *launch, cl_int nll) {
     ocl_arg_t in[4], out[1];
     ocl_sce_t g;
     ocl_args_t a = {0};
     int32_t st;
 
-    (void)state;
     if ((st = ocl_prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
@@ -1589,7 +1598,20 @@ static int32_t ocl_k_sce_grad(ses_drv_device_t *device, void *state,
     OCL_ARG(&a, g.ignore);
     OCL_ARG(&a, g.has_ignore);
     OCL_ARG(&a, scale);
+    OCL_ARG(&a, nll);
     return ocl_run(device, node, OCL_K_SCE_GRAD, out[0].count, &a);
+}
+
+static int32_t ocl_k_sce_grad(ses_drv_device_t *device, void *state,
+                              const ses_drv_launch_t *launch) {
+    (void)state;
+    return ocl_sce_grad(device, launch, 0);
+}
+
+static int32_t ocl_k_nll_grad(ses_drv_device_t *device, void *state,
+                              const ses_drv_launch_t *launch) {
+    (void)state;
+    return ocl_sce_grad(device, launch, 1);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -2649,6 +2671,14 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     E("SoftmaxCrossEntropyLossGrad", "f32,f32,i32->f32", ocl_k_sce_grad)
     E("SoftmaxCrossEntropyLossGrad", "f32,f32,i64,f32->f32", ocl_k_sce_grad)
     E("SoftmaxCrossEntropyLossGrad", "f32,f32,i32,f32->f32", ocl_k_sce_grad)
+    E("NegativeLogLikelihoodLoss", "f32,i64->f32", ocl_k_nll)
+    E("NegativeLogLikelihoodLoss", "f32,i32->f32", ocl_k_nll)
+    E("NegativeLogLikelihoodLoss", "f32,i64,f32->f32", ocl_k_nll)
+    E("NegativeLogLikelihoodLoss", "f32,i32,f32->f32", ocl_k_nll)
+    E("NegativeLogLikelihoodLossGrad", "f32,f32,i64->f32", ocl_k_nll_grad)
+    E("NegativeLogLikelihoodLossGrad", "f32,f32,i32->f32", ocl_k_nll_grad)
+    E("NegativeLogLikelihoodLossGrad", "f32,f32,i64,f32->f32", ocl_k_nll_grad)
+    E("NegativeLogLikelihoodLossGrad", "f32,f32,i32,f32->f32", ocl_k_nll_grad)
     E("ScalarLike", "f32->f32", ocl_k_scalar_like)
     E("SGD", "f32,f32,f32->", ocl_k_optim)
     E("Momentum", "f32,f32,f32,f32->", ocl_k_optim)

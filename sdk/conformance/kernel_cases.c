@@ -411,6 +411,36 @@ static const char *const sce_grad[] = {
     "[4] [4,3] [4]@class3 [3]@pos reduction=none ignore_index=2",
     NULL,
 };
+/* NegativeLogLikelihoodLoss: input (log-probabilities, any values), target[, weight]. */
+static const char *const nll_loss[] = {
+    "[3,5] [3]@class5",
+    "[3,5] [3]@class5 reduction=sum",
+    "[3,5] [3]@class5 reduction=none",
+    "[2,4,3] [2,3]@class4 reduction=none",
+    "[2,4,3,2] [2,3,2]@class4",
+    "[6,4] [6]@class4 ignore_index=1",
+    "[6,4] [6]@class4 reduction=none ignore_index=2",
+    "[0,5] [0]@class5 reduction=sum",
+    "[64,1000] [64]@class1000",
+    "[3,5] [3]@class5 [5]@pos",
+    "[4,3] [4]@class3 [3]@pos reduction=sum",
+    "[6,4] [6]@class4 [4]@pos ignore_index=0",
+    "[2,4,3] [2,3]@class4 [4]@pos reduction=none",
+    NULL,
+};
+/* dloss (a scalar, or the target's shape for reduction none), input, target[, weight]. */
+static const char *const nll_grad[] = {
+    "[] [3,5] [3]@class5",
+    "[] [3,5] [3]@class5 reduction=sum",
+    "[3] [3,5] [3]@class5 reduction=none",
+    "[2,3] [2,4,3] [2,3]@class4 reduction=none",
+    "[] [6,4] [6]@class4 ignore_index=1",
+    "[] [0,5] [0]@class5",
+    "[] [3,5] [3]@class5 [5]@pos",
+    "[] [6,4] [6]@class4 [4]@pos reduction=sum ignore_index=3",
+    "[4] [4,3] [4]@class3 [3]@pos reduction=none ignore_index=2",
+    NULL,
+};
 
 /* In-place updates: "+var" inputs are variables, compared after one step. */
 static const char *const sgd[] = {
@@ -767,6 +797,8 @@ static const ses_conf_op_cases_t table[] = {
     {"SliceGrad", EXACT, slice_grad},
     {"SoftmaxCrossEntropyLoss", SUMS, sce_loss},
     {"SoftmaxCrossEntropyLossGrad", LIBM, sce_grad},
+    {"NegativeLogLikelihoodLoss", SUMS, nll_loss},
+    {"NegativeLogLikelihoodLossGrad", ROUNDED, nll_grad},
     {"SGD", ROUNDED, sgd},
     {"Momentum", ROUNDED, momentum},
     {"Adam", LIBM, adam},

@@ -237,6 +237,30 @@ static ses_status_t b_cross_entropy_sum(ses_graph_t *g, const ses_edge_t *x, ses
                                      y);
 }
 
+static ses_status_t b_nll_loss(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t target[] = {2, 0, 3};
+    return op2(g, "NegativeLogLikelihoodLoss", x[0], const_i64(g, 3, target), NULL, 0, y);
+}
+
+/* [N, C, d] input, constant class weights, ignore_index, reduction none. */
+static ses_status_t b_nll_loss_weighted(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t target[] = {1, 0, 2, 1, -1, 2}; /* [2, 3] */
+    static const double weight[] = {0.5, 2.0, 1.5};
+    int64_t tdims[2] = {2, 3}, wdims[1] = {3};
+    ses_attr_t attrs[2] = {ses_attr_string("reduction", "none"), ses_attr_int("ignore_index", -1)};
+    ses_tensor_t *t = NULL;
+    ses_edge_t in[3];
+
+    assert_int_equal(ses_tensor_create_from(SES_I64, 2, tdims, target, sizeof target, &t), SES_OK);
+    assert_int_equal(ses_graph_constant(g, NULL, t, &in[1]), SES_OK);
+    ses_tensor_release(t);
+    assert_int_equal(ses_tensor_create_from(SES_F64, 1, wdims, weight, sizeof weight, &t), SES_OK);
+    assert_int_equal(ses_graph_constant(g, NULL, t, &in[2]), SES_OK);
+    ses_tensor_release(t);
+    in[0] = x[0];
+    return ses_graph_op(g, "NegativeLogLikelihoodLoss", NULL, in, 3, attrs, 2, y);
+}
+
 static ses_status_t b_mse(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
     return ses_mean_squared_error(g, "mse", x[0], x[1], SES_REDUCTION_MEAN, y);
 }
@@ -291,6 +315,8 @@ static const gcase_t cases[] = {
     {"Cast", 1, {X(2, 2, 3, 0, ANY)}, b_cast},
     {"SoftmaxCrossEntropyLoss mean", 1, {X(2, 3, 4, 0, ANY)}, b_cross_entropy},
     {"SoftmaxCrossEntropyLoss none", 1, {X(2, 3, 4, 0, ANY)}, b_cross_entropy_sum},
+    {"NegativeLogLikelihoodLoss mean", 1, {X(2, 3, 4, 0, ANY)}, b_nll_loss},
+    {"NegativeLogLikelihoodLoss weighted none", 1, {X(3, 2, 3, 3, ANY)}, b_nll_loss_weighted},
     {"mean squared error", 2, {X(2, 2, 3, 0, ANY), X(2, 2, 3, 0, ANY)}, b_mse},
 };
 

@@ -130,7 +130,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* the other reductions of ONNX (reduce.c) */
         "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
         "ReduceSumSquare", "ArgMin",
-        "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad", "SGD", "Momentum", "Adam",
+        "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad", "NegativeLogLikelihoodLoss",
+        "NegativeLogLikelihoodLossGrad", "SGD", "Momentum", "Adam",
         /* more elementwise ops (elementwise.c) */
         "Min", "Max", "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf",
         "Round", "Cos", "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh",

@@ -1,6 +1,7 @@
 /*
  * The training ops (libsession/src/ops/train_ops.c, plugins/cpu/cpu_train.c): the softmax
- * cross-entropy loss and its gradient, and the in-place optimizers SGD, Momentum and Adam.
+ * cross-entropy and negative log-likelihood losses and their gradients, and the in-place
+ * optimizers SGD, Momentum and Adam.
  *
  * Three layers, each checked where it is decided:
  *   - inference (ses__op_infer): output types, the normalized kernel attributes, the inputs
@@ -208,6 +209,60 @@ static void the_gradient_checks_dloss_against_the_reduction(void **state) {
     r.in[0] = ty(SES_F32, 2, 2, 3);
     assert_int_equal(infer(&r, "SoftmaxCrossEntropyLossGrad", 3, 1), SES_OK);
     assert_int_equal(kernel_int(&r, "reduction"), 2);
+    infer_done(&r);
+}
+
+/* NegativeLogLikelihoodLoss infers as SoftmaxCrossEntropyLoss does, with one output, and its
+ * errors name its input "input"; its gradient has the input's type. */
+static void the_nll_loss_infers_like_the_softmax_loss_and_names_its_input(void **state) {
+    infer_run_t r;
+    char text[64];
+    ses_attr_t none = ses_attr_string("reduction", "none");
+
+    (void)state;
+    memset(&r, 0, sizeof r);
+    r.in[0] = ty(SES_F64, 3, 4, 10, 7);
+    r.in[1] = ty(SES_I32, 2, 4, 7);
+    r.in[2] = ty(SES_DTYPE_INVALID, 0);
+    assert_int_equal(infer(&r, "NegativeLogLikelihoodLoss", 3, 1), SES_OK);
+    assert_string_equal(type_str(&r.ctx.outputs[0], text, sizeof text), "f64[]");
+    assert_int_equal(r.ctx.kernel_inputs, 0x3);
+    assert_int_equal(kernel_int(&r, "reduction"), 0);
+    assert_int_equal(infer(&r, "NegativeLogLikelihoodLoss", 2, 2), SES_INVALID_ARGUMENT);
+    assert_int_equal(ses__attrs_set(&r.attrs, &none), SES_OK);
+    assert_int_equal(ses__attrs_set_int(&r.attrs, "ignore_index", -1), SES_OK);
+    assert_int_equal(infer(&r, "NegativeLogLikelihoodLoss", 2, 1), SES_OK);
+    assert_string_equal(type_str(&r.ctx.outputs[0], text, sizeof text), "f64[4,7]");
+    assert_int_equal(kernel_int(&r, "reduction"), 2);
+    assert_int_equal(kernel_int(&r, "has_ignore_index"), 1);
+    assert_int_equal(kernel_int(&r, "ignore_index"), -1);
+
+    r.in[1] = ty(SES_I64, 2, 4, 10);
+    assert_int_equal(infer(&r, "NegativeLogLikelihoodLoss", 2, 1), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(),
+                        "NegativeLogLikelihoodLoss \"n\": labels must have the shape of input "
+                        "without its class axis 1: input is f64[4,10,7], labels is i64[4,10]");
+    r.in[1] = ty(SES_I64, 2, 4, 7);
+    r.in[2] = ty(SES_F32, 1, 10);
+    assert_int_equal(infer(&r, "NegativeLogLikelihoodLoss", 3, 1), SES_INVALID_ARGUMENT);
+    assert_contains(ses_last_error(), "NegativeLogLikelihoodLoss \"n\"");
+    assert_contains(ses_last_error(), "weights");
+    r.in[0] = ty(SES_I64, 2, 4, 10);
+    r.in[1] = ty(SES_I64, 1, 4);
+    assert_int_equal(infer(&r, "NegativeLogLikelihoodLoss", 2, 1), SES_INVALID_ARGUMENT);
+    assert_contains(ses_last_error(), "input");
+
+    /* The gradient: dloss has the loss's shape, the output the input's type. */
+    r.in[0] = ty(SES_F32, 2, 4, 7);
+    r.in[1] = ty(SES_F32, 3, 4, 10, 7);
+    r.in[2] = ty(SES_I64, 2, 4, 7);
+    assert_int_equal(infer(&r, "NegativeLogLikelihoodLossGrad", 3, 1), SES_OK);
+    assert_string_equal(type_str(&r.ctx.outputs[0], text, sizeof text), "f32[4,10,7]");
+    r.in[0] = ty(SES_F32, 0);
+    assert_int_equal(infer(&r, "NegativeLogLikelihoodLossGrad", 3, 1), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(),
+                        "NegativeLogLikelihoodLossGrad \"n\": dloss must have the loss's shape "
+                        "f32[4,7] (reduction none), got f32[]");
     infer_done(&r);
 }
 
@@ -620,6 +675,86 @@ static void a_label_out_of_range_is_an_error_naming_the_node_position_and_value(
         ses_tensor_release(labels);
     }
     ses_tensor_release(scores);
+}
+
+/*
+ * NegativeLogLikelihoodLoss picks -weight[target] * input[target]; ignored positions add nothing
+ * and are not counted by the mean. Its gradient is -weight[target] * dloss (divided by the
+ * counted weights for the mean) at the target class, 0 elsewhere. Input [3, 3], targets
+ * {2, -1, 0} with ignore_index -1, weights {0.5, 1, 2}.
+ */
+static void the_nll_loss_and_its_gradient_pick_the_weighted_target_entries(void **state) {
+    static const double input_v[] = {-1, -2, -3, -4, -5, -6, -7, -8, -9};
+    static const int64_t target_v[] = {2, -1, 0};
+    static const double weight_v[] = {0.5, 1, 2};
+    static const char *const reductions[] = {"mean", "sum", "none"};
+    const int64_t idims[] = {3, 3}, tdims[] = {3}, wdims[] = {3};
+    /* Counted: row 0 (class 2, weight 2, input -3) and row 2 (class 0, weight 0.5, input -7). */
+    const double want_loss[3][3] = {
+        {(2 * 3 + 0.5 * 7) / 2.5, 0, 0}, {2 * 3 + 0.5 * 7, 0, 0}, {6, 0, 3.5}};
+    const double scale[3] = {1 / 2.5, 1, 1};
+
+    (void)state;
+    for (int r = 0; r < 3; r++) {
+        const int none = r == 2;
+        const double dloss_v[3] = {1.5, 7, -2};
+        ses_graph_t *g = NULL;
+        ses_session_t *s = NULL;
+        ses_edge_t in[4], loss, grad, fetch[2];
+        ses_attr_t attrs[2] = {ses_attr_string("reduction", reductions[r]),
+                               ses_attr_int("ignore_index", -1)};
+        ses_tensor_t *input = make(SES_F64, 2, idims, input_v);
+        ses_tensor_t *target = make(SES_I64, 1, tdims, target_v);
+        ses_tensor_t *weight = make(SES_F64, 1, wdims, weight_v);
+        ses_tensor_t *dloss = make(SES_F64, none ? 1 : 0, tdims, dloss_v);
+        ses_tensor_t *out[2] = {NULL, NULL};
+        ses_feed_t feeds[4];
+        const char *devices[] = {"cpu"};
+
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        assert_int_equal(ses_graph_placeholder(g, "input", SES_F64, 2, idims, &in[0]), SES_OK);
+        assert_int_equal(ses_graph_placeholder(g, "target", SES_I64, 1, tdims, &in[1]), SES_OK);
+        assert_int_equal(ses_graph_placeholder(g, "weight", SES_F64, 1, wdims, &in[2]), SES_OK);
+        if (ses_graph_op(g, "NegativeLogLikelihoodLoss", "nll", in, 3, attrs, 2, &loss) != SES_OK)
+            fail_msg("loss: %s", ses_last_error());
+        assert_int_equal(ses_graph_placeholder(g, "dloss", SES_F64, none ? 1 : 0, tdims, &in[3]),
+                         SES_OK);
+        {
+            ses_edge_t gin[4] = {in[3], in[0], in[1], in[2]};
+            if (ses_graph_op(g, "NegativeLogLikelihoodLossGrad", "nll_grad", gin, 4, attrs, 2,
+                             &grad) != SES_OK)
+                fail_msg("grad: %s", ses_last_error());
+        }
+        if (ses_session_open(g, devices, 1, NULL, &s) != SES_OK)
+            fail_msg("open: %s", ses_last_error());
+        feeds[0] = (ses_feed_t){in[0], input};
+        feeds[1] = (ses_feed_t){in[1], target};
+        feeds[2] = (ses_feed_t){in[2], weight};
+        feeds[3] = (ses_feed_t){in[3], dloss};
+        fetch[0] = loss;
+        fetch[1] = grad;
+        if (ses_session_eval(s, fetch, 2, feeds, 4, NULL, 0, out) != SES_OK)
+            fail_msg("%s: %s", reductions[r], ses_last_error());
+        assert_int_equal(ses_tensor_count(out[0]), none ? 3 : 1);
+        for (size_t i = 0; i < ses_tensor_count(out[0]); i++)
+            expect_near(want_loss[r][i], at(out[0], i), 1e-12, reductions[r], i);
+        for (size_t i = 0; i < 9; i++) {
+            double want = 0;
+            if (i == 2)
+                want = -2 * scale[r] * dloss_v[0];
+            else if (i == 6)
+                want = -0.5 * scale[r] * (none ? dloss_v[2] : dloss_v[0]);
+            expect_near(want, at(out[1], i), 1e-12, "dinput", i);
+        }
+        ses_tensor_release(out[0]);
+        ses_tensor_release(out[1]);
+        ses_tensor_release(input);
+        ses_tensor_release(target);
+        ses_tensor_release(weight);
+        ses_tensor_release(dloss);
+        ses_session_destroy(s);
+        ses_graph_release(g);
+    }
 }
 
 /*
@@ -1095,7 +1230,8 @@ static void optimizer_launches_are_checked(void **state) {
     }
 }
 
-/* The loss entries: with one or two outputs, i32 or i64 labels, with or without weights. */
+/* The loss entries: with one or two outputs, i32 or i64 labels, with or without weights; the
+ * NLL loss with one output. */
 static void the_cpu_driver_offers_every_training_signature(void **state) {
     driver_t *d = *state;
     static const char *const want[][2] = {
@@ -1105,6 +1241,10 @@ static void the_cpu_driver_offers_every_training_signature(void **state) {
         {"SoftmaxCrossEntropyLoss", "f64,i64,f64->f64"},
         {"SoftmaxCrossEntropyLossGrad", "f32,f32,i64->f32"},
         {"SoftmaxCrossEntropyLossGrad", "f64,f64,i32,f64->f64"},
+        {"NegativeLogLikelihoodLoss", "f32,i64->f32"},
+        {"NegativeLogLikelihoodLoss", "f64,i32,f64->f64"},
+        {"NegativeLogLikelihoodLossGrad", "f32,f32,i64->f32"},
+        {"NegativeLogLikelihoodLossGrad", "f64,f64,i32,f64->f64"},
         {"SGD", "f32,f32,f32->"},
         {"Momentum", "f64,f64,f64,f64->"},
         {"Adam", "f32,f32,f32,f32,f32,f32->"},
@@ -1123,6 +1263,7 @@ int main(void) {
         cmocka_unit_test(the_loss_passes_weights_only_when_given),
         cmocka_unit_test(the_loss_rejects_bad_shapes_dtypes_and_attributes_naming_them),
         cmocka_unit_test(the_gradient_checks_dloss_against_the_reduction),
+        cmocka_unit_test(the_nll_loss_infers_like_the_softmax_loss_and_names_its_input),
         cmocka_unit_test(optimizers_have_no_outputs_and_mark_their_in_place_inputs),
         cmocka_unit_test(
             optimizers_refuse_mismatched_state_and_a_learning_rate_that_is_not_a_scalar),
@@ -1133,6 +1274,7 @@ int main(void) {
         cmocka_unit_test(weights_scale_each_position_and_the_mean_divides_by_their_sum),
         cmocka_unit_test(a_label_out_of_range_is_an_error_naming_the_node_position_and_value),
         cmocka_unit_test(the_gradient_matches_a_finite_difference_of_the_loss),
+        cmocka_unit_test(the_nll_loss_and_its_gradient_pick_the_weighted_target_entries),
         cmocka_unit_test_setup_teardown(sgd_subtracts_the_scaled_gradient_in_place, driver_setup,
                                         driver_teardown),
         cmocka_unit_test_setup_teardown(momentum_keeps_a_velocity_with_and_without_nesterov,

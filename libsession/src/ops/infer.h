@@ -190,6 +190,8 @@ ses_status_t ses__infer_rank_weight(ses__infer_ctx_t *ctx);
 /* train_ops.c */
 ses_status_t ses__infer_softmax_cross_entropy_loss(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_softmax_cross_entropy_loss_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_nll_loss(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_nll_loss_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_sgd(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_momentum(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_adam(ses__infer_ctx_t *ctx);

@@ -121,10 +121,12 @@ static const ses__op_schema_t schemas[] = {
     {"GatherGrad", 3, 3, 1, 1, 0, ses__infer_gather_grad},
     {"SliceGrad", 4, 6, 1, 1, BIT(2) | BIT(3) | BIT(4) | BIT(5), ses__infer_slice_grad},
     {"ConcatGrad", 2, SES__MAX_INPUTS, 1, 1, 0, ses__infer_concat_grad},
-    /* train_ops.c: the loss's optional second output is log_prob; the optimizers have no
-     * outputs and update the inputs marked in the last field in place. */
+    /* train_ops.c: the losses (SoftmaxCrossEntropyLoss's optional second output is log_prob);
+     * the optimizers have no outputs and update the inputs marked in the last field in place. */
     {"SoftmaxCrossEntropyLoss", 2, 3, 1, 2, 0, ses__infer_softmax_cross_entropy_loss},
     {"SoftmaxCrossEntropyLossGrad", 3, 4, 1, 1, 0, ses__infer_softmax_cross_entropy_loss_grad},
+    {"NegativeLogLikelihoodLoss", 2, 3, 1, 1, 0, ses__infer_nll_loss},
+    {"NegativeLogLikelihoodLossGrad", 3, 4, 1, 1, 0, ses__infer_nll_loss_grad},
     {"SGD", 3, 3, 0, 0, 0, ses__infer_sgd, BIT(0)},
     {"Momentum", 4, 4, 0, 0, 0, ses__infer_momentum, BIT(0) | BIT(3)},
     {"Adam", 6, 6, 0, 0, 0, ses__infer_adam, BIT(0) | BIT(3) | BIT(4) | BIT(5)},

@@ -1,12 +1,13 @@
 /*
- * Training ops: the softmax cross-entropy loss and its gradient (ONNX opset 13 semantics), and
+ * Training ops: the softmax cross-entropy and negative log-likelihood losses and their gradients
+ * (ONNX opset 13 semantics), and
  * the optimizers SGD, Momentum and Adam, which have no outputs and update some of their inputs
  * in place (the schema table marks them in inplace_inputs; the compiler binds those inputs to
  * the variables' own storage).
  *
  * Kernels get every given input (an absent optional weights input is not passed) and the
  * normalized attributes:
- *   - the loss and its gradient: "reduction" INT (0 mean, 1 sum, 2 none), "ignore_index" INT
+ *   - the losses and their gradients: "reduction" INT (0 mean, 1 sum, 2 none), "ignore_index" INT
  *     and "has_ignore_index" INT (0 or 1; ignore_index is 0 when there is none);
  *   - Momentum: "momentum" FLOAT, "nesterov" INT (0 or 1);
  *   - Adam: "beta1", "beta2", "epsilon" FLOAT.
@@ -136,6 +137,50 @@ ses_status_t ses__infer_softmax_cross_entropy_loss_grad(ses__infer_ctx_t *ctx) {
     st = check_scores_labels_weights(ctx, 1, "log_prob", 2, 3);
     if (st == SES_OK)
         st = ses__op_check_same_dtype(ctx, 0, "dloss", 1, "log_prob");
+    if (st == SES_OK)
+        st = loss_attrs(ctx, &reduction);
+    if (st != SES_OK)
+        return st;
+    want = loss_type(&ctx->inputs[1], &ctx->inputs[2], reduction);
+    if (dloss->rank != want.rank ||
+        memcmp(dloss->dims, want.dims, want.rank * sizeof want.dims[0]) != 0)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "dloss must have the loss's shape %s (reduction %s), got %s",
+                            ses__tstr(&want).s,
+                            reduction == REDUCTION_MEAN  ? "mean"
+                            : reduction == REDUCTION_SUM ? "sum"
+                                                         : "none",
+                            ses__tstr(dloss).s);
+    ctx->outputs[0] = ctx->inputs[1];
+    return SES_OK;
+}
+
+/* NegativeLogLikelihoodLoss(input [N, C, d1, ...], target [N, d1, ...][, weight [C]]): the loss
+ * -weight[target] * input[target], reduced as SoftmaxCrossEntropyLoss's is. */
+ses_status_t ses__infer_nll_loss(ses__infer_ctx_t *ctx) {
+    int64_t reduction;
+    ses_status_t st;
+
+    st = check_scores_labels_weights(ctx, 0, "input", 1, 2);
+    if (st == SES_OK)
+        st = loss_attrs(ctx, &reduction);
+    if (st != SES_OK)
+        return st;
+    ctx->outputs[0] = loss_type(&ctx->inputs[0], &ctx->inputs[1], reduction);
+    return SES_OK;
+}
+
+/* NegativeLogLikelihoodLossGrad(dloss, input, target[, weight]): dinput, input's shape. Only
+ * input's shape and dtype are read. */
+ses_status_t ses__infer_nll_loss_grad(ses__infer_ctx_t *ctx) {
+    const ses__type_t *dloss = &ctx->inputs[0];
+    ses__type_t want;
+    int64_t reduction;
+    ses_status_t st;
+
+    st = check_scores_labels_weights(ctx, 1, "input", 2, 3);
+    if (st == SES_OK)
+        st = ses__op_check_same_dtype(ctx, 0, "dloss", 1, "input");
     if (st == SES_OK)
         st = loss_attrs(ctx, &reduction);
     if (st != SES_OK)

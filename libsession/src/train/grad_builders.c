@@ -482,6 +482,21 @@ static ses_status_t grad_softmax_cross_entropy(ses__grad_ctx_t *c, const ses_nod
     return ses__grad_op(c, "SoftmaxCrossEntropyLossGrad", in, 3, attrs, k, &dx[0]);
 }
 
+/* NegativeLogLikelihoodLoss: -weight[target] * dloss (scaled by the reduction) at the target
+ * class, 0 elsewhere; the target and the weights get none. */
+static ses_status_t grad_nll_loss(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                  ses_edge_t *dx) {
+    static const char *const names[] = {"reduction", "ignore_index"};
+    ses_attr_t attrs[2];
+    ses_edge_t in[4];
+    size_t k = forward_attrs(n, names, 2, attrs);
+
+    in[0] = dy[0];
+    for (size_t i = 0; i < n->n_inputs; i++)
+        in[i + 1] = IN(i);
+    return ses__grad_op(c, "NegativeLogLikelihoodLossGrad", in, n->n_inputs + 1, attrs, k, &dx[0]);
+}
+
 /* ---- convolution, pooling and the model ops (src/ops/cnn.c) ------------------------------ */
 
 /* The forward attributes of the window ops. */
@@ -643,6 +658,7 @@ static const ses__grad_builder_t builders[] = {
     {"Slice", grad_slice},
     {"Gather", grad_gather},
     {"SoftmaxCrossEntropyLoss", grad_softmax_cross_entropy},
+    {"NegativeLogLikelihoodLoss", grad_nll_loss},
     {"Conv", grad_conv},
     {"MaxPool", grad_pool},
     {"AveragePool", grad_pool},
