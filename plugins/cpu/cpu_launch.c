@@ -264,7 +264,13 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_TRANSPOSE:
     case CPU__OP_CONCAT:
     case CPU__OP_SLICE:
-    case CPU__OP_GATHER: return CPU__OVERLAP_NONE;
+    case CPU__OP_GATHER:
+    case CPU__OP_GATHERELEMENTS:
+    case CPU__OP_SCATTERELEMENTS:
+    case CPU__OP_ONEHOT:
+    case CPU__OP_TRILU:
+    case CPU__OP_CUMSUM:
+    case CPU__OP_HARDMAX: return CPU__OVERLAP_NONE;
     /* elementwise, Cast, Softmax, LogSoftmax, the activation and softmax gradients */
     default: return CPU__OVERLAP_EXACT;
     }
