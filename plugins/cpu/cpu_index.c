@@ -365,3 +365,144 @@ int32_t cpu__hardmax(const cpu__call_t *call) {
         CPU__HARDMAX(float);
     return SES_DRV_OK;
 }
+
+/*
+ * GatherND's and ScatterND's checks: indices [..., m] naming blocks data[batch, i_0, ...,
+ * i_{m-1}, :] after batch_dims leading dims shared by data and indices; @p shaped (GatherND's
+ * output, ScatterND's updates) is indices.shape[:-1] + data.shape[batch_dims + m:]. Every index
+ * must lie in [-dim, dim). Stores m, the number of blocks per batch (tuples), the batches and the
+ * block's elements.
+ */
+typedef struct cpu__nd {
+    int64_t m, batch_dims;
+    uint64_t batches, tuples, block, batch_stride;
+    int64_t strides[CPU__MAX_RANK];
+} cpu__nd_t;
+
+static int32_t cpu__check_nd(const cpu__call_t *call, const cpu__tensor_t *data,
+                             const cpu__tensor_t *indices, const cpu__tensor_t *shaped,
+                             const char *shaped_name, int64_t batch_dims, cpu__nd_t *nd) {
+    int32_t st;
+    char a[96], b[96], o[96];
+
+    if ((st = cpu__check_rank(call, "input 0 (data)", data)) != SES_DRV_OK ||
+        (st = cpu__check_rank(call, "input 1 (indices)", indices)) != SES_DRV_OK)
+        return st;
+    const int64_t m = indices->rank ? indices->dims[indices->rank - 1] : 0;
+    int ok = indices->rank >= 1 && batch_dims >= 0 && batch_dims < (int64_t)indices->rank &&
+             m >= 1 && batch_dims + m <= (int64_t)data->rank &&
+             shaped->rank == indices->rank - 1 + data->rank - (uint32_t)(batch_dims + m);
+    for (int64_t d = 0; ok && d < batch_dims; d++)
+        ok = indices->dims[d] == data->dims[d];
+    for (uint32_t d = 0; ok && d < shaped->rank; d++)
+        ok = shaped->dims[d] == (d + 1 < indices->rank
+                                     ? indices->dims[d]
+                                     : data->dims[d - (indices->rank - 1) + batch_dims + m]);
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "data %s, indices %s, %s %s and batch_dims %" PRId64
+                              " do not fit: %s must be indices.shape[:-1] + "
+                              "data.shape[batch_dims + indices.shape[-1]:]",
+                              cpu__format_dims(data->dims, data->rank, a, sizeof a),
+                              cpu__format_dims(indices->dims, indices->rank, b, sizeof b),
+                              shaped_name, cpu__format_dims(shaped->dims, shaped->rank, o, sizeof o),
+                              batch_dims, shaped_name);
+    for (uint64_t q = 0; q < indices->count; q++) {
+        const int64_t dim = data->dims[batch_dims + (int64_t)(q % (uint64_t)m)];
+        const int64_t idx = cpu__index_at(indices, q);
+        if (idx < -dim || idx >= dim)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "index %" PRId64 " (element %" PRIu64
+                                  " of the indices) is out of range for axis %" PRId64
+                                  " of size %" PRId64 " (data is %s); valid are %" PRId64
+                                  " to %" PRId64,
+                                  idx, q, batch_dims + (int64_t)(q % (uint64_t)m), dim,
+                                  cpu__format_dims(data->dims, data->rank, a, sizeof a), -dim,
+                                  dim - 1);
+    }
+    nd->m = m;
+    nd->batch_dims = batch_dims;
+    nd->batches = nd->block = nd->batch_stride = 1;
+    for (int64_t d = 0; d < batch_dims; d++)
+        nd->batches *= (uint64_t)data->dims[d];
+    for (uint32_t d = (uint32_t)batch_dims; d < data->rank; d++)
+        nd->batch_stride *= (uint64_t)data->dims[d];
+    for (uint32_t d = (uint32_t)(batch_dims + m); d < data->rank; d++)
+        nd->block *= (uint64_t)data->dims[d];
+    nd->tuples = (indices->count / (uint64_t)m) / (nd->batches ? nd->batches : 1);
+    cpu__index_strides(data, nd->strides);
+    return SES_DRV_OK;
+}
+
+/* The first element of the block that index tuple @p t names, as an element offset. */
+static uint64_t cpu__nd_offset(const cpu__nd_t *nd, const cpu__tensor_t *data,
+                               const cpu__tensor_t *indices, uint64_t t) {
+    uint64_t offset = (nd->tuples ? t / nd->tuples : 0) * nd->batch_stride;
+    for (int64_t k = 0; k < nd->m; k++) {
+        const int64_t d = nd->batch_dims + k;
+        int64_t idx = cpu__index_at(indices, t * (uint64_t)nd->m + (uint64_t)k);
+        if (idx < 0)
+            idx += data->dims[d];
+        offset += (uint64_t)idx * (uint64_t)nd->strides[d];
+    }
+    return offset;
+}
+
+int32_t cpu__gather_nd(const cpu__call_t *call) {
+    const cpu__tensor_t *data = &call->in[0], *indices = &call->in[1], *out = &call->out;
+    int64_t batch_dims = 0;
+    cpu__nd_t nd;
+    int32_t st;
+
+    if ((st = cpu__attr_int(call, "batch_dims", 1, 0, &batch_dims)) != SES_DRV_OK ||
+        (st = cpu__check_nd(call, data, indices, out, "output", batch_dims, &nd)) != SES_DRV_OK)
+        return st;
+    if (out->count == 0)
+        return SES_DRV_OK;
+    const size_t bytes = (size_t)nd.block * out->esize;
+    for (uint64_t t = 0; t < nd.batches * nd.tuples; t++)
+        memcpy(out->data + t * bytes, data->data + cpu__nd_offset(&nd, data, indices, t) * data->esize,
+               bytes);
+    return SES_DRV_OK;
+}
+
+int32_t cpu__scatter_nd(const cpu__call_t *call) {
+    const cpu__tensor_t *data = &call->in[0], *indices = &call->in[1], *updates = &call->in[2];
+    const cpu__tensor_t *out = &call->out;
+    int64_t reduction = 0;
+    cpu__nd_t nd;
+    int32_t st;
+    char a[96], o[96];
+
+    if ((st = cpu__attr_int(call, "reduction", 1, 0, &reduction)) != SES_DRV_OK ||
+        (st = cpu__check_nd(call, data, indices, updates, "updates", 0, &nd)) != SES_DRV_OK)
+        return st;
+    if (!cpu__same_shape(data, out))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "output is %s but data is %s; they must match",
+                              cpu__format_dims(out->dims, out->rank, o, sizeof o),
+                              cpu__format_dims(data->dims, data->rank, a, sizeof a));
+    if (reduction < 0 || reduction > 4)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "attribute reduction is %" PRId64
+                              "; expected 0 (none), 1 (add), 2 (mul), 3 (max) or 4 (min)",
+                              reduction);
+    if (reduction && (data->dtype == SES_DRV_DTYPE_F16 || data->dtype == SES_DRV_DTYPE_BF16 ||
+                      data->dtype == SES_DRV_DTYPE_BOOL))
+        return cpu__call_fail(call, SES_DRV_UNIMPLEMENTED,
+                              "reduction %" PRId64 " on %s is not implemented", reduction,
+                              cpu__dtype_label(data->dtype));
+    if (out->count)
+        memcpy(out->data, data->data, (size_t)(out->count * out->esize));
+    const size_t es = out->esize;
+    for (uint64_t t = 0; t < nd.batches * nd.tuples && updates->count; t++) {
+        unsigned char *dst = out->data + cpu__nd_offset(&nd, data, indices, t) * es;
+        const unsigned char *src = updates->data + t * nd.block * es;
+        if (reduction == 0)
+            memcpy(dst, src, (size_t)nd.block * es);
+        else
+            for (uint64_t e = 0; e < nd.block; e++)
+                cpu__scatter_reduce(data->dtype, reduction, dst + e * es, src + e * es);
+    }
+    return SES_DRV_OK;
+}

@@ -383,6 +383,8 @@ enum cpu__op {
     CPU__OP_GATHER,
     CPU__OP_GATHERELEMENTS,
     CPU__OP_SCATTERELEMENTS,
+    CPU__OP_GATHERND,
+    CPU__OP_SCATTERND,
     CPU__OP_ONEHOT,
     CPU__OP_TRILU,
     CPU__OP_CUMSUM,
@@ -844,9 +846,11 @@ int32_t cpu__check_slice(const cpu__call_t *call, const cpu__tensor_t *whole,
                          const char *second_name, int64_t *starts, int64_t *steps);
 
 int32_t cpu__gather(const cpu__call_t *call);
-/* cpu_index.c: GatherElements ScatterElements OneHot Trilu CumSum Hardmax */
+/* cpu_index.c: GatherElements ScatterElements GatherND ScatterND OneHot Trilu CumSum Hardmax */
 int32_t cpu__gather_elements(const cpu__call_t *call);
 int32_t cpu__scatter_elements(const cpu__call_t *call);
+int32_t cpu__gather_nd(const cpu__call_t *call);
+int32_t cpu__scatter_nd(const cpu__call_t *call);
 int32_t cpu__one_hot(const cpu__call_t *call);
 int32_t cpu__trilu(const cpu__call_t *call);
 int32_t cpu__cumsum(const cpu__call_t *call);

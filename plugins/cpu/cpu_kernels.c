@@ -86,7 +86,7 @@ const char *cpu__dtype_label(uint32_t dtype) {
       CPU__DT_##T)                                                                              \
     X(Op##_##T##_i64, #Op, #T ",i64->" #T, BODY, CODE, 2, 0, CPU__DT_##T, SES_DRV_DTYPE_I64, 0, \
       CPU__DT_##T)
-/* ScatterElements: data, indices (i32 or i64), updates. */
+/* ScatterElements and ScatterND: data, indices (i32 or i64), updates. */
 #define CPU__E_SCATTER(X, Op, CODE, BODY, T)                                               \
     X(Op##_##T##_i32, #Op, #T ",i32," #T "->" #T, BODY, CODE, 3, 0, CPU__DT_##T,           \
       SES_DRV_DTYPE_I32, CPU__DT_##T, CPU__DT_##T)                                         \
@@ -203,6 +203,8 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__ALL(CPU__E_GATHER, X, GatherElements, CPU__OP_GATHERELEMENTS, cpu__gather_elements)  \
     CPU__ALL(CPU__E_SCATTER, X, ScatterElements, CPU__OP_SCATTERELEMENTS,                     \
              cpu__scatter_elements)                                                           \
+    CPU__ALL(CPU__E_GATHER, X, GatherND, CPU__OP_GATHERND, cpu__gather_nd)                    \
+    CPU__ALL(CPU__E_SCATTER, X, ScatterND, CPU__OP_SCATTERND, cpu__scatter_nd)                \
     CPU__NUMBERS(CPU__E_ONE_HOT_FROM, X, OneHot, CPU__OP_ONEHOT, cpu__one_hot)                \
     CPU__ALL(CPU__E_UNARY, X, Trilu, CPU__OP_TRILU, cpu__trilu)                               \
     CPU__NUMBERS(CPU__E_UNARY, X, CumSum, CPU__OP_CUMSUM, cpu__cumsum)                        \
@@ -246,6 +248,8 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__PREP_cpu__gather(P, N, id) N(id)
 #define CPU__PREP_cpu__gather_elements(P, N, id) N(id)
 #define CPU__PREP_cpu__scatter_elements(P, N, id) N(id)
+#define CPU__PREP_cpu__gather_nd(P, N, id) N(id)
+#define CPU__PREP_cpu__scatter_nd(P, N, id) N(id)
 #define CPU__PREP_cpu__one_hot(P, N, id) N(id)
 #define CPU__PREP_cpu__trilu(P, N, id) N(id)
 #define CPU__PREP_cpu__cumsum(P, N, id) N(id)

@@ -267,6 +267,8 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_GATHER:
     case CPU__OP_GATHERELEMENTS:
     case CPU__OP_SCATTERELEMENTS:
+    case CPU__OP_GATHERND:
+    case CPU__OP_SCATTERND:
     case CPU__OP_ONEHOT:
     case CPU__OP_TRILU:
     case CPU__OP_CUMSUM:

@@ -305,6 +305,23 @@ static const char *const scatter_elements[] = {
     "[256,256] [256,200]@idx256 [256,200] axis=1 reduction=add",
     NULL,
 };
+/* data, indices [..., m] (idxN: N is at most the smallest dim indexed), updates. */
+static const char *const gather_nd[] = {
+    "[5,4] [3,2]@idx4",         "[5,4,3] [2,1]@idx5",       "[2,5,4] [2,3,1]@idx4 batch_dims=1",
+    "[5,3] [0,1]@idx5",         "[4,4] [2]@idx4",           "[300,64] [200,1]@idx300",
+    NULL,
+};
+static const char *const scatter_nd[] = {
+    "[5,4] [3,2]@idx4 [3]",
+    "[5,4,3] [2,1]@idx5 [2,4,3]",
+    "[5,3] [0,1]@idx5 [0,3]",
+    "[8] [20,1]@idx8 [20] reduction=add",
+    "[8] [20,1]@idx8 [20]@small reduction=mul",
+    "[6,2] [9,1]@idx6 [9,2] reduction=max",
+    "[6,2] [9,1]@idx6 [9,2] reduction=min",
+    "[300,64] [200,1]@idx300 [200,64] reduction=add",
+    NULL,
+};
 /* indices, depth, values [off, on]; idxN beyond depth gives rows left off. */
 static const char *const one_hot[] = {
     "[3,4]@idx5 depth=i64:[5] [2]",        "[6]@idx3 depth=i64:[4] [2] axis=0",
@@ -801,6 +818,8 @@ static const ses_conf_op_cases_t table[] = {
     {"Gather", EXACT, gather},
     {"GatherElements", EXACT, gather_elements},
     {"ScatterElements", ROUNDED, scatter_elements},
+    {"GatherND", EXACT, gather_nd},
+    {"ScatterND", ROUNDED, scatter_nd},
     {"OneHot", EXACT, one_hot},
     {"Trilu", EXACT, trilu},
     {"CumSum", SUMS, cumsum},

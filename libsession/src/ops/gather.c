@@ -1,4 +1,4 @@
-/* Gather, GatherElements, ScatterElements and OneHot: pick or place elements by index. The
+/* Gather, GatherElements, ScatterElements, GatherND, ScatterND and OneHot: pick or place elements by index. The
  * indices are data for the kernel, which checks their range; inference needs only their shape
  * (OneHot's depth, a shape-like input, excepted). */
 #include <string.h>
@@ -205,5 +205,98 @@ ses_status_t ses__infer_one_hot(ses__infer_ctx_t *ctx) {
     st = ses__attrs_set_int(&ctx->kernel_attrs, "axis", axis);
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "depth", depth);
+    return st;
+}
+
+/*
+ * GatherND's and ScatterND's common check: indices [..., m] whose last dimension m indexes
+ * data's dims batch_dims to batch_dims + m - 1, with the first batch_dims dims of both equal.
+ * Stores m.
+ */
+static ses_status_t infer_nd(ses__infer_ctx_t *ctx, int64_t batch_dims, int64_t *out_m) {
+    const ses__type_t *data = &ctx->inputs[0], *indices = &ctx->inputs[1];
+    ses_status_t st;
+
+    st = ses__op_check_dtype(ctx, 0, "data", SES__DT_ANY);
+    if (st == SES_OK)
+        st = ses__op_check_dtype(ctx, 1, "indices", SES__DT_INDEX);
+    if (st != SES_OK)
+        return st;
+    if (indices->rank < 1 || batch_dims < 0 || batch_dims >= (int64_t)indices->rank ||
+        batch_dims >= (int64_t)data->rank)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "indices %s must have rank 1 or more and batch_dims %lld must be "
+                            "below both its rank and data's (%s)",
+                            ses__tstr(indices).s, (long long)batch_dims, ses__tstr(data).s);
+    int64_t m = indices->dims[indices->rank - 1];
+    int ok = m >= 1 && batch_dims + m <= (int64_t)data->rank;
+    for (int64_t d = 0; ok && d < batch_dims; d++)
+        ok = indices->dims[d] == data->dims[d];
+    if (!ok)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "indices %s and data %s do not fit: the last dimension of indices "
+                            "must be 1 to data's rank - batch_dims (%lld), and the first "
+                            "batch_dims dims of both equal",
+                            ses__tstr(indices).s, ses__tstr(data).s, (long long)batch_dims);
+    *out_m = m;
+    return SES_OK;
+}
+
+/* indices.shape[:-1] + data.shape[batch_dims + m:] into @p out; fails when too deep. */
+static ses_status_t nd_shape(ses__infer_ctx_t *ctx, int64_t batch_dims, int64_t m,
+                             ses__type_t *out) {
+    const ses__type_t *data = &ctx->inputs[0], *indices = &ctx->inputs[1];
+    ses_status_t st =
+        ses__op_check_out_rank(ctx, indices->rank - 1 + data->rank - (size_t)(batch_dims + m));
+
+    if (st != SES_OK)
+        return st;
+    memset(out, 0, sizeof *out);
+    out->dtype = data->dtype;
+    for (uint32_t d = 0; d + 1 < indices->rank; d++)
+        out->dims[out->rank++] = indices->dims[d];
+    for (uint32_t d = (uint32_t)(batch_dims + m); d < data->rank; d++)
+        out->dims[out->rank++] = data->dims[d];
+    return SES_OK;
+}
+
+ses_status_t ses__infer_gather_nd(ses__infer_ctx_t *ctx) {
+    int64_t batch_dims, m;
+    ses_status_t st = ses__op_attr_int(ctx, "batch_dims", 0, &batch_dims);
+
+    if (st == SES_OK)
+        st = infer_nd(ctx, batch_dims, &m);
+    if (st == SES_OK)
+        st = nd_shape(ctx, batch_dims, m, &ctx->outputs[0]);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "batch_dims", batch_dims);
+    return st;
+}
+
+ses_status_t ses__infer_scatter_nd(ses__infer_ctx_t *ctx) {
+    const ses__type_t *updates = &ctx->inputs[2];
+    ses__type_t want;
+    int64_t m;
+    ses_status_t st = ses__op_check_dtype(ctx, 2, "updates", SES__DT_ANY);
+
+    if (st == SES_OK)
+        st = ses__op_check_same_dtype(ctx, 0, "data", 2, "updates");
+    if (st == SES_OK)
+        st = infer_nd(ctx, 0, &m);
+    if (st == SES_OK)
+        st = nd_shape(ctx, 0, m, &want);
+    if (st != SES_OK)
+        return st;
+    int ok = want.rank == updates->rank;
+    for (uint32_t d = 0; ok && d < want.rank; d++)
+        ok = want.dims[d] == updates->dims[d];
+    if (!ok)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "updates is %s; indices %s into data %s want %s",
+                            ses__tstr(updates).s, ses__tstr(&ctx->inputs[1]).s,
+                            ses__tstr(&ctx->inputs[0]).s, ses__tstr(&want).s);
+    st = scatter_reduction(ctx);
+    if (st == SES_OK)
+        ctx->outputs[0] = ctx->inputs[0];
     return st;
 }

@@ -98,6 +98,8 @@ static const ses__op_schema_t schemas[] = {
     {"GatherElements", 2, 2, 1, 1, 0, ses__infer_gather_elements},
     {"ScatterElements", 3, 3, 1, 1, 0, ses__infer_scatter_elements},
     {"OneHot", 3, 3, 1, 1, BIT(1), ses__infer_one_hot},
+    {"GatherND", 2, 2, 1, 1, 0, ses__infer_gather_nd},
+    {"ScatterND", 3, 3, 1, 1, 0, ses__infer_scatter_nd},
     /* cumsum_trilu.c: CumSum's axis and Trilu's k are shape-like. */
     {"CumSum", 2, 2, 1, 1, BIT(1), ses__infer_cumsum},
     {"Trilu", 1, 2, 1, 1, BIT(1), ses__infer_trilu},
