@@ -43,26 +43,25 @@ static int32_t cpu__check_elements(const cpu__call_t *call, const cpu__tensor_t 
     for (uint32_t d = 0; ok && d < data->rank; d++)
         ok = (int64_t)d == axis || indices->dims[d] <= data->dims[d];
     if (!ok)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "data %s, indices %s, %s %s and axis %" PRId64
-                              " do not fit: indices must have data's rank, no dimension larger "
-                              "than data's but along the axis, and the shape of the %s",
-                              cpu__format_dims(data->dims, data->rank, a, sizeof a),
-                              cpu__format_dims(indices->dims, indices->rank, b, sizeof b),
-                              shaped_name, cpu__format_dims(shaped->dims, shaped->rank, o, sizeof o),
-                              axis, shaped_name);
+        return cpu__call_fail(
+            call, SES_DRV_INVALID_ARGUMENT,
+            "data %s, indices %s, %s %s and axis %" PRId64
+            " do not fit: indices must have data's rank, no dimension larger "
+            "than data's but along the axis, and the shape of the %s",
+            cpu__format_dims(data->dims, data->rank, a, sizeof a),
+            cpu__format_dims(indices->dims, indices->rank, b, sizeof b), shaped_name,
+            cpu__format_dims(shaped->dims, shaped->rank, o, sizeof o), axis, shaped_name);
     const int64_t dim = data->dims[axis];
     for (uint64_t q = 0; q < indices->count; q++) {
         int64_t idx = cpu__index_at(indices, q);
         if (idx < -dim || idx >= dim)
-            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "index %" PRId64 " (element %" PRIu64
-                                  " of the indices) is out of range for axis %" PRId64
-                                  " of size %" PRId64 " (data is %s); valid are %" PRId64
-                                  " to %" PRId64,
-                                  idx, q, axis, dim,
-                                  cpu__format_dims(data->dims, data->rank, a, sizeof a), -dim,
-                                  dim - 1);
+            return cpu__call_fail(
+                call, SES_DRV_INVALID_ARGUMENT,
+                "index %" PRId64 " (element %" PRIu64
+                " of the indices) is out of range for axis %" PRId64 " of size %" PRId64
+                " (data is %s); valid are %" PRId64 " to %" PRId64,
+                idx, q, axis, dim, cpu__format_dims(data->dims, data->rank, a, sizeof a), -dim,
+                dim - 1);
     }
     *out_axis = (uint32_t)axis;
     return SES_DRV_OK;
@@ -102,24 +101,24 @@ int32_t cpu__gather_elements(const cpu__call_t *call) {
 }
 
 /* dst = dst (reduction) src for one element of type T. */
-#define CPU__SCATTER_APPLY(T)                                      \
-    do {                                                           \
-        T x_, y_;                                                  \
-        memcpy(&x_, dst, sizeof x_);                               \
-        memcpy(&y_, src, sizeof y_);                               \
-        switch (reduction) {                                       \
-        case 1: x_ = (T)(x_ + y_); break;                          \
-        case 2: x_ = (T)(x_ * y_); break;                          \
-        case 3: x_ = y_ > x_ ? y_ : x_; break;                     \
-        default: x_ = y_ < x_ ? y_ : x_; break;                    \
-        }                                                          \
-        memcpy(dst, &x_, sizeof x_);                               \
+#define CPU__SCATTER_APPLY(T)                   \
+    do {                                        \
+        T x_, y_;                               \
+        memcpy(&x_, dst, sizeof x_);            \
+        memcpy(&y_, src, sizeof y_);            \
+        switch (reduction) {                    \
+        case 1: x_ = (T)(x_ + y_); break;       \
+        case 2: x_ = (T)(x_ * y_); break;       \
+        case 3: x_ = y_ > x_ ? y_ : x_; break;  \
+        default: x_ = y_ < x_ ? y_ : x_; break; \
+        }                                       \
+        memcpy(dst, &x_, sizeof x_);            \
     } while (0)
 
 /* Applies ScatterElements' @p reduction (1 add, 2 mul, 3 max, 4 min) of @p src to @p dst.
  * The caller refused the dtypes without arithmetic here (f16, bf16, bool). */
 static void cpu__scatter_reduce(uint32_t dtype, int64_t reduction, unsigned char *dst,
-                               const unsigned char *src) {
+                                const unsigned char *src) {
     switch (dtype) {
     case SES_DRV_DTYPE_F32: CPU__SCATTER_APPLY(float); break;
     case SES_DRV_DTYPE_F64: CPU__SCATTER_APPLY(double); break;
@@ -262,8 +261,8 @@ int32_t cpu__trilu(const cpu__call_t *call) {
 }
 
 /* The layout of a scan or Hardmax along @p axis of @p t: before, the axis, after. */
-static void cpu__axis_layout(const cpu__tensor_t *t, uint32_t axis, uint64_t *before,
-                             uint64_t *dim, uint64_t *after) {
+static void cpu__axis_layout(const cpu__tensor_t *t, uint32_t axis, uint64_t *before, uint64_t *dim,
+                             uint64_t *after) {
     *before = *after = 1;
     for (uint32_t d = 0; d < axis; d++)
         *before *= (uint64_t)t->dims[d];
@@ -291,23 +290,23 @@ static int32_t cpu__check_axis_op(const cpu__call_t *call, uint32_t *out_axis) {
     return SES_DRV_OK;
 }
 
-#define CPU__CUMSUM(T)                                                                        \
-    do {                                                                                      \
-        const T *x_ = (const T *)(const void *)in->data;                                      \
-        T *y_ = (T *)(void *)out->data;                                                       \
-        for (uint64_t b = 0; b < before; b++)                                                 \
-            for (uint64_t c = 0; c < after; c++) {                                            \
-                T sum = 0;                                                                    \
-                for (uint64_t n = 0; n < dim; n++) {                                          \
-                    uint64_t m = reverse ? dim - 1 - n : n, e = (b * dim + m) * after + c;    \
-                    T v = x_[e];                                                              \
-                    if (!exclusive)                                                           \
-                        sum = (T)(sum + v);                                                   \
-                    y_[e] = sum;                                                              \
-                    if (exclusive)                                                            \
-                        sum = (T)(sum + v);                                                   \
-                }                                                                             \
-            }                                                                                 \
+#define CPU__CUMSUM(T)                                                                     \
+    do {                                                                                   \
+        const T *x_ = (const T *)(const void *)in->data;                                   \
+        T *y_ = (T *)(void *)out->data;                                                    \
+        for (uint64_t b = 0; b < before; b++)                                              \
+            for (uint64_t c = 0; c < after; c++) {                                         \
+                T sum = 0;                                                                 \
+                for (uint64_t n = 0; n < dim; n++) {                                       \
+                    uint64_t m = reverse ? dim - 1 - n : n, e = (b * dim + m) * after + c; \
+                    T v = x_[e];                                                           \
+                    if (!exclusive)                                                        \
+                        sum = (T)(sum + v);                                                \
+                    y_[e] = sum;                                                           \
+                    if (exclusive)                                                         \
+                        sum = (T)(sum + v);                                                \
+                }                                                                          \
+            }                                                                              \
     } while (0)
 
 int32_t cpu__cumsum(const cpu__call_t *call) {
@@ -335,19 +334,19 @@ int32_t cpu__cumsum(const cpu__call_t *call) {
 }
 
 /* 1 at the first largest element along the axis, 0 elsewhere; NaN is never the largest. */
-#define CPU__HARDMAX(T)                                                           \
-    do {                                                                          \
-        const T *x_ = (const T *)(const void *)in->data;                          \
-        T *y_ = (T *)(void *)out->data;                                           \
-        for (uint64_t b = 0; b < before; b++)                                     \
-            for (uint64_t c = 0; c < after; c++) {                                \
-                uint64_t best = 0;                                                \
-                for (uint64_t n = 1; n < dim; n++)                                \
+#define CPU__HARDMAX(T)                                                                   \
+    do {                                                                                  \
+        const T *x_ = (const T *)(const void *)in->data;                                  \
+        T *y_ = (T *)(void *)out->data;                                                   \
+        for (uint64_t b = 0; b < before; b++)                                             \
+            for (uint64_t c = 0; c < after; c++) {                                        \
+                uint64_t best = 0;                                                        \
+                for (uint64_t n = 1; n < dim; n++)                                        \
                     if (x_[(b * dim + n) * after + c] > x_[(b * dim + best) * after + c]) \
-                        best = n;                                                 \
-                for (uint64_t n = 0; n < dim; n++)                                \
-                    y_[(b * dim + n) * after + c] = n == best ? (T)1 : (T)0;      \
-            }                                                                     \
+                        best = n;                                                         \
+                for (uint64_t n = 0; n < dim; n++)                                        \
+                    y_[(b * dim + n) * after + c] = n == best ? (T)1 : (T)0;              \
+            }                                                                             \
     } while (0)
 
 int32_t cpu__hardmax(const cpu__call_t *call) {
@@ -399,26 +398,25 @@ static int32_t cpu__check_nd(const cpu__call_t *call, const cpu__tensor_t *data,
                                      ? indices->dims[d]
                                      : data->dims[d - (indices->rank - 1) + batch_dims + m]);
     if (!ok)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "data %s, indices %s, %s %s and batch_dims %" PRId64
-                              " do not fit: %s must be indices.shape[:-1] + "
-                              "data.shape[batch_dims + indices.shape[-1]:]",
-                              cpu__format_dims(data->dims, data->rank, a, sizeof a),
-                              cpu__format_dims(indices->dims, indices->rank, b, sizeof b),
-                              shaped_name, cpu__format_dims(shaped->dims, shaped->rank, o, sizeof o),
-                              batch_dims, shaped_name);
+        return cpu__call_fail(
+            call, SES_DRV_INVALID_ARGUMENT,
+            "data %s, indices %s, %s %s and batch_dims %" PRId64
+            " do not fit: %s must be indices.shape[:-1] + "
+            "data.shape[batch_dims + indices.shape[-1]:]",
+            cpu__format_dims(data->dims, data->rank, a, sizeof a),
+            cpu__format_dims(indices->dims, indices->rank, b, sizeof b), shaped_name,
+            cpu__format_dims(shaped->dims, shaped->rank, o, sizeof o), batch_dims, shaped_name);
     for (uint64_t q = 0; q < indices->count; q++) {
         const int64_t dim = data->dims[batch_dims + (int64_t)(q % (uint64_t)m)];
         const int64_t idx = cpu__index_at(indices, q);
         if (idx < -dim || idx >= dim)
-            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "index %" PRId64 " (element %" PRIu64
-                                  " of the indices) is out of range for axis %" PRId64
-                                  " of size %" PRId64 " (data is %s); valid are %" PRId64
-                                  " to %" PRId64,
-                                  idx, q, batch_dims + (int64_t)(q % (uint64_t)m), dim,
-                                  cpu__format_dims(data->dims, data->rank, a, sizeof a), -dim,
-                                  dim - 1);
+            return cpu__call_fail(
+                call, SES_DRV_INVALID_ARGUMENT,
+                "index %" PRId64 " (element %" PRIu64
+                " of the indices) is out of range for axis %" PRId64 " of size %" PRId64
+                " (data is %s); valid are %" PRId64 " to %" PRId64,
+                idx, q, batch_dims + (int64_t)(q % (uint64_t)m), dim,
+                cpu__format_dims(data->dims, data->rank, a, sizeof a), -dim, dim - 1);
     }
     nd->m = m;
     nd->batch_dims = batch_dims;
@@ -461,8 +459,8 @@ int32_t cpu__gather_nd(const cpu__call_t *call) {
         return SES_DRV_OK;
     const size_t bytes = (size_t)nd.block * out->esize;
     for (uint64_t t = 0; t < nd.batches * nd.tuples; t++)
-        memcpy(out->data + t * bytes, data->data + cpu__nd_offset(&nd, data, indices, t) * data->esize,
-               bytes);
+        memcpy(out->data + t * bytes,
+               data->data + cpu__nd_offset(&nd, data, indices, t) * data->esize, bytes);
     return SES_DRV_OK;
 }
 

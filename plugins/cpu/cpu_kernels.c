@@ -87,13 +87,13 @@ const char *cpu__dtype_label(uint32_t dtype) {
     X(Op##_##T##_i64, #Op, #T ",i64->" #T, BODY, CODE, 2, 0, CPU__DT_##T, SES_DRV_DTYPE_I64, 0, \
       CPU__DT_##T)
 /* ScatterElements and ScatterND: data, indices (i32 or i64), updates. */
-#define CPU__E_SCATTER(X, Op, CODE, BODY, T)                                               \
-    X(Op##_##T##_i32, #Op, #T ",i32," #T "->" #T, BODY, CODE, 3, 0, CPU__DT_##T,           \
-      SES_DRV_DTYPE_I32, CPU__DT_##T, CPU__DT_##T)                                         \
-    X(Op##_##T##_i64, #Op, #T ",i64," #T "->" #T, BODY, CODE, 3, 0, CPU__DT_##T,           \
+#define CPU__E_SCATTER(X, Op, CODE, BODY, T)                                     \
+    X(Op##_##T##_i32, #Op, #T ",i32," #T "->" #T, BODY, CODE, 3, 0, CPU__DT_##T, \
+      SES_DRV_DTYPE_I32, CPU__DT_##T, CPU__DT_##T)                               \
+    X(Op##_##T##_i64, #Op, #T ",i64," #T "->" #T, BODY, CODE, 3, 0, CPU__DT_##T, \
       SES_DRV_DTYPE_I64, CPU__DT_##T, CPU__DT_##T)
 /* OneHot: indices of dtype I, values (and output) of dtype T. */
-#define CPU__E_ONE_HOT(X, Op, CODE, BODY, I, T)                                           \
+#define CPU__E_ONE_HOT(X, Op, CODE, BODY, I, T)                                              \
     X(Op##_##I##_##T, #Op, #I "," #T "->" #T, BODY, CODE, 2, 0, CPU__DT_##I, CPU__DT_##T, 0, \
       CPU__DT_##T)
 #define CPU__E_CAST(X, Op, CODE, BODY, A, B) \

@@ -289,9 +289,14 @@ static const char *const gather[] = {
 };
 /* data, indices (idxN: N is the axis's size), updates; the last cases repeat indices. */
 static const char *const gather_elements[] = {
-    "[5,4] [3,4]@idx5 axis=0",       "[5,4] [5,2]@idx4 axis=1", "[3,4,5] [3,7,5]@idx4 axis=-2",
-    "[5,3] [0,3]@idx5",              "[5] [8]@idx5",            "[1] []@idx1 axis=0",
-    "[256,256] [256,256]@idx256 axis=1", NULL,
+    "[5,4] [3,4]@idx5 axis=0",
+    "[5,4] [5,2]@idx4 axis=1",
+    "[3,4,5] [3,7,5]@idx4 axis=-2",
+    "[5,3] [0,3]@idx5",
+    "[5] [8]@idx5",
+    "[1] []@idx1 axis=0",
+    "[256,256] [256,256]@idx256 axis=1",
+    NULL,
 };
 static const char *const scatter_elements[] = {
     "[5,4] [3,4]@idx5 [3,4] axis=0",
@@ -307,8 +312,12 @@ static const char *const scatter_elements[] = {
 };
 /* data, indices [..., m] (idxN: N is at most the smallest dim indexed), updates. */
 static const char *const gather_nd[] = {
-    "[5,4] [3,2]@idx4",         "[5,4,3] [2,1]@idx5",       "[2,5,4] [2,3,1]@idx4 batch_dims=1",
-    "[5,3] [0,1]@idx5",         "[4,4] [2]@idx4",           "[300,64] [200,1]@idx300",
+    "[5,4] [3,2]@idx4",
+    "[5,4,3] [2,1]@idx5",
+    "[2,5,4] [2,3,1]@idx4 batch_dims=1",
+    "[5,3] [0,1]@idx5",
+    "[4,4] [2]@idx4",
+    "[300,64] [200,1]@idx300",
     NULL,
 };
 static const char *const scatter_nd[] = {
@@ -324,9 +333,12 @@ static const char *const scatter_nd[] = {
 };
 /* indices, depth, values [off, on]; idxN beyond depth gives rows left off. */
 static const char *const one_hot[] = {
-    "[3,4]@idx5 depth=i64:[5] [2]",        "[6]@idx3 depth=i64:[4] [2] axis=0",
-    "[2,3]@idx4 depth=i64:[3] [2] axis=1", "[]@idx2 depth=i64:[3] [2]",
-    "[0,2]@idx3 depth=i64:[3] [2]",        "[64,64]@idx50 depth=i64:[40] [2]",
+    "[3,4]@idx5 depth=i64:[5] [2]",
+    "[6]@idx3 depth=i64:[4] [2] axis=0",
+    "[2,3]@idx4 depth=i64:[3] [2] axis=1",
+    "[]@idx2 depth=i64:[3] [2]",
+    "[0,2]@idx3 depth=i64:[3] [2]",
+    "[64,64]@idx50 depth=i64:[40] [2]",
     NULL,
 };
 static const char *const trilu[] = {

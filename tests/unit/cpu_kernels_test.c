@@ -2730,8 +2730,8 @@ static void gather_and_scatter_elements_index_along_the_axis(void **state) {
 static void gather_nd_and_scatter_nd_move_blocks(void **state) {
     fixture_t *f = *state;
     const int32_t data[8] = {0, 1, 2, 3, 4, 5, 6, 7}; /* [2,2,2] */
-    const int64_t rows[4] = {1, 0, -2, 1};           /* [2,2]: data[1,0,:], data[0,1,:] */
-    const int64_t batch[2] = {1, 0};                 /* [2,1] with batch_dims 1 */
+    const int64_t rows[4] = {1, 0, -2, 1};            /* [2,2]: data[1,0,:], data[0,1,:] */
+    const int64_t batch[2] = {1, 0};                  /* [2,1] with batch_dims 1 */
     const test_attr_t none[] = {A_END};
     const test_attr_t b1[] = {A_INT("batch_dims", 1), A_END};
     const test_attr_t mul[] = {A_INT("reduction", 2), A_END};

@@ -1,6 +1,6 @@
-/* Gather, GatherElements, ScatterElements, GatherND, ScatterND and OneHot: pick or place elements by index. The
- * indices are data for the kernel, which checks their range; inference needs only their shape
- * (OneHot's depth, a shape-like input, excepted). */
+/* Gather, GatherElements, ScatterElements, GatherND, ScatterND and OneHot: pick or place elements
+ * by index. The indices are data for the kernel, which checks their range; inference needs only
+ * their shape (OneHot's depth, a shape-like input, excepted). */
 #include <string.h>
 
 #include "infer.h"
@@ -99,10 +99,9 @@ static ses_status_t scatter_reduction(ses__infer_ctx_t *ctx) {
     for (int64_t r = 0; r < 5; r++)
         if (!strcmp(text, names[r])) {
             if (r != SES__SCATTER_NONE &&
-                !(SES__DT(ctx->inputs[0].dtype) & (SES__DT_NUMERIC | SES__DT(SES_I8) |
-                                                   SES__DT(SES_I16) | SES__DT(SES_U8) |
-                                                   SES__DT(SES_U16) | SES__DT(SES_U32) |
-                                                   SES__DT(SES_U64))))
+                !(SES__DT(ctx->inputs[0].dtype) &
+                  (SES__DT_NUMERIC | SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_U8) |
+                   SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))))
                 return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                                     "reduction %s needs numbers; data is %s", text,
                                     ses__tstr(&ctx->inputs[0]).s);
@@ -173,7 +172,8 @@ ses_status_t ses__infer_one_hot(ses__infer_ctx_t *ctx) {
     int64_t axis, depth = 0;
     ses_status_t st;
 
-    st = ses__op_check_dtype(ctx, 0, "indices", SES__DT(SES_F32) | SES__DT(SES_F64) | SES__DT_INDEX);
+    st =
+        ses__op_check_dtype(ctx, 0, "indices", SES__DT(SES_F32) | SES__DT(SES_F64) | SES__DT_INDEX);
     if (st == SES_OK)
         st = ses__op_check_dtype(ctx, 1, "depth",
                                  SES__DT(SES_F32) | SES__DT(SES_F64) | SES__DT_INDEX);
@@ -198,7 +198,7 @@ ses_status_t ses__infer_one_hot(ses__infer_ctx_t *ctx) {
     out->dtype = values->dtype;
     out->rank = 0;
     for (uint32_t d = 0; d < indices->rank + 1; d++)
-        out->dims[out->rank++] = (int64_t)d == axis                   ? depth
+        out->dims[out->rank++] = (int64_t)d == axis  ? depth
                                  : (int64_t)d < axis ? indices->dims[d]
                                                      : indices->dims[d - 1];
     ctx->kernel_inputs = 0x5;
@@ -292,9 +292,9 @@ ses_status_t ses__infer_scatter_nd(ses__infer_ctx_t *ctx) {
         ok = want.dims[d] == updates->dims[d];
     if (!ok)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "updates is %s; indices %s into data %s want %s",
-                            ses__tstr(updates).s, ses__tstr(&ctx->inputs[1]).s,
-                            ses__tstr(&ctx->inputs[0]).s, ses__tstr(&want).s);
+                            "updates is %s; indices %s into data %s want %s", ses__tstr(updates).s,
+                            ses__tstr(&ctx->inputs[1]).s, ses__tstr(&ctx->inputs[0]).s,
+                            ses__tstr(&want).s);
     st = scatter_reduction(ctx);
     if (st == SES_OK)
         ctx->outputs[0] = ctx->inputs[0];

@@ -590,9 +590,9 @@ static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         const char *op = n->op_type ? n->op_type : "";
-        int known = is_default_domain(n->domain) && (!strcmp(op, "Constant") || !strcmp(op, "Scatter") ||
-                                                     (*op && ses__op_schema_find(op) &&
-                                                      !ses__op_schema_find(op)->host_op));
+        int known = is_default_domain(n->domain) &&
+                    (!strcmp(op, "Constant") || !strcmp(op, "Scatter") ||
+                     (*op && ses__op_schema_find(op) && !ses__op_schema_find(op)->host_op));
         int listed = 0;
         if (known)
             continue;
