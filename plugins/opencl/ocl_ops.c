@@ -1084,8 +1084,7 @@ static int32_t ocl_k_softmax(ses_drv_device_t *device, void *state,
     const ocl_arg_t *y = &out[0];
     const int grad = mode == 2 || mode == 3;
     const ocl_arg_t *b = grad ? &in[1] : &in[0];
-    if (grad != (node->n_inputs == 2) || !ocl_same_shape(&in[0], y) ||
-        !ocl_same_shape(b, y))
+    if (grad != (node->n_inputs == 2) || !ocl_same_shape(&in[0], y) || !ocl_same_shape(b, y))
         return ocl_shape_fail(device, node, "shapes differ", &in[0], y);
     if (y->rank == 0 ? axis != 0 : (axis < 0 || axis >= (int64_t)y->rank))
         return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
