@@ -381,6 +381,14 @@ enum cpu__op {
     CPU__OP_CONCAT,
     CPU__OP_SLICE,
     CPU__OP_GATHER,
+    CPU__OP_GATHERELEMENTS,
+    CPU__OP_SCATTERELEMENTS,
+    CPU__OP_GATHERND,
+    CPU__OP_SCATTERND,
+    CPU__OP_ONEHOT,
+    CPU__OP_TRILU,
+    CPU__OP_CUMSUM,
+    CPU__OP_HARDMAX,
     CPU__OP_SCE_LOSS, /* SoftmaxCrossEntropyLoss */
     CPU__OP_SCE_GRAD, /* SoftmaxCrossEntropyLossGrad */
     CPU__OP_NLL_LOSS, /* NegativeLogLikelihoodLoss (cpu__sce_loss) */
@@ -840,6 +848,15 @@ int32_t cpu__check_slice(const cpu__call_t *call, const cpu__tensor_t *whole,
                          const char *second_name, int64_t *starts, int64_t *steps);
 
 int32_t cpu__gather(const cpu__call_t *call);
+/* cpu_index.c: GatherElements ScatterElements GatherND ScatterND OneHot Trilu CumSum Hardmax */
+int32_t cpu__gather_elements(const cpu__call_t *call);
+int32_t cpu__scatter_elements(const cpu__call_t *call);
+int32_t cpu__gather_nd(const cpu__call_t *call);
+int32_t cpu__scatter_nd(const cpu__call_t *call);
+int32_t cpu__one_hot(const cpu__call_t *call);
+int32_t cpu__trilu(const cpu__call_t *call);
+int32_t cpu__cumsum(const cpu__call_t *call);
+int32_t cpu__hardmax(const cpu__call_t *call);
 /** The strided copy row for elements of @p esize bytes (1, 2, 4 or 8), or NULL. */
 cpu__row_fn cpu__strided_copy_row(size_t esize);
 /** Whether taking @p n elements from @p start by @p step stays inside [0, @p dim). */

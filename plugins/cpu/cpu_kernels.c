@@ -86,6 +86,16 @@ const char *cpu__dtype_label(uint32_t dtype) {
       CPU__DT_##T)                                                                              \
     X(Op##_##T##_i64, #Op, #T ",i64->" #T, BODY, CODE, 2, 0, CPU__DT_##T, SES_DRV_DTYPE_I64, 0, \
       CPU__DT_##T)
+/* ScatterElements and ScatterND: data, indices (i32 or i64), updates. */
+#define CPU__E_SCATTER(X, Op, CODE, BODY, T)                                     \
+    X(Op##_##T##_i32, #Op, #T ",i32," #T "->" #T, BODY, CODE, 3, 0, CPU__DT_##T, \
+      SES_DRV_DTYPE_I32, CPU__DT_##T, CPU__DT_##T)                               \
+    X(Op##_##T##_i64, #Op, #T ",i64," #T "->" #T, BODY, CODE, 3, 0, CPU__DT_##T, \
+      SES_DRV_DTYPE_I64, CPU__DT_##T, CPU__DT_##T)
+/* OneHot: indices of dtype I, values (and output) of dtype T. */
+#define CPU__E_ONE_HOT(X, Op, CODE, BODY, I, T)                                              \
+    X(Op##_##I##_##T, #Op, #I "," #T "->" #T, BODY, CODE, 2, 0, CPU__DT_##I, CPU__DT_##T, 0, \
+      CPU__DT_##T)
 #define CPU__E_CAST(X, Op, CODE, BODY, A, B) \
     X(Op##_##A##_##B, #Op, #A "->" #B, BODY, CODE, 1, 0, CPU__DT_##A, 0, 0, CPU__DT_##B)
 
@@ -114,6 +124,8 @@ const char *cpu__dtype_label(uint32_t dtype) {
     M(__VA_ARGS__, i64) CPU__UNSIGNED(M, __VA_ARGS__)
 /* clang-format on */
 #define CPU__E_CAST_FROM(X, Op, CODE, BODY, A) CPU__BASIC_TO(CPU__E_CAST, X, Op, CODE, BODY, A)
+#define CPU__E_ONE_HOT_FROM(X, Op, CODE, BODY, I) \
+    CPU__BASIC_TO(CPU__E_ONE_HOT, X, Op, CODE, BODY, I)
 
 /* The whole table, in the order get_kernels returns it. */
 #define CPU__KERNELS(X)                                                        \
@@ -188,6 +200,15 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__ALL(CPU__E_VARIADIC, X, Concat, CPU__OP_CONCAT, cpu__concat)          \
     CPU__ALL(CPU__E_UNARY, X, Slice, CPU__OP_SLICE, cpu__slice)                \
     CPU__ALL(CPU__E_GATHER, X, Gather, CPU__OP_GATHER, cpu__gather)                           \
+    CPU__ALL(CPU__E_GATHER, X, GatherElements, CPU__OP_GATHERELEMENTS, cpu__gather_elements)  \
+    CPU__ALL(CPU__E_SCATTER, X, ScatterElements, CPU__OP_SCATTERELEMENTS,                     \
+             cpu__scatter_elements)                                                           \
+    CPU__ALL(CPU__E_GATHER, X, GatherND, CPU__OP_GATHERND, cpu__gather_nd)                    \
+    CPU__ALL(CPU__E_SCATTER, X, ScatterND, CPU__OP_SCATTERND, cpu__scatter_nd)                \
+    CPU__NUMBERS(CPU__E_ONE_HOT_FROM, X, OneHot, CPU__OP_ONEHOT, cpu__one_hot)                \
+    CPU__ALL(CPU__E_UNARY, X, Trilu, CPU__OP_TRILU, cpu__trilu)                               \
+    CPU__NUMBERS(CPU__E_UNARY, X, CumSum, CPU__OP_CUMSUM, cpu__cumsum)                        \
+    CPU__FLOATS(CPU__E_UNARY, X, Hardmax, CPU__OP_HARDMAX, cpu__hardmax)                      \
     CPU__ALL(CPU__E_UNARY, X, ExpandLike, CPU__OP_EXPANDLIKE, cpu__expand_like)               \
     CPU__NUMBERS(CPU__E_UNARY, X, ReduceSumLike, CPU__OP_REDUCESUMLIKE, cpu__reduce_sum_like) \
     CPU__ALL(CPU__E_UNARY, X, ScalarLike, CPU__OP_SCALARLIKE, cpu__scalar_like)               \
@@ -225,6 +246,14 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__PREP_cpu__concat(P, N, id) N(id)
 #define CPU__PREP_cpu__slice(P, N, id) N(id)
 #define CPU__PREP_cpu__gather(P, N, id) N(id)
+#define CPU__PREP_cpu__gather_elements(P, N, id) N(id)
+#define CPU__PREP_cpu__scatter_elements(P, N, id) N(id)
+#define CPU__PREP_cpu__gather_nd(P, N, id) N(id)
+#define CPU__PREP_cpu__scatter_nd(P, N, id) N(id)
+#define CPU__PREP_cpu__one_hot(P, N, id) N(id)
+#define CPU__PREP_cpu__trilu(P, N, id) N(id)
+#define CPU__PREP_cpu__cumsum(P, N, id) N(id)
+#define CPU__PREP_cpu__hardmax(P, N, id) N(id)
 #define CPU__PREP_cpu__expand_like(P, N, id) N(id)
 #define CPU__PREP_cpu__reduce_sum_like(P, N, id) N(id)
 #define CPU__PREP_cpu__scalar_like(P, N, id) N(id)

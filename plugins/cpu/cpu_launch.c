@@ -266,7 +266,15 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_SLICE:
     case CPU__OP_GATHER:
     case CPU__OP_NLL_LOSS:
-    case CPU__OP_NLL_GRAD: return CPU__OVERLAP_NONE;
+    case CPU__OP_NLL_GRAD:
+    case CPU__OP_GATHERELEMENTS:
+    case CPU__OP_SCATTERELEMENTS:
+    case CPU__OP_GATHERND:
+    case CPU__OP_SCATTERND:
+    case CPU__OP_ONEHOT:
+    case CPU__OP_TRILU:
+    case CPU__OP_CUMSUM:
+    case CPU__OP_HARDMAX: return CPU__OVERLAP_NONE;
     /* elementwise, Cast, Softmax, LogSoftmax, the activation and softmax gradients */
     default: return CPU__OVERLAP_EXACT;
     }

@@ -201,7 +201,15 @@ kernel void softmax_f32(global const float *a, ulong ao, global const float *b, 
                         int mode) {
     FOR_EACH(g, outer * inner) {
         ulong base = (g / inner) * axis * inner + g % inner;
-        if (mode <= 1) {
+        if (mode == 4) {
+            /* Hardmax: 1 at the first largest element (NaN never is), 0 elsewhere. */
+            ulong best = 0;
+            for (ulong k = 1; k < axis; k++)
+                if (a[ao + base + k * inner] > a[ao + base + best * inner])
+                    best = k;
+            for (ulong k = 0; k < axis; k++)
+                y[yo + base + k * inner] = k == best ? 1.0f : 0.0f;
+        } else if (mode <= 1) {
             float m = -INFINITY, s = 0.0f;
             for (ulong k = 0; k < axis; k++)
                 m = fmax(m, a[ao + base + k * inner]);

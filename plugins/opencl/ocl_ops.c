@@ -1076,14 +1076,15 @@ static int32_t ocl_k_softmax(ses_drv_device_t *device, void *state,
     cl_int mode = !strcmp(node->op, "Softmax")         ? 0
                   : !strcmp(node->op, "LogSoftmax")    ? 1
                   : !strcmp(node->op, "SoftmaxGrad")   ? 2
+                  : !strcmp(node->op, "Hardmax")       ? 4
                                                        : 3;
     if ((st = ocl_need_attr(device, node, "axis", ocl_attr_int(node, "axis", &axis))) !=
         SES_DRV_OK)
         return st;
     const ocl_arg_t *y = &out[0];
-    const ocl_arg_t *b = mode >= 2 ? &in[1] : &in[0];
-    if ((mode >= 2) != (node->n_inputs == 2) || !ocl_same_shape(&in[0], y) ||
-        !ocl_same_shape(b, y))
+    const int grad = mode == 2 || mode == 3;
+    const ocl_arg_t *b = grad ? &in[1] : &in[0];
+    if (grad != (node->n_inputs == 2) || !ocl_same_shape(&in[0], y) || !ocl_same_shape(b, y))
         return ocl_shape_fail(device, node, "shapes differ", &in[0], y);
     if (y->rank == 0 ? axis != 0 : (axis < 0 || axis >= (int64_t)y->rank))
         return ocl_node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
@@ -2654,6 +2655,7 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     E("ReduceGrad", "f32->f32", ocl_k_reduce_grad)
     E("Softmax", "f32->f32", ocl_k_softmax)
     E("LogSoftmax", "f32->f32", ocl_k_softmax)
+    E("Hardmax", "f32->f32", ocl_k_softmax)
     E("SoftmaxGrad", "f32,f32->f32", ocl_k_softmax)
     E("LogSoftmaxGrad", "f32,f32->f32", ocl_k_softmax)
     E("ArgMax", "f32->i64", ocl_k_argmax)

@@ -287,6 +287,82 @@ static const char *const gather[] = {
     "[5,4] [3]@idx5 axis=0", "[5,4] [2,2]@idx4 axis=1", "[5] []@idx5", "[5,3] [0]@idx5",
     "[3,4,5] [2]@idx4 axis=-2", "[1000,64] [512]@idx1000", NULL,
 };
+/* data, indices (idxN: N is the axis's size), updates; the last cases repeat indices. */
+static const char *const gather_elements[] = {
+    "[5,4] [3,4]@idx5 axis=0",
+    "[5,4] [5,2]@idx4 axis=1",
+    "[3,4,5] [3,7,5]@idx4 axis=-2",
+    "[5,3] [0,3]@idx5",
+    "[5] [8]@idx5",
+    "[1] []@idx1 axis=0",
+    "[256,256] [256,256]@idx256 axis=1",
+    NULL,
+};
+static const char *const scatter_elements[] = {
+    "[5,4] [3,4]@idx5 [3,4] axis=0",
+    "[5,4] [5,2]@idx4 [5,2] axis=1",
+    "[3,4,5] [3,2,5]@idx4 [3,2,5] axis=-2",
+    "[5,3] [0,3]@idx5 [0,3]",
+    "[8] [20]@idx8 [20] reduction=add",
+    "[8] [20]@idx8 [20]@small reduction=mul",
+    "[8] [20]@idx8 [20] reduction=max",
+    "[6,2] [9,2]@idx6 [9,2] reduction=min",
+    "[256,256] [256,200]@idx256 [256,200] axis=1 reduction=add",
+    NULL,
+};
+/* data, indices [..., m] (idxN: N is at most the smallest dim indexed), updates. */
+static const char *const gather_nd[] = {
+    "[5,4] [3,2]@idx4",
+    "[5,4,3] [2,1]@idx5",
+    "[2,5,4] [2,3,1]@idx4 batch_dims=1",
+    "[5,3] [0,1]@idx5",
+    "[4,4] [2]@idx4",
+    "[300,64] [200,1]@idx300",
+    NULL,
+};
+static const char *const scatter_nd[] = {
+    "[5,4] [3,2]@idx4 [3]",
+    "[5,4,3] [2,1]@idx5 [2,4,3]",
+    "[5,3] [0,1]@idx5 [0,3]",
+    "[8] [20,1]@idx8 [20] reduction=add",
+    "[8] [20,1]@idx8 [20]@small reduction=mul",
+    "[6,2] [9,1]@idx6 [9,2] reduction=max",
+    "[6,2] [9,1]@idx6 [9,2] reduction=min",
+    "[300,64] [200,1]@idx300 [200,64] reduction=add",
+    NULL,
+};
+/* indices, depth, values [off, on]; idxN beyond depth gives rows left off. */
+static const char *const one_hot[] = {
+    "[3,4]@idx5 depth=i64:[5] [2]",
+    "[6]@idx3 depth=i64:[4] [2] axis=0",
+    "[2,3]@idx4 depth=i64:[3] [2] axis=1",
+    "[]@idx2 depth=i64:[3] [2]",
+    "[0,2]@idx3 depth=i64:[3] [2]",
+    "[64,64]@idx50 depth=i64:[40] [2]",
+    NULL,
+};
+static const char *const trilu[] = {
+    "[4,5]",
+    "[4,5] k=i64:[1]",
+    "[3,4,5] k=i64:[-1] upper=0",
+    "[2,0,3]",
+    "[5,3] k=i64:[10] upper=0",
+    "[3,1,6,6] k=i64:[-7]",
+    "[256,256] upper=0",
+    NULL,
+};
+static const char *const cumsum[] = {
+    "[5] axis=i64:[0]",
+    "[3,4] axis=i64:[1] exclusive=1",
+    "[3,4,5] axis=i64:[-2] reverse=1",
+    "[2,3] axis=i64:[0] exclusive=1 reverse=1",
+    "[0,3] axis=i64:[1]",
+    "[256,256] axis=i64:[0]",
+    NULL,
+};
+static const char *const hardmax[] = {
+    "[3,4]", "[2,3,4] axis=1", "[5] axis=0", "[0,3]", "[4,6]@small", "[256,256] axis=0", NULL,
+};
 
 /* The gradient ops. A "@like" input gives the node a shape only; its kernel never sees it. */
 static const char *const expand_like[] = {
@@ -782,6 +858,14 @@ static const ses_conf_op_cases_t table[] = {
     {"Concat", EXACT, concat},
     {"Slice", EXACT, slice},
     {"Gather", EXACT, gather},
+    {"GatherElements", EXACT, gather_elements},
+    {"ScatterElements", ROUNDED, scatter_elements},
+    {"GatherND", EXACT, gather_nd},
+    {"ScatterND", ROUNDED, scatter_nd},
+    {"OneHot", EXACT, one_hot},
+    {"Trilu", EXACT, trilu},
+    {"CumSum", SUMS, cumsum},
+    {"Hardmax", EXACT, hardmax},
     {"ExpandLike", EXACT, expand_like},
     {"ReduceSumLike", SUMS, reduce_sum_like},
     {"ScalarLike", EXACT, scalar_like},

@@ -2689,6 +2689,118 @@ static void gather_refuses_an_index_out_of_range_naming_node_index_and_dim(void 
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * GatherElements ScatterElements GatherND ScatterND OneHot Trilu CumSum Hardmax (cpu_index.c)
+ * ------------------------------------------------------------------------------------------- */
+
+static void gather_and_scatter_elements_index_along_the_axis(void **state) {
+    fixture_t *f = *state;
+    const float data[6] = {1, 2, 3, 4, 5, 6}; /* [2,3] */
+    const int64_t idx[4] = {2, -3, 1, 1};     /* [2,2] */
+    const float upd[4] = {10, 20, 30, 40};
+    const test_attr_t ax1[] = {A_INT("axis", 1), A_END};
+    const test_attr_t add[] = {A_INT("axis", 1), A_INT("reduction", 1), A_END};
+    float got[6];
+
+    targ_t in[2] = {tensor(F32, data, 2, 2, 3), tensor(I64, idx, 2, 2, 2)};
+    RUN_OK(f, "GatherElements", "f32,i64->f32", ax1, 2, in, tensor(F32, NULL, 2, 2, 2), got);
+    expect_f32((const float[]){3, 1, 5, 5}, got, 4, 0);
+    targ_t sin[3] = {tensor(F32, data, 2, 2, 3), tensor(I64, idx, 2, 2, 2),
+                     tensor(F32, upd, 2, 2, 2)};
+    RUN_OK(f, "ScatterElements", "f32,i64,f32->f32", ax1, 3, sin, tensor(F32, NULL, 2, 2, 3), got);
+    expect_f32((const float[]){20, 2, 10, 4, 40, 6}, got, 6, 0);
+    /* add: the repeated index 1 of row 1 gets both updates. */
+    RUN_OK(f, "ScatterElements", "f32,i64,f32->f32", add, 3, sin, tensor(F32, NULL, 2, 2, 3), got);
+    expect_f32((const float[]){21, 2, 13, 4, 75, 6}, got, 6, 0);
+
+    const int64_t bad[4] = {0, 3, 1, 1};
+    targ_t oob[2] = {tensor(F32, data, 2, 2, 3), tensor(I64, bad, 2, 2, 2)};
+    f->name = "ge";
+    assert_int_equal(
+        run(f, "GatherElements", "f32,i64->f32", ax1, 2, oob, tensor(F32, NULL, 2, 2, 2), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "GatherElements \"ge\"");
+    assert_message_contains(f, "index 3");
+    targ_t wide[2] = {tensor(F32, data, 2, 2, 3), tensor(I64, idx, 2, 4, 1)};
+    assert_int_equal(
+        run(f, "GatherElements", "f32,i64->f32", ax1, 2, wide, tensor(F32, NULL, 2, 4, 1), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "no dimension larger");
+}
+
+static void gather_nd_and_scatter_nd_move_blocks(void **state) {
+    fixture_t *f = *state;
+    const int32_t data[8] = {0, 1, 2, 3, 4, 5, 6, 7}; /* [2,2,2] */
+    const int64_t rows[4] = {1, 0, -2, 1};            /* [2,2]: data[1,0,:], data[0,1,:] */
+    const int64_t batch[2] = {1, 0};                  /* [2,1] with batch_dims 1 */
+    const test_attr_t none[] = {A_END};
+    const test_attr_t b1[] = {A_INT("batch_dims", 1), A_END};
+    const test_attr_t mul[] = {A_INT("reduction", 2), A_END};
+    int32_t got[8];
+
+    targ_t in[2] = {tensor(I32, data, 3, 2, 2, 2), tensor(I64, rows, 2, 2, 2)};
+    RUN_OK(f, "GatherND", "i32,i64->i32", none, 2, in, tensor(I32, NULL, 2, 2, 2), got);
+    expect_i32((const int32_t[]){4, 5, 2, 3}, got, 4);
+    targ_t bin[2] = {tensor(I32, data, 3, 2, 2, 2), tensor(I64, batch, 2, 2, 1)};
+    RUN_OK(f, "GatherND", "i32,i64->i32", b1, 2, bin, tensor(I32, NULL, 2, 2, 2), got);
+    expect_i32((const int32_t[]){2, 3, 4, 5}, got, 4);
+    const int32_t upd[4] = {10, 20, 30, 40};
+    targ_t sin[3] = {tensor(I32, data, 3, 2, 2, 2), tensor(I64, rows, 2, 2, 2),
+                     tensor(I32, upd, 2, 2, 2)};
+    RUN_OK(f, "ScatterND", "i32,i64,i32->i32", none, 3, sin, tensor(I32, NULL, 3, 2, 2, 2), got);
+    expect_i32((const int32_t[]){0, 1, 30, 40, 10, 20, 6, 7}, got, 8);
+    RUN_OK(f, "ScatterND", "i32,i64,i32->i32", mul, 3, sin, tensor(I32, NULL, 3, 2, 2, 2), got);
+    expect_i32((const int32_t[]){0, 1, 60, 120, 40, 100, 6, 7}, got, 8);
+
+    const int64_t bad[2] = {0, 2};
+    targ_t oob[2] = {tensor(I32, data, 3, 2, 2, 2), tensor(I64, bad, 1, 2)};
+    f->name = "gnd";
+    assert_int_equal(
+        run(f, "GatherND", "i32,i64->i32", none, 2, oob, tensor(I32, NULL, 1, 2), NULL),
+        SES_DRV_INVALID_ARGUMENT);
+    assert_message_contains(f, "GatherND \"gnd\"");
+    assert_message_contains(f, "index 2");
+}
+
+static void one_hot_trilu_cumsum_and_hardmax_compute_like_onnx(void **state) {
+    fixture_t *f = *state;
+    const float idx[3] = {1.7f, -1, 5}; /* 1.7 truncates to 1; 5 is out of range: all off */
+    const int64_t vals[2] = {-1, 7};
+    const test_attr_t hot[] = {A_INT("axis", 1), A_INT("depth", 3), A_END};
+    int64_t got[9];
+
+    targ_t hin[2] = {tensor(F32, idx, 1, 3), tensor(I64, vals, 1, 2)};
+    RUN_OK(f, "OneHot", "f32,i64->i64", hot, 2, hin, tensor(I64, NULL, 2, 3, 3), got);
+    expect_i64((const int64_t[]){-1, 7, -1, -1, -1, 7, -1, -1, -1}, got, 9);
+
+    const int32_t m[6] = {1, 2, 3, 4, 5, 6}; /* [2,3] */
+    const test_attr_t up1[] = {A_INT("upper", 1), A_INT("k", 1), A_END};
+    const test_attr_t low0[] = {A_INT("upper", 0), A_INT("k", 0), A_END};
+    int32_t t[6];
+    targ_t tin[1] = {tensor(I32, m, 2, 2, 3)};
+    RUN_OK(f, "Trilu", "i32->i32", up1, 1, tin, tensor(I32, NULL, 2, 2, 3), t);
+    expect_i32((const int32_t[]){0, 2, 3, 0, 0, 6}, t, 6);
+    RUN_OK(f, "Trilu", "i32->i32", low0, 1, tin, tensor(I32, NULL, 2, 2, 3), t);
+    expect_i32((const int32_t[]){1, 0, 0, 4, 5, 0}, t, 6);
+
+    const test_attr_t sum1[] = {A_INT("axis", 1), A_END};
+    const test_attr_t excl_rev[] = {A_INT("axis", 1), A_INT("exclusive", 1), A_INT("reverse", 1),
+                                    A_END};
+    RUN_OK(f, "CumSum", "i32->i32", sum1, 1, tin, tensor(I32, NULL, 2, 2, 3), t);
+    expect_i32((const int32_t[]){1, 3, 6, 4, 9, 15}, t, 6);
+    RUN_OK(f, "CumSum", "i32->i32", excl_rev, 1, tin, tensor(I32, NULL, 2, 2, 3), t);
+    expect_i32((const int32_t[]){5, 3, 0, 11, 6, 0}, t, 6);
+
+    const float x[6] = {3, 1, 3, -1, 2, 0}; /* [2,3]: ties go to the first */
+    const test_attr_t ax0[] = {A_INT("axis", 0), A_END};
+    float h[6];
+    targ_t xin[1] = {tensor(F32, x, 2, 2, 3)};
+    RUN_OK(f, "Hardmax", "f32->f32", sum1, 1, xin, tensor(F32, NULL, 2, 2, 3), h);
+    expect_f32((const float[]){1, 0, 0, 0, 1, 0}, h, 6, 0);
+    RUN_OK(f, "Hardmax", "f32->f32", ax0, 1, xin, tensor(F32, NULL, 2, 2, 3), h);
+    expect_f32((const float[]){1, 0, 1, 0, 1, 0}, h, 6, 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The gradient ops (cpu_grad.c); their values are checked through sessions in grad_ops_test.c.
  * ------------------------------------------------------------------------------------------- */
 
@@ -3564,6 +3676,9 @@ int main(void) {
         TEST(slice_takes_forward_backward_and_strided_ranges),
         TEST(gather_picks_along_the_axis_with_negative_indices),
         TEST(gather_refuses_an_index_out_of_range_naming_node_index_and_dim),
+        TEST(gather_and_scatter_elements_index_along_the_axis),
+        TEST(gather_nd_and_scatter_nd_move_blocks),
+        TEST(one_hot_trilu_cumsum_and_hardmax_compute_like_onnx),
         TEST(gradient_kernels_are_offered_at_their_dtypes),
         TEST(scalar_like_converts_its_value_as_cast_does),
         TEST(gradient_kernels_refuse_shapes_and_attributes_that_do_not_fit),

@@ -205,6 +205,31 @@ static ses_status_t b_gather(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y)
     return op2(g, "Gather", x[0], const_i64(g, 4, indices), &a, 1, y);
 }
 
+static ses_status_t b_gather_elements(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t indices[] = {2, 0, 2, -1, 1, 1, 0, -3}; /* [2,4], repeats */
+    int64_t dims[2] = {2, 4};
+    ses_attr_t a = ses_attr_int("axis", 1);
+    ses_tensor_t *t = NULL;
+    ses_edge_t i;
+
+    assert_int_equal(ses_tensor_create_from(SES_I64, 2, dims, indices, sizeof indices, &t), SES_OK);
+    assert_int_equal(ses_graph_constant(g, NULL, t, &i), SES_OK);
+    ses_tensor_release(t);
+    return op2(g, "GatherElements", x[0], i, &a, 1, y);
+}
+
+static ses_status_t b_cumsum(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t axis[] = {-2};
+    ses_attr_t a = ses_attr_int("exclusive", 1);
+    return op2(g, "CumSum", x[0], const_i64(g, 1, axis), &a, 1, y);
+}
+
+static ses_status_t b_cumsum_reverse(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t axis[] = {1};
+    ses_attr_t a = ses_attr_int("reverse", 1);
+    return op2(g, "CumSum", x[0], const_i64(g, 1, axis), &a, 1, y);
+}
+
 static ses_status_t b_where(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
     static const unsigned char cond[] = {1, 0, 0, 1, 1, 0};
     int64_t dims[2] = {2, 3};
@@ -311,6 +336,9 @@ static const gcase_t cases[] = {
     {"Concat", 3, {X(2, 2, 1, 0, ANY), X(2, 2, 3, 0, ANY), X(2, 2, 2, 0, ANY)}, b_concat},
     {"Slice", 1, {X(2, 4, 5, 0, ANY)}, b_slice},
     {"Gather", 1, {X(2, 2, 3, 0, ANY)}, b_gather},
+    {"GatherElements", 1, {X(2, 2, 3, 0, ANY)}, b_gather_elements},
+    {"CumSum exclusive", 1, {X(3, 2, 3, 4, ANY)}, b_cumsum},
+    {"CumSum reverse", 1, {X(2, 2, 3, 0, ANY)}, b_cumsum_reverse},
     {"Where", 2, {X(2, 2, 3, 0, ANY), X(1, 3, 0, 0, ANY)}, b_where},
     {"Cast", 1, {X(2, 2, 3, 0, ANY)}, b_cast},
     {"SoftmaxCrossEntropyLoss mean", 1, {X(2, 3, 4, 0, ANY)}, b_cross_entropy},

@@ -136,6 +136,9 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "Min", "Max", "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf",
         "Round", "Cos", "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh",
         "Atanh",
+        /* indexing and scans (gather.c, cumsum_trilu.c; Hardmax in softmax.c's table group) */
+        "GatherElements", "ScatterElements", "GatherND", "ScatterND", "OneHot", "CumSum", "Trilu",
+        "Hardmax",
         /* the gradient ops (grad_ops.c, tested in grad_ops_test.c) */
         "ExpandLike", "ReduceSumLike", "ScalarLike", "ReshapeLike", "CastLike", "ReluGrad",
         "LeakyReluGrad", "SigmoidGrad", "TanhGrad", "SoftmaxGrad", "LogSoftmaxGrad", "MatMulGrad",
@@ -1522,6 +1525,195 @@ static void gather_rejects_float_indices_and_an_axis_out_of_range(void **state) 
     done(&r);
 }
 
+/* ---- GatherElements, ScatterElements, GatherND, ScatterND, OneHot ---------------------------- */
+
+static void gather_elements_takes_the_shape_of_the_indices(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F64, 2, 3, 4);
+    r.in[1] = ty(SES_I32, 2, 7, 2);
+    set_int(&r, "axis", -2);
+    assert_int_equal(infer(&r, "GatherElements", "g", 2), SES_OK);
+    assert_string_equal(out(&r), "f64[7,2]");
+    assert_int_equal(kernel_int(&r, "axis"), 0);
+    assert_int_equal(r.ctx.kernel_inputs, 0);
+    done(&r);
+}
+
+static void gather_and_scatter_elements_reject_indices_larger_than_data(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 2, 3, 4);
+    r.in[1] = ty(SES_I64, 2, 2, 5);
+    assert_fails(&r, "GatherElements", "g", 2, SES_INVALID_ARGUMENT,
+                 "GatherElements \"g\": indices i64[2,5] must have the rank of data f32[3,4] and "
+                 "no dimension larger than data's but along axis 0");
+    r.in[1] = ty(SES_I64, 1, 2);
+    assert_fails(&r, "GatherElements", "g", 2, SES_INVALID_ARGUMENT,
+                 "GatherElements \"g\": indices i64[2] must have the rank of data f32[3,4] and "
+                 "no dimension larger than data's but along axis 0");
+    r.in[1] = ty(SES_I64, 2, 5, 4);
+    r.in[2] = ty(SES_F32, 2, 5, 3);
+    assert_fails(&r, "ScatterElements", "s", 3, SES_INVALID_ARGUMENT,
+                 "ScatterElements \"s\": updates f32[5,3] and indices i64[5,4] must have the "
+                 "same shape");
+    done(&r);
+}
+
+static void scatter_elements_lowers_its_reduction_to_an_int(void **state) {
+    ses_attr_t reduction = ses_attr_string("reduction", "mul");
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_I32, 2, 3, 4);
+    r.in[1] = ty(SES_I64, 2, 3, 2);
+    r.in[2] = ty(SES_I32, 2, 3, 2);
+    set_int(&r, "axis", 1);
+    assert_int_equal(infer(&r, "ScatterElements", "s", 3), SES_OK);
+    assert_string_equal(out(&r), "i32[3,4]");
+    assert_int_equal(kernel_int(&r, "reduction"), 0);
+    assert_int_equal(ses__attrs_set(&r.attrs, &reduction), SES_OK);
+    assert_int_equal(infer(&r, "ScatterElements", "s", 3), SES_OK);
+    assert_int_equal(kernel_int(&r, "reduction"), 2);
+    reduction = ses_attr_string("reduction", "sum");
+    assert_int_equal(ses__attrs_set(&r.attrs, &reduction), SES_OK);
+    assert_fails(&r, "ScatterElements", "s", 3, SES_INVALID_ARGUMENT,
+                 "ScatterElements \"s\": attribute reduction is \"sum\"; it must be none, add, "
+                 "mul, max or min");
+    reduction = ses_attr_string("reduction", "add");
+    assert_int_equal(ses__attrs_set(&r.attrs, &reduction), SES_OK);
+    r.in[0] = ty(SES_BOOL, 2, 3, 4);
+    r.in[2] = ty(SES_BOOL, 2, 3, 2);
+    assert_fails(&r, "ScatterElements", "s", 3, SES_INVALID_ARGUMENT,
+                 "ScatterElements \"s\": reduction add needs numbers; data is bool[3,4]");
+    done(&r);
+}
+
+static void gather_nd_and_scatter_nd_infer_blocks_after_the_indexed_dims(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 4, 2, 5, 6, 7);
+    r.in[1] = ty(SES_I64, 3, 2, 3, 2);
+    set_int(&r, "batch_dims", 1);
+    assert_int_equal(infer(&r, "GatherND", "g", 2), SES_OK);
+    assert_string_equal(out(&r), "f32[2,3,7]");
+    assert_int_equal(kernel_int(&r, "batch_dims"), 1);
+    r.in[1] = ty(SES_I64, 3, 3, 3, 2);
+    assert_fails(&r, "GatherND", "g", 2, SES_INVALID_ARGUMENT,
+                 "GatherND \"g\": indices i64[3,3,2] and data f32[2,5,6,7] do not fit: the last "
+                 "dimension of indices must be 1 to data's rank - batch_dims (1), and the first "
+                 "batch_dims dims of both equal");
+    done(&r);
+    r = (run_t){0};
+    r.in[0] = ty(SES_F32, 3, 4, 5, 6);
+    r.in[1] = ty(SES_I64, 2, 3, 1);
+    r.in[2] = ty(SES_F32, 3, 3, 5, 6);
+    assert_int_equal(infer(&r, "ScatterND", "s", 3), SES_OK);
+    assert_string_equal(out(&r), "f32[4,5,6]");
+    r.in[2] = ty(SES_F32, 2, 3, 5);
+    assert_fails(&r, "ScatterND", "s", 3, SES_INVALID_ARGUMENT,
+                 "ScatterND \"s\": updates is f32[3,5]; indices i64[3,1] into data f32[4,5,6] "
+                 "want f32[3,5,6]");
+    done(&r);
+}
+
+static void one_hot_inserts_depth_at_the_axis_and_needs_its_value(void **state) {
+    static const int64_t depth[] = {10};
+    static const float depth_f32 = 4.0f;
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 2, 2, 3);
+    value_i64(&r, 1, depth, 1);
+    r.in[2] = ty(SES_BOOL, 1, 2);
+    set_int(&r, "axis", -2);
+    assert_int_equal(infer(&r, "OneHot", "o", 3), SES_OK);
+    assert_string_equal(out(&r), "bool[2,10,3]");
+    assert_int_equal(kernel_int(&r, "axis"), 1);
+    assert_int_equal(kernel_int(&r, "depth"), 10);
+    assert_int_equal(r.ctx.kernel_inputs, 0x5);
+    r.in[1] = ty(SES_F32, 0);
+    r.values[1] = &depth_f32;
+    set_int(&r, "axis", -1);
+    assert_int_equal(infer(&r, "OneHot", "o", 3), SES_OK);
+    assert_string_equal(out(&r), "bool[2,3,4]");
+    r.values[1] = NULL;
+    assert_fails(&r, "OneHot", "o", 3, SES_INVALID_ARGUMENT,
+                 "OneHot \"o\": input 1 (depth) must be a constant or fed: the output's shape "
+                 "depends on its value");
+    r.values[1] = &depth_f32;
+    r.in[2] = ty(SES_BOOL, 1, 3);
+    assert_fails(&r, "OneHot", "o", 3, SES_INVALID_ARGUMENT,
+                 "OneHot \"o\": values must be [off_value, on_value], a 1-D tensor of 2, got "
+                 "bool[3]");
+    done(&r);
+}
+
+/* ---- CumSum, Trilu, Hardmax ------------------------------------------------------------------ */
+
+static void cumsum_reads_its_axis_and_lowers_the_flags(void **state) {
+    static const int64_t axis[] = {-1}, two[] = {0, 1};
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_I64, 2, 3, 4);
+    value_i64(&r, 1, axis, 1);
+    set_int(&r, "reverse", 1);
+    assert_int_equal(infer(&r, "CumSum", "c", 2), SES_OK);
+    assert_string_equal(out(&r), "i64[3,4]");
+    assert_int_equal(kernel_int(&r, "axis"), 1);
+    assert_int_equal(kernel_int(&r, "reverse"), 1);
+    assert_int_equal(kernel_int(&r, "exclusive"), 0);
+    assert_int_equal(r.ctx.kernel_inputs, 0x1);
+    value_i64(&r, 1, two, 2);
+    assert_fails(&r, "CumSum", "c", 2, SES_INVALID_ARGUMENT,
+                 "CumSum \"c\": input 1 (axis) has 2 values; at most 1 are allowed here");
+    r.in[0] = ty(SES_BOOL, 1, 3);
+    assert_fails(&r, "CumSum", "c", 2, SES_INVALID_ARGUMENT,
+                 "CumSum \"c\": input 0 (x) is bool[3]; allowed dtypes: f32, f64, f16, bf16, "
+                 "i32, i64");
+    done(&r);
+}
+
+static void trilu_needs_a_matrix_and_reads_k(void **state) {
+    static const int64_t k[] = {-2};
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_U8, 3, 2, 3, 4);
+    assert_int_equal(infer(&r, "Trilu", "t", 1), SES_OK);
+    assert_string_equal(out(&r), "u8[2,3,4]");
+    assert_int_equal(kernel_int(&r, "upper"), 1);
+    assert_int_equal(kernel_int(&r, "k"), 0);
+    value_i64(&r, 1, k, 1);
+    set_int(&r, "upper", 0);
+    assert_int_equal(infer(&r, "Trilu", "t", 2), SES_OK);
+    assert_int_equal(kernel_int(&r, "upper"), 0);
+    assert_int_equal(kernel_int(&r, "k"), -2);
+    r.in[0] = ty(SES_U8, 1, 4);
+    assert_fails(&r, "Trilu", "t", 2, SES_INVALID_ARGUMENT,
+                 "Trilu \"t\": input must have rank 2 or more, got u8[4]");
+    done(&r);
+}
+
+static void hardmax_is_inferred_as_softmax(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 3, 2, 3, 4);
+    set_int(&r, "axis", 1);
+    assert_int_equal(infer(&r, "Hardmax", "h", 1), SES_OK);
+    assert_string_equal(out(&r), "f32[2,3,4]");
+    assert_int_equal(kernel_int(&r, "axis"), 1);
+    r.in[0] = ty(SES_I32, 1, 4);
+    assert_fails(&r, "Hardmax", "h", 1, SES_INVALID_ARGUMENT,
+                 "Hardmax \"h\": input 0 (input) is i32[4]; allowed dtypes: f32, f64, f16, bf16");
+    done(&r);
+}
+
 static void cast_maps_onnx_dtype_numbers_to_ses_dtypes(void **state) {
     static const struct {
         int64_t onnx;
@@ -1746,6 +1938,14 @@ int main(void) {
         cmocka_unit_test(slice_rejects_zero_steps_repeats_and_unknown_values),
         cmocka_unit_test(gather_puts_the_indices_shape_in_place_of_the_axis),
         cmocka_unit_test(gather_rejects_float_indices_and_an_axis_out_of_range),
+        cmocka_unit_test(gather_elements_takes_the_shape_of_the_indices),
+        cmocka_unit_test(gather_and_scatter_elements_reject_indices_larger_than_data),
+        cmocka_unit_test(scatter_elements_lowers_its_reduction_to_an_int),
+        cmocka_unit_test(gather_nd_and_scatter_nd_infer_blocks_after_the_indexed_dims),
+        cmocka_unit_test(one_hot_inserts_depth_at_the_axis_and_needs_its_value),
+        cmocka_unit_test(cumsum_reads_its_axis_and_lowers_the_flags),
+        cmocka_unit_test(trilu_needs_a_matrix_and_reads_k),
+        cmocka_unit_test(hardmax_is_inferred_as_softmax),
         cmocka_unit_test(cast_maps_onnx_dtype_numbers_to_ses_dtypes),
         cmocka_unit_test(cast_rejects_unknown_and_unsupported_targets),
     };

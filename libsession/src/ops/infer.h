@@ -180,6 +180,16 @@ ses_status_t ses__slice_normalize(ses__infer_ctx_t *ctx, size_t data_index,
                                   ses__type_t *out);
 /* gather.c */
 ses_status_t ses__infer_gather(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_gather_elements(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_scatter_elements(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_one_hot(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_gather_nd(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_scatter_nd(ses__infer_ctx_t *ctx);
+/* ScatterElements' and ScatterND's "reduction" as the kernels get it (an INT). */
+enum { SES__SCATTER_NONE, SES__SCATTER_ADD, SES__SCATTER_MUL, SES__SCATTER_MAX, SES__SCATTER_MIN };
+/* cumsum_trilu.c */
+ses_status_t ses__infer_cumsum(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_trilu(ses__infer_ctx_t *ctx);
 /* cast.c */
 ses_status_t ses__infer_cast(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_save(ses__infer_ctx_t *ctx);

@@ -83,6 +83,7 @@ static const ses__op_schema_t schemas[] = {
     /* softmax.c */
     {"Softmax", 1, 1, 1, 1, 0, ses__infer_softmax},
     {"LogSoftmax", 1, 1, 1, 1, 0, ses__infer_softmax},
+    {"Hardmax", 1, 1, 1, 1, 0, ses__infer_softmax},
     /* shape_ops.c */
     {"Reshape", 2, 2, 1, 1, BIT(1), ses__infer_reshape},
     {"Flatten", 1, 1, 1, 1, 0, ses__infer_flatten},
@@ -92,8 +93,16 @@ static const ses__op_schema_t schemas[] = {
     {"Concat", 1, SES__MAX_INPUTS, 1, 1, 0, ses__infer_concat},
     /* slice.c */
     {"Slice", 3, 5, 1, 1, BIT(1) | BIT(2) | BIT(3) | BIT(4), ses__infer_slice},
-    /* gather.c: the indices are data, read by the kernel. */
+    /* gather.c: the indices are data, read by the kernel; OneHot's depth is shape-like. */
     {"Gather", 2, 2, 1, 1, 0, ses__infer_gather},
+    {"GatherElements", 2, 2, 1, 1, 0, ses__infer_gather_elements},
+    {"ScatterElements", 3, 3, 1, 1, 0, ses__infer_scatter_elements},
+    {"OneHot", 3, 3, 1, 1, BIT(1), ses__infer_one_hot},
+    {"GatherND", 2, 2, 1, 1, 0, ses__infer_gather_nd},
+    {"ScatterND", 3, 3, 1, 1, 0, ses__infer_scatter_nd},
+    /* cumsum_trilu.c: CumSum's axis and Trilu's k are shape-like. */
+    {"CumSum", 2, 2, 1, 1, BIT(1), ses__infer_cumsum},
+    {"Trilu", 1, 2, 1, 1, BIT(1), ses__infer_trilu},
     /* cast.c */
     {"Cast", 1, 1, 1, 1, 0, ses__infer_cast},
     /* checkpoint_ops.c: run by the runtime itself; Restore writes every input in place. */

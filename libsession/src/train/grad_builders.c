@@ -452,6 +452,36 @@ static ses_status_t grad_gather(ses__grad_ctx_t *c, const ses_node_t *n, const s
     return ses__grad_op(c, "GatherGrad", in, 3, attrs, k, &dx[0]);
 }
 
+/* GatherElements: the gradient added where each element was taken, into zeros of x's shape. */
+static ses_status_t grad_gather_elements(ses__grad_ctx_t *c, const ses_node_t *n,
+                                         const ses_edge_t *dy, ses_edge_t *dx) {
+    static const char *const names[] = {"axis"};
+    ses_attr_t attrs[2];
+    ses_edge_t zero, in[3];
+    size_t k = forward_attrs(n, names, 1, attrs);
+
+    TRY(ses__grad_scalar(c, IN(0), 0.0, &zero));
+    TRY(ses__grad_binary(c, "ExpandLike", zero, IN(0), &in[0]));
+    in[1] = IN(1);
+    in[2] = dy[0];
+    attrs[k++] = ses_attr_string("reduction", "add");
+    return ses__grad_op(c, "ScatterElements", in, 3, attrs, k, &dx[0]);
+}
+
+/* CumSum: each x[i] counts in every sum from it onwards, so dx is dy summed the other way. */
+static ses_status_t grad_cumsum(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                ses_edge_t *dx) {
+    int64_t exclusive = 0, reverse = 0;
+    ses_attr_t attrs[2];
+    ses_edge_t in[2] = {dy[0], IN(1)};
+
+    ses__attrs_get_int(&n->attrs, "exclusive", &exclusive);
+    ses__attrs_get_int(&n->attrs, "reverse", &reverse);
+    attrs[0] = ses_attr_int("exclusive", exclusive);
+    attrs[1] = ses_attr_int("reverse", !reverse);
+    return ses__grad_op(c, "CumSum", in, 2, attrs, 2, &dx[0]);
+}
+
 /* ---- losses ----------------------------------------------------------------------------- */
 
 static ses_status_t grad_softmax_cross_entropy(ses__grad_ctx_t *c, const ses_node_t *n,
@@ -657,6 +687,8 @@ static const ses__grad_builder_t builders[] = {
     {"Concat", grad_concat},
     {"Slice", grad_slice},
     {"Gather", grad_gather},
+    {"GatherElements", grad_gather_elements},
+    {"CumSum", grad_cumsum},
     {"SoftmaxCrossEntropyLoss", grad_softmax_cross_entropy},
     {"NegativeLogLikelihoodLoss", grad_nll_loss},
     {"Conv", grad_conv},

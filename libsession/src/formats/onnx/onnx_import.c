@@ -522,7 +522,8 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         p.skip[p.n_skip++] = "consumed_inputs";
         p.skip[p.n_skip++] = "broadcast";
     }
-    if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) && opset < 13) {
+    if ((!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "Hardmax")) &&
+        opset < 13) {
         ses_edge_t out;
         if (p.n_inputs != 1)
             return ses__fail(SES_INVALID_ARGUMENT, "%s: wants 1 input", label);
@@ -536,6 +537,9 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         if (st != SES_OK)
             return st;
     }
+    /* Scatter (op sets 9 and 10) is ScatterElements under its old name. */
+    if (!strcmp(op, "Scatter"))
+        op = "ScatterElements";
     if (!strcmp(op, "Slice") && opset < 10) {
         if ((st = ints_attr_to_input(im, n, &p, "starts")) != SES_OK ||
             (st = ints_attr_to_input(im, n, &p, "ends")) != SES_OK ||
@@ -586,9 +590,9 @@ static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         const char *op = n->op_type ? n->op_type : "";
-        int known = is_default_domain(n->domain) && (!strcmp(op, "Constant") ||
-                                                     (*op && ses__op_schema_find(op) &&
-                                                      !ses__op_schema_find(op)->host_op));
+        int known = is_default_domain(n->domain) &&
+                    (!strcmp(op, "Constant") || !strcmp(op, "Scatter") ||
+                     (*op && ses__op_schema_find(op) && !ses__op_schema_find(op)->host_op));
         int listed = 0;
         if (known)
             continue;
