@@ -134,18 +134,16 @@ static void cpu__scatter_reduce(uint32_t dtype, int64_t reduction, unsigned char
     }
 }
 
-int32_t cpu__scatter_elements(const cpu__call_t *call) {
-    const cpu__tensor_t *data = &call->in[0], *indices = &call->in[1], *updates = &call->in[2];
-    const cpu__tensor_t *out = &call->out;
-    int64_t strides[CPU__MAX_RANK], reduction = 0;
-    uint32_t axis = 0;
-    int32_t st;
+/*
+ * What ScatterElements and ScatterND do first: the output has data's shape, reduction is 0 (none),
+ * 1 (add), 2 (mul), 3 (max) or 4 (min), one with arithmetic only where this driver has it (f16,
+ * bf16 and bool have none here; the host refuses reductions on bool), and the output starts as a
+ * copy of data.
+ */
+static int32_t cpu__scatter_start(const cpu__call_t *call, const cpu__tensor_t *data,
+                                  const cpu__tensor_t *out, int64_t reduction) {
     char a[96], o[96];
 
-    if ((st = cpu__check_elements(call, data, indices, updates, "updates", &axis)) != SES_DRV_OK)
-        return st;
-    if ((st = cpu__attr_int(call, "reduction", 1, 0, &reduction)) != SES_DRV_OK)
-        return st;
     if (!cpu__same_shape(data, out))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "output is %s but data is %s; they must match",
@@ -156,7 +154,6 @@ int32_t cpu__scatter_elements(const cpu__call_t *call) {
                               "attribute reduction is %" PRId64
                               "; expected 0 (none), 1 (add), 2 (mul), 3 (max) or 4 (min)",
                               reduction);
-    /* f16, bf16 and bool have no arithmetic here; the host refuses reductions on bool. */
     if (reduction && (data->dtype == SES_DRV_DTYPE_F16 || data->dtype == SES_DRV_DTYPE_BF16 ||
                       data->dtype == SES_DRV_DTYPE_BOOL))
         return cpu__call_fail(call, SES_DRV_UNIMPLEMENTED,
@@ -164,6 +161,22 @@ int32_t cpu__scatter_elements(const cpu__call_t *call) {
                               cpu__dtype_label(data->dtype));
     if (out->count)
         memcpy(out->data, data->data, (size_t)(out->count * out->esize));
+    return SES_DRV_OK;
+}
+
+int32_t cpu__scatter_elements(const cpu__call_t *call) {
+    const cpu__tensor_t *data = &call->in[0], *indices = &call->in[1], *updates = &call->in[2];
+    const cpu__tensor_t *out = &call->out;
+    int64_t strides[CPU__MAX_RANK], reduction = 0;
+    uint32_t axis = 0;
+    int32_t st;
+
+    if ((st = cpu__check_elements(call, data, indices, updates, "updates", &axis)) != SES_DRV_OK)
+        return st;
+    if ((st = cpu__attr_int(call, "reduction", 1, 0, &reduction)) != SES_DRV_OK)
+        return st;
+    if ((st = cpu__scatter_start(call, data, out, reduction)) != SES_DRV_OK)
+        return st;
     cpu__index_strides(data, strides);
     for (uint64_t q = 0; q < updates->count; q++) {
         unsigned char *dst =
@@ -470,28 +483,12 @@ int32_t cpu__scatter_nd(const cpu__call_t *call) {
     int64_t reduction = 0;
     cpu__nd_t nd;
     int32_t st;
-    char a[96], o[96];
 
     if ((st = cpu__attr_int(call, "reduction", 1, 0, &reduction)) != SES_DRV_OK ||
         (st = cpu__check_nd(call, data, indices, updates, "updates", 0, &nd)) != SES_DRV_OK)
         return st;
-    if (!cpu__same_shape(data, out))
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "output is %s but data is %s; they must match",
-                              cpu__format_dims(out->dims, out->rank, o, sizeof o),
-                              cpu__format_dims(data->dims, data->rank, a, sizeof a));
-    if (reduction < 0 || reduction > 4)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "attribute reduction is %" PRId64
-                              "; expected 0 (none), 1 (add), 2 (mul), 3 (max) or 4 (min)",
-                              reduction);
-    if (reduction && (data->dtype == SES_DRV_DTYPE_F16 || data->dtype == SES_DRV_DTYPE_BF16 ||
-                      data->dtype == SES_DRV_DTYPE_BOOL))
-        return cpu__call_fail(call, SES_DRV_UNIMPLEMENTED,
-                              "reduction %" PRId64 " on %s is not implemented", reduction,
-                              cpu__dtype_label(data->dtype));
-    if (out->count)
-        memcpy(out->data, data->data, (size_t)(out->count * out->esize));
+    if ((st = cpu__scatter_start(call, data, out, reduction)) != SES_DRV_OK)
+        return st;
     const size_t es = out->esize;
     for (uint64_t t = 0; t < nd.batches * nd.tuples && updates->count; t++) {
         unsigned char *dst = out->data + cpu__nd_offset(&nd, data, indices, t) * es;
