@@ -139,8 +139,9 @@ class Session(_core.Session):
     happens when a node has no kernel on the device it prefers: ``"allow"`` runs it on the next
     device silently, ``"warn"`` (default) does so with a warning, ``"deny"`` fails the compile.
     ``threads`` sets the CPU kernels' threads (0: the driver's default). ``log_level``
-    ("error", "warn", "info", "debug"), ``fusion``, ``graphs`` and ``layout`` (bools: the blocked
-    layout between convolutions on a CPU-only session) and ``driver_options``
+    ("error", "warn", "info", "debug"), ``fusion``, ``graphs``, ``layout`` (bools: the blocked
+    layout between convolutions on a CPU-only session), ``in_place`` (outputs written over inputs
+    that die, and Concats laid out in place), ``fold`` (constant folding) and ``driver_options``
     (a dict ``{"driver.cpu.threads": "2"}`` or a list of "key=value") are passed on.
 
     Use it as a context manager, or call :meth:`close`; variables are kept across evals and
@@ -149,7 +150,8 @@ class Session(_core.Session):
     """
 
     def __init__(self, graph, devices=None, fallback="warn", threads=0, log_level=None,
-                 fusion=None, graphs=None, driver_options=None, layout=None):
+                 fusion=None, graphs=None, driver_options=None, layout=None, in_place=None,
+                 fold=None):
         if isinstance(devices, str):
             devices = [devices]
         if isinstance(fallback, str):
@@ -166,7 +168,9 @@ class Session(_core.Session):
                          -1 if log_level is None else int(log_level),
                          -1 if fusion is None else int(bool(fusion)),
                          -1 if graphs is None else int(bool(graphs)), driver_options,
-                         -1 if layout is None else int(bool(layout)))
+                         -1 if layout is None else int(bool(layout)),
+                         -1 if in_place is None else int(bool(in_place)),
+                         -1 if fold is None else int(bool(fold)))
         self._variables = Variables(self)
 
     def eval(self, fetches=None, feed_dict=None, targets=None, *, private=False,

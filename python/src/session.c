@@ -25,13 +25,16 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 }
 
 /* __init__(graph, devices, fallback, threads, log_level, fusion, graphs, driver_options,
- * layout): log_level, fusion, graphs and layout -1 keep libsession's defaults. */
+ * layout, in_place, fold): log_level, fusion, graphs, layout, in_place and fold -1 keep
+ * libsession's defaults. */
 static int session_init(SessionObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"graph",  "devices", "fallback",       "threads", "log_level",
-                             "fusion", "graphs",  "driver_options", "layout", NULL};
+                             "fusion", "graphs",  "driver_options", "layout",  "in_place",
+                             "fold",   NULL};
     PyObject *graph_obj, *devices_obj = Py_None, *options_obj = Py_None;
     PyObject *devices_seq = NULL, *options_seq = NULL;
     int fallback = SES_FALLBACK_WARN, log_level = -1, fusion = -1, graphs = -1, layout = -1;
+    int in_place = -1, fold = -1;
     unsigned int threads = 0;
     const char **devices = NULL, **driver_options = NULL;
     Py_ssize_t n_devices = 0, n_options = 0;
@@ -41,9 +44,9 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kwds) {
     char *err = NULL;
     int rc = -1;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|OiIiiiOi:Session", kwlist, &GraphType,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|OiIiiiOiii:Session", kwlist, &GraphType,
                                      &graph_obj, &devices_obj, &fallback, &threads, &log_level,
-                                     &fusion, &graphs, &options_obj, &layout))
+                                     &fusion, &graphs, &options_obj, &layout, &in_place, &fold))
         return -1;
     if (self->s) {
         py_raise(SES_FAILED_PRECONDITION, "Session.__init__: the session is open already");
@@ -110,6 +113,10 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kwds) {
         so.graphs = (uint32_t)graphs;
     if (layout >= 0)
         so.layout = (uint32_t)layout;
+    if (in_place >= 0)
+        so.in_place = (uint32_t)in_place;
+    if (fold >= 0)
+        so.fold = (uint32_t)fold;
     so.driver_options = driver_options;
     so.n_driver_options = (size_t)n_options;
 

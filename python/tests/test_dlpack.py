@@ -195,3 +195,20 @@ def test_results_round_trip_through_numpy_and_torch_dlpack():
         np.testing.assert_array_equal(y, X * 2 + 1)
         np.testing.assert_array_equal(s.eval(d, {c: t}), X * 2 + 3)
         np.testing.assert_array_equal(s.eval(d, {c: torch.from_numpy(X * 2)}), X * 2 + 2)
+
+
+def test_the_in_place_and_fold_options_reach_the_plan():
+    g = ses.Graph()
+    x = g.placeholder("x", np.float32, [2, 3])
+    shape = g.op("Shape", [x])
+    y = g.op("Exp", [g.op("Reshape", [g.op("Relu", [x]), shape])])
+    v = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    with ses.Session(g) as on, ses.Session(g, in_place=False) as off:
+        on_plan, off_plan = on.compile([y], feeds=[x]), off.compile([y], feeds=[x])
+        np.testing.assert_array_equal(on_plan.run(v)[0], off_plan.run(v)[0])
+        assert "folded: 1 node" in on_plan.placement and "in place:" in on_plan.placement
+        assert "folded: 1 node" in off_plan.placement and "in place" not in off_plan.placement
+    # Without folding, Reshape's shape is a computed value, which it cannot read.
+    with ses.Session(g, fold=False) as s:
+        with pytest.raises(ses.InvalidArgumentError, match="must be a constant or fed"):
+            s.compile([y], feeds=[x])
