@@ -266,7 +266,9 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_SLICE:
     case CPU__OP_GATHER:
     case CPU__OP_NLL_LOSS:
-    case CPU__OP_NLL_GRAD: return CPU__OVERLAP_NONE;
+    case CPU__OP_NLL_GRAD:
+    case CPU__OP_LAYERNORM:
+    case CPU__OP_LAYERNORMGRAD: return CPU__OVERLAP_NONE;
     /* elementwise, Cast, Softmax, LogSoftmax, the activation and softmax gradients */
     default: return CPU__OVERLAP_EXACT;
     }
@@ -769,6 +771,7 @@ static int cpu__op_broadcasts(uint32_t code) {
     case CPU__OP_MUL:
     case CPU__OP_DIV:
     case CPU__OP_POW:
+    case CPU__OP_PRELU:
     case CPU__OP_MOD:
     case CPU__OP_BITSHIFT:
     case CPU__OP_AND:
