@@ -125,6 +125,9 @@ CPU__BINARY_ROW(cpu__div_i32, int32_t, int32_t, CPU__IDIV(int32_t, INT32_MIN, x,
 CPU__BINARY_ROW(cpu__div_i64, int64_t, int64_t, CPU__IDIV(int64_t, INT64_MIN, x, y))
 CPU__BINARY_ROW(cpu__pow_f32, float, float, powf(x, y))
 CPU__BINARY_ROW(cpu__pow_f64, double, double, pow(x, y))
+/* PRelu: y is the slope. */
+CPU__BINARY_ROW(cpu__prelu_f32, float, float, x < 0 ? y * x : x)
+CPU__BINARY_ROW(cpu__prelu_f64, double, double, x < 0 ? y * x : x)
 
 /* Min Max Mod on every number dtype: T is the C type, S its name in the row's name. */
 #define CPU__MINMAX_ROWS(S, T)                          \
@@ -190,7 +193,7 @@ CPU__BINARY_ROW(cpu__lt_i64, int64_t, uint8_t, (uint8_t)(x < y))
 CPU__BINARY_ROW(cpu__lt_u8, uint8_t, uint8_t, (uint8_t)(x < y))
 
 /* ---------------------------------------------------------------------------------------------
- * Add Sub Mul Div Pow Mod BitShift And Or Xor
+ * Add Sub Mul Div Pow PRelu Mod BitShift And Or Xor
  * ------------------------------------------------------------------------------------------- */
 
 static cpu__row_fn cpu__binary_row(uint32_t code, uint32_t dtype) {
@@ -210,6 +213,10 @@ static cpu__row_fn cpu__binary_row(uint32_t code, uint32_t dtype) {
     case CPU__OP_POW:
         return dtype == SES_DRV_DTYPE_F32   ? cpu__pow_f32
                : dtype == SES_DRV_DTYPE_F64 ? cpu__pow_f64
+                                            : NULL;
+    case CPU__OP_PRELU:
+        return dtype == SES_DRV_DTYPE_F32   ? cpu__prelu_f32
+               : dtype == SES_DRV_DTYPE_F64 ? cpu__prelu_f64
                                             : NULL;
     case CPU__OP_AND: return dtype == SES_DRV_DTYPE_BOOL ? cpu__and_bool : NULL;
     case CPU__OP_OR: return dtype == SES_DRV_DTYPE_BOOL ? cpu__or_bool : NULL;

@@ -337,6 +337,7 @@ enum cpu__op {
     CPU__OP_SOFTPLUS,
     CPU__OP_ERF,
     CPU__OP_LEAKYRELU,
+    CPU__OP_PRELU,
     CPU__OP_MIN,
     CPU__OP_MAX,
     CPU__OP_MOD,
@@ -419,6 +420,8 @@ enum cpu__op {
     CPU__OP_AVGPOOLGRAD,
     CPU__OP_BATCHNORM,
     CPU__OP_DROPOUT,
+    CPU__OP_LAYERNORM,
+    CPU__OP_LAYERNORMGRAD,
     CPU__OP_PAD,
     CPU__OP_PADGRAD,
     CPU__OP_CLIP,
@@ -931,6 +934,8 @@ void cpu__conv_destroy(ses_drv_device_t *device, void *state);
 int32_t cpu__pool(const cpu__call_t *call);              /* MaxPool AveragePool and grads */
 int32_t cpu__batch_norm(const cpu__call_t *call);        /* BatchNormalization */
 int32_t cpu__dropout(const cpu__call_t *call);           /* Dropout (with its mask) */
+int32_t cpu__layer_norm(const cpu__call_t *call);        /* LayerNormalization */
+int32_t cpu__layer_norm_grad(const cpu__call_t *call);   /* LayerNormalizationGrad */
 int32_t cpu__pad(const cpu__call_t *call);               /* Pad */
 int32_t cpu__pad_grad(const cpu__call_t *call);          /* PadGrad */
 int32_t cpu__clip(const cpu__call_t *call);              /* Clip */

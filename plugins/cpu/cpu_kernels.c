@@ -155,6 +155,7 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__FLOATS(CPU__E_UNARY, X, Softplus, CPU__OP_SOFTPLUS, cpu__unary)       \
     CPU__FLOATS(CPU__E_UNARY, X, Erf, CPU__OP_ERF, cpu__unary)                 \
     CPU__FLOATS(CPU__E_UNARY, X, LeakyRelu, CPU__OP_LEAKYRELU, cpu__unary)     \
+    CPU__FLOATS(CPU__E_BINARY, X, PRelu, CPU__OP_PRELU, cpu__binary)           \
     CPU__ALL_NUMBERS(CPU__E_VARIADIC, X, Min, CPU__OP_MIN, cpu__min_max)       \
     CPU__ALL_NUMBERS(CPU__E_VARIADIC, X, Max, CPU__OP_MAX, cpu__min_max)       \
     CPU__ALL_NUMBERS(CPU__E_BINARY, X, Mod, CPU__OP_MOD, cpu__binary)          \
@@ -352,6 +353,23 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__T1(T) (CPU__DT_##T)
 #define CPU__T2(T) (CPU__DT_##T, CPU__DT_##T)
 #define CPU__T3(T) (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T)
+/* LayerNormalization with X, Scale[, B], giving Y[, Mean[, InvStdDev]] (all of dtype T), and
+ * its gradient (dY, X, Scale; input 0 gives dX, 1 dScale). */
+#define CPU__LN_SIG1(T) #T
+#define CPU__LN_SIG2(T) #T "," #T
+#define CPU__LN_SIG3(T) #T "," #T "," #T
+#define CPU__LN_REST1(T) 0
+#define CPU__LN_REST2(T) CPU__DT_##T
+#define CPU__LN_REST3(T) CPU__DT_##T, CPU__DT_##T
+#define CPU__G_LAYER_NORM_OUT(G, T, K)                                                            \
+    G(LayerNorm##K##_##T, "LayerNormalization", CPU__LN_SIG2(T) "->" CPU__LN_SIG##K(T),           \
+      cpu__layer_norm, CPU__OP_LAYERNORM, 0, 2, CPU__T2(T), K, CPU__DT_##T, CPU__LN_REST##K(T))   \
+    G(LayerNormB##K##_##T, "LayerNormalization", CPU__LN_SIG3(T) "->" CPU__LN_SIG##K(T),          \
+      cpu__layer_norm, CPU__OP_LAYERNORM, 0, 3, CPU__T3(T), K, CPU__DT_##T, CPU__LN_REST##K(T))
+#define CPU__G_LAYER_NORM(G, T)                                                                   \
+    CPU__G_LAYER_NORM_OUT(G, T, 1) CPU__G_LAYER_NORM_OUT(G, T, 2) CPU__G_LAYER_NORM_OUT(G, T, 3)  \
+    G(LayerNormGrad_##T, "LayerNormalizationGrad", CPU__LN_SIG3(T) "->" #T, cpu__layer_norm_grad, \
+      CPU__OP_LAYERNORMGRAD, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)
 #define CPU__G_CNN_FLOAT(G, T)                                                                    \
     G(Conv_##T, "Conv", #T "," #T "->" #T, cpu__conv, CPU__OP_CONV, 0, 2, CPU__T2(T), 1,          \
       CPU__DT_##T, 0)                                                                             \
@@ -373,7 +391,8 @@ CPU__KERNELS(CPU__DEFINE)
     G(Dropout_##T, "Dropout", #T "->" #T ",bool", cpu__dropout, CPU__OP_DROPOUT, 0, 1,            \
       CPU__T1(T), 2, CPU__DT_##T, SES_DRV_DTYPE_BOOL)                                             \
     G(PadGrad_##T, "PadGrad", #T "->" #T, cpu__pad_grad, CPU__OP_PADGRAD, 0, 1, CPU__T1(T), 1,    \
-      CPU__DT_##T, 0)
+      CPU__DT_##T, 0)                                                                             \
+    CPU__G_LAYER_NORM(G, T)
 /* Split into K outputs: the signature's output list, and the output dtypes after the first
  * (a list the spec's initializer takes as it is). */
 #define CPU__SPLIT_SIG1(T) #T
@@ -487,6 +506,8 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__pool NULL
 #define CPU__REUSE_cpu__batch_norm NULL
 #define CPU__REUSE_cpu__dropout NULL
+#define CPU__REUSE_cpu__layer_norm NULL
+#define CPU__REUSE_cpu__layer_norm_grad NULL
 #define CPU__REUSE_cpu__pad NULL
 #define CPU__REUSE_cpu__pad_grad NULL
 #define CPU__REUSE_cpu__clip NULL
@@ -552,6 +573,8 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__pool(what) NULL
 #define CPU__GSTATE_cpu__batch_norm(what) NULL
 #define CPU__GSTATE_cpu__dropout(what) NULL
+#define CPU__GSTATE_cpu__layer_norm(what) NULL
+#define CPU__GSTATE_cpu__layer_norm_grad(what) NULL
 #define CPU__GSTATE_cpu__pad(what) NULL
 #define CPU__GSTATE_cpu__pad_grad(what) NULL
 #define CPU__GSTATE_cpu__clip(what) NULL

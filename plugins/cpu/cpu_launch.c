@@ -274,7 +274,9 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_ONEHOT:
     case CPU__OP_TRILU:
     case CPU__OP_CUMSUM:
-    case CPU__OP_HARDMAX: return CPU__OVERLAP_NONE;
+    case CPU__OP_HARDMAX:
+    case CPU__OP_LAYERNORM:
+    case CPU__OP_LAYERNORMGRAD: return CPU__OVERLAP_NONE;
     /* elementwise, Cast, Softmax, LogSoftmax, the activation and softmax gradients */
     default: return CPU__OVERLAP_EXACT;
     }
@@ -777,6 +779,7 @@ static int cpu__op_broadcasts(uint32_t code) {
     case CPU__OP_MUL:
     case CPU__OP_DIV:
     case CPU__OP_POW:
+    case CPU__OP_PRELU:
     case CPU__OP_MOD:
     case CPU__OP_BITSHIFT:
     case CPU__OP_AND:

@@ -98,6 +98,7 @@ kernel void binary_f32(global const float *a, ulong ao, global const float *b, u
         case 8: r = v > 0.0f ? u : alpha * u; break;          /* LeakyReluGrad(dy, x) */
         case 9: r = (u < v || isnan(u)) ? u : v; break;       /* Min: NaN wins */
         case 10: r = (u > v || isnan(u)) ? u : v; break;     /* Max */
+        case 11: r = u < 0.0f ? v * u : u; break;             /* PRelu(x, slope) */
         default: r = u; break;
         }
         y[yo + i] = r;

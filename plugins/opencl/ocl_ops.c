@@ -477,7 +477,7 @@ static int32_t ocl_k_unary(ses_drv_device_t *device, void *state, const ses_drv_
 static int ocl_binary_code(const char *op) {
     static const char *const ops[] = {"Add",      "Sub",         "Mul",      "Div",
                                       "Pow",      "ReluGrad",    "SigmoidGrad", "TanhGrad",
-                                      "LeakyReluGrad", "Min", "Max"};
+                                      "LeakyReluGrad", "Min", "Max", "PRelu"};
     for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++)
         if (!strcmp(op, ops[i]))
             return i;
@@ -2619,7 +2619,7 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     U("Cos") U("Sin") U("Tan") U("Acos") U("Asin") U("Atan") U("Cosh") U("Sinh") U("Asinh")
     U("Acosh") U("Atanh") U("Round") U("Sign")
     B("Add") B("Sub") B("Mul") B("Div") B("Pow") B("Min") B("Max")
-    B("ReluGrad") B("SigmoidGrad") B("TanhGrad") B("LeakyReluGrad")
+    B("ReluGrad") B("SigmoidGrad") B("TanhGrad") B("LeakyReluGrad") B("PRelu")
     E("Equal", "f32,f32->bool", ocl_k_compare)
     E("Greater", "f32,f32->bool", ocl_k_compare)
     E("Less", "f32,f32->bool", ocl_k_compare)

@@ -29,6 +29,12 @@ static const char *const relu[] = {
 static const char *const leaky_relu[] = {
     "[2,3]", "[] alpha=0.2", "[0]", "[7,9,5] alpha=0.5", "[65536]", NAN_ELEMENTWISE, NULL,
 };
+/* X, then slope broadcast to X one way: the same shape, a trailing vector, a channel column,
+ * a scalar slope, empty, large. */
+static const char *const prelu[] = {
+    "[2,3] [2,3]",     "[2,3,4] [4]",      "[3,4,5] [4,1]",     "[] []", "[7,9] []", "[0,3] [3]",
+    "[65536] [65536]", "[6]@nan [6] !nan", "[7,9]@somenan [9]", NULL,
+};
 static const char *const cast[] = {
     "[2,3]@cast", "[]@cast", "[0]@cast", "[7,9,5]@cast", "[65536]@cast", NULL,
 };
@@ -728,6 +734,30 @@ static const char *const batch_norm[] = {
     "[8,64,16,16] [64] [64] [64] [64]@pos",
     NULL,
 };
+/* X, Scale[, B] (Y and any of Mean and InvStdDev): the axis last, inner, first, epsilon, empty
+ * rows, one row, and a transformer's width. */
+static const char *const layer_norm[] = {
+    "[2,3] [3]",
+    "[2,3] [3] [3]",
+    "[2,3,4] [3,4] [3,4] axis=1",
+    "[2,3,4] [2,3,4] axis=0",
+    "[4,5] [5]@unit [5] epsilon=0.01",
+    "[0,4] [4] [4]",
+    "[7] [7] [7] axis=-1",
+    "[64,768] [768] [768]",
+    NULL,
+};
+/* dY, X, Scale: the gradient of X (input=0) and of Scale (input=1), as the forward cases. */
+#define LAYER_NORM_GRAD(input)                                                       \
+    "[2,3] [2,3] [3] input=" input, "[2,3,4] [2,3,4] [3,4] axis=1 input=" input,     \
+        "[2,3,4] [2,3,4] [2,3,4] axis=0 input=" input,                               \
+        "[4,5] [4,5] [5] epsilon=0.01 input=" input, "[0,4] [0,4] [4] input=" input, \
+        "[64,768] [64,768] [768] input=" input
+static const char *const layer_norm_grad[] = {
+    LAYER_NORM_GRAD("0"),
+    LAYER_NORM_GRAD("1"),
+    NULL,
+};
 /* Dropout with its mask output (the inference form: the data, and all true). */
 static const char *const dropout[] = {
     "[2,3]", "[]", "[0]", "[7,9,5]", "[65536]", NULL,
@@ -814,6 +844,7 @@ static const ses_conf_op_cases_t table[] = {
     {"Softplus", LIBM, unary},
     {"Erf", LIBM, unary},
     {"LeakyRelu", ROUNDED, leaky_relu},
+    {"PRelu", ROUNDED, prelu},
     {"Min", EXACT, min_max},
     {"Max", EXACT, min_max},
     {"Mod", ROUNDED, mod},
@@ -902,6 +933,8 @@ static const ses_conf_op_cases_t table[] = {
     {"NchwcReorderOutput", EXACT, nchwc_reorder_output},
     {"BatchNormalization", LIBM, batch_norm},
     {"Dropout", EXACT, dropout},
+    {"LayerNormalization", SUMS, layer_norm},
+    {"LayerNormalizationGrad", SUMS, layer_norm_grad},
     {"Pad", EXACT, pad},
     {"PadGrad", SUMS, pad_grad},
     {"Clip", EXACT, clip},

@@ -1017,6 +1017,68 @@ static void batch_normalization_applies_the_running_statistics(void **state) {
     ses_graph_release(g);
 }
 
+/* Each row of [2,2,2] over axis 1 (four elements) normalized, then scaled and shifted; Mean and
+ * InvStdDev one per row. Row 0 is 1..4 (mean 2.5, variance 1.25), row 1 all 5 (variance 0). */
+static void layer_normalization_normalizes_rows_and_keeps_their_statistics(void **state) {
+    static const int64_t xd[] = {2, 2, 2}, sd[] = {2, 2};
+    static const float x[] = {1, 2, 3, 4, 5, 5, 5, 5}, scale[] = {1, 2, 1, 2}, b[] = {0, 0, 1, 1};
+    const double is0 = 1 / sqrt(1.25 + 0.25), is1 = 1 / sqrt(0.25);
+    float want[8] = {0, 0, 0, 0, 0, 0, 1, 1};
+    for (int i = 0; i < 4; i++)
+        want[i] = (float)((x[i] - 2.5) * is0 * scale[i] + b[i]);
+    const float want_mean[] = {2.5f, 5}, want_is[] = {(float)is0, (float)is1};
+    static const int64_t stats_dims[] = {2, 1, 1};
+    ses_graph_t *g = NULL;
+    ses_node_t *node = NULL;
+    ses_edge_t in[3], outs[3];
+    ses_attr_t a[2] = {ses_attr_int("axis", 1), ses_attr_float("epsilon", 0.25)};
+    ses_tensor_t *got[3] = {NULL, NULL, NULL};
+    ses_session_t *s = NULL;
+    const char *cpu = "cpu";
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 3, xd, x);
+    in[1] = const_f32(g, 2, sd, scale);
+    in[2] = const_f32(g, 2, sd, b);
+    assert_int_equal(ses_graph_add_node(g, "LayerNormalization", "ln", in, 3, a, 2, 3, &node),
+                     SES_OK);
+    for (uint32_t o = 0; o < 3; o++)
+        outs[o] = ses_node_output(node, o);
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    if (ses_session_eval(s, outs, 3, NULL, 0, NULL, 0, got) != SES_OK)
+        fail_msg("eval: %s", ses_last_error());
+    assert_f32(got[0], want, 8, 1e-6);
+    assert_dims(got[1], 3, stats_dims);
+    assert_f32(got[1], want_mean, 2, 1e-6);
+    assert_dims(got[2], 3, stats_dims);
+    assert_f32(got[2], want_is, 2, 1e-6);
+    for (int o = 0; o < 3; o++)
+        ses_tensor_release(got[o]);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+/* PRelu with a per-channel slope [C,1,1] over [1,C,1,2]. */
+static void prelu_scales_negative_values_by_their_channels_slope(void **state) {
+    static const int64_t xd[] = {1, 2, 1, 2}, sd[] = {2, 1, 1};
+    static const float x[] = {-2, 3, -4, 0}, slope[] = {0.5f, -1};
+    static const float want[] = {-1, 3, 4, 0};
+    ses_graph_t *g = NULL;
+    ses_edge_t in[2], y;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = const_f32(g, 4, xd, x);
+    in[1] = const_f32(g, 3, sd, slope);
+    assert_int_equal(ses_graph_op(g, "PRelu", "p", in, 2, NULL, 0, &y), SES_OK);
+    ses_tensor_t *t = eval1(g, y);
+    assert_dims(t, 4, xd);
+    assert_f32(t, want, 4, 0);
+    ses_tensor_release(t);
+    ses_graph_release(g);
+}
+
 static void dropout_is_the_identity_with_a_true_mask(void **state) {
     static const int64_t d[] = {3};
     static const float x[] = {1, -2, 3};
@@ -1681,6 +1743,8 @@ int main(void) {
         cmocka_unit_test(max_pool_propagates_nan_in_the_interior_and_at_borders),
         cmocka_unit_test(global_pools_reduce_every_spatial_axis),
         cmocka_unit_test(batch_normalization_applies_the_running_statistics),
+        cmocka_unit_test(layer_normalization_normalizes_rows_and_keeps_their_statistics),
+        cmocka_unit_test(prelu_scales_negative_values_by_their_channels_slope),
         cmocka_unit_test(dropout_is_the_identity_with_a_true_mask),
         cmocka_unit_test(pad_supports_constant_reflect_and_edge),
         cmocka_unit_test(clip_bounds_by_the_inputs_given),

@@ -541,6 +541,7 @@ static int op_prepares(const char *op) {
         "Add",     "Sub",  "Mul",      "Div",  "Pow",       "Equal", "Greater", "Less",
         "Where",   "Neg",  "Abs",      "Relu", "Exp",       "Log",   "Sqrt",    "Reciprocal",
         "Sigmoid", "Tanh", "Softplus", "Erf",  "LeakyRelu", "Cast",
+        "PRelu",
         "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf", "Round", "Cos",
         "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh", "Atanh",
         /* not Min and Max: variadic, they fold their inputs without a prepared walk */

@@ -100,6 +100,23 @@ static ses_status_t b_leaky_relu(ses_graph_t *g, const ses_edge_t *x, ses_edge_t
     return op1(g, "LeakyRelu", x[0], &a, 1, y);
 }
 
+BINARY(b_prelu, "PRelu")
+
+/* X, Scale and B normalized over the last two axes; Y only. */
+static ses_status_t b_layer_norm(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    ses_attr_t a[2] = {ses_attr_int("axis", 1), ses_attr_float("epsilon", 0.01)};
+    return ses_graph_op(g, "LayerNormalization", NULL, x, 3, a, 2, y);
+}
+
+/* X and Scale over the last axis, the node with its Mean and InvStdDev outputs too. */
+static ses_status_t b_layer_norm_stats(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    ses_node_t *node = NULL;
+    ses_status_t st = ses_graph_add_node(g, "LayerNormalization", "ln", x, 2, NULL, 0, 3, &node);
+    if (st == SES_OK)
+        *y = ses_node_output(node, 0);
+    return st;
+}
+
 static ses_status_t b_gemm(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
     ses_attr_t a[4] = {ses_attr_float("alpha", 0.5), ses_attr_float("beta", 2.0),
                        ses_attr_int("transA", 1), ses_attr_int("transB", 0)};
@@ -303,6 +320,8 @@ static const gcase_t cases[] = {
     {"Abs", 1, {X(1, 5, 0, 0, AWAY)}, b_abs},
     {"Relu", 1, {X(2, 2, 3, 0, AWAY)}, b_relu},
     {"LeakyRelu", 1, {X(2, 2, 3, 0, AWAY)}, b_leaky_relu},
+    {"PRelu channel slope", 2, {X(3, 2, 3, 4, AWAY), X(2, 3, 1, 0, ANY)}, b_prelu},
+    {"PRelu scalar slope", 2, {X(2, 2, 3, 0, AWAY), X(0, 0, 0, 0, ANY)}, b_prelu},
     {"Sigmoid", 1, {X(2, 2, 3, 0, ANY)}, b_sigmoid},
     {"Tanh", 1, {X(2, 2, 3, 0, ANY)}, b_tanh},
     {"Exp", 1, {X(2, 2, 3, 0, ANY)}, b_exp},
@@ -346,6 +365,14 @@ static const gcase_t cases[] = {
     {"NegativeLogLikelihoodLoss mean", 1, {X(2, 3, 4, 0, ANY)}, b_nll_loss},
     {"NegativeLogLikelihoodLoss weighted none", 1, {X(3, 2, 3, 3, ANY)}, b_nll_loss_weighted},
     {"mean squared error", 2, {X(2, 2, 3, 0, ANY), X(2, 2, 3, 0, ANY)}, b_mse},
+    {"LayerNormalization axis 1 with B",
+     3,
+     {X(3, 2, 3, 4, ANY), X(2, 3, 4, 0, ANY), X(2, 3, 4, 0, ANY)},
+     b_layer_norm},
+    {"LayerNormalization with Mean and InvStdDev",
+     2,
+     {X(2, 3, 5, 0, ANY), X(1, 5, 0, 0, ANY)},
+     b_layer_norm_stats},
 };
 
 /* ---- the check ---------------------------------------------------------------------------- */

@@ -135,7 +135,7 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* more elementwise ops (elementwise.c) */
         "Min", "Max", "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf",
         "Round", "Cos", "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh",
-        "Atanh",
+        "Atanh", "PRelu",
         /* indexing and scans (gather.c, cumsum_trilu.c; Hardmax in softmax.c's table group) */
         "GatherElements", "ScatterElements", "GatherND", "ScatterND", "OneHot", "CumSum", "Trilu",
         "Hardmax",
@@ -150,7 +150,7 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* CNN and model ops (cnn.c, tested in cnn_ops_test.c) */
         "Conv", "ConvGrad", "FusedConv", "FusedGemm", "MaxPool", "AveragePool", "MaxPoolGrad", "AveragePoolGrad",
         "GlobalAveragePool", "GlobalMaxPool", "GlobalAveragePoolGrad", "BatchNormalization",
-        "Dropout", "Pad", "PadGrad", "Clip", "Expand", "Split", "Shape", "Size", "ConstantOfShape", "Range",
+        "Dropout", "LayerNormalization", "LayerNormalizationGrad", "Pad", "PadGrad", "Clip", "Expand", "Split", "Shape", "Size", "ConstantOfShape", "Range",
         /* the blocked-layout ops (nchwc.c; tested here and, compiled, in layout_test.c) */
         "NchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
         "NchwcGlobalMaxPool", "NchwcReorderOutput",
@@ -623,6 +623,106 @@ static void leaky_relu_lowers_alpha_with_its_default(void **state) {
     set_float(&r, "alpha", 0.2);
     assert_int_equal(infer(&r, "LeakyRelu", "l", 1), SES_OK);
     assert_true(kernel_float(&r, "alpha") == 0.2);
+    done(&r);
+}
+
+/* PRelu's slope broadcasts to X, never X to the slope. */
+static void prelu_broadcasts_the_slope_to_x_one_way_only(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 3, 2, 3, 4);
+    r.in[1] = ty(SES_F32, 2, 3, 1);
+    assert_int_equal(infer(&r, "PRelu", "p", 2), SES_OK);
+    assert_string_equal(out(&r), "f32[2,3,4]");
+    r.ctx.outputs[0].dtype = SES_DTYPE_INVALID;
+    r.in[0] = ty(SES_F32, 2, 3, 1);
+    r.in[1] = ty(SES_F32, 2, 1, 4);
+    assert_fails(&r, "PRelu", "p", 2, SES_INVALID_ARGUMENT,
+                 "PRelu \"p\": slope must broadcast to X's shape: X is f32[3,1], slope is "
+                 "f32[1,4]");
+    r.in[1] = ty(SES_F64, 0);
+    assert_fails(&r, "PRelu", "p", 2, SES_INVALID_ARGUMENT,
+                 "PRelu \"p\": dtypes differ: X is f32[3,1], slope is f64[]");
+    done(&r);
+}
+
+/* Y has X's shape, Mean and InvStdDev X's with the normalized dims 1; the kernel gets the axis
+ * non-negative and epsilon. */
+static void layer_normalization_infers_its_three_outputs(void **state) {
+    const ses__op_schema_t *schema = ses__op_schema_find("LayerNormalization");
+    run_t r = {0};
+    char text[64];
+
+    (void)state;
+    assert_non_null(schema);
+    r.in[0] = ty(SES_F32, 3, 2, 3, 4);
+    r.in[1] = ty(SES_F32, 2, 3, 4);
+    r.in[2] = ty(SES_F32, 2, 3, 4);
+    set_int(&r, "axis", -2);
+    r.ctx.node = "ln";
+    r.ctx.op = "LayerNormalization";
+    r.ctx.n_inputs = 3;
+    r.ctx.inputs = r.in;
+    r.ctx.values = r.values;
+    r.ctx.attrs = &r.attrs;
+    r.ctx.n_outputs = 3;
+    assert_int_equal(ses__op_infer(schema, &r.ctx), SES_OK);
+    assert_string_equal(out(&r), "f32[2,3,4]");
+    assert_string_equal(ses__type_format(&r.ctx.outputs[1], text, sizeof text), "f32[2,1,1]");
+    assert_string_equal(ses__type_format(&r.ctx.outputs[2], text, sizeof text), "f32[2,1,1]");
+    assert_int_equal(kernel_int(&r, "axis"), 1);
+    assert_true(kernel_float(&r, "epsilon") == 1e-5);
+    done(&r);
+}
+
+static void layer_normalization_names_a_mismatched_scale_or_bias(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F32, 3, 2, 3, 4);
+    r.in[1] = ty(SES_F32, 1, 4);
+    set_int(&r, "axis", 1);
+    assert_fails(&r, "LayerNormalization", "ln", 2, SES_INVALID_ARGUMENT,
+                 "LayerNormalization \"ln\": Scale must have X's dimensions from axis 1 on: X is "
+                 "f32[2,3,4], Scale is f32[4]");
+    r.in[1] = ty(SES_F32, 2, 3, 4);
+    r.in[2] = ty(SES_F32, 1, 4);
+    assert_fails(&r, "LayerNormalization", "ln", 3, SES_INVALID_ARGUMENT,
+                 "LayerNormalization \"ln\": B must have Scale's shape: Scale is f32[3,4], B is "
+                 "f32[4]");
+    set_int(&r, "stash_type", 10);
+    assert_fails(&r, "LayerNormalization", "ln", 2, SES_UNIMPLEMENTED,
+                 "LayerNormalization \"ln\": attribute stash_type is 10; supported: 1 (float), "
+                 "11 (double)");
+    done(&r);
+}
+
+/* LayerNormalizationGrad gives dX (input 0) or dScale (input 1). */
+static void layer_normalization_grad_gives_dx_or_dscale(void **state) {
+    run_t r = {0};
+
+    (void)state;
+    r.in[0] = ty(SES_F64, 2, 5, 6);
+    r.in[1] = ty(SES_F64, 2, 5, 6);
+    r.in[2] = ty(SES_F64, 1, 6);
+    set_int(&r, "input", 0);
+    assert_int_equal(infer(&r, "LayerNormalizationGrad", "g", 3), SES_OK);
+    assert_string_equal(out(&r), "f64[5,6]");
+    assert_int_equal(kernel_int(&r, "input"), 0);
+    set_int(&r, "input", 1);
+    assert_int_equal(infer(&r, "LayerNormalizationGrad", "g", 3), SES_OK);
+    assert_string_equal(out(&r), "f64[6]");
+    r.ctx.outputs[0].dtype = SES_DTYPE_INVALID;
+    set_int(&r, "input", 2);
+    assert_fails(&r, "LayerNormalizationGrad", "g", 3, SES_INVALID_ARGUMENT,
+                 "LayerNormalizationGrad \"g\": attribute input must be 0 (the gradient of X) or "
+                 "1 (of Scale), got 2");
+    set_int(&r, "input", 0);
+    r.in[0] = ty(SES_F64, 2, 5, 5);
+    assert_fails(&r, "LayerNormalizationGrad", "g", 3, SES_INVALID_ARGUMENT,
+                 "LayerNormalizationGrad \"g\": dY must have X's shape: dY is f64[5,5], X is "
+                 "f64[5,6]");
     done(&r);
 }
 
@@ -1894,6 +1994,10 @@ int main(void) {
         cmocka_unit_test(logic_ops_take_and_give_bool),
         cmocka_unit_test(is_nan_and_is_inf_give_bool_and_sign_keeps_the_type),
         cmocka_unit_test(leaky_relu_lowers_alpha_with_its_default),
+        cmocka_unit_test(prelu_broadcasts_the_slope_to_x_one_way_only),
+        cmocka_unit_test(layer_normalization_infers_its_three_outputs),
+        cmocka_unit_test(layer_normalization_names_a_mismatched_scale_or_bias),
+        cmocka_unit_test(layer_normalization_grad_gives_dx_or_dscale),
         cmocka_unit_test(an_attribute_of_the_wrong_type_is_named),
         cmocka_unit_test(matmul_multiplies_matrices_and_broadcasts_batches),
         cmocka_unit_test(matmul_promotes_and_removes_1d_operands),

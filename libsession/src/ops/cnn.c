@@ -20,6 +20,9 @@
  *   GlobalAveragePoolGrad(dy, X)                 ReduceGrad (axes 2.., scale 1/count)
  *   BatchNormalization(X, scale, B, mean, var)   BatchNormalization (all five; epsilon)
  *   Dropout(data[, ratio, training_mode])        Identity, or Dropout (data) with the mask
+ *   LayerNormalization(X, Scale[, B]; axis, ...) LayerNormalization (all; axis, epsilon)
+ *   LayerNormalizationGrad(dY, X, Scale; ...)    LayerNormalizationGrad (all; axis, epsilon,
+ *                                                input: 0 dX, 1 dScale)
  *   Pad(data, pads[, constant_value, axes])      Pad (data[, constant_value]; pads, mode)
  *   PadGrad(dy, x, pads[, constant_value, axes]) PadGrad (dy; pads, mode)
  *   Clip(x[, min, max])                          Clip (x and the bounds given; has_min, has_max)
@@ -665,6 +668,107 @@ ses_status_t ses__infer_dropout(ses__infer_ctx_t *ctx) {
     }
     ctx->outputs[1] = ctx->inputs[0];
     ctx->outputs[1].dtype = SES_BOOL;
+    return SES_OK;
+}
+
+/* ---- LayerNormalization ------------------------------------------------------------------- */
+
+/*
+ * What LayerNormalization and its gradient share: X (input @p xi) is normalized over the axes
+ * from axis on, Scale (input @p xi + 1) has those dimensions exactly (X.dims[axis:]). Stores the
+ * non-negative axis and epsilon in the kernel attributes.
+ */
+static ses_status_t layer_norm_common(ses__infer_ctx_t *ctx, size_t xi, int64_t *out_axis) {
+    const ses__type_t *x = &ctx->inputs[xi], *scale = &ctx->inputs[xi + 1];
+    int64_t axis, stash_type;
+    double epsilon;
+    ses_status_t st;
+
+    st = ses__op_check_dtype(ctx, xi, "X", SES__DT_FLOAT);
+    if (st == SES_OK)
+        st = ses__op_check_same_dtype(ctx, xi, "X", xi + 1, "Scale");
+    if (st == SES_OK && x->rank == 0)
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "X must have rank 1 or more, got %s",
+                          ses__tstr(x).s);
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "axis", -1, &axis);
+    if (st == SES_OK)
+        st = ses__op_axis(ctx, "axis", axis, x->rank, x, &axis);
+    if (st == SES_OK)
+        st = ses__op_attr_float(ctx, "epsilon", 1e-5, &epsilon);
+    /* Mean and InvStdDev are computed and kept in X's dtype (f32 sums in double), which is the
+     * stash_type 1 (float) ONNX asks of f32 and more than it asks of f64. */
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "stash_type", 1, &stash_type);
+    if (st == SES_OK && stash_type != 1 && stash_type != 11)
+        st = ses__op_fail(ctx, SES_UNIMPLEMENTED,
+                          "attribute stash_type is %lld; supported: 1 (float), 11 (double)",
+                          (long long)stash_type);
+    if (st != SES_OK)
+        return st;
+    int ok = scale->rank == x->rank - (uint32_t)axis;
+    for (uint32_t d = 0; ok && d < scale->rank; d++)
+        ok = scale->dims[d] == x->dims[(uint32_t)axis + d];
+    if (!ok)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "Scale must have X's dimensions from axis %lld on: X is %s, Scale is "
+                            "%s",
+                            (long long)axis, ses__tstr(x).s, ses__tstr(scale).s);
+    *out_axis = axis;
+    st = ses__attrs_set_int(&ctx->kernel_attrs, "axis", axis);
+    if (st == SES_OK)
+        st = ses__attrs_set_float(&ctx->kernel_attrs, "epsilon", epsilon);
+    return st;
+}
+
+ses_status_t ses__infer_layer_norm(ses__infer_ctx_t *ctx) {
+    const ses__type_t *x = &ctx->inputs[0];
+    int64_t axis;
+    ses_status_t st = layer_norm_common(ctx, 0, &axis);
+
+    if (st == SES_OK && ses__op_has_input(ctx, 2)) {
+        st = ses__op_check_same_dtype(ctx, 0, "X", 2, "B");
+        if (st == SES_OK && !same_dims(&ctx->inputs[1], &ctx->inputs[2]))
+            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                              "B must have Scale's shape: Scale is %s, B is %s",
+                              ses__tstr(&ctx->inputs[1]).s, ses__tstr(&ctx->inputs[2]).s);
+    }
+    if (st != SES_OK)
+        return st;
+    ctx->outputs[0] = *x;
+    /* Mean and InvStdDev: X's shape with the normalized dimensions 1. */
+    for (size_t o = 1; o < ctx->n_outputs; o++) {
+        ctx->outputs[o] = *x;
+        for (uint32_t d = (uint32_t)axis; d < x->rank; d++)
+            ctx->outputs[o].dims[d] = 1;
+    }
+    return SES_OK;
+}
+
+/* LayerNormalizationGrad(dY, X, Scale; axis, epsilon, stash_type, input): the gradient of X
+ * (input 0) or of Scale (input 1); the statistics are recomputed from X. */
+ses_status_t ses__infer_layer_norm_grad(ses__infer_ctx_t *ctx) {
+    const ses__type_t *dy = &ctx->inputs[0], *x = &ctx->inputs[1];
+    int64_t axis, input;
+    ses_status_t st = layer_norm_common(ctx, 1, &axis);
+
+    if (st == SES_OK)
+        st = ses__op_check_same_dtype(ctx, 1, "X", 0, "dY");
+    if (st == SES_OK && !same_dims(dy, x))
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "dY must have X's shape: dY is %s, X is %s",
+                          ses__tstr(dy).s, ses__tstr(x).s);
+    if (st == SES_OK)
+        st = ses__op_attr_required_int(ctx, "input", &input);
+    if (st == SES_OK && input != 0 && input != 1)
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                          "attribute input must be 0 (the gradient of X) or 1 (of Scale), got "
+                          "%lld",
+                          (long long)input);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "input", input);
+    if (st != SES_OK)
+        return st;
+    ctx->outputs[0] = input == 0 ? *x : ctx->inputs[2];
     return SES_OK;
 }
 

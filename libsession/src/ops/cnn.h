@@ -1,7 +1,8 @@
 /*
  * The ops real exported models (MLPs, small CNNs) need beyond the core set, inferred in cnn.c:
  * convolution and pooling with their gradient ops, BatchNormalization (inference), Dropout
- * (inference), Pad, Clip, Expand, Split, Shape, ConstantOfShape, Range. Internal to src/ops.
+ * (inference), LayerNormalization with its gradient op, Pad, Clip, Expand, Split, Shape,
+ * ConstantOfShape, Range. Internal to src/ops.
  */
 #ifndef SES_OPS_CNN_H
 #define SES_OPS_CNN_H
@@ -18,6 +19,8 @@ ses_status_t ses__infer_global_pool(ses__infer_ctx_t *ctx); /* GlobalAveragePool
 ses_status_t ses__infer_global_average_pool_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_batch_norm(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_dropout(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_layer_norm(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_layer_norm_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_pad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_pad_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_clip(ses__infer_ctx_t *ctx);

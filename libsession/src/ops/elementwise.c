@@ -95,6 +95,30 @@ ses_status_t ses__infer_leaky_relu(ses__infer_ctx_t *ctx) {
     return st;
 }
 
+/* PRelu: slope broadcasts to X unidirectionally (the output is X's shape). */
+ses_status_t ses__infer_prelu(ses__infer_ctx_t *ctx) {
+    static const size_t indices[] = {0, 1};
+    static const char *const names[] = {"X", "slope"};
+    const ses__type_t *x = &ctx->inputs[0];
+    ses__type_t out;
+    ses_status_t st = unary(ctx, SES__DT_FLOAT);
+
+    if (st == SES_OK)
+        st = ses__op_check_same_dtype(ctx, 0, "X", 1, "slope");
+    if (st == SES_OK)
+        st = ses__op_broadcast(ctx, indices, names, 2, &out);
+    if (st != SES_OK)
+        return st;
+    int same = out.rank == x->rank;
+    for (uint32_t d = 0; same && d < x->rank; d++)
+        same = out.dims[d] == x->dims[d];
+    if (!same)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "slope must broadcast to X's shape: X is %s, slope is %s",
+                            ses__tstr(x).s, ses__tstr(&ctx->inputs[1]).s);
+    return SES_OK;
+}
+
 /* Every integer dtype, and every number: the ops ONNX defines on all of them (Min, Max, Mod,
  * Sign) take them all; a driver without a kernel for one refuses it when the plan is compiled. */
 #define DT_INTEGER                                                                                \

@@ -132,6 +132,7 @@ ses_status_t ses__infer_where(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_unary_numeric(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_unary_float(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_leaky_relu(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_prelu(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_min_max(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_mod(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_logical(ses__infer_ctx_t *ctx);

@@ -39,6 +39,7 @@ static const ses__op_schema_t schemas[] = {
     {"Softplus", 1, 1, 1, 1, 0, ses__infer_unary_float},
     {"Erf", 1, 1, 1, 1, 0, ses__infer_unary_float},
     {"LeakyRelu", 1, 1, 1, 1, 0, ses__infer_leaky_relu},
+    {"PRelu", 2, 2, 1, 1, 0, ses__infer_prelu},
     {"Min", 1, SES__MAX_INPUTS, 1, 1, 0, ses__infer_min_max},
     {"Max", 1, SES__MAX_INPUTS, 1, 1, 0, ses__infer_min_max},
     {"Mod", 2, 2, 1, 1, 0, ses__infer_mod},
@@ -162,6 +163,9 @@ static const ses__op_schema_t schemas[] = {
     {"NchwcReorderOutput", 1, 1, 1, 1, 0, ses__infer_nchwc_reorder_output},
     {"BatchNormalization", 5, 5, 1, 3, 0, ses__infer_batch_norm},
     {"Dropout", 1, 3, 1, 2, BIT(2), ses__infer_dropout},
+    /* LayerNormalization's optional outputs are Mean and InvStdDev. */
+    {"LayerNormalization", 2, 3, 1, 3, 0, ses__infer_layer_norm},
+    {"LayerNormalizationGrad", 3, 3, 1, 1, 0, ses__infer_layer_norm_grad},
     {"Pad", 1, 4, 1, 1, BIT(1) | BIT(3), ses__infer_pad},
     {"PadGrad", 3, 5, 1, 1, BIT(2) | BIT(4), ses__infer_pad_grad},
     {"Clip", 1, 3, 1, 1, 0, ses__infer_clip},

@@ -153,6 +153,25 @@ static ses_status_t grad_leaky_relu(ses__grad_ctx_t *c, const ses_node_t *n,
     return fused(c, n, "LeakyReluGrad", dy[0], IN(0), names, 1, &dx[0]);
 }
 
+/* y = x < 0 ? slope * x : x: dx = x < 0 ? slope * dy : dy, dslope = x < 0 ? x * dy : 0, summed
+ * back to slope's shape. */
+static ses_status_t grad_prelu(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                               ses_edge_t *dx) {
+    ses_edge_t zero, negative, t, in[3];
+    TRY(ses__grad_scalar(c, IN(0), 0.0, &zero));
+    TRY(ses__grad_binary(c, "Less", IN(0), zero, &negative));
+    TRY(ses__grad_binary(c, "Mul", dy[0], IN(1), &t));
+    in[0] = negative;
+    in[1] = t;
+    in[2] = dy[0];
+    TRY(ses__grad_op(c, "Where", in, 3, NULL, 0, &dx[0]));
+    TRY(ses__grad_binary(c, "Mul", dy[0], IN(0), &t));
+    in[1] = t;
+    in[2] = zero;
+    TRY(ses__grad_op(c, "Where", in, 3, NULL, 0, &t));
+    return reduce_like(c, t, IN(1), &dx[1]);
+}
+
 static ses_status_t grad_sigmoid(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
                                  ses_edge_t *dx) {
     return fused(c, n, "SigmoidGrad", dy[0], OUT(0), NULL, 0, &dx[0]);
@@ -577,6 +596,30 @@ static ses_status_t grad_dropout(ses__grad_ctx_t *c, const ses_node_t *n, const 
     return SES_OK;
 }
 
+/* LayerNormalization(X, Scale[, B]): LayerNormalizationGrad gives dX (input 0) and dScale (1),
+ * and dB is dY summed over the axes before axis. No gradient flows through Mean and
+ * InvStdDev. */
+static ses_status_t grad_layer_norm(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                    ses_edge_t *dx) {
+    static const char *const names[] = {"axis", "epsilon", "stash_type"};
+    ses_attr_t attrs[4];
+    ses_edge_t in[3] = {dy[0], IN(0), IN(1)};
+    size_t k = forward_attrs(n, names, 3, attrs);
+
+    for (uint32_t o = 1; o < n->n_outputs && o < 3; o++)
+        if (dy[o].node)
+            return ses__fail(SES_UNIMPLEMENTED,
+                             "LayerNormalization \"%s\": no gradient flows through %s", n->name,
+                             o == 1 ? "Mean" : "InvStdDev");
+    for (int64_t i = 0; i < 2; i++) {
+        attrs[k] = ses_attr_int("input", i);
+        TRY(ses__grad_op(c, "LayerNormalizationGrad", in, 3, attrs, k + 1, &dx[i]));
+    }
+    if (n->n_inputs > 2)
+        TRY(reduce_like(c, dy[0], IN(2), &dx[2]));
+    return SES_OK;
+}
+
 /* Clip(x, min, max): dy where min <= x <= max, 0 where x was clipped (min and max get none).
  * A bound given as an empty constant is absent, as Clip's inference reads it. */
 static ses_status_t grad_clip(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
@@ -656,6 +699,7 @@ static const ses__grad_builder_t builders[] = {
     {"Abs", grad_abs},
     {"Relu", grad_relu},
     {"LeakyRelu", grad_leaky_relu},
+    {"PRelu", grad_prelu},
     {"Sigmoid", grad_sigmoid},
     {"Tanh", grad_tanh},
     {"Exp", grad_exp},
@@ -696,6 +740,7 @@ static const ses__grad_builder_t builders[] = {
     {"AveragePool", grad_pool},
     {"GlobalAveragePool", grad_global_average_pool},
     {"Dropout", grad_dropout},
+    {"LayerNormalization", grad_layer_norm},
     {"Clip", grad_clip},
     {"Expand", grad_expand},
     {"Pad", grad_pad},
