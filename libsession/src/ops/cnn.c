@@ -723,7 +723,7 @@ static ses_status_t layer_norm_common(ses__infer_ctx_t *ctx, size_t xi, int64_t 
 
 ses_status_t ses__infer_layer_norm(ses__infer_ctx_t *ctx) {
     const ses__type_t *x = &ctx->inputs[0];
-    int64_t axis;
+    int64_t axis = 0; /* set when layer_norm_common succeeds */
     ses_status_t st = layer_norm_common(ctx, 0, &axis);
 
     if (st == SES_OK && ses__op_has_input(ctx, 2)) {
