@@ -632,6 +632,53 @@ static void large_initializers_read_from_a_file_keep_their_values(void **state) 
     unbuild(&b);
 }
 
+/* Pad of op sets 1 and 2 carries pads (op set 1: paddings) and value as attributes, which the
+ * importer makes the op-set-11 inputs: x [4] padded by 1 before and 2 after with 7. */
+static void an_old_pad_takes_its_attributes_as_inputs(void **state) {
+    static const char *const nodes[] = {"Pad:x:y"};
+    int64_t pads[2] = {1, 2};
+    Onnx__AttributeProto attr_pads, attr_value, *attrs[2] = {&attr_pads, &attr_value};
+    const float x[4] = {1, 2, 3, 4}, want[7] = {7, 1, 2, 3, 4, 7, 7};
+    const int64_t xd[1] = {4};
+    ses_onnx_model_t *m = NULL;
+    ses_session_t *s = NULL;
+    ses_tensor_t *xt = NULL, *y = NULL;
+    built_t b;
+
+    (void)state;
+    for (int version = 1; version <= 2; version++) {
+        build(&b, nodes, 1, "y");
+        b.opset.version = version;
+        onnx__attribute_proto__init(&attr_pads);
+        attr_pads.name = version == 1 ? "paddings" : "pads";
+        attr_pads.has_type = 1;
+        attr_pads.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        attr_pads.n_ints = 2;
+        attr_pads.ints = pads;
+        onnx__attribute_proto__init(&attr_value);
+        attr_value.name = "value";
+        attr_value.has_type = 1;
+        attr_value.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        attr_value.has_f = 1;
+        attr_value.f = 7.0f;
+        b.nodes[0].n_attribute = 2;
+        b.nodes[0].attribute = attrs;
+        assert_int_equal(import_built(&b, NULL, &m), SES_OK);
+        assert_int_equal(ses_session_open(ses_onnx_model_graph(m), NULL, 0, NULL, &s), SES_OK);
+        assert_int_equal(ses_tensor_create_from(SES_F32, 1, xd, x, sizeof x, &xt), SES_OK);
+        const ses_feed_t feed = {ses_onnx_model_input(m, 0), xt};
+        const ses_edge_t out = ses_onnx_model_output(m, 0);
+        assert_int_equal(ses_session_eval(s, &out, 1, &feed, 1, NULL, 0, &y), SES_OK);
+        assert_int_equal(ses_tensor_count(y), 7);
+        assert_memory_equal(ses_tensor_data(y), want, sizeof want);
+        ses_tensor_release(y);
+        ses_tensor_release(xt);
+        ses_session_destroy(s);
+        ses_onnx_model_destroy(m);
+        unbuild(&b);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_mlp_matches_numpy),
@@ -648,6 +695,7 @@ int main(void) {
         cmocka_unit_test(tensor_files_are_checked),
         cmocka_unit_test(npy_round_trips_and_refuses_broken_headers),
         cmocka_unit_test(large_initializers_read_from_a_file_keep_their_values),
+        cmocka_unit_test(an_old_pad_takes_its_attributes_as_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -546,6 +546,17 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             (st = ints_attr_to_input(im, n, &p, "axes")) != SES_OK)
             return st;
     }
+    if (!strcmp(op, "Pad") && opset < 11) {
+        /* Op sets 1 and 2 carry pads (op set 1: paddings) and value as attributes. */
+        const Onnx__AttributeProto *value = attr_find(n, "value");
+        const char *pads = attr_find(n, "paddings") ? "paddings" : "pads";
+        if ((st = ints_attr_to_input(im, n, &p, pads)) != SES_OK)
+            return st;
+        p.skip[p.n_skip++] = "value";
+        if (value && value->f != 0.0f &&
+            (st = const_f32(im, value->f, &p.inputs[p.n_inputs++])) != SES_OK)
+            return st;
+    }
     if (!strcmp(op, "Clip") && opset < 11) {
         const Onnx__AttributeProto *lo = attr_find(n, "min"), *hi = attr_find(n, "max");
         p.skip[p.n_skip++] = "min";
