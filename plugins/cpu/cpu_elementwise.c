@@ -622,6 +622,8 @@ CPU__MAP_FLOATS(sinh, sinh)
 CPU__MAP_FLOATS(asinh, asinh)
 CPU__MAP_FLOATS(acosh, acosh)
 CPU__MAP_FLOATS(atanh, atanh)
+CPU__MAP_FLOATS(floor, floor)
+CPU__MAP_FLOATS(ceil, ceil)
 /* Sign: -1, 0 or 1; floats keep 0's sign and NaN. */
 CPU__MAP(cpu__sign_f32, float, float, x > 0 ? 1.0f : x < 0 ? -1.0f : x)
 CPU__MAP(cpu__sign_f64, double, double, x > 0 ? 1.0 : x < 0 ? -1.0 : x)
@@ -767,6 +769,14 @@ int32_t cpu__unary(const cpu__call_t *call) {
     case CPU__OP_ATANH: CPU__PICK_FLOAT(cpu__atanh_); break;
     case CPU__OP_ROUND:
         CPU__PICK_FLOAT(cpu__round_);
+        cost = 1;
+        break;
+    case CPU__OP_FLOOR:
+        CPU__PICK_FLOAT(cpu__floor_);
+        cost = 1;
+        break;
+    case CPU__OP_CEIL:
+        CPU__PICK_FLOAT(cpu__ceil_);
         cost = 1;
         break;
     case CPU__OP_ISNAN:

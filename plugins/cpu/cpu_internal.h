@@ -350,6 +350,8 @@ enum cpu__op {
     CPU__OP_ISNAN,
     CPU__OP_ISINF,
     CPU__OP_ROUND,
+    CPU__OP_FLOOR,
+    CPU__OP_CEIL,
     CPU__OP_COS,
     CPU__OP_SIN,
     CPU__OP_TAN,
@@ -731,7 +733,8 @@ int32_t cpu__binary(const cpu__call_t *call);  /* Add Sub Mul Div Pow Mod BitShi
 int32_t cpu__compare(const cpu__call_t *call); /* Equal Greater Less */
 int32_t cpu__where(const cpu__call_t *call);
 int32_t cpu__min_max(const cpu__call_t *call); /* Min Max, variadic */
-int32_t cpu__unary(const cpu__call_t *call); /* Neg Abs Exp ... LeakyRelu Not Sign Round Cos ... */
+int32_t cpu__unary(const cpu__call_t *call); /* Neg Abs Exp ... LeakyRelu Not Sign Round Floor
+                                                 Ceil Cos ... */
 int32_t cpu__cast(const cpu__call_t *call);
 
 /* cpu_matmul.c */

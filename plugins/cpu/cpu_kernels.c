@@ -168,6 +168,8 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__FLOATS(CPU__E_TO_BOOL, X, IsNaN, CPU__OP_ISNAN, cpu__unary)           \
     CPU__FLOATS(CPU__E_TO_BOOL, X, IsInf, CPU__OP_ISINF, cpu__unary)           \
     CPU__FLOATS(CPU__E_UNARY, X, Round, CPU__OP_ROUND, cpu__unary)             \
+    CPU__FLOATS(CPU__E_UNARY, X, Floor, CPU__OP_FLOOR, cpu__unary)             \
+    CPU__FLOATS(CPU__E_UNARY, X, Ceil, CPU__OP_CEIL, cpu__unary)               \
     CPU__FLOATS(CPU__E_UNARY, X, Cos, CPU__OP_COS, cpu__unary)                 \
     CPU__FLOATS(CPU__E_UNARY, X, Sin, CPU__OP_SIN, cpu__unary)                 \
     CPU__FLOATS(CPU__E_UNARY, X, Tan, CPU__OP_TAN, cpu__unary)                 \

@@ -857,6 +857,8 @@ static const ses_conf_op_cases_t table[] = {
     {"IsNaN", EXACT, is_nan},
     {"IsInf", EXACT, is_inf},
     {"Round", EXACT, round_cases},
+    {"Floor", EXACT, round_cases},
+    {"Ceil", EXACT, round_cases},
     {"Cos", LIBM, unary_nan},
     {"Sin", LIBM, unary_nan},
     {"Tan", LIBM, unary_unit},

@@ -542,7 +542,8 @@ static int op_prepares(const char *op) {
         "Where",   "Neg",  "Abs",      "Relu", "Exp",       "Log",   "Sqrt",    "Reciprocal",
         "Sigmoid", "Tanh", "Softplus", "Erf",  "LeakyRelu", "Cast",
         "PRelu",
-        "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf", "Round", "Cos",
+        "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf", "Round", "Floor",
+        "Ceil", "Cos",
         "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh", "Atanh",
         /* not Min and Max: variadic, they fold their inputs without a prepared walk */
         "Conv", "FusedConv", "NchwcConv", /* their state keeps oneDNN's primitives and the
@@ -1608,6 +1609,10 @@ static void sign_round_is_nan_and_is_inf_handle_zeros_halves_and_infinities(void
     /* Halves round to even, as ONNX says. */
     RUN_OK(f, "Round", "f32->f32", NULL, 1, &in, tensor(F32, NULL, 1, 7), got);
     expect_f32((const float[]){-2.0f, -0.0f, 0.0f, 2.0f, 2.0f, -INFINITY, NAN}, got, 7, 0);
+    RUN_OK(f, "Floor", "f32->f32", NULL, 1, &in, tensor(F32, NULL, 1, 7), got);
+    expect_f32((const float[]){-3.0f, -1.0f, 0.0f, 1.0f, 2.0f, -INFINITY, NAN}, got, 7, 0);
+    RUN_OK(f, "Ceil", "f32->f32", NULL, 1, &in, tensor(F32, NULL, 1, 7), got);
+    expect_f32((const float[]){-2.0f, -0.0f, 1.0f, 2.0f, 3.0f, -INFINITY, NAN}, got, 7, 0);
     RUN_OK(f, "Sign", "f32->f32", NULL, 1, &in, tensor(F32, NULL, 1, 7), got);
     expect_f32((const float[]){-1, -1, 1, 1, 1, -1, NAN}, got, 7, 0);
     RUN_OK(f, "IsNaN", "f32->bool", NULL, 1, &in, tensor(BOOL, NULL, 1, 7), bits);

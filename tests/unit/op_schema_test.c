@@ -134,7 +134,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "NegativeLogLikelihoodLossGrad", "SGD", "Momentum", "Adam",
         /* more elementwise ops (elementwise.c) */
         "Min", "Max", "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf",
-        "Round", "Cos", "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Asinh", "Acosh",
+        "Round", "Floor", "Ceil", "Cos", "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh",
+        "Asinh", "Acosh",
         "Atanh", "PRelu",
         /* indexing and scans (gather.c, cumsum_trilu.c; Hardmax in softmax.c's table group) */
         "GatherElements", "ScatterElements", "GatherND", "ScatterND", "OneHot", "CumSum", "Trilu",
@@ -446,7 +447,8 @@ static void unary_ops_keep_the_type_and_check_their_dtypes(void **state) {
     static const char *const float_only[] = {"Exp",  "Log",      "Sqrt",  "Reciprocal", "Sigmoid",
                                              "Tanh", "Softplus", "Erf",   "Round",      "Cos",
                                              "Sin",  "Tan",      "Acos",  "Asin",       "Atan",
-                                             "Cosh", "Sinh",     "Asinh", "Acosh",      "Atanh"};
+                                             "Cosh", "Sinh",     "Asinh", "Acosh",      "Atanh",
+                                             "Floor", "Ceil"};
     run_t r = {0};
 
     (void)state;

@@ -52,6 +52,8 @@ static const ses__op_schema_t schemas[] = {
     {"IsNaN", 1, 1, 1, 1, 0, ses__infer_is_nan},
     {"IsInf", 1, 1, 1, 1, 0, ses__infer_is_inf},
     {"Round", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Floor", 1, 1, 1, 1, 0, ses__infer_unary_float},
+    {"Ceil", 1, 1, 1, 1, 0, ses__infer_unary_float},
     {"Cos", 1, 1, 1, 1, 0, ses__infer_unary_float},
     {"Sin", 1, 1, 1, 1, 0, ses__infer_unary_float},
     {"Tan", 1, 1, 1, 1, 0, ses__infer_unary_float},
