@@ -679,6 +679,43 @@ static void an_old_pad_takes_its_attributes_as_inputs(void **state) {
     }
 }
 
+/* The mapped file path refuses an empty file and a truncated one as the in-memory path does, and
+ * a tensor file likewise. */
+static void empty_and_truncated_files_are_refused(void **state) {
+    static const char *const nodes[] = {"Relu:x:y"};
+    char path[] = "/tmp/ses_onnx_cut_XXXXXX";
+    ses_onnx_model_t *m = (ses_onnx_model_t *)0x1;
+    ses_tensor_t *t = (ses_tensor_t *)0x1;
+    built_t b;
+
+    (void)state;
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(ses_onnx_import_file(path, NULL, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "empty"));
+    assert_null(m);
+    assert_int_equal(ses_onnx_read_tensor_file(path, &t), SES_INVALID_ARGUMENT);
+    assert_null(t);
+
+    build(&b, nodes, 1, "y");
+    const size_t size = onnx__model_proto__get_packed_size(&b.model);
+    uint8_t *bytes = malloc(size);
+    assert_non_null(bytes);
+    onnx__model_proto__pack(&b.model, bytes);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, size / 2, f), size / 2);
+    fclose(f);
+    m = (ses_onnx_model_t *)0x1;
+    assert_int_equal(ses_onnx_import_file(path, NULL, &m), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), path));
+    assert_null(m);
+    unlink(path);
+    free(bytes);
+    unbuild(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_mlp_matches_numpy),
@@ -696,6 +733,7 @@ int main(void) {
         cmocka_unit_test(npy_round_trips_and_refuses_broken_headers),
         cmocka_unit_test(large_initializers_read_from_a_file_keep_their_values),
         cmocka_unit_test(an_old_pad_takes_its_attributes_as_inputs),
+        cmocka_unit_test(empty_and_truncated_files_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
