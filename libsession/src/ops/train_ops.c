@@ -128,15 +128,17 @@ ses_status_t ses__infer_softmax_cross_entropy_loss(ses__infer_ctx_t *ctx) {
     return SES_OK;
 }
 
-ses_status_t ses__infer_softmax_cross_entropy_loss_grad(ses__infer_ctx_t *ctx) {
+/* A loss gradient (dloss, @p name, labels[, weights]): dloss has the loss's shape for the
+ * reduction, and the output @p name's type. */
+static ses_status_t infer_loss_grad(ses__infer_ctx_t *ctx, const char *name) {
     const ses__type_t *dloss = &ctx->inputs[0];
     ses__type_t want;
     int64_t reduction;
     ses_status_t st;
 
-    st = check_scores_labels_weights(ctx, 1, "log_prob", 2, 3);
+    st = check_scores_labels_weights(ctx, 1, name, 2, 3);
     if (st == SES_OK)
-        st = ses__op_check_same_dtype(ctx, 0, "dloss", 1, "log_prob");
+        st = ses__op_check_same_dtype(ctx, 0, "dloss", 1, name);
     if (st == SES_OK)
         st = loss_attrs(ctx, &reduction);
     if (st != SES_OK)
@@ -153,6 +155,10 @@ ses_status_t ses__infer_softmax_cross_entropy_loss_grad(ses__infer_ctx_t *ctx) {
                             ses__tstr(dloss).s);
     ctx->outputs[0] = ctx->inputs[1];
     return SES_OK;
+}
+
+ses_status_t ses__infer_softmax_cross_entropy_loss_grad(ses__infer_ctx_t *ctx) {
+    return infer_loss_grad(ctx, "log_prob");
 }
 
 /* NegativeLogLikelihoodLoss(input [N, C, d1, ...], target [N, d1, ...][, weight [C]]): the loss
@@ -173,30 +179,7 @@ ses_status_t ses__infer_nll_loss(ses__infer_ctx_t *ctx) {
 /* NegativeLogLikelihoodLossGrad(dloss, input, target[, weight]): dinput, input's shape. Only
  * input's shape and dtype are read. */
 ses_status_t ses__infer_nll_loss_grad(ses__infer_ctx_t *ctx) {
-    const ses__type_t *dloss = &ctx->inputs[0];
-    ses__type_t want;
-    int64_t reduction;
-    ses_status_t st;
-
-    st = check_scores_labels_weights(ctx, 1, "input", 2, 3);
-    if (st == SES_OK)
-        st = ses__op_check_same_dtype(ctx, 0, "dloss", 1, "input");
-    if (st == SES_OK)
-        st = loss_attrs(ctx, &reduction);
-    if (st != SES_OK)
-        return st;
-    want = loss_type(&ctx->inputs[1], &ctx->inputs[2], reduction);
-    if (dloss->rank != want.rank ||
-        memcmp(dloss->dims, want.dims, want.rank * sizeof want.dims[0]) != 0)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "dloss must have the loss's shape %s (reduction %s), got %s",
-                            ses__tstr(&want).s,
-                            reduction == REDUCTION_MEAN  ? "mean"
-                            : reduction == REDUCTION_SUM ? "sum"
-                                                         : "none",
-                            ses__tstr(dloss).s);
-    ctx->outputs[0] = ctx->inputs[1];
-    return SES_OK;
+    return infer_loss_grad(ctx, "input");
 }
 
 /* ---- optimizers --------------------------------------------------------------------------- */
