@@ -5,7 +5,7 @@
  * device of every installed platform. Memory is cl_mem; work runs on one in-order command queue
  * per opened device and completes before each entry returns (no streams yet). Kernels are OpenCL
  * C (ocl_kernels.cl), built once per device context and cached on disk as program binaries;
- * GEMM goes through CLBlast (ocl_ops.c).
+ * GEMM goes through CLBlast (ocl_gemm.c).
  *
  * It never prints and never aborts: every failure is a code with a message through the host's
  * error service, naming the entry and the OpenCL error.

@@ -1,6 +1,6 @@
 /*
  * The OpenCL driver's internal declarations, shared by ocl_driver.c (instances, devices, memory,
- * the program cache) and ocl_ops.c (the kernel table and its launches).
+ * the program cache) and the op families (ocl_ops.h: the kernel table and its launches).
  */
 #ifndef SES_OCL_INTERNAL_H
 #define SES_OCL_INTERNAL_H
@@ -60,7 +60,7 @@ enum {
 };
 
 /*
- * More kernels of the same program, created by ocl__make_table (ocl_ops.c) into
+ * More kernels of the same program, created by ocl__make_table (ocl_table.c) into
  * ses_drv_device.xkernels and released by ocl__free_table. The f64 ones exist only on devices
  * with cl_khr_fp64 (the source compiles them only there); their slots stay NULL elsewhere.
  */
@@ -123,7 +123,7 @@ struct ses_drv_device {
     cl_command_queue queue;
     cl_program program;
     cl_kernel kernels[OCL_K_COUNT];
-    cl_kernel xkernels[OCL_X_COUNT]; /* ocl_ops.c's; NULL where the device lacks them */
+    cl_kernel xkernels[OCL_X_COUNT]; /* ocl_table.c's; NULL where the device lacks them */
     int fp64;                        /* the device has cl_khr_fp64 */
     /* cl_kernel arguments are shared state: one launch sets and enqueues at a time. */
     pthread_mutex_t lock;
@@ -150,7 +150,7 @@ int32_t ocl__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t c
 extern const char *const ocl__kernel_source[];
 extern const unsigned ocl__kernel_source_count;
 
-/* Builds the device's kernel table (ocl_ops.c); frees it with ocl__free_table. */
+/* Builds the device's kernel table (ocl_table.c); frees it with ocl__free_table. */
 int32_t ocl__make_table(ses_drv_device_t *device);
 void ocl__free_table(ses_drv_device_t *device);
 

@@ -1,0 +1,220 @@
+/*
+ * Elementwise entries: the unary and binary arithmetic, comparisons and Where.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clblast_c.h>
+
+#include "ocl_ops.h"
+
+
+/* ---------------------------------------------------------------------------------------------
+ * Elementwise
+ * ------------------------------------------------------------------------------------------- */
+
+static int ocl_unary_code(const char *op) {
+    /* The index is the kernel's op code; 12 is the kernel's internal scale, no op's. */
+    static const char *const ops[] = {
+        "Neg",      "Abs",  "Relu",      "Exp",   "Log",   "Sqrt",  "Reciprocal", "Sigmoid", "Tanh",
+        "Softplus", "Erf",  "LeakyRelu", NULL,    "Cos",   "Sin",   "Tan",        "Acos",    "Asin",
+        "Atan",     "Cosh", "Sinh",      "Asinh", "Acosh", "Atanh", "Round",      "Sign"};
+    for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++)
+        if (ops[i] && !strcmp(op, ops[i]))
+            return i;
+    return -1;
+}
+
+int32_t ocl__unary_f32(ses_drv_device_t *device, const ses_drv_node_t *node, const ocl_arg_t *x,
+                       const ocl_arg_t *y, int op, float alpha) {
+    ocl_bcast_t bc;
+    ocl_args_t a = {0};
+    cl_ulong xo = x->off, yo = y->off, n = y->count;
+    cl_int cop = op;
+
+    ocl__bcast_init(&bc, y);
+    if (!ocl__bcast_operand(&bc, 0, x, y))
+        return ocl__shape_fail(device, node, "input 0 does not broadcast to the output", x, y);
+    bc.contig = x->count == y->count;
+    OCL_ARG(&a, x->buf->mem);
+    OCL_ARG(&a, xo);
+    OCL_ARG(&a, y->buf->mem);
+    OCL_ARG(&a, yo);
+    OCL_ARG(&a, n);
+    OCL_ARG(&a, bc);
+    OCL_ARG(&a, cop);
+    OCL_ARG(&a, alpha);
+    return ocl__run(device, node, OCL_K_UNARY, n, &a);
+}
+
+int32_t ocl__k_unary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[1], out[1];
+    double alpha = 0.0;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl__prepare(device, launch, 1, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    int op = ocl_unary_code(node->op);
+    if (op < 0 || node->n_inputs != 1 || node->n_outputs != 1)
+        return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a unary f32 op");
+    if (!ocl__same_shape(&in[0], &out[0]))
+        return ocl__shape_fail(device, node, "shapes differ", &in[0], &out[0]);
+    if (op == 11 && (st = ocl__need_attr(device, node, "alpha",
+                                         ocl__attr_float(node, "alpha", &alpha))) != SES_DRV_OK)
+        return st;
+    return ocl__unary_f32(device, node, &in[0], &out[0], op, (float)alpha);
+}
+
+static int ocl_binary_code(const char *op) {
+    static const char *const ops[] = {"Add",      "Sub",         "Mul",      "Div",
+                                      "Pow",      "ReluGrad",    "SigmoidGrad", "TanhGrad",
+                                      "LeakyReluGrad", "Min", "Max", "PRelu"};
+    for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++)
+        if (!strcmp(op, ops[i]))
+            return i;
+    return -1;
+}
+
+/* Fills bc for a broadcasting op of @p n inputs; fails naming the shapes. */
+static int32_t ocl_bcast_all(ses_drv_device_t *device, const ses_drv_node_t *node,
+                             const ocl_arg_t *in, uint32_t n, const ocl_arg_t *y,
+                             ocl_bcast_t *bc) {
+    ocl__bcast_init(bc, y);
+    bc->contig = 1;
+    for (uint32_t k = 0; k < n; k++) {
+        if (!ocl__bcast_operand(bc, (int)k, &in[k], y))
+            return ocl__shape_fail(device, node, "an input does not broadcast to the output",
+                                   &in[k], y);
+        bc->contig = bc->contig && ocl__same_shape(&in[k], y);
+    }
+    return SES_DRV_OK;
+}
+
+int32_t ocl__k_binary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[2], out[1];
+    ocl_bcast_t bc;
+    ocl_args_t a = {0};
+    double alpha = 0.0;
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl__prepare(device, launch, 1, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    int op = ocl_binary_code(node->op);
+    if (op < 0 || node->n_inputs != 2 || node->n_outputs != 1)
+        return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a binary f32 op");
+    if ((st = ocl_bcast_all(device, node, in, 2, &out[0], &bc)) != SES_DRV_OK)
+        return st;
+    if (op == 8 && (st = ocl__need_attr(device, node, "alpha",
+                                        ocl__attr_float(node, "alpha", &alpha))) != SES_DRV_OK)
+        return st;
+    cl_ulong ao = in[0].off, bo = in[1].off, yo = out[0].off, n = out[0].count;
+    cl_int cop = op;
+    float fa = (float)alpha;
+    OCL_ARG(&a, in[0].buf->mem);
+    OCL_ARG(&a, ao);
+    OCL_ARG(&a, in[1].buf->mem);
+    OCL_ARG(&a, bo);
+    OCL_ARG(&a, out[0].buf->mem);
+    OCL_ARG(&a, yo);
+    OCL_ARG(&a, n);
+    OCL_ARG(&a, bc);
+    OCL_ARG(&a, cop);
+    OCL_ARG(&a, fa);
+    return ocl__run(device, node, OCL_K_BINARY, n, &a);
+}
+
+int32_t ocl__k_compare(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[2], out[1];
+    ocl_bcast_t bc;
+    ocl_args_t a = {0};
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    cl_int cop = !strcmp(node->op, "Equal") ? 0 : !strcmp(node->op, "Greater") ? 1 : 2;
+    if (node->n_inputs != 2 || node->n_outputs != 1 || in[0].dtype != in[1].dtype)
+        return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a comparison");
+    cl_kernel kernel = NULL;
+    switch (in[0].dtype) {
+        case SES_DRV_DTYPE_F32:
+            kernel = device->kernels[OCL_K_COMPARE];
+            break;
+        case SES_DRV_DTYPE_F64:
+            kernel = device->xkernels[OCL_X_COMPARE_F64];
+            break;
+        case SES_DRV_DTYPE_I32:
+            kernel = device->xkernels[OCL_X_COMPARE_I32];
+            break;
+        case SES_DRV_DTYPE_I64:
+            kernel = device->xkernels[OCL_X_COMPARE_I64];
+            break;
+        case SES_DRV_DTYPE_U8:
+            kernel = device->xkernels[OCL_X_COMPARE_U8];
+            break;
+        case SES_DRV_DTYPE_BOOL: /* bool is not ordered: Equal only */
+            kernel = cop == 0 ? device->xkernels[OCL_X_COMPARE_U8] : NULL;
+            break;
+        default:
+            break;
+    }
+    if (!kernel)
+        return ocl__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                              "%s of dtype %" PRIu32 " is not implemented", node->op, in[0].dtype);
+    if ((st = ocl_bcast_all(device, node, in, 2, &out[0], &bc)) != SES_DRV_OK)
+        return st;
+    cl_ulong ao = in[0].off, bo = in[1].off, yo = out[0].off, n = out[0].count;
+    OCL_ARG(&a, in[0].buf->mem);
+    OCL_ARG(&a, ao);
+    OCL_ARG(&a, in[1].buf->mem);
+    OCL_ARG(&a, bo);
+    OCL_ARG(&a, out[0].buf->mem);
+    OCL_ARG(&a, yo);
+    OCL_ARG(&a, n);
+    OCL_ARG(&a, bc);
+    OCL_ARG(&a, cop);
+    return ocl__run_kernel(device, node, kernel, n, &a);
+}
+
+int32_t ocl__k_where(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[3], out[1];
+    ocl_bcast_t bc;
+    ocl_args_t a = {0};
+    int32_t st;
+
+    (void)state;
+    if ((st = ocl__prepare(device, launch, 1, in, out)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    if (node->n_inputs != 3 || node->n_outputs != 1 || in[0].esize != 1 ||
+        in[1].esize != out[0].esize || in[2].esize != out[0].esize)
+        return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not bool,T,T->T");
+    if ((st = ocl_bcast_all(device, node, in, 3, &out[0], &bc)) != SES_DRV_OK)
+        return st;
+    uint32_t es = out[0].esize;
+    int k = es == 1 ? OCL_K_WHERE1 : es == 4 ? OCL_K_WHERE4 : es == 8 ? OCL_K_WHERE8 : -1;
+    if (k < 0)
+        return ocl__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                              "Where of %" PRIu32 "-byte elements is not implemented", es);
+    cl_ulong co = in[0].off, ao = in[1].off, bo = in[2].off, yo = out[0].off, n = out[0].count;
+    OCL_ARG(&a, in[0].buf->mem);
+    OCL_ARG(&a, co);
+    OCL_ARG(&a, in[1].buf->mem);
+    OCL_ARG(&a, ao);
+    OCL_ARG(&a, in[2].buf->mem);
+    OCL_ARG(&a, bo);
+    OCL_ARG(&a, out[0].buf->mem);
+    OCL_ARG(&a, yo);
+    OCL_ARG(&a, n);
+    OCL_ARG(&a, bc);
+    return ocl__run(device, node, k, n, &a);
+}
