@@ -7,7 +7,8 @@
  *
  * This file: negotiation, the driver and its devices, memory (a caching allocator per device,
  * pinned host memory), copies (synchronous, or enqueued on a stream), streams and events.
- * cuda_ops.c has the kernel table; cuda_kernels.cu the device code.
+ * cuda_table.c has the kernel table, whose entries are in one file per op family (cuda_ops.h);
+ * cuda_kernels.cu the device code.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

@@ -1,6 +1,6 @@
 /*
- * What cuda_ops.c (C) and cuda_kernels.cu (CUDA C++) share: the launchers of the device
- * kernels and their parameters. Plain C, no CUDA types, so that the C side needs only
+ * What the op families (C, cuda_ops.h) and cuda_kernels.cu (CUDA C++) share: the launchers of
+ * the device kernels and their parameters. Plain C, no CUDA types, so that the C side needs only
  * <cuda_runtime_api.h> and the .cu file stays the only one nvcc compiles.
  */
 #ifndef SES_CUDA_INTERNAL_H

@@ -4,7 +4,8 @@
  * Concat, ExpandLike, SliceGrad), Gather and its gradient, reductions over any axes, sums of
  * matrix products over broadcast batches (MatMulGrad in f16 and bf16), the softmax family,
  * ArgMax, the loss and the optimizers. Everything else (checks, shapes, cuBLAS, the kernel
- * table) is C in cuda_ops.c; this file only launches, so that it compiles fast.
+ * table) is C in the op-family files (cuda_ops.h); this file only launches, so that it compiles
+ * fast.
  *
  * Every launcher returns a cudaError_t as int (0 = success) and takes its stream as void *. It
  * only enqueues (no allocation, no synchronization, no copy to the host), so that a launch may

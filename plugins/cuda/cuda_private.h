@@ -1,6 +1,6 @@
 /*
  * The CUDA driver's objects, shared by cuda_driver.c (driver, devices, memory, copies, streams)
- * and cuda_ops.c (the kernel table). C only; links cudart and cuBLAS, never libcuda.
+ * and the op families (cuda_ops.h, cuda_table.c). C only; links cudart and cuBLAS, never libcuda.
  */
 #ifndef SES_CUDA_PRIVATE_H
 #define SES_CUDA_PRIVATE_H
@@ -109,7 +109,7 @@ void *cuda__cudnn_handle(ses_drv_device_t *device);
 void cuda__log(ses_drv_driver_t *driver, uint32_t level, const char *format, ...)
     CUDA_PRINTF(3, 4);
 
-/* The kernel table (cuda_ops.c). */
+/* The kernel table (cuda_table.c). */
 int32_t cuda__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
                           uint32_t *out_count, uint32_t *out_stride);
 
