@@ -35,31 +35,14 @@
  * Errors
  * ------------------------------------------------------------------------------------------- */
 
-/* True when @p host is large enough to carry the 1.0 entry @p field and that entry is set. */
-#define CPU__HOST_HAS(host, field) \
-    ((host) && (host)->struct_size >= SES_DRV_SIZEOF_1_0(ses_drv_host_t, field) && (host)->field)
-
-/* The host's error entry is variadic, so a message is formatted here and handed over as "%s". */
-static int32_t cpu__vfail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
-                          const char *format, va_list ap) CPU__PRINTF(4, 0);
-
-static int32_t cpu__vfail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
-                          const char *format, va_list ap) {
-    char message[512];
-
-    if (!CPU__HOST_HAS(host, error))
-        return code;
-    vsnprintf(message, sizeof message, format, ap);
-    return host->error(ctx, code, "%s", message);
-}
-
+/* Messages go through the host's error service (<session/driver_util.h>). */
 int32_t cpu__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
                   const char *format, ...) {
     va_list ap;
     int32_t st;
 
     va_start(ap, format);
-    st = cpu__vfail(host, ctx, code, format, ap);
+    st = ses_drv_util_vfail(host, ctx, code, format, ap);
     va_end(ap);
     return st;
 }
@@ -69,7 +52,7 @@ int32_t cpu__device_fail(const ses_drv_device_t *device, int32_t code, const cha
     int32_t st;
 
     va_start(ap, format);
-    st = cpu__vfail(device->driver->host, device->driver->ctx, code, format, ap);
+    st = ses_drv_util_vfail(device->driver->host, device->driver->ctx, code, format, ap);
     va_end(ap);
     return st;
 }
@@ -258,33 +241,17 @@ static void cpu_close(ses_drv_driver_t *driver) {
  */
 static int32_t cpu_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_count,
                                      ses_drv_device_desc_t *out_descs) {
-    const size_t min_size = SES_DRV_SIZEOF_1_0(ses_drv_device_desc_t, max_alloc);
     const uint32_t n_devices = 1;
     ses_drv_device_desc_t desc;
-    size_t first = offsetof(ses_drv_device_desc_t, kind);
+    uint32_t n_fill;
+    int32_t st;
 
     if (!driver)
         return SES_DRV_INVALID_ARGUMENT;
-    if (!inout_count)
-        return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
-                         "enumerate_devices: inout_count is NULL");
-    if (!out_descs) {
-        *inout_count = n_devices;
-        return SES_DRV_OK;
-    }
-
-    uint32_t n_fill = *inout_count < n_devices ? *inout_count : n_devices;
-    /* Validate every slot before writing any, so a rejected call changes nothing. */
-    const unsigned char *slot = (const unsigned char *)out_descs;
-    for (uint32_t i = 0; i < n_fill; i++) {
-        uint32_t size = ((const ses_drv_device_desc_t *)(const void *)slot)->struct_size;
-        if (size < min_size)
-            return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
-                             "enumerate_devices: descriptor %" PRIu32 " has struct_size %" PRIu32
-                             ", ABI 1.0 needs at least %zu",
-                             i, size, min_size);
-        slot += size;
-    }
+    st = ses_drv_util_enumerate_begin(driver->host, driver->ctx, inout_count, out_descs, n_devices,
+                                      &n_fill);
+    if (st != SES_DRV_OK || !out_descs)
+        return st;
 
     memset(&desc, 0, sizeof desc);
     desc.kind = SES_DRV_DEVICE_CPU;
@@ -300,18 +267,8 @@ static int32_t cpu_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_c
     desc.alignment = CPU__ALIGNMENT;
     desc.max_alloc = 0;
 
-    unsigned char *dst = (unsigned char *)out_descs;
-    for (uint32_t i = 0; i < n_fill; i++) {
-        ses_drv_device_desc_t *d = (ses_drv_device_desc_t *)(void *)dst;
-        uint32_t size = d->struct_size;
-        /* Every accepted size covers all of 1.0, which is all of this driver's struct, so no
-         * field is ever cut in half; a newer minor's driver would stop at the caller's size. */
-        size_t written = size < sizeof desc ? size : sizeof desc;
-
-        d->reserved = 0;
-        memcpy((unsigned char *)d + first, (const unsigned char *)&desc + first, written - first);
-        dst += size;
-    }
+    for (uint32_t i = 0; i < n_fill; i++)
+        ses_drv_util_put_device(out_descs, i, &desc);
     *inout_count = n_fill;
     return SES_DRV_OK;
 }
@@ -375,7 +332,7 @@ static int32_t cpu__pool_spin(ses_drv_driver_t *driver, uint32_t *out_us) {
     unsigned long n = 0;
 
     *out_us = CPU__SPIN_US_DEFAULT;
-    if (!CPU__HOST_HAS(driver->host, get_option))
+    if (!SES_DRV_UTIL_HOST_HAS(driver->host, get_option))
         return SES_DRV_OK;
     int32_t st =
         driver->host->get_option(driver->ctx, CPU__SPIN_OPTION, value, sizeof value, &size);
@@ -409,7 +366,7 @@ static int32_t cpu__pool_size(ses_drv_driver_t *driver, uint32_t *out_threads) {
         online > 0 ? (online > CPU__MAX_THREADS ? CPU__MAX_THREADS : (uint32_t)online) : 1;
 
     *out_threads = fallback;
-    if (!CPU__HOST_HAS(driver->host, get_option))
+    if (!SES_DRV_UTIL_HOST_HAS(driver->host, get_option))
         return SES_DRV_OK;
     int32_t st =
         driver->host->get_option(driver->ctx, CPU__THREADS_OPTION, value, sizeof value, &size);
@@ -772,53 +729,11 @@ static const ses_drv_api_t cpu_api = {
     /* No SES_DRV_CAP_STREAMS / SES_DRV_CAP_EVENTS: stream and event entries stay NULL. */
 };
 
-/* A function rather than ?: so that comparing with a minor of 0 draws no -Wtype-limits. */
-static uint32_t cpu__min_u32(uint32_t a, uint32_t b) {
-    return a < b ? a : b;
-}
-
 /* The oldest minor this driver speaks. Every driver of major 1 speaks 1.0. */
 #define CPU__MINOR_MIN 0u
 
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args);
 
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
-    /* DRV-6: too small even for the frozen prefix, so there is nothing to say and nobody to
-     * say it to. */
-    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
-        return SES_DRV_INVALID_ARGUMENT;
-
-    /* Set in every case, so the host can name both sides of a mismatch. */
-    args->driver_abi_major = SES_DRV_ABI_MAJOR;
-    args->driver_minor_max = SES_DRV_ABI_MINOR;
-
-    /* Another major may lay out the rest of the struct and the host table differently: touch
-     * nothing of them (DRV-7). The host names both majors from driver_abi_major. */
-    if (args->abi_major != SES_DRV_ABI_MAJOR)
-        return SES_DRV_INCOMPATIBLE;
-    /* This major, but too short for its 1.0 fields: no message, the host table unread. */
-    if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
-        return SES_DRV_INVALID_ARGUMENT;
-
-    const ses_drv_host_t *host = args->host;
-    ses_drv_host_ctx_t *ctx = args->host_ctx;
-
-    args->chosen_minor = 0;
-    args->api = NULL;
-    if (args->host_minor_min > args->host_minor_max)
-        return cpu__fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
-                         "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,
-                         args->host_minor_min, args->host_minor_max);
-    if (args->host_minor_min > SES_DRV_ABI_MINOR)
-        return cpu__fail(host, ctx, SES_DRV_INCOMPATIBLE,
-                         "the host accepts driver ABI %d.%" PRIu32 " to %d.%" PRIu32
-                         ", the cpu driver speaks ABI %d.%u to %d.%d; install a newer cpu driver",
-                         SES_DRV_ABI_MAJOR, args->host_minor_min, SES_DRV_ABI_MAJOR,
-                         args->host_minor_max, SES_DRV_ABI_MAJOR, CPU__MINOR_MIN, SES_DRV_ABI_MAJOR,
-                         SES_DRV_ABI_MINOR);
-
-    /* host_minor_max >= host_minor_min >= CPU__MINOR_MIN here, so the ranges overlap. */
-    args->chosen_minor = cpu__min_u32(args->host_minor_max, SES_DRV_ABI_MINOR);
-    args->api = &cpu_api;
-    return SES_DRV_OK;
+    return ses_drv_util_negotiate(args, "cpu", CPU__MINOR_MIN, SES_DRV_ABI_MINOR, &cpu_api);
 }

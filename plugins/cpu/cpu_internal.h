@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include <session/driver.h>
+#include <session/driver_util.h>
 
 #if defined(__GNUC__)
 #define CPU__PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
@@ -290,19 +291,9 @@ const char *cpu__dtype_name(uint32_t dtype);
 /** A dtype's name for messages, never NULL. */
 const char *cpu__dtype_label(uint32_t dtype);
 
-/**
- * The size in bytes of one element of @p dtype, or 0 when the dtype is unknown. Inline because
- * every launch asks it once per argument. Every size is a power of two.
- */
+/** The size in bytes of one element of @p dtype, or 0 when the dtype is unknown. */
 static inline size_t cpu__dtype_size(uint32_t dtype) {
-    static const unsigned char sizes[] = {
-        [SES_DRV_DTYPE_F32] = 4,  [SES_DRV_DTYPE_F64] = 8, [SES_DRV_DTYPE_F16] = 2,
-        [SES_DRV_DTYPE_BF16] = 2, [SES_DRV_DTYPE_I8] = 1,  [SES_DRV_DTYPE_I16] = 2,
-        [SES_DRV_DTYPE_I32] = 4,  [SES_DRV_DTYPE_I64] = 8, [SES_DRV_DTYPE_U8] = 1,
-        [SES_DRV_DTYPE_U16] = 2,  [SES_DRV_DTYPE_U32] = 4, [SES_DRV_DTYPE_U64] = 8,
-        [SES_DRV_DTYPE_BOOL] = 1,
-    };
-    return dtype < sizeof sizes ? sizes[dtype] : 0;
+    return ses_drv_util_dtype_size(dtype);
 }
 
 /** The api entry get_kernels: the same static table for every device. */

@@ -79,15 +79,6 @@ int32_t cpu__check_rank(const cpu__call_t *call, const char *role, const cpu__te
  * Checking a launch
  * ------------------------------------------------------------------------------------------- */
 
-/*
- * Tensor descriptor @p i of an array written by the host. The array's stride is the host's
- * sizeof, which its first entry's struct_size states; it may exceed ours when the host is newer.
- */
-static const ses_drv_tensor_desc_t *cpu__tensor_at(const ses_drv_tensor_desc_t *base, uint32_t i) {
-    return (const ses_drv_tensor_desc_t *)(const void *)((const unsigned char *)base +
-                                                         (size_t)i * base->struct_size);
-}
-
 /* The view of a descriptor and its buffer; only after cpu__check_tensor accepted them. */
 static cpu__tensor_t cpu__view(const ses_drv_tensor_desc_t *desc, ses_drv_buffer_t *buffer,
                                uint64_t offset) {
@@ -209,13 +200,13 @@ static void cpu__describe_dtypes(const cpu__call_t *call, int node_side, char *b
         int n = snprintf(buf, size, "%s ", node->n_inputs == 1 ? "input is" : "inputs are");
         used = n > 0 ? (size_t)n : 0;
         for (uint32_t i = 0; i < node->n_inputs && used < size; i++) {
-            uint32_t dtype = cpu__tensor_at(node->inputs, i)->dtype;
+            uint32_t dtype = ses_drv_util_tensor_at(node->inputs, i)->dtype;
             n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", cpu__dtype_label(dtype));
             used += n > 0 ? (size_t)n : 0;
         }
         if (used < size)
             snprintf(buf + used, size - used, ", output is %s",
-                     cpu__dtype_label(cpu__tensor_at(node->outputs, 0)->dtype));
+                     cpu__dtype_label(ses_drv_util_tensor_at(node->outputs, 0)->dtype));
     } else {
         snprintf(buf, size, "%s", spec->signature);
     }
@@ -426,10 +417,10 @@ static CPU__COLD int32_t cpu__run_checked(ses_drv_device_t *device, const ses_dr
             SES_DRV_SIZEOF_1_0(ses_drv_tensor_desc_t, dims));
 
     /* Dtypes first: a launch bound to the wrong entry is named as such, whatever else is off. */
-    int dtypes_ok = cpu__tensor_at(node->outputs, 0)->dtype == spec->out;
+    int dtypes_ok = ses_drv_util_tensor_at(node->outputs, 0)->dtype == spec->out;
     for (uint32_t i = 0; i < node->n_inputs; i++) {
         uint32_t want = spec->variadic ? spec->in[0] : spec->in[i];
-        if (cpu__tensor_at(node->inputs, i)->dtype != want)
+        if (ses_drv_util_tensor_at(node->inputs, i)->dtype != want)
             dtypes_ok = 0;
     }
     if (!dtypes_ok) {
@@ -443,14 +434,14 @@ static CPU__COLD int32_t cpu__run_checked(ses_drv_device_t *device, const ses_dr
     for (uint32_t i = 0; i < node->n_inputs; i++) {
         cpu__tensor_t extra; /* inputs past CPU__MAX_INPUTS are viewed again by cpu__input */
         cpu__tensor_t *view = i < CPU__MAX_INPUTS ? &call.in[i] : &extra;
-        st = cpu__check_tensor(&call, 0, i, cpu__tensor_at(node->inputs, i), launch->inputs[i],
+        st = cpu__check_tensor(&call, 0, i, ses_drv_util_tensor_at(node->inputs, i), launch->inputs[i],
                                launch->input_offsets[i], view);
         if (st != SES_DRV_OK)
             return st;
     }
     for (uint32_t i = node->n_inputs; i < CPU__MAX_INPUTS; i++)
         memset(&call.in[i], 0, sizeof call.in[i]);
-    st = cpu__check_tensor(&call, 1, 0, cpu__tensor_at(node->outputs, 0), launch->outputs[0],
+    st = cpu__check_tensor(&call, 1, 0, ses_drv_util_tensor_at(node->outputs, 0), launch->outputs[0],
                            launch->output_offsets[0], &call.out);
     if (st != SES_DRV_OK)
         return st;
@@ -574,7 +565,7 @@ static inline int cpu__launch_ok(ses_drv_device_t *device, const ses_drv_launch_
         return 0;
     cpu__call_init(call, device, launch, spec, NULL);
     for (uint32_t i = 0; i < n_in; i++) {
-        const ses_drv_tensor_desc_t *desc = cpu__tensor_at(node->inputs, i);
+        const ses_drv_tensor_desc_t *desc = ses_drv_util_tensor_at(node->inputs, i);
         cpu__tensor_t extra; /* inputs past CPU__MAX_INPUTS are viewed again by cpu__input */
         if (desc->dtype != (spec->variadic ? spec->in[0] : spec->in[i]))
             return 0;
@@ -582,7 +573,7 @@ static inline int cpu__launch_ok(ses_drv_device_t *device, const ses_drv_launch_
                             i < CPU__MAX_INPUTS ? &call->in[i] : &extra))
             return 0;
     }
-    const ses_drv_tensor_desc_t *out = cpu__tensor_at(node->outputs, 0);
+    const ses_drv_tensor_desc_t *out = ses_drv_util_tensor_at(node->outputs, 0);
     if (out->dtype != spec->out ||
         !cpu__tensor_ok(out, launch->outputs[0], launch->output_offsets[0], &call->out))
         return 0;
@@ -611,7 +602,7 @@ static void cpu__describe_general(const ses_drv_node_t *node, char *buf, size_t 
     used = n > 0 ? (size_t)n : 0;
     for (uint32_t i = 0; i < node->n_inputs && used < size; i++) {
         n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
-                     cpu__dtype_label(cpu__tensor_at(node->inputs, i)->dtype));
+                     cpu__dtype_label(ses_drv_util_tensor_at(node->inputs, i)->dtype));
         used += n > 0 ? (size_t)n : 0;
     }
     if (used < size && node->n_outputs == 0)
@@ -619,7 +610,7 @@ static void cpu__describe_general(const ses_drv_node_t *node, char *buf, size_t 
     for (uint32_t i = 0; i < node->n_outputs && used < size; i++) {
         n = snprintf(buf + used, size - used, "%s%s",
                      i ? ", " : node->n_outputs == 1 ? ", output is " : ", outputs are ",
-                     cpu__dtype_label(cpu__tensor_at(node->outputs, i)->dtype));
+                     cpu__dtype_label(ses_drv_util_tensor_at(node->outputs, i)->dtype));
         used += n > 0 ? (size_t)n : 0;
     }
 }
@@ -709,9 +700,9 @@ int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launc
     /* Dtypes first: a launch bound to the wrong entry is named as such, whatever else is off. */
     int dtypes_ok = 1;
     for (uint32_t i = 0; i < node->n_inputs; i++)
-        dtypes_ok &= cpu__tensor_at(node->inputs, i)->dtype == spec->in[i];
+        dtypes_ok &= ses_drv_util_tensor_at(node->inputs, i)->dtype == spec->in[i];
     for (uint32_t i = 0; i < node->n_outputs; i++)
-        dtypes_ok &= cpu__tensor_at(node->outputs, i)->dtype == spec->outs[i];
+        dtypes_ok &= ses_drv_util_tensor_at(node->outputs, i)->dtype == spec->outs[i];
     if (!dtypes_ok) {
         char have[256];
         cpu__describe_general(node, have, sizeof have);
@@ -720,7 +711,7 @@ int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launc
     }
 
     for (uint32_t i = 0; i < node->n_inputs; i++) {
-        st = cpu__check_tensor(&call, 0, i, cpu__tensor_at(node->inputs, i), launch->inputs[i],
+        st = cpu__check_tensor(&call, 0, i, ses_drv_util_tensor_at(node->inputs, i), launch->inputs[i],
                                launch->input_offsets[i], &in[i]);
         if (st != SES_DRV_OK)
             return st;
@@ -728,7 +719,7 @@ int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launc
             call.in[i] = in[i];
     }
     for (uint32_t o = 0; o < node->n_outputs; o++) {
-        st = cpu__check_tensor(&call, 1, o, cpu__tensor_at(node->outputs, o), launch->outputs[o],
+        st = cpu__check_tensor(&call, 1, o, ses_drv_util_tensor_at(node->outputs, o), launch->outputs[o],
                                launch->output_offsets[o], &call.outs[o]);
         if (st != SES_DRV_OK)
             return st;
@@ -810,7 +801,7 @@ static int cpu__node_ok(const ses_drv_node_t *node, const cpu__spec_t *spec, cpu
     for (uint32_t i = 0; i <= node->n_inputs; i++) {
         const int is_out = i == node->n_inputs;
         const ses_drv_tensor_desc_t *t =
-            is_out ? cpu__tensor_at(node->outputs, 0) : cpu__tensor_at(node->inputs, i);
+            is_out ? ses_drv_util_tensor_at(node->outputs, 0) : ses_drv_util_tensor_at(node->inputs, i);
         cpu__tensor_t *view = is_out ? out : &in[i];
         if (t->dtype != (is_out ? spec->out : spec->in[i]) || t->rank > CPU__MAX_RANK ||
             !cpu__shape_ok(t, &view->count, &bytes, &view->esize))
@@ -973,12 +964,12 @@ static inline int cpu__prepared_ok(const ses_drv_device_t *device, const ses_drv
 
     if (!node || node->n_inputs != n_in)
         return 0;
-    data[n_in] = cpu__arg_at(&prep->out, cpu__tensor_at(node->outputs, 0), launch->outputs[0],
+    data[n_in] = cpu__arg_at(&prep->out, ses_drv_util_tensor_at(node->outputs, 0), launch->outputs[0],
                              launch->output_offsets[0]);
     if (!data[n_in])
         return 0;
     for (uint32_t i = 0; i < n_in; i++) {
-        data[i] = cpu__arg_at(&prep->in[i], cpu__tensor_at(node->inputs, i), launch->inputs[i],
+        data[i] = cpu__arg_at(&prep->in[i], ses_drv_util_tensor_at(node->inputs, i), launch->inputs[i],
                               launch->input_offsets[i]);
         if (!data[i] || !cpu__overlap_ok(rule, (uintptr_t)data[n_in], prep->out.bytes,
                                          (uintptr_t)data[i], prep->in[i].bytes))
@@ -1032,7 +1023,7 @@ int32_t cpu__run_prepared(ses_drv_device_t *device, const void *state,
 cpu__tensor_t cpu__input(const cpu__call_t *call, uint32_t i) {
     if (i < CPU__MAX_INPUTS)
         return call->in[i];
-    return cpu__view(cpu__tensor_at(call->node->inputs, i), call->launch->inputs[i],
+    return cpu__view(ses_drv_util_tensor_at(call->node->inputs, i), call->launch->inputs[i],
                      call->launch->input_offsets[i]);
 }
 

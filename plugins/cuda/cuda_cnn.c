@@ -248,7 +248,7 @@ static int cuda_cudnn_setup(ses_drv_device_t *device, cuda_cnn_state_t *st, cons
                             char *why, size_t why_size) {
     const cuda_cudnn_t *c = &device->driver->cudnn;
     const int type = dtype == SES_DRV_DTYPE_F64 ? CUDNN__DATA_DOUBLE : CUDNN__DATA_FLOAT;
-    const uint64_t es = cuda__dtype_size(dtype);
+    const uint64_t es = ses_drv_util_dtype_size(dtype);
     const int conv = st->what != CUDA_CNN_POOL;
     const int64_t out_c = conv ? w->m : w->c;
     int pads[3], strides[3], dil[3], kern[3], wdims[5];
@@ -445,7 +445,7 @@ fail:
 /* Sets @p st up for im2col + cuBLAS; -1 with @p why when its memory cannot be had. */
 static int cuda_gemm_setup(ses_drv_device_t *device, cuda_cnn_state_t *st, const cuda_win_t *w,
                            uint32_t dtype, char *why, size_t why_size) {
-    const uint64_t es = cuda__dtype_size(dtype);
+    const uint64_t es = ses_drv_util_dtype_size(dtype);
     const uint64_t rows = (uint64_t)(w->c * w->k_count);
     uint64_t per_image = rows * (uint64_t)w->out_count * es;
     int identity = st->what != CUDA_CNN_FILTER;
@@ -492,7 +492,7 @@ static int32_t cuda_cnn_geometry(ses_drv_device_t *device, const ses_drv_node_t 
     if ((rc = cuda__check_node(device, node, lo, hi, 1)) != SES_DRV_OK)
         return rc;
     for (uint32_t i = 0; i < node->n_inputs; i++)
-        cuda_arg_of_desc(cuda__desc_at(node->inputs, i), &a[i]);
+        cuda_arg_of_desc(ses_drv_util_tensor_at(node->inputs, i), &a[i]);
     cuda_arg_of_desc(node->outputs, &a[node->n_inputs]);
     *dtype = a[0].dtype;
     *max = strcmp(node->op, "MaxPool") == 0;
@@ -574,7 +574,7 @@ int32_t cuda__cnn_create(ses_drv_device_t *device, const ses_drv_node_t *node, v
 static int32_t cuda_conv_gemm(ses_drv_device_t *device, const ses_drv_launch_t *launch,
                               const cuda_cnn_state_t *st, const cuda_win_t *w, uint32_t dtype,
                               const cuda_arg_t *a, const cuda_arg_t *out) {
-    const int64_t es = cuda__dtype_size(dtype);
+    const int64_t es = ses_drv_util_dtype_size(dtype);
     const int64_t G = w->group, cg = w->c / G, mg = w->m / G, K = w->k_count;
     const int64_t P = w->out_count, rows = w->c * K, ckg = cg * K;
     void *s = cuda__stream_of(device, launch);
@@ -857,7 +857,7 @@ int32_t cuda__k_pad(ses_drv_device_t *device, void *state, const ses_drv_launch_
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
     return cuda__finish(device, launch,
-                        cuda__pad(cuda__dtype_size(a[0].dtype), a[0].rank, a[0].dims, a[ni].dims,
+                        cuda__pad(ses_drv_util_dtype_size(a[0].dtype), a[0].rank, a[0].dims, a[ni].dims,
                                   begin, (int)mode, a[0].ptr, ni == 2 ? a[1].ptr : NULL, a[ni].ptr,
                                   a[ni].count, cuda__stream_of(device, launch)));
 }

@@ -61,7 +61,7 @@ int32_t cuda__k_transpose(ses_drv_device_t *device, void *state, const ses_drv_l
         g.dims[d] = a[1].dims[d];
         g.stride[0][d] = ist[perm[d]];
     }
-    return cuda__run_strided(device, launch, cuda__dtype_size(a[1].dtype), &g, a[0].ptr, a[1].ptr);
+    return cuda__run_strided(device, launch, ses_drv_util_dtype_size(a[1].dtype), &g, a[0].ptr, a[1].ptr);
 }
 
 /*
@@ -117,7 +117,7 @@ int32_t cuda__k_slice(ses_drv_device_t *device, void *state, const ses_drv_launc
         return st;
     if (a[1].count == 0)
         return SES_DRV_OK;
-    const uint32_t es = cuda__dtype_size(a[1].dtype);
+    const uint32_t es = ses_drv_util_dtype_size(a[1].dtype);
     g.rank = a[1].rank;
     g.count = a[1].count;
     memcpy(g.dims, a[1].dims, a[1].rank * sizeof(int64_t));
@@ -145,7 +145,7 @@ int32_t cuda__k_slice_grad(ses_drv_device_t *device, void *state, const ses_drv_
         return SES_DRV_OK;
     if ((st = cuda__use(device, launch->node->op)) != SES_DRV_OK)
         return st;
-    const uint32_t es = cuda__dtype_size(a[1].dtype);
+    const uint32_t es = ses_drv_util_dtype_size(a[1].dtype);
     int e = (int)cudaMemsetAsync(a[1].ptr, 0, (size_t)a[1].bytes,
                                  (cudaStream_t)cuda__stream_of(device, launch));
     if (e != 0 || a[0].count == 0)
@@ -193,7 +193,7 @@ int32_t cuda__k_concat(ses_drv_device_t *device, void *state, const ses_drv_laun
     if (y->count == 0)
         return SES_DRV_OK;
     cuda__strides(y->dims, y->rank, yst);
-    const uint32_t es = cuda__dtype_size(y->dtype);
+    const uint32_t es = ses_drv_util_dtype_size(y->dtype);
     at = 0;
     for (uint32_t k = 0; k < ni; k++) {
         cuda_bcast_t g;
@@ -226,7 +226,7 @@ int32_t cuda__k_expand_like(ses_drv_device_t *device, void *state, const ses_drv
         return cuda__shape_fail(device, launch->node, "the input does not broadcast to the output",
                                 &a[0], &a[1]);
     cuda__strides(a[1].dims, a[1].rank, g.stride[1]);
-    return cuda__run_strided(device, launch, cuda__dtype_size(a[1].dtype), &g, a[0].ptr, a[1].ptr);
+    return cuda__run_strided(device, launch, ses_drv_util_dtype_size(a[1].dtype), &g, a[0].ptr, a[1].ptr);
 }
 
 /*
@@ -284,7 +284,7 @@ static int32_t cuda_gather_run(ses_drv_device_t *device, const ses_drv_launch_t 
     if (e == 0)
         e = grad ? cuda__gather_grad(data->dtype, outer, dim, ix->count, inner, src, ix->ptr, idx64,
                                      dst, s)
-                 : cuda__gather(cuda__dtype_size(data->dtype), outer, dim, ix->count, inner, src,
+                 : cuda__gather(ses_drv_util_dtype_size(data->dtype), outer, dim, ix->count, inner, src,
                                 ix->ptr, idx64, dst, s);
     e = cuda__check_end(device, s, e, &bad);
     if (e != 0)

@@ -27,9 +27,6 @@
 #define SES_CUDA_FEATURES "cudart,cublas"
 #endif
 
-#define CUDA_HOST_HAS(host, field) \
-    ((host) && (host)->struct_size >= SES_DRV_SIZEOF_1_0(ses_drv_host_t, field) && (host)->field)
-
 /* Blocks are rounded up so that a freed block fits the next request of about its size. */
 #define CUDA_SMALL_ROUND (UINT64_C(512))
 #define CUDA_LARGE_ROUND (UINT64_C(2) << 20)
@@ -37,22 +34,20 @@
 
 int32_t cuda__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
                    const char *format, ...) {
-    char message[512];
     va_list ap;
+    int32_t st;
 
-    if (!CUDA_HOST_HAS(host, error))
-        return code;
     va_start(ap, format);
-    vsnprintf(message, sizeof message, format, ap);
+    st = ses_drv_util_vfail(host, ctx, code, format, ap);
     va_end(ap);
-    return host->error(ctx, code, "%s", message);
+    return st;
 }
 
 void cuda__log(ses_drv_driver_t *driver, uint32_t level, const char *format, ...) {
     char message[768];
     va_list ap;
 
-    if (!CUDA_HOST_HAS(driver->host, log))
+    if (!SES_DRV_UTIL_HOST_HAS(driver->host, log))
         return;
     va_start(ap, format);
     vsnprintf(message, sizeof message, format, ap);
@@ -120,7 +115,7 @@ static void cuda_load_cudnn(ses_drv_driver_t *driver) {
     uint64_t size = 0;
     int32_t rc = SES_DRV_NOT_FOUND;
 
-    if (CUDA_HOST_HAS(driver->host, get_option))
+    if (SES_DRV_UTIL_HOST_HAS(driver->host, get_option))
         rc = driver->host->get_option(driver->ctx, "driver.cuda.cudnn", spec, sizeof spec, &size);
     if (rc != SES_DRV_OK && rc != SES_DRV_NOT_FOUND) {
         snprintf(driver->cudnn_note, sizeof driver->cudnn_note,
@@ -221,36 +216,19 @@ static void cuda_close(ses_drv_driver_t *driver) {
 
 static int32_t cuda_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_count,
                                       ses_drv_device_desc_t *out_descs) {
-    const size_t min_size = SES_DRV_SIZEOF_1_0(ses_drv_device_desc_t, max_alloc);
-    const size_t first = offsetof(ses_drv_device_desc_t, kind);
+    uint32_t n;
+    int32_t st;
 
     if (!driver)
         return SES_DRV_INVALID_ARGUMENT;
-    if (!inout_count)
-        return cuda__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
-                          "enumerate_devices: inout_count is NULL");
-    if (!out_descs) {
-        *inout_count = driver->n_gpus;
-        return SES_DRV_OK;
-    }
-    uint32_t n = *inout_count < driver->n_gpus ? *inout_count : driver->n_gpus;
-    unsigned char *slot = (unsigned char *)out_descs;
+    st = ses_drv_util_enumerate_begin(driver->host, driver->ctx, inout_count, out_descs,
+                                      driver->n_gpus, &n);
+    if (st != SES_DRV_OK || !out_descs)
+        return st;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t size = ((const ses_drv_device_desc_t *)(void *)slot)->struct_size;
-        if (size < min_size)
-            return cuda__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
-                              "enumerate_devices: descriptor %" PRIu32 " has struct_size %" PRIu32
-                              ", ABI 1.0 needs at least %zu",
-                              i, size, min_size);
-        slot += size;
-    }
-    slot = (unsigned char *)out_descs;
-    for (uint32_t i = 0; i < n; i++) {
-        ses_drv_device_desc_t desc, *d = (ses_drv_device_desc_t *)(void *)slot;
+        ses_drv_device_desc_t desc;
         const cuda_gpu_t *g = &driver->gpus[i];
         size_t free_b = 0, total_b = 0;
-        uint32_t size = d->struct_size;
-        size_t fits = size < sizeof desc ? size : sizeof desc;
 
         memset(&desc, 0, sizeof desc);
         if (cudaSetDevice((int)i) == cudaSuccess &&
@@ -268,9 +246,7 @@ static int32_t cuda_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
         desc.mem_kinds = (1u << SES_DRV_MEM_DEVICE) | (1u << SES_DRV_MEM_HOST_PINNED);
         desc.alignment = CUDA_ALIGNMENT;
         desc.max_alloc = g->total;
-        d->reserved = 0;
-        memcpy(slot + first, (const unsigned char *)&desc + first, fits - first);
-        slot += size;
+        ses_drv_util_put_device(out_descs, i, &desc);
     }
     *inout_count = n;
     return SES_DRV_OK;
@@ -285,7 +261,7 @@ static int cuda_allow_tf32(ses_drv_driver_t *driver) {
     char value[16];
     uint64_t size = 0;
 
-    if (!CUDA_HOST_HAS(driver->host, get_option))
+    if (!SES_DRV_UTIL_HOST_HAS(driver->host, get_option))
         return 0;
     if (driver->host->get_option(driver->ctx, "driver.cuda.allow_tf32", value, sizeof value,
                                  &size) != SES_DRV_OK)
@@ -431,7 +407,7 @@ static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
     }
     device->allow_tf32 = cuda_allow_tf32(driver);
     /* Without its workspace the device still works: cuBLAS falls back to its own pool. */
-    if (cuda_workspace_add(device, device->stream) != 0 && CUDA_HOST_HAS(driver->host, log))
+    if (cuda_workspace_add(device, device->stream) != 0 && SES_DRV_UTIL_HOST_HAS(driver->host, log))
         driver->host->log(driver->ctx, SES_DRV_LOG_WARN,
                           "no memory for a cuBLAS workspace on the device's own stream; cuBLAS "
                           "uses its default pool");
@@ -998,33 +974,5 @@ static const ses_drv_api_t cuda_api = {
 static const uint32_t cuda_minor_min = 0;
 
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
-    const uint32_t minor_max = SES_DRV_ABI_MINOR;
-
-    /* DRV-6: too small even for the frozen prefix: nothing to say, nobody to say it to. */
-    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
-        return SES_DRV_INVALID_ARGUMENT;
-    args->driver_abi_major = SES_DRV_ABI_MAJOR;
-    args->driver_minor_max = minor_max;
-    /* DRV-7: another major lays out the rest differently; answer before checking its size. */
-    if (args->abi_major != SES_DRV_ABI_MAJOR)
-        return SES_DRV_INCOMPATIBLE;
-    /* This major, too short for its 1.0 fields: no message, the host table is not read. */
-    if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
-        return SES_DRV_INVALID_ARGUMENT;
-    args->chosen_minor = 0;
-    args->api = NULL;
-    if (args->host_minor_min > args->host_minor_max)
-        return cuda__fail(args->host, args->host_ctx, SES_DRV_INVALID_ARGUMENT,
-                          "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,
-                          args->host_minor_min, args->host_minor_max);
-    if (args->host_minor_min > minor_max || args->host_minor_max < cuda_minor_min)
-        return cuda__fail(
-            args->host, args->host_ctx, SES_DRV_INCOMPATIBLE,
-            "the host accepts driver ABI %d.%" PRIu32 " to %d.%" PRIu32 ", cuda speaks %d.%" PRIu32
-            " to %d.%" PRIu32 "; install a matching cuda driver",
-            SES_DRV_ABI_MAJOR, args->host_minor_min, SES_DRV_ABI_MAJOR, args->host_minor_max,
-            SES_DRV_ABI_MAJOR, cuda_minor_min, SES_DRV_ABI_MAJOR, minor_max);
-    args->chosen_minor = args->host_minor_max < minor_max ? args->host_minor_max : minor_max;
-    args->api = &cuda_api;
-    return SES_DRV_OK;
+    return ses_drv_util_negotiate(args, CUDA_NAME, cuda_minor_min, SES_DRV_ABI_MINOR, &cuda_api);
 }

@@ -237,7 +237,7 @@ int32_t cuda__k_where(ses_drv_device_t *device, void *state, const ses_drv_launc
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
     return cuda__finish(device, launch,
-                        cuda__where(cuda__dtype_size(a[3].dtype), &g, a[0].ptr, a[1].ptr, a[2].ptr,
+                        cuda__where(ses_drv_util_dtype_size(a[3].dtype), &g, a[0].ptr, a[1].ptr, a[2].ptr,
                                     a[3].ptr, cuda__stream_of(device, launch)));
 }
 
@@ -289,7 +289,7 @@ int32_t cuda__k_copy_op(ses_drv_device_t *device, void *state, const ses_drv_lau
      * host never hands a partly overlapping copy to a kernel of one node, DRV-50). */
     return cuda__finish(
         device, launch,
-        (int)cudaMemcpyAsync(a[1].ptr, a[0].ptr, (size_t)a[1].count * cuda__dtype_size(a[1].dtype),
+        (int)cudaMemcpyAsync(a[1].ptr, a[0].ptr, (size_t)a[1].count * ses_drv_util_dtype_size(a[1].dtype),
                              cudaMemcpyDeviceToDevice,
                              (cudaStream_t)cuda__stream_of(device, launch)));
 }

@@ -40,7 +40,7 @@ int32_t cuda__gemm(ses_drv_device_t *device, const ses_drv_launch_t *launch, uin
     const float alpha_f = (float)alpha, beta_f = (float)beta;
     const void *al = f64 ? (const void *)&alpha : (const void *)&alpha_f;
     const void *be = f64 ? (const void *)&beta : (const void *)&beta_f;
-    const int64_t es = cuda__dtype_size(dtype);
+    const int64_t es = ses_drv_util_dtype_size(dtype);
 
     if (!device->cublas)
         return cuda__node_fail(device, launch->node, SES_DRV_UNAVAILABLE,
@@ -177,7 +177,7 @@ static int32_t cuda_gemm_batches(ses_drv_device_t *device, const ses_drv_launch_
                                  uint32_t dtype, int ta, int tb, int64_t m, int64_t n, int64_t k,
                                  const void *X, const void *Z, void *Y, cuda_batches_t *b) {
     int32_t st = SES_DRV_OK;
-    const int64_t es = cuda__dtype_size(dtype);
+    const int64_t es = ses_drv_util_dtype_size(dtype);
 
     cuda_batches_merge(b);
     if (b->n == 0)

@@ -29,35 +29,6 @@ static int cuda_inplace_ok(const char *op) {
     return 0;
 }
 
-const ses_drv_tensor_desc_t *cuda__desc_at(const ses_drv_tensor_desc_t *base, uint32_t i) {
-    return (const ses_drv_tensor_desc_t *)(const void *)((const unsigned char *)base +
-                                                         (size_t)i * base->struct_size);
-}
-
-uint32_t cuda__dtype_size(uint32_t dtype) {
-    switch (dtype) {
-        case SES_DRV_DTYPE_F64:
-        case SES_DRV_DTYPE_I64:
-        case SES_DRV_DTYPE_U64:
-            return 8;
-        case SES_DRV_DTYPE_F32:
-        case SES_DRV_DTYPE_I32:
-        case SES_DRV_DTYPE_U32:
-            return 4;
-        case SES_DRV_DTYPE_F16:
-        case SES_DRV_DTYPE_BF16:
-        case SES_DRV_DTYPE_I16:
-        case SES_DRV_DTYPE_U16:
-            return 2;
-        case SES_DRV_DTYPE_I8:
-        case SES_DRV_DTYPE_U8:
-        case SES_DRV_DTYPE_BOOL:
-            return 1;
-        default:
-            return 0;
-    }
-}
-
 int32_t cuda__node_fail(ses_drv_device_t *device, const ses_drv_node_t *node, int32_t code,
                         const char *format, ...) {
     char message[448];
@@ -91,8 +62,8 @@ int32_t cuda__check_node(ses_drv_device_t *device, const ses_drv_node_t *node, u
                                "a tensor descriptor is older than ABI 1.0");
     for (uint32_t i = 0; i < node->n_inputs + n_out; i++) {
         const ses_drv_tensor_desc_t *t = i < node->n_inputs
-                                             ? cuda__desc_at(node->inputs, i)
-                                             : cuda__desc_at(node->outputs, i - node->n_inputs);
+                                             ? ses_drv_util_tensor_at(node->inputs, i)
+                                             : ses_drv_util_tensor_at(node->outputs, i - node->n_inputs);
         if (t->rank > 0 && !t->dims)
             return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                                    "argument %" PRIu32 " has rank %" PRIu32 " but no dims", i,
@@ -132,10 +103,10 @@ int32_t cuda__check_launch(ses_drv_device_t *device, const ses_drv_launch_t *lau
         const int is_in = i < node->n_inputs;
         const uint32_t k = is_in ? i : i - node->n_inputs;
         const ses_drv_tensor_desc_t *t =
-            is_in ? cuda__desc_at(node->inputs, k) : cuda__desc_at(node->outputs, k);
+            is_in ? ses_drv_util_tensor_at(node->inputs, k) : ses_drv_util_tensor_at(node->outputs, k);
         ses_drv_buffer_t *b = is_in ? launch->inputs[k] : launch->outputs[k];
         const uint64_t off = is_in ? launch->input_offsets[k] : launch->output_offsets[k];
-        const uint32_t es = cuda__dtype_size(t->dtype);
+        const uint32_t es = ses_drv_util_dtype_size(t->dtype);
         uint64_t count = 1;
 
         int too_large = 0;

@@ -23,8 +23,6 @@ typedef struct cuda_arg {
 } cuda_arg_t;
 
 /* cuda_launch.c */
-const ses_drv_tensor_desc_t *cuda__desc_at(const ses_drv_tensor_desc_t *base, uint32_t i);
-uint32_t cuda__dtype_size(uint32_t dtype);
 int32_t cuda__node_fail(ses_drv_device_t *device, const ses_drv_node_t *node, int32_t code,
                         const char *format, ...) CUDA_PRINTF(4, 5);
 int32_t cuda__check_node(ses_drv_device_t *device, const ses_drv_node_t *node, uint32_t n_in_min,

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <session/driver.h>
+#include <session/driver_util.h>
 #include <stdint.h>
 
 #include "cuda_cudnn.h"

@@ -89,7 +89,7 @@ int32_t cuda__k_split(ses_drv_device_t *device, void *state, const ses_drv_launc
                                ", the input has %" PRId64,
                                total, axis, x->dims[axis]);
     cuda__strides(x->dims, x->rank, xst);
-    const uint32_t es = cuda__dtype_size(x->dtype);
+    const uint32_t es = ses_drv_util_dtype_size(x->dtype);
     int64_t at = 0;
     for (uint32_t k = 1; k <= no; k++) {
         cuda_bcast_t g;
@@ -172,7 +172,7 @@ int32_t cuda__k_constant_of_shape(ses_drv_device_t *device, void *state,
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
     return cuda__finish(device, launch,
-                        cuda__fill_bits(cuda__dtype_size(dt), a[1].count, bits, a[1].ptr,
+                        cuda__fill_bits(ses_drv_util_dtype_size(dt), a[1].count, bits, a[1].ptr,
                                         cuda__stream_of(device, launch)));
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include <session/driver.h>
+#include <session/driver_util.h>
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_device.h>
 #include <xrt/xrt_kernel.h>

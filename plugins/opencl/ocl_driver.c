@@ -34,20 +34,15 @@
  * Errors
  * ------------------------------------------------------------------------------------------- */
 
-#define OCL_HOST_HAS(host, field) \
-    ((host) && (host)->struct_size >= SES_DRV_SIZEOF_1_0(ses_drv_host_t, field) && (host)->field)
-
 int32_t ocl__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
                   const char *format, ...) {
-    char message[1024];
     va_list ap;
+    int32_t st;
 
-    if (!OCL_HOST_HAS(host, error))
-        return code;
     va_start(ap, format);
-    vsnprintf(message, sizeof message, format, ap);
+    st = ses_drv_util_vfail(host, ctx, code, format, ap);
     va_end(ap);
-    return host->error(ctx, code, "%s", message);
+    return st;
 }
 
 const char *ocl__error_name(cl_int err) {
@@ -231,36 +226,18 @@ static void ocl_close(ses_drv_driver_t *driver) {
 
 static int32_t ocl_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_count,
                                      ses_drv_device_desc_t *out_descs) {
-    const size_t min_size = SES_DRV_SIZEOF_1_0(ses_drv_device_desc_t, max_alloc);
-    const size_t first = offsetof(ses_drv_device_desc_t, kind);
+    uint32_t n;
+    int32_t st;
 
     if (!driver)
         return SES_DRV_INVALID_ARGUMENT;
-    if (!inout_count)
-        return ocl__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
-                         "enumerate_devices: inout_count is NULL");
-    if (!out_descs) {
-        *inout_count = driver->n_devices;
-        return SES_DRV_OK;
-    }
-    uint32_t n = *inout_count < driver->n_devices ? *inout_count : driver->n_devices;
-    unsigned char *slot = (unsigned char *)out_descs;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t size = ((const ses_drv_device_desc_t *)(void *)slot)->struct_size;
-        if (size < min_size)
-            return ocl__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
-                             "enumerate_devices: descriptor %" PRIu32 " has struct_size %" PRIu32
-                             ", ABI 1.0 needs at least %zu",
-                             i, size, min_size);
-        slot += size;
-    }
-    slot = (unsigned char *)out_descs;
+    st = ses_drv_util_enumerate_begin(driver->host, driver->ctx, inout_count, out_descs,
+                                      driver->n_devices, &n);
+    if (st != SES_DRV_OK || !out_descs)
+        return st;
     for (uint32_t i = 0; i < n; i++) {
         const ocl_devinfo_t *info = &driver->devs[i];
         ses_drv_device_desc_t desc;
-        ses_drv_device_desc_t *d = (ses_drv_device_desc_t *)(void *)slot;
-        uint32_t size = d->struct_size;
-        size_t fits = size < sizeof desc ? size : sizeof desc;
 
         memset(&desc, 0, sizeof desc);
         desc.kind = info->kind;
@@ -273,9 +250,7 @@ static int32_t ocl_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_c
         desc.mem_kinds = 1u << SES_DRV_MEM_DEVICE;
         desc.alignment = OCL_ALIGNMENT;
         desc.max_alloc = info->max_alloc;
-        d->reserved = 0;
-        memcpy(slot + first, (const unsigned char *)&desc + first, fits - first);
-        slot += size;
+        ses_drv_util_put_device(out_descs, i, &desc);
     }
     *inout_count = n;
     return SES_DRV_OK;
@@ -819,33 +794,5 @@ static const ses_drv_api_t ocl_api = {
 static const uint32_t ocl_minor_min = 0;
 
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
-    const uint32_t minor_max = SES_DRV_ABI_MINOR;
-
-    /* DRV-6: too small even for the frozen prefix: nothing to say, nobody to say it to. */
-    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
-        return SES_DRV_INVALID_ARGUMENT;
-    args->driver_abi_major = SES_DRV_ABI_MAJOR;
-    args->driver_minor_max = minor_max;
-    /* DRV-7: another major lays out the rest differently; answer before checking its size. */
-    if (args->abi_major != SES_DRV_ABI_MAJOR)
-        return SES_DRV_INCOMPATIBLE;
-    /* This major, too short for its 1.0 fields: no message, the host table is not read. */
-    if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
-        return SES_DRV_INVALID_ARGUMENT;
-    args->chosen_minor = 0;
-    args->api = NULL;
-    if (args->host_minor_min > args->host_minor_max)
-        return ocl__fail(args->host, args->host_ctx, SES_DRV_INVALID_ARGUMENT,
-                         "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,
-                         args->host_minor_min, args->host_minor_max);
-    if (args->host_minor_min > minor_max || args->host_minor_max < ocl_minor_min)
-        return ocl__fail(args->host, args->host_ctx, SES_DRV_INCOMPATIBLE,
-                         "the host accepts driver ABI %d.%" PRIu32 " to %d.%" PRIu32
-                         ", " OCL_NAME " speaks %d.%" PRIu32 " to %d.%" PRIu32,
-                         SES_DRV_ABI_MAJOR, args->host_minor_min, SES_DRV_ABI_MAJOR,
-                         args->host_minor_max, SES_DRV_ABI_MAJOR, ocl_minor_min,
-                         SES_DRV_ABI_MAJOR, minor_max);
-    args->chosen_minor = args->host_minor_max < minor_max ? args->host_minor_max : minor_max;
-    args->api = &ocl_api;
-    return SES_DRV_OK;
+    return ses_drv_util_negotiate(args, OCL_NAME, ocl_minor_min, SES_DRV_ABI_MINOR, &ocl_api);
 }

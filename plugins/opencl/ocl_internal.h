@@ -15,6 +15,7 @@
 
 #include <CL/cl.h>
 #include <session/driver.h>
+#include <session/driver_util.h>
 
 #define OCL_NAME "opencl"
 #define OCL_MAX_RANK 8

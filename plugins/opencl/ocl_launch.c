@@ -19,35 +19,6 @@
  * Launch checks
  * ------------------------------------------------------------------------------------------- */
 
-static uint32_t ocl_esize(uint32_t dtype) {
-    switch (dtype) {
-    case SES_DRV_DTYPE_F64:
-    case SES_DRV_DTYPE_I64:
-    case SES_DRV_DTYPE_U64:
-        return 8;
-    case SES_DRV_DTYPE_F32:
-    case SES_DRV_DTYPE_I32:
-    case SES_DRV_DTYPE_U32:
-        return 4;
-    case SES_DRV_DTYPE_F16:
-    case SES_DRV_DTYPE_BF16:
-    case SES_DRV_DTYPE_I16:
-    case SES_DRV_DTYPE_U16:
-        return 2;
-    case SES_DRV_DTYPE_I8:
-    case SES_DRV_DTYPE_U8:
-    case SES_DRV_DTYPE_BOOL:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static const ses_drv_tensor_desc_t *ocl_desc_at(const ses_drv_tensor_desc_t *base, uint32_t i) {
-    return (const ses_drv_tensor_desc_t *)(const void *)((const unsigned char *)base +
-                                                         (size_t)i * base->struct_size);
-}
-
 static const char *ocl_dims_str(const int64_t *dims, uint32_t rank, char *buf, size_t size) {
     size_t used = 1;
     uint32_t d = 0;
@@ -75,7 +46,7 @@ static int32_t ocl_check_tensor(ses_drv_device_t *device, const ses_drv_node_t *
                                 const char *role, uint32_t index, const ses_drv_tensor_desc_t *t,
                                 ses_drv_buffer_t *buffer, uint64_t offset, ocl_arg_t *out) {
     uint64_t count = 1;
-    uint32_t esize = ocl_esize(t->dtype);
+    uint32_t esize = ses_drv_util_dtype_size(t->dtype);
 
     if (!esize)
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
@@ -160,12 +131,12 @@ int32_t ocl__prepare_n(ses_drv_device_t *device, const ses_drv_launch_t *launch,
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
                               "a tensor descriptor is older than ABI 1.0");
     for (uint32_t i = 0; i < node->n_inputs; i++)
-        if ((st = ocl_check_tensor(device, node, "input", i, ocl_desc_at(node->inputs, i),
+        if ((st = ocl_check_tensor(device, node, "input", i, ses_drv_util_tensor_at(node->inputs, i),
                                    launch->inputs[i], launch->input_offsets[i], &in[i])) !=
             SES_DRV_OK)
             return st;
     for (uint32_t o = 0; o < node->n_outputs; o++) {
-        if ((st = ocl_check_tensor(device, node, "output", o, ocl_desc_at(node->outputs, o),
+        if ((st = ocl_check_tensor(device, node, "output", o, ses_drv_util_tensor_at(node->outputs, o),
                                    launch->outputs[o], launch->output_offsets[o], &out[o])) !=
             SES_DRV_OK)
             return st;

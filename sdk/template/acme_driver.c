@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include <session/driver.h>
+#include <session/driver_util.h> /* header-only helpers: still nothing of libsession linked */
 
 /* ---------------------------------------------------------------------------------------------
  * Identity. REPLACE all of it: the name must equal the manifest's "name" and the file names.
@@ -82,25 +83,8 @@ struct ses_drv_buffer {
 #define ACME_PRINTF(f, a)
 #endif
 
-/* Non-zero when @p host carries the ABI 1.0 entry @p field, set. */
-#define ACME_HOST_HAS(host, field) \
-    ((host) && (host)->struct_size >= SES_DRV_SIZEOF_1_0(ses_drv_host_t, field) && (host)->field)
-
-static int32_t acme_fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
-                         const char *format, ...) ACME_PRINTF(4, 5);
-
-static int32_t acme_fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t code,
-                         const char *format, ...) {
-    char message[512];
-    va_list ap;
-
-    if (!ACME_HOST_HAS(host, error))
-        return code; /* nobody to tell: the code alone must do */
-    va_start(ap, format);
-    vsnprintf(message, sizeof message, format, ap);
-    va_end(ap);
-    return host->error(ctx, code, "%s", message);
-}
+/* Errors go to the host with ses_drv_util_fail (driver_util.h), which formats the message. */
+#define acme_fail ses_drv_util_fail
 
 /* Shorthand for the device-level entries. */
 #define ACME_DEVICE_FAIL(device, code, ...) \
@@ -154,32 +138,19 @@ static void acme_close(ses_drv_driver_t *driver) {
  */
 static int32_t acme_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_count,
                                       ses_drv_device_desc_t *out_descs) {
-    const size_t min_size = SES_DRV_SIZEOF_1_0(ses_drv_device_desc_t, max_alloc);
-    const size_t first = offsetof(ses_drv_device_desc_t, kind);
     const uint32_t n_devices = 1; /* REPLACE: ask your runtime */
     ses_drv_device_desc_t desc;
+    uint32_t n;
+    int32_t st;
 
     if (!driver)
         return SES_DRV_INVALID_ARGUMENT;
-    if (!inout_count)
-        return acme_fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
-                         "enumerate_devices: inout_count is NULL");
-    if (!out_descs) {
-        *inout_count = n_devices;
-        return SES_DRV_OK;
-    }
-    uint32_t n = *inout_count < n_devices ? *inout_count : n_devices;
-    unsigned char *slot = (unsigned char *)out_descs;
-    /* Check every slot before writing any, so that a refused call changes nothing. */
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t size = ((const ses_drv_device_desc_t *)(void *)slot)->struct_size;
-        if (size < min_size)
-            return acme_fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
-                             "enumerate_devices: descriptor %" PRIu32 " has struct_size %" PRIu32
-                             ", ABI 1.0 needs at least %zu",
-                             i, size, min_size);
-        slot += size;
-    }
+    /* The count-then-fill protocol's checks: every slot the host gave is checked before any is
+     * written, so that a refused call changes nothing. */
+    st = ses_drv_util_enumerate_begin(driver->host, driver->ctx, inout_count, out_descs, n_devices,
+                                      &n);
+    if (st != SES_DRV_OK || !out_descs)
+        return st;
 
     memset(&desc, 0, sizeof desc);
     desc.kind = SES_DRV_DEVICE_ACCEL;
@@ -194,16 +165,8 @@ static int32_t acme_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
     desc.alignment = ACME_ALIGNMENT;
     desc.max_alloc = ACME_MEMORY_BYTES;
 
-    slot = (unsigned char *)out_descs;
-    for (uint32_t i = 0; i < n; i++) {
-        ses_drv_device_desc_t *d = (ses_drv_device_desc_t *)(void *)slot;
-        uint32_t size = d->struct_size;
-        size_t fits = size < sizeof desc ? size : sizeof desc;
-
-        d->reserved = 0;
-        memcpy(slot + first, (const unsigned char *)&desc + first, fits - first);
-        slot += size;
-    }
+    for (uint32_t i = 0; i < n; i++)
+        ses_drv_util_put_device(out_descs, i, &desc);
     *inout_count = n;
     return SES_DRV_OK;
 }
@@ -810,39 +773,10 @@ static const ses_drv_api_t acme_api = {
     /* No SES_DRV_CAP_STREAMS or SES_DRV_CAP_EVENTS: the stream and event entries stay NULL. */
 };
 
-/* The oldest minor this driver speaks; a variable, so `x < 0` draws no -Wtype-limits. */
+/* The oldest minor this driver speaks. */
 static const uint32_t acme_minor_min = 0;
 
+/* DRV-6 and DRV-7's checks, the newest minor both sides speak, and this driver's table. */
 SES_DRV_EXPORT int32_t ses_drv_negotiate(ses_drv_negotiate_t *args) {
-    const uint32_t minor_max = SES_DRV_ABI_MINOR;
-
-    /* DRV-6: too small even for the frozen prefix: nothing to say, nobody to say it to. */
-    if (!args || args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, driver_minor_max))
-        return SES_DRV_INVALID_ARGUMENT;
-    /* Set in every case, so that the host can name both sides of a mismatch. */
-    args->driver_abi_major = SES_DRV_ABI_MAJOR;
-    args->driver_minor_max = minor_max;
-    /* DRV-7: another major may lay out the rest of the struct and the host table differently:
-     * no host calls, only the code, and before this major's size check. */
-    if (args->abi_major != SES_DRV_ABI_MAJOR)
-        return SES_DRV_INCOMPATIBLE;
-    /* This major, too short for its 1.0 fields: no message, the host table is not read. */
-    if (args->struct_size < SES_DRV_SIZEOF_1_0(ses_drv_negotiate_t, api))
-        return SES_DRV_INVALID_ARGUMENT;
-    args->chosen_minor = 0;
-    args->api = NULL;
-    if (args->host_minor_min > args->host_minor_max)
-        return acme_fail(args->host, args->host_ctx, SES_DRV_INVALID_ARGUMENT,
-                         "negotiate: host_minor_min %" PRIu32 " is above host_minor_max %" PRIu32,
-                         args->host_minor_min, args->host_minor_max);
-    if (args->host_minor_min > minor_max || args->host_minor_max < acme_minor_min)
-        return acme_fail(
-            args->host, args->host_ctx, SES_DRV_INCOMPATIBLE,
-            "the host accepts driver ABI %d.%" PRIu32 " to %d.%" PRIu32 ", " ACME_NAME
-            " speaks %d.%" PRIu32 " to %d.%" PRIu32 "; install a matching " ACME_NAME " driver",
-            SES_DRV_ABI_MAJOR, args->host_minor_min, SES_DRV_ABI_MAJOR, args->host_minor_max,
-            SES_DRV_ABI_MAJOR, acme_minor_min, SES_DRV_ABI_MAJOR, minor_max);
-    args->chosen_minor = args->host_minor_max < minor_max ? args->host_minor_max : minor_max;
-    args->api = &acme_api;
-    return SES_DRV_OK;
+    return ses_drv_util_negotiate(args, ACME_NAME, acme_minor_min, SES_DRV_ABI_MINOR, &acme_api);
 }
