@@ -154,7 +154,7 @@ static size_t donor_of(ses_session_t *s, const ses__compiled_t *c, const unsigne
         return SIZE_MAX;
     const ses__step_t *step = &c->steps[slot->first_step];
     const ses__device_ctx_t *dev = &s->devices[step->device];
-    if (step->kind != SES__STEP_KERNEL || dev->driver->abi_minor < 4 ||
+    if (step->kind != SES__STEP_KERNEL || dev->abi_minor < 4 ||
         dev->kernel_stride < offsetof(ses_drv_kernel_t, reuse_inputs) + sizeof(void *) ||
         !step->kernel->reuse_inputs)
         return SIZE_MAX;

@@ -1,5 +1,6 @@
 /*
- * Sessions and compiled plans: the structures shared by session/, compile/ and exec/.
+ * Compiled plans: the structures compile/ builds and exec/ runs (the session's own are in
+ * session/session_internal.h).
  *
  * Compiling (compile.c) turns (fetches, fed edges, targets) into a plan:
  *   prune.c   what the fetches and targets need, stopping at fed edges; placeholder and cycle
@@ -21,82 +22,7 @@
 
 #include "../graph/graph_internal.h"
 #include "../ops/op_schema.h"
-#include "../registry/registry_internal.h"
-
-/* One device a session runs on. */
-typedef struct ses__device_ctx {
-    const ses_device_t *device;
-    struct ses_driver *driver;
-    const ses_drv_api_t *api;
-    ses_drv_device_t *handle;
-    const ses_drv_kernel_t *kernels;
-    uint32_t n_kernels;
-    uint32_t kernel_stride;
-    int host_visible; /* buffers are host memory reachable through map */
-    int can_import;   /* import_host_ptr works: external host tensors need no copy */
-    int streams;      /* plans enqueue this device's kernels on a stream of their own */
-    int graphs;       /* ABI 1.1 graph entries: runs of kernels are captured and replayed */
-    int native;       /* ABI 1.2 buffer_native and import_native (DLPack of device tensors) */
-} ses__device_ctx_t;
-
-typedef struct ses__device_home ses__device_home_t;
-
-struct ses_session {
-    ses_graph_t *graph;
-    ses_registry_t *registry;
-    ses_session_options_t options; /* driver_options points at the copies below */
-    char **driver_options;         /* "key=value", owned; threads becomes driver.cpu.threads */
-    size_t n_driver_options;
-    ses__device_ctx_t *devices; /* priority order; the CPU device last */
-    size_t n_devices;
-    ses_scope_t *scope;
-    pthread_mutex_t lock;
-    pthread_cond_t idle;
-    int closed;
-    size_t in_flight;
-    /* Non-empty once a device is lost (DRV-81): "device D (driver N) was lost"; new evals are
-     * refused with SES_UNAVAILABLE, as after a close. Guarded by lock. */
-    char lost[256];
-    struct ses_plan **plans;
-    size_t n_plans;
-    atomic_uint_fast64_t kernel_calls;
-    atomic_uint_fast64_t graph_captures;
-    atomic_uint_fast64_t graph_launches;
-    /* ses_session_transfers: runs, then h2d, d2h, d2d bytes and copies (ses__count_transfer). */
-    atomic_uint_fast64_t transfers[7];
-    ses_communicator_t comm; /* comm.allreduce_sum NULL: a job of one process */
-    struct ses__remote *remote; /* a remote session's workers (distributed/remote.c), or NULL */
-    /* Constants uploaded to devices (exec/resident.c), freed at close; guarded by
-     * resident_lock. */
-    struct ses__resident *resident;
-    size_t n_resident;
-    struct ses__resident_var **resident_vars; /* variables on devices, same file and lock */
-    size_t n_resident_vars;
-    pthread_mutex_t resident_lock;
-    /* Device tensors' side of the session (session/device_tensor.c): shared with them, so they
-     * may outlive it; close frees their buffers. */
-    ses__device_home_t *home;
-};
-
-/* Remote sessions (distributed/remote.c): evals go through ses__remote_eval, which runs this
- * process's segments with ses__session_eval_local; close says goodbye to the workers. */
-typedef struct ses__remote ses__remote_t;
-ses_status_t ses__remote_eval(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
-                              const ses_feed_t *feeds, size_t n_feeds,
-                              ses_node_t *const *targets, size_t n_targets,
-                              ses_tensor_t **out_values);
-void ses__remote_close(ses__remote_t *r);
-
-/* Device @p d of @p s answered SES_DRV_UNAVAILABLE to work (DRV-81): marks the session lost, so
- * later evals fail with SES_UNAVAILABLE. Thread-safe. */
-void ses__session_device_lost(ses_session_t *s, size_t d);
-/* Copies the lost-device sentence into @p buf and returns 1 if a device of @p s was lost. */
-int ses__session_lost(ses_session_t *s, char *buf, size_t size);
-void ses__remote_free(ses__remote_t *r);
-ses_status_t ses__session_eval_local(ses_session_t *s, const ses_edge_t *fetches,
-                                     size_t n_fetches, const ses_feed_t *feeds, size_t n_feeds,
-                                     ses_node_t *const *targets, size_t n_targets,
-                                     ses_tensor_t **out_values);
+#include "../session/session_internal.h"
 
 /* Arena offsets are multiples of this, so that any dtype and SIMD loads are aligned. */
 #define SES__ARENA_ALIGNMENT 64
@@ -244,17 +170,6 @@ struct ses_plan {
     ses_transfer_stats_t transfers; /* every run's copies so far; guarded by lock */
     ses__compiled_t *compiled;
 };
-
-/** Prints "libsession: <level>: ..." when @p level is within the session's log_level. */
-/**
- * Counts a call in flight on @p s (close waits for it), or fails with FAILED_PRECONDITION naming
- * @p what when the session is closed. Pair with ses__session_leave.
- */
-ses_status_t ses__session_enter(ses_session_t *s, const char *what);
-void ses__session_leave(ses_session_t *s);
-
-void ses__session_log(const ses_session_t *s, uint32_t level, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* ---- compile ---------------------------------------------------------------------------- */
 
@@ -463,6 +378,14 @@ ses_status_t ses__run(ses_plan_t *plan, ses_tensor_t *const *feeds, ses_scope_t 
  */
 void ses__count_transfer(ses_session_t *s, ses__compiled_t *c, size_t from, size_t to,
                          uint64_t bytes);
+
+/* exec/transfers.c: device @p d's name and its driver's, for messages; a driver's answer
+ * SES_DRV_UNAVAILABLE marks the session lost (DRV-81); a failed copy to, from or within device
+ * @p device as an error naming both (@p how: "to", "from", "within"). */
+const char *ses__device_name_of(const ses_session_t *s, size_t d);
+const char *ses__driver_name_of(const ses_session_t *s, size_t d);
+void ses__note_device_failure(ses_session_t *s, size_t d, int32_t rc);
+ses_status_t ses__copy_failed(ses_session_t *s, size_t device, int32_t rc, const char *how);
 
 /** Reads a slot's bytes into @p host, from whatever device holds it (counted in @p c). */
 ses_status_t ses__read_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,

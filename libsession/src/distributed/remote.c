@@ -26,6 +26,8 @@ enum { REQUEST_OPEN = 1, REQUEST_EVAL = 2, REQUEST_EXIT = 3 };
 
 #define LOCAL_TASK 0u
 
+typedef struct ses__remote ses__remote_t;
+
 struct ses__remote {
     ses_remote_transport_t transport;
     pthread_mutex_t lock;
@@ -258,6 +260,18 @@ static void remote_free(ses__remote_t *r) {
     free(r);
 }
 
+/* What the session's evals and close go through (session_internal.h); defined below. */
+static void remote_close(ses__remote_t *r);
+static ses_status_t remote_eval(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
+                               const ses_feed_t *feeds, size_t n_feeds,
+                               ses_node_t *const *targets, size_t n_targets,
+                               ses_tensor_t **out_values);
+static const ses__remote_hooks_t remote_hooks = {
+    .eval = remote_eval,
+    .close = remote_close,
+    .free = remote_free,
+};
+
 ses_status_t ses_remote_session_open(ses_graph_t *graph, const ses_remote_transport_t *transport,
                                      const char *const *devices, size_t n_devices,
                                      const ses_session_options_t *options,
@@ -324,11 +338,12 @@ ses_status_t ses_remote_session_open(ses_graph_t *graph, const ses_remote_transp
         return st;
     }
     s->remote = r;
+    s->remote_hooks = &remote_hooks;
     *out_session = s;
     return SES_OK;
 }
 
-void ses__remote_close(ses__remote_t *r) {
+static void remote_close(ses__remote_t *r) {
     if (!r)
         return;
     pthread_mutex_lock(&r->lock);
@@ -348,10 +363,6 @@ void ses__remote_close(ses__remote_t *r) {
     r->transport.close = NULL;
     snprintf(r->broken, sizeof r->broken, "the session was closed");
     pthread_mutex_unlock(&r->lock);
-}
-
-void ses__remote_free(ses__remote_t *r) {
-    remote_free(r);
 }
 
 /* ---- evaluating ------------------------------------------------------------------------- */
@@ -607,10 +618,10 @@ static ses_status_t run_on_worker(ses__remote_t *r, uint32_t task, const segment
     return st;
 }
 
-ses_status_t ses__remote_eval(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
-                              const ses_feed_t *feeds, size_t n_feeds,
-                              ses_node_t *const *targets, size_t n_targets,
-                              ses_tensor_t **out_values) {
+static ses_status_t remote_eval(ses_session_t *s, const ses_edge_t *fetches, size_t n_fetches,
+                               const ses_feed_t *feeds, size_t n_feeds,
+                               ses_node_t *const *targets, size_t n_targets,
+                               ses_tensor_t **out_values) {
     ses__remote_t *r = s->remote;
     const ses_graph_t *g = s->graph;
     size_t n = g->n_nodes, n_edges, segments;

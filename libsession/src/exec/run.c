@@ -12,159 +12,17 @@
 #include "../scope/scope_internal.h"
 #include "../tensor/tensor_internal.h"
 
-static const char *device_name(const ses_session_t *s, size_t d) {
-    return ses_device_name(s->devices[d].device);
-}
-
-static const char *driver_name(const ses_session_t *s, size_t d) {
-    return ses_driver_name(ses_device_driver(s->devices[d].device));
-}
-
-/* DRV-81: a device that answers SES_DRV_UNAVAILABLE to work it was given is lost; the session
- * refuses later evals (ses__run adds that to this eval's error). */
-static void note_failure(ses_session_t *s, size_t d, int32_t rc) {
-    if (rc == SES_DRV_UNAVAILABLE)
-        ses__session_device_lost(s, d);
-}
-
 /* A driver failure as a libsession error naming the node, device and driver. */
 static ses_status_t driver_failed(ses_session_t *s, const ses__step_t *step, int32_t rc,
                                   const char *what) {
     char message[1024];
 
     ses__host_take_message(message, sizeof message);
-    note_failure(s, step->device, rc);
+    ses__note_device_failure(s, step->device, rc);
     return ses__fail((ses_status_t)rc, "%s \"%s\" on %s (driver %s): %s failed: %s",
-                     step->node->op, step->node->name, device_name(s, step->device),
-                     driver_name(s, step->device), what,
+                     step->node->op, step->node->name, ses__device_name_of(s, step->device),
+                     ses__driver_name_of(s, step->device), what,
                      message[0] ? message : ses_status_name((ses_status_t)rc));
-}
-
-void *ses__map_slot(ses_session_t *s, const ses__slot_t *slot, uint32_t flags) {
-    const ses__device_ctx_t *dev = &s->devices[slot->device];
-    void *p = NULL;
-
-    if (slot->tensor)
-        return slot->tensor->data;
-    if (!dev->host_visible || !dev->api->map || !slot->bytes)
-        return NULL;
-    if (dev->api->map(dev->handle, slot->buffer, slot->offset, slot->bytes, flags, &p) !=
-        SES_DRV_OK) {
-        ses__host_take_message(NULL, 0);
-        return NULL;
-    }
-    return p;
-}
-
-void ses__unmap_slot(ses_session_t *s, const ses__slot_t *slot, void *p) {
-    const ses__device_ctx_t *dev = &s->devices[slot->device];
-
-    if (p && !slot->tensor && dev->api->unmap)
-        dev->api->unmap(dev->handle, slot->buffer, p);
-}
-
-/* Device to host: into @p host from a slot. */
-/* A copy to, from or within device @p device failed: the driver's message, naming both. */
-static ses_status_t copy_failed(ses_session_t *s, size_t device, int32_t rc, const char *how) {
-    char message[1024];
-
-    ses__host_take_message(message, sizeof message);
-    note_failure(s, device, rc);
-    return ses__fail((ses_status_t)rc, "copy %s %s (driver %s): %s", how, device_name(s, device),
-                     driver_name(s, device), message);
-}
-
-/* Where a slot's bytes are: the host for an external host tensor, else its device. */
-static size_t held_on(const ses_session_t *s, const ses__slot_t *slot) {
-    return slot->tensor ? s->n_devices - 1 : slot->device;
-}
-
-/* A slot's bytes into host memory, uncounted (the caller counts the transfer it is part of). */
-static ses_status_t read_bytes(ses_session_t *s, const ses__slot_t *slot, void *host) {
-    const ses__device_ctx_t *dev = &s->devices[slot->device];
-    void *p;
-    int32_t rc;
-
-    p = ses__map_slot(s, slot, SES_DRV_MAP_READ);
-    if (p) {
-        memcpy(host, p, slot->bytes);
-        ses__unmap_slot(s, slot, p);
-        return SES_OK;
-    }
-    rc = dev->api->copy_d2h(dev->handle, NULL, slot->buffer, slot->offset, host, slot->bytes);
-    return rc == SES_DRV_OK ? SES_OK : copy_failed(s, slot->device, rc, "from");
-}
-
-ses_status_t ses__read_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,
-                            void *host) {
-    if (!slot->bytes)
-        return SES_OK;
-    ses__count_transfer(s, c, held_on(s, slot), s->n_devices - 1, slot->bytes);
-    return read_bytes(s, slot, host);
-}
-
-ses_status_t ses__write_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *slot,
-                             const void *host) {
-    const ses__device_ctx_t *dev = &s->devices[slot->device];
-    void *p;
-    int32_t rc;
-
-    if (!slot->bytes)
-        return SES_OK;
-    ses__count_transfer(s, c, s->n_devices - 1, held_on(s, slot), slot->bytes);
-    p = ses__map_slot(s, slot, SES_DRV_MAP_WRITE);
-    if (p) {
-        memcpy(p, host, slot->bytes);
-        ses__unmap_slot(s, slot, p);
-        return SES_OK;
-    }
-    rc = dev->api->copy_h2d(dev->handle, NULL, host, slot->buffer, slot->offset, slot->bytes);
-    return rc == SES_DRV_OK ? SES_OK : copy_failed(s, slot->device, rc, "to");
-}
-
-ses_status_t ses__copy_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *src,
-                            const ses__slot_t *dst) {
-    const ses__device_ctx_t *to = &s->devices[dst->device];
-    void *staging, *p;
-    ses_status_t st;
-    int32_t rc;
-
-    if (!src->bytes)
-        return SES_OK;
-    /* One copy, counted once, by where its bytes start and end (not the staging between). */
-    ses__count_transfer(s, c, held_on(s, src), held_on(s, dst), src->bytes);
-    /* Same device: one device-to-device copy. */
-    if (src->device == dst->device && !src->tensor) {
-        rc = to->api->copy_d2d(to->handle, NULL, src->buffer, src->offset, dst->buffer,
-                               dst->offset, src->bytes);
-        return rc == SES_DRV_OK ? SES_OK : copy_failed(s, dst->device, rc, "within");
-    }
-    /* Otherwise through host memory: the source mapped or read into staging, then written. */
-    p = ses__map_slot(s, src, SES_DRV_MAP_READ);
-    staging = p;
-    if (!p) {
-        staging = ses__malloc(src->bytes);
-        if (!staging)
-            return ses__fail(SES_OUT_OF_MEMORY, "copy: out of memory");
-        st = read_bytes(s, src, staging);
-        if (st != SES_OK) {
-            free(staging);
-            return st;
-        }
-    }
-    rc = to->api->copy_h2d(to->handle, NULL, staging, dst->buffer, dst->offset, src->bytes);
-    if (p)
-        ses__unmap_slot(s, src, p);
-    else
-        free(staging);
-    if (rc != SES_DRV_OK) {
-        char message[1024];
-        ses__host_take_message(message, sizeof message);
-        note_failure(s, dst->device, rc);
-        return ses__fail((ses_status_t)rc, "copy to %s (driver %s): %s",
-                         device_name(s, dst->device), driver_name(s, dst->device), message);
-    }
-    return SES_OK;
 }
 
 /* Binds an external slot to this run's tensor on the CPU device, by import (no copy). */
@@ -177,7 +35,7 @@ static ses_status_t bind_external(ses_session_t *s, ses__compiled_t *c, ses__slo
     slot->imported = 0;
     slot->buffer = NULL;
     if (!dev->can_import)
-        return ses__fail(SES_INTERNAL, "%s cannot import host memory", device_name(s, slot->device));
+        return ses__fail(SES_INTERNAL, "%s cannot import host memory", ses__device_name_of(s, slot->device));
     /* A zero-byte import would be refused; an empty value is never read, so any buffer does. */
     if (!slot->bytes) {
         slot->buffer = c->arenas[slot->device];
@@ -325,11 +183,11 @@ static ses_status_t wait_device(ses_session_t *s, ses__compiled_t *c, size_t d) 
         const ses__step_t *last = &c->steps[c->last_enqueued[d]];
         char message[1024];
         ses__host_take_message(message, sizeof message);
-        note_failure(s, d, rc);
+        ses__note_device_failure(s, d, rc);
         return ses__fail((ses_status_t)rc,
                          "%s: waiting for the plan's kernels (the last one enqueued: %s \"%s\") "
                          "failed: %s",
-                         device_name(s, d), last->node->op, last->node->name,
+                         ses__device_name_of(s, d), last->node->op, last->node->name,
                          message[0] ? message : ses_status_name((ses_status_t)rc));
     }
     return SES_OK;
@@ -404,7 +262,7 @@ static void capture(ses_session_t *s, ses__compiled_t *c, ses__segment_t *seg) {
         ses__session_log(s, SES__LOG_DEBUG,
                          "%s: capturing %zu kernels as a graph stopped at %s \"%s\" (%s); they "
                          "run one by one",
-                         device_name(s, seg->device), seg->end - seg->first, at->node->op,
+                         ses__device_name_of(s, seg->device), seg->end - seg->first, at->node->op,
                          at->node->name, message[0] ? message : ses_status_name((ses_status_t)rc));
         return;
     }
@@ -433,11 +291,11 @@ static ses_status_t run_segment(ses_session_t *s, ses__compiled_t *c, ses__segme
     if (rc != SES_DRV_OK) {
         char message[1024];
         ses__host_take_message(message, sizeof message);
-        note_failure(s, seg->device, rc);
+        ses__note_device_failure(s, seg->device, rc);
         return ses__fail((ses_status_t)rc,
                          "%s: launching the graph of %zu kernels (%s \"%s\" to %s \"%s\") failed: "
                          "%s",
-                         device_name(s, seg->device), seg->end - seg->first,
+                         ses__device_name_of(s, seg->device), seg->end - seg->first,
                          c->steps[seg->first].node->op, c->steps[seg->first].node->name,
                          c->steps[seg->end - 1].node->op, c->steps[seg->end - 1].node->name,
                          message[0] ? message : ses_status_name((ses_status_t)rc));
@@ -522,20 +380,20 @@ static ses_status_t fetch_on_device(ses_session_t *s, ses__compiled_t *c, const 
         rc = dev->api->alloc(dev->handle, slot->bytes, SES_DRV_MEM_DEVICE, &buffer);
         if (rc == SES_DRV_OK && !buffer)
             return ses__fail(SES_OUT_OF_MEMORY, "fetching \"%s\" on %s: alloc returned OK but "
-                             "no buffer", slot->edge.node->name, device_name(s, slot->device));
+                             "no buffer", slot->edge.node->name, ses__device_name_of(s, slot->device));
         if (rc != SES_DRV_OK) {
             char message[1024];
             ses__host_take_message(message, sizeof message);
-            note_failure(s, slot->device, rc);
+            ses__note_device_failure(s, slot->device, rc);
             return ses__fail((ses_status_t)rc, "fetching \"%s\" on %s (driver %s): cannot "
                              "allocate %zu bytes: %s", slot->edge.node->name,
-                             device_name(s, slot->device), driver_name(s, slot->device),
+                             ses__device_name_of(s, slot->device), ses__driver_name_of(s, slot->device),
                              slot->bytes, message);
         }
         rc = dev->api->copy_d2d(dev->handle, NULL, slot->buffer, slot->offset, buffer, 0,
                                 slot->bytes);
         if (rc != SES_DRV_OK) {
-            ses_status_t st = copy_failed(s, slot->device, rc, "within");
+            ses_status_t st = ses__copy_failed(s, slot->device, rc, "within");
             dev->api->free(dev->handle, buffer);
             return st;
         }

@@ -112,26 +112,7 @@ struct ses_registry {
     size_t n_fallbacks;
 };
 
-/** Host services given to every driver. */
-extern const ses_drv_host_t ses__host_services;
-
-/**
- * Takes the message a driver attached with host->error on this thread, if any: copies it into
- * @p buffer and clears it. Returns 1 when there was one, 0 otherwise (buffer then holds "").
- */
-int ses__host_take_message(char *buffer, size_t size);
-
-/**
- * Makes host->get_option on the calling thread look first in @p options ("key=value" strings;
- * NULL: none). Sessions set it while their devices open.
- */
-void ses__host_set_session_options(const char *const *options, size_t n_options);
-
-/**
- * Makes host->should_abort on the calling thread read @p flag (NULL: never abort). Sessions set
- * it around the kernels of a cancellable eval.
- */
-void ses__host_set_abort_flag(const volatile int *flag);
+#include "host.h"
 
 /** Marks @p driver failed with @p code and a printf message; logs it at warn level. */
 void ses__driver_fail(struct ses_driver *driver, ses_status_t code, const char *format, ...)

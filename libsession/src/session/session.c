@@ -14,6 +14,7 @@
 #include "../compile/plan.h"
 #include "../error.h"
 #include "../log.h"
+#include "../registry/registry_internal.h"
 #include "../scope/scope_internal.h"
 #include "../tensor/tensor_internal.h"
 
@@ -116,19 +117,6 @@ static ses_status_t copy_driver_options(ses_session_t *s) {
     return SES_OK;
 }
 
-void ses__session_log(const ses_session_t *s, uint32_t level, const char *format, ...) {
-    static const char *const names[] = {"error", "warn", "info", "debug"};
-    char line[4096];
-    va_list ap;
-
-    if (level > s->options.log_level)
-        return;
-    va_start(ap, format);
-    vsnprintf(line, sizeof line, format, ap);
-    va_end(ap);
-    fprintf(stderr, "libsession: %s: %s\n", names[level > 3 ? 3 : level], line);
-}
-
 /* ---- devices ---------------------------------------------------------------------------- */
 
 static ses_status_t open_device(ses_session_t *s, const ses_device_t *device) {
@@ -175,6 +163,7 @@ static ses_status_t open_device(ses_session_t *s, const ses_device_t *device) {
                 api->capture_begin && api->capture_end && api->graph_launch && api->graph_destroy &&
                 s->options.graphs != 0;
     /* The native entries exist only in tables of ABI 1.2 and later (DRV-83, DRV-84). */
+    d->abi_minor = driver->abi_minor;
     d->native = (ses_device_caps(device) & SES_DEVICE_CAP_NATIVE) && driver->abi_minor >= 2 &&
                 api->struct_size >= offsetof(ses_drv_api_t, import_native) + sizeof(void *) &&
                 api->buffer_native && api->import_native;
@@ -299,54 +288,6 @@ fail:
     pthread_cond_destroy(&s->idle);
     free(s);
     return st;
-}
-
-/* ---- evals in flight --------------------------------------------------------------------- */
-
-ses_status_t ses__session_enter(ses_session_t *s, const char *what) {
-    pthread_mutex_lock(&s->lock);
-    if (s->closed) {
-        pthread_mutex_unlock(&s->lock);
-        return ses__fail(SES_FAILED_PRECONDITION, "%s: the session is closed", what);
-    }
-    if (s->lost[0]) {
-        ses_status_t st = ses__fail(SES_UNAVAILABLE,
-                                    "%s: the session is closed: %s; close it and open a new one",
-                                    what, s->lost);
-        pthread_mutex_unlock(&s->lock);
-        return st;
-    }
-    s->in_flight++;
-    pthread_mutex_unlock(&s->lock);
-    return SES_OK;
-}
-
-void ses__session_device_lost(ses_session_t *s, size_t d) {
-    const ses_device_t *dev = s->devices[d].device;
-
-    pthread_mutex_lock(&s->lock);
-    if (!s->lost[0])
-        snprintf(s->lost, sizeof s->lost, "device %s (driver %s) was lost", ses_device_name(dev),
-                 ses_driver_name(ses_device_driver(dev)));
-    pthread_mutex_unlock(&s->lock);
-}
-
-int ses__session_lost(ses_session_t *s, char *buf, size_t size) {
-    int lost;
-
-    pthread_mutex_lock(&s->lock);
-    lost = s->lost[0] != 0;
-    if (lost && size)
-        snprintf(buf, size, "%s", s->lost);
-    pthread_mutex_unlock(&s->lock);
-    return lost;
-}
-
-void ses__session_leave(ses_session_t *s) {
-    pthread_mutex_lock(&s->lock);
-    if (--s->in_flight == 0)
-        pthread_cond_broadcast(&s->idle);
-    pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- plans ------------------------------------------------------------------------------ */
@@ -630,7 +571,7 @@ done:
 }
 
 /* ses_eval_options_t.device_fetches, 0 when the caller's struct ends before it. */
-static int device_fetches(const ses_eval_options_t *options) {
+static int wants_device_fetches(const ses_eval_options_t *options) {
     return options &&
            options->struct_size >=
                offsetof(ses_eval_options_t, device_fetches) + sizeof options->device_fetches &&
@@ -666,7 +607,7 @@ ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, si
         st = options && options->struct_size >= sizeof(uint32_t) * 2 && options->private_scope
                  ? ses__fail(SES_UNIMPLEMENTED,
                              "ses_session_eval: a remote session has no private scopes")
-                 : ses__remote_eval(s, fetches, n_fetches, feeds, n_feeds, targets, n_targets,
+                 : s->remote_hooks->eval(s, fetches, n_fetches, feeds, n_feeds, targets, n_targets,
                                     out_values);
         ses__session_leave(s);
         return st;
@@ -676,7 +617,7 @@ ses_status_t ses_session_eval_ex(ses_session_t *s, const ses_edge_t *fetches, si
         st = ses_scope_create_child(s->scope, &scope);
     if (st == SES_OK)
         st = eval_in_ex(s, scope, fetches, n_fetches, feeds, n_feeds, targets, n_targets,
-                        out_values, 0, device_fetches(options));
+                        out_values, 0, wants_device_fetches(options));
     if (scope != s->scope)
         ses_scope_destroy(scope);
     ses__session_leave(s);
@@ -804,7 +745,7 @@ ses_status_t ses_plan_run_ex(ses_plan_t *plan, ses_tensor_t *const *feed_values,
     if ((st = ses__session_enter(plan->session, "ses_plan_run")) != SES_OK)
         return st;
     st = run_plan(plan, feed_values, plan->session->scope, out_values, 0,
-                  device_fetches(options));
+                  wants_device_fetches(options));
     ses__session_leave(plan->session);
     return st;
 }
@@ -958,7 +899,7 @@ ses_status_t ses_session_initialize_variables(ses_session_t *s) {
         }
         /* Fetching the variable initializes it (and any it is initialized from), where it
          * lives: a remote session's workers hold theirs. */
-        st = s->remote ? ses__remote_eval(s, &edge, 1, NULL, 0, NULL, 0, &value)
+        st = s->remote ? s->remote_hooks->eval(s, &edge, 1, NULL, 0, NULL, 0, &value)
                        : eval_in(s, s->scope, &edge, 1, NULL, 0, NULL, 0, &value, 0);
         ses_tensor_release(value);
     }
@@ -1015,7 +956,8 @@ ses_status_t ses_session_close(ses_session_t *s) {
     }
     pthread_mutex_unlock(&s->lock);
 
-    ses__remote_close(s->remote); /* ends the job: workers exit */
+    if (s->remote)
+        s->remote_hooks->close(s->remote); /* ends the job: workers exit */
     ses__resident_free(s);
     ses__resident_variables_free(s);
     ses__device_home_close(s); /* device tensors' buffers, before their devices close */
@@ -1033,7 +975,8 @@ void ses_session_destroy(ses_session_t *s) {
     for (size_t i = 0; i < s->n_plans; i++)
         plan_free(s->plans[i]);
     free(s->plans);
-    ses__remote_free(s->remote);
+    if (s->remote)
+        s->remote_hooks->free(s->remote);
     /* A child scope the caller still holds outlives the session as a root of its own. */
     ses__scope_detach_children(s->scope);
     ses_scope_destroy(s->scope);
