@@ -259,7 +259,7 @@ static int32_t cuda_matmul_shapes(ses_drv_device_t *device, const ses_drv_node_t
 int32_t cuda__k_matmul(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[3];
     cuda_batches_t b;
-    int64_t m, n, k;
+    int64_t m = 0, n = 0, k = 0; /* set by cuda_matmul_shapes; 0 for -O3 */
     int32_t st;
 
     (void)state;
@@ -288,7 +288,7 @@ int32_t cuda__k_matmul(ses_drv_device_t *device, void *state, const ses_drv_laun
 int32_t cuda__k_matmul_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[4];
     cuda_batches_t b, g;
-    int64_t which = 0, m, n, k;
+    int64_t which = 0, m = 0, n = 0, k = 0;
     int32_t st;
 
     (void)state;
