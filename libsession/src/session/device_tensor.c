@@ -65,7 +65,8 @@ void ses__device_home_release(ses_session_t *s) {
     s->home = NULL;
 }
 
-void ses__device_tensor_drop(ses_tensor_t *t) {
+/* Frees a device tensor's buffer (unless its session closed) and drops its home. At release. */
+static void drop_home(ses_tensor_t *t) {
     ses__device_home_t *h = t->home;
 
     pthread_mutex_lock(&h->lock);
@@ -106,6 +107,7 @@ ses_status_t ses__device_tensor_wrap(ses_session_t *s, size_t device, ses_dtype_
     t->buffer = buffer;
     atomic_fetch_add(&h->refs, 1);
     t->home = h;
+    t->drop_home = drop_home;
     pthread_mutex_lock(&h->lock);
     t->home_next = h->tensors;
     if (h->tensors)

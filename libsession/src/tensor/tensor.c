@@ -335,8 +335,8 @@ void ses_tensor_release(ses_tensor_t *t) {
     assert(old > 0 && "release of a released tensor");
     if (old != 1)
         return;
-    if (t->home)
-        ses__device_tensor_drop(t);
+    if (t->drop_home)
+        t->drop_home(t);
     if (t->owns)
         free(t->data);
     else if (t->deleter)

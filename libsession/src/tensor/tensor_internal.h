@@ -34,14 +34,14 @@ struct ses_tensor {
      * home_device, NULL once the session closed (or for 0 bytes). The list links every live
      * device tensor of a home, under its lock, so that close frees their buffers. */
     struct ses__device_home *home;
+    /* Frees the buffer and drops home, at the last release (set with home; tensor.c calls it
+     * without knowing device tensors). */
+    void (*drop_home)(ses_tensor_t *t);
     size_t home_device;
     struct ses_drv_buffer *buffer;
     ses_tensor_t *home_prev, *home_next;
     char device_name[64];
 };
-
-/** Frees a device tensor's buffer (unless its session closed) and drops its home. At release. */
-void ses__device_tensor_drop(ses_tensor_t *t);
 
 /**
  * A tensor object (refcount 1) of this type with no data yet, for device tensors and DLPack.
