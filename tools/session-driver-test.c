@@ -1,6 +1,6 @@
 /*
  * session-driver-test: proves a driver keeps the contract of sdk/DRIVER_ABI.md and computes
- * what the CPU driver computes. The checks live in sdk/conformance/.
+ * what the CPU driver computes. The checks live in tools/conformance/.
  *
  *   session-driver-test acme                 by name, found like any driver
  *   session-driver-test build/acme.json      by manifest path (added to the search)
