@@ -21,15 +21,13 @@
 #include "../compile/plan.h"
 #include "../error.h"
 #include "../log.h"
+#include "../ops/static_types.h"
 #include "../tensor/tensor_internal.h"
 
 #define CHECKPOINT_FORMAT "libsession-checkpoint-1"
 #define LATEST_NAME "latest"
 #define CKPT_PREFIX "ckpt-"
 #define CKPT_SUFFIX ".safetensors"
-
-/* How deep the initializer type search goes before it gives up (and takes the file's type). */
-#define MAX_INFER_DEPTH 64
 
 /* The part of ses_last_error()'s 4096 bytes that a list of mismatches may fill. */
 #define MISMATCH_MESSAGE_BUDGET 3200
@@ -82,109 +80,6 @@ done:
 }
 
 /* ---- restore ---------------------------------------------------------------------------- */
-
-/* What can be known of node outputs' types without running anything, computed on demand. */
-typedef struct type_cache {
-    const ses_graph_t *graph;
-    ses_scope_t *scope;
-    unsigned char *state; /* per node: 0 not yet, 1 known, 2 unknown */
-    ses__type_t *types;   /* per node, SES__MAX_OUTPUTS each */
-} type_cache_t;
-
-static void type_of_tensor(const ses_tensor_t *t, ses__type_t *out) {
-    memset(out, 0, sizeof *out);
-    out->dtype = t->dtype;
-    out->rank = t->rank;
-    for (uint32_t d = 0; d < t->rank; d++)
-        out->dims[d] = t->dims[d];
-}
-
-static int type_has_wildcard(const ses__type_t *t) {
-    for (uint32_t d = 0; d < t->rank; d++)
-        if (t->dims[d] < 0)
-            return 1;
-    return 0;
-}
-
-static int infer_node(type_cache_t *c, const ses_node_t *node, int depth);
-
-/* The type of @p e; 0 when it cannot be known statically. */
-static int infer_edge(type_cache_t *c, ses_edge_t e, ses__type_t *out, int depth) {
-    if (!e.node || e.index >= SES__MAX_OUTPUTS || !infer_node(c, e.node, depth))
-        return 0;
-    *out = c->types[e.node->id * SES__MAX_OUTPUTS + e.index];
-    return 1;
-}
-
-static int infer_node(type_cache_t *c, const ses_node_t *node, int depth) {
-    ses__type_t *out = &c->types[node->id * SES__MAX_OUTPUTS];
-    int known = 0;
-
-    if (c->state[node->id])
-        return c->state[node->id] == 1;
-    if (depth > MAX_INFER_DEPTH || node->n_outputs > SES__MAX_OUTPUTS)
-        return 0; /* not cached: a shallower path may still get there */
-    switch (node->kind) {
-    case SES__NODE_CONSTANT:
-        type_of_tensor(node->value, out);
-        known = 1;
-        break;
-    case SES__NODE_PLACEHOLDER:
-        memset(out, 0, sizeof *out);
-        out->dtype = node->dtype;
-        out->rank = node->rank;
-        memcpy(out->dims, node->dims, sizeof out->dims);
-        known = 1;
-        break;
-    case SES__NODE_VARIABLE: {
-        ses_tensor_t *value = NULL;
-        if (ses_scope_find(c->scope, node->name, &value) == SES_OK) {
-            type_of_tensor(value, out);
-            ses_tensor_release(value);
-            known = 1;
-        } else {
-            known = infer_edge(c, node->inputs[0], out, depth + 1);
-        }
-        break;
-    }
-    case SES__NODE_OP: {
-        ses__type_t in_types[SES__MAX_INPUTS];
-        const void *values[SES__MAX_INPUTS];
-        ses__infer_ctx_t ctx;
-
-        if (node->n_inputs > SES__MAX_INPUTS || !node->schema)
-            break;
-        known = 1;
-        for (size_t i = 0; i < node->n_inputs && known; i++) {
-            /* An input of a shape still open (a placeholder's -1) gives no definite type. */
-            known = infer_edge(c, node->inputs[i], &in_types[i], depth + 1) &&
-                    !type_has_wildcard(&in_types[i]);
-            values[i] = node->inputs[i].node->kind == SES__NODE_CONSTANT
-                            ? node->inputs[i].node->value->data
-                            : NULL;
-        }
-        if (!known)
-            break;
-        memset(&ctx, 0, sizeof ctx);
-        ctx.node = node->name;
-        ctx.op = node->op;
-        ctx.n_inputs = node->n_inputs;
-        ctx.inputs = in_types;
-        ctx.values = values;
-        ctx.attrs = &node->attrs;
-        ctx.n_outputs = node->n_outputs;
-        known = ses__op_infer(node->schema, &ctx) == SES_OK;
-        ses__attrs_clear(&ctx.kernel_attrs);
-        if (known)
-            memcpy(out, ctx.outputs, node->n_outputs * sizeof *out);
-        break;
-    }
-    default:
-        break;
-    }
-    c->state[node->id] = known ? 1 : 2;
-    return known;
-}
 
 static int types_match(const ses__type_t *expected, const ses__type_t *actual) {
     if (expected->dtype != actual->dtype || expected->rank != actual->rank)
@@ -303,16 +198,13 @@ static ses_status_t check_file(ses_session_t *s, const char *path,
                                const ses_node_t **var_of_file) {
     const ses_graph_t *g = s->graph;
     mismatches_t m = {0};
-    type_cache_t cache = {0};
+    ses__static_types_t *types = NULL;
     unsigned char *in_file = NULL;
     ses_status_t st = SES_OK;
 
-    cache.graph = g;
-    cache.scope = s->scope;
-    cache.state = ses__calloc(g->n_nodes + 1, 1);
-    cache.types = ses__calloc((g->n_nodes + 1) * SES__MAX_OUTPUTS, sizeof *cache.types);
+    types = ses__static_types_new(g, s->scope);
     in_file = ses__calloc(g->n_nodes + 1, 1);
-    if (!cache.state || !cache.types || !in_file) {
+    if (!types || !in_file) {
         st = ses__fail(SES_OUT_OF_MEMORY, "restore %s: out of memory", path);
         goto done;
     }
@@ -323,7 +215,7 @@ static ses_status_t check_file(ses_session_t *s, const char *path,
         ses_node_t *node = NULL;
         ses_tensor_t *current = NULL;
 
-        type_of_tensor(file->tensors[i], &actual);
+        ses__type_of_tensor(file->tensors[i], &actual);
         ses__type_format(&actual, a, sizeof a);
         var_of_file[i] = NULL;
         if (ses_graph_find_node(g, name, &node) != SES_OK) {
@@ -338,12 +230,12 @@ static ses_status_t check_file(ses_session_t *s, const char *path,
         var_of_file[i] = node;
         in_file[node->id] = 1;
         if (ses_scope_find(s->scope, node->name, &current) == SES_OK) {
-            type_of_tensor(current, &expected);
+            ses__type_of_tensor(current, &expected);
             ses_tensor_release(current);
             if (!types_match(&expected, &actual))
                 mismatch_add(&m, "\"%s\": the file has %s, the variable is %s", name, a,
                              ses__type_format(&expected, e, sizeof e));
-        } else if (infer_edge(&cache, node->inputs[0], &expected, 0) &&
+        } else if (ses__static_type(types, node->inputs[0], &expected) &&
                    !types_match(&expected, &actual)) {
             mismatch_add(&m, "\"%s\": the file has %s, the variable's initializer gives %s", name,
                          a, ses__type_format(&expected, e, sizeof e));
@@ -363,8 +255,7 @@ static ses_status_t check_file(ses_session_t *s, const char *path,
 
 done:
     mismatches_clear(&m);
-    free(cache.state);
-    free(cache.types);
+    ses__static_types_free(types);
     free(in_file);
     return st;
 }
