@@ -325,6 +325,17 @@ static ses_status_t qlinear_params(ses__infer_ctx_t *ctx, const char *const *nam
         st = ses__op_check_same_dtype(ctx, 0, names[0], 2, names[2]);
     if (st == SES_OK)
         st = ses__op_check_same_dtype(ctx, 3, names[3], 5, names[5]);
+    for (size_t i = 1; st == SES_OK && i <= 4; i += 3) {
+        const ses__type_t *sc = &ctx->inputs[i], *zp = &ctx->inputs[i + 1];
+        int same = sc->rank == zp->rank;
+        for (uint32_t d = 0; same && d < sc->rank; d++)
+            same = sc->dims[d] == zp->dims[d];
+        if (!same)
+            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                              "%s and %s must have one shape: %s is %s, %s is %s", names[i],
+                              names[i + 1], names[i], ses__tstr(sc).s, names[i + 1],
+                              ses__tstr(zp).s);
+    }
     if (st == SES_OK)
         st = check_one(ctx, 6, names[6]);
     if (st == SES_OK)
