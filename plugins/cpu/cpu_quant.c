@@ -159,8 +159,7 @@ int32_t cpu__quantize(const cpu__call_t *call) {
         return st;
     if ((uint32_t)(has_zp ? 3 : 2) != call->n_in)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "attribute has_zp is %" PRId64 " but the node has %" PRIu32
-                              " inputs",
+                              "attribute has_zp is %" PRId64 " but the node has %" PRIu32 " inputs",
                               has_zp, call->n_in);
     memset(&j, 0, sizeof j);
     j.x = &call->in[0];
@@ -323,7 +322,8 @@ static int32_t q_matmul(const cpu__call_t *call, const cpu__tensor_t *a, const c
     if (rq && ((rq->a_scale->count != 1 && rq->a_scale->count != (uint64_t)j.sh.m) ||
                (rq->b_scale->count != 1 && rq->b_scale->count != (uint64_t)j.sh.n)))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "a_scale must have 1 or %" PRId64 " elements and b_scale 1 or %" PRId64,
+                              "a_scale must have 1 or %" PRId64
+                              " elements and b_scale 1 or %" PRId64,
                               j.sh.m, j.sh.n);
     wa = malloc((a->count ? a->count : 1) * sizeof *wa);
     wb = malloc((b->count ? b->count : 1) * sizeof *wb);
@@ -404,8 +404,8 @@ static void conv_task(void *ctx, uint64_t begin, uint64_t end) {
 
 /* ConvInteger (@p rq NULL) or QLinearConv of x and w with their zero points and the bias. */
 static int32_t q_conv(const cpu__call_t *call, const cpu__tensor_t *x, const cpu__tensor_t *x_zp,
-                      const cpu__tensor_t *k, const cpu__tensor_t *k_zp,
-                      const cpu__tensor_t *bias, const q_requant_t *rq) {
+                      const cpu__tensor_t *k, const cpu__tensor_t *k_zp, const cpu__tensor_t *bias,
+                      const q_requant_t *rq) {
     conv_job_t j;
     int32_t *wx = NULL, *wk = NULL, st;
 
@@ -418,8 +418,7 @@ static int32_t q_conv(const cpu__call_t *call, const cpu__tensor_t *x, const cpu
     j.m = k->dims[0];
     if (k->rank != x->rank || j.group < 1 || j.c % j.group || j.m % j.group ||
         k->dims[1] != j.c / j.group || call->outs[0].dims[1] != j.m)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "x, w, group and y do not agree");
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "x, w, group and y do not agree");
     for (uint32_t d = 0; d < j.w.n; d++)
         if (k->dims[2 + d] != j.w.k[d])
             return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
@@ -474,7 +473,7 @@ int32_t cpu__matmul_integer(const cpu__call_t *call) {
         zps[1] = cpu__input(call, next++);
     if (call->spec->code == CPU__OP_CONVINTEGER)
         return q_conv(call, &call->in[0], has_a ? &zps[0] : NULL, &call->in[1],
-                                     has_b ? &zps[1] : NULL, NULL, NULL);
+                      has_b ? &zps[1] : NULL, NULL, NULL);
     return q_matmul(call, &call->in[0], has_a ? &zps[0] : NULL, &call->in[1],
                     has_b ? &zps[1] : NULL, NULL);
 }
@@ -497,7 +496,6 @@ int32_t cpu__qlinear(const cpu__call_t *call) {
                               "y_zero_point one element");
     q_range(call->outs[0].dtype, &rq.lo, &rq.hi);
     if (call->spec->code == CPU__OP_QLINEARCONV)
-        return q_conv(call, &t[0], &t[2], &t[3], &t[5],
-                                     call->n_in > 8 ? &t[8] : NULL, &rq);
+        return q_conv(call, &t[0], &t[2], &t[3], &t[5], call->n_in > 8 ? &t[8] : NULL, &rq);
     return q_matmul(call, &t[0], &t[2], &t[3], &t[5], &rq);
 }

@@ -57,9 +57,9 @@ static inline void st(void *p, uint64_t i, int f64, double v) {
 /* FLOATS attribute @p key, exactly @p n values. */
 static int32_t attr_floats(const cpu__call_t *call, const char *key, double *out, uint64_t n) {
     uint64_t count = n;
-    int32_t rc = call->node->attr ? call->node->attr(call->node, key, SES_DRV_ATTR_FLOATS, &count,
-                                                      out)
-                                  : SES_DRV_NOT_FOUND;
+    int32_t rc = call->node->attr
+                     ? call->node->attr(call->node, key, SES_DRV_ATTR_FLOATS, &count, out)
+                     : SES_DRV_NOT_FOUND;
     if (rc != SES_DRV_OK || count != n)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "attribute %s must be %" PRIu64 " floats", key, n);
@@ -92,9 +92,9 @@ static inline uint64_t state_at(const rnn_t *n, int64_t d, int64_t b) {
 }
 
 static inline uint64_t y_at(const rnn_t *n, int64_t t, int64_t d, int64_t b) {
-    return (uint64_t)((n->layout ? (b * n->seq + t) * n->dirs + d : (t * n->dirs + d) * n->batch +
-                                                                        b) *
-                      n->hidden);
+    const int64_t row =
+        n->layout ? (b * n->seq + t) * n->dirs + d : (t * n->dirs + d) * n->batch + b;
+    return (uint64_t)(row * n->hidden);
 }
 
 /* Scratch of one direction, all of the layer's dtype. */
@@ -177,12 +177,12 @@ static void rnn_direction(const cpu__call_t *call, const rnn_t *n, int64_t d, rn
             const uint64_t bo = (uint64_t)(d * 2 * G);
             if (step >= len)
                 continue; /* done: the state stays, Y stays 0 */
-#define PRE(g, k)                                                                            \
-    (ld(s->xw, xr + (uint64_t)((g) * H + (k)), f64) +                                        \
-     (n->b ? ld(n->b->data, bo + (uint64_t)((g) * H + (k)), f64) : 0.0))
-#define REC(g, k)                                                                            \
-    (ld(s->hr, gb + (uint64_t)((g) * H + (k)), f64) +                                        \
-     (n->b ? ld(n->b->data, bo + (uint64_t)(G + (g) * H + (k)), f64) : 0.0))
+#define PRE(g, k)                                   \
+    (ld(s->xw, xr + (uint64_t)((g)*H + (k)), f64) + \
+     (n->b ? ld(n->b->data, bo + (uint64_t)((g)*H + (k)), f64) : 0.0))
+#define REC(g, k)                                   \
+    (ld(s->hr, gb + (uint64_t)((g)*H + (k)), f64) + \
+     (n->b ? ld(n->b->data, bo + (uint64_t)(G + (g)*H + (k)), f64) : 0.0))
             for (int64_t k = 0; k < H; k++) {
                 const double hp = ld(s->h, hb + (uint64_t)k, f64);
                 double hv;
@@ -279,15 +279,15 @@ int32_t cpu__rnn(const cpu__call_t *call) {
     for (uint32_t i = 0; i < n_acts; i++)
         if (n.acts[i] < 0 || n.acts[i] > 10)
             return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "activation code %" PRId64 " is not one of 0 to 10",
-                                  n.acts[i]);
+                                  "activation code %" PRId64 " is not one of 0 to 10", n.acts[i]);
     if ((rc = attr_floats(call, "activation_alpha", n.alpha, n_acts)) != SES_DRV_OK ||
         (rc = attr_floats(call, "activation_beta", n.beta, n_acts)) != SES_DRV_OK)
         return rc;
     /* Which inputs came: bit i of mask is ONNX input i. */
     if ((mask & 7) != 7 || mask >> (n.gates == 4 ? 8 : 6))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "attribute inputs %" PRId64 " must have bits 0 to 2 set and no bit "
+                              "attribute inputs %" PRId64
+                              " must have bits 0 to 2 set and no bit "
                               "past the op's inputs",
                               mask);
     for (uint32_t i = 0; i < call->n_in && i < 8; i++)
@@ -354,10 +354,10 @@ int32_t cpu__rnn(const cpu__call_t *call) {
                 return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
                                       "out of memory for %zu bytes of scratch", total);
             p = block;
-#define CARVE(field, n_elems)                                                          \
-    do {                                                                               \
-        s.field = p;                                                                   \
-        p += ((n_elems) * es + CPU__ALIGNMENT - 1) / CPU__ALIGNMENT * CPU__ALIGNMENT;  \
+#define CARVE(field, n_elems)                                                       \
+    do {                                                                            \
+        s.field = p;                                                                \
+        p += ((n_elems)*es + CPU__ALIGNMENT - 1) / CPU__ALIGNMENT * CPU__ALIGNMENT; \
     } while (0)
             CARVE(xw, xw);
             CARVE(hr, (size_t)(n.batch * G));

@@ -212,10 +212,10 @@ static void reference(ref_t *f) {
                                           wx(f, d, H + j, t, b) + rh(f, d, H + j, hv) +
                                               bias(f, d, 0, H + j) + bias(f, d, 1, H + j));
                         if (f->c->lbr) {
-                            hh = ref_f(f, d, 1,
-                                       wx(f, d, 2 * H + k, t, b) + bias(f, d, 0, 2 * H + k) +
-                                           rv[k] * (rh(f, d, 2 * H + k, hv) +
-                                                    bias(f, d, 1, 2 * H + k)));
+                            hh = ref_f(
+                                f, d, 1,
+                                wx(f, d, 2 * H + k, t, b) + bias(f, d, 0, 2 * H + k) +
+                                    rv[k] * (rh(f, d, 2 * H + k, hv) + bias(f, d, 1, 2 * H + k)));
                         } else {
                             double rhv[16];
                             for (int64_t j = 0; j < H; j++)
@@ -233,9 +233,10 @@ static void reference(ref_t *f) {
                             g[q] = wx(f, d, q * H + k, t, b) + rh(f, d, q * H + k, hv) +
                                    bias(f, d, 0, q * H + k) + bias(f, d, 1, q * H + k);
                         const double i = ref_f(f, d, 0, g[0] + (p ? p[k] * cv[k] : 0));
-                        const double fg = f->c->input_forget
-                                              ? 1 - i
-                                              : ref_f(f, d, 0, g[2] + (p ? p[2 * H + k] * cv[k] : 0));
+                        const double fg =
+                            f->c->input_forget
+                                ? 1 - i
+                                : ref_f(f, d, 0, g[2] + (p ? p[2 * H + k] * cv[k] : 0));
                         const double cc = ref_f(f, d, 1, g[3]);
                         nc[k] = fg * cv[k] + i * cc;
                         const double o = ref_f(f, d, 0, g[1] + (p ? p[H + k] * nc[k] : 0));
@@ -326,8 +327,8 @@ static void run_rnn_case(const rnn_case_t *c) {
         attrs[n_attrs++] = ses_attr_floats("activation_beta", c->beta, c->n_beta);
     if (c->clip > 0)
         attrs[n_attrs++] = ses_attr_float("clip", c->clip);
-    assert_int_equal(ses_graph_add_node(g, c->op, "layer", in_e, n_in, attrs, n_attrs, n_out, &node),
-                     SES_OK);
+    assert_int_equal(
+        ses_graph_add_node(g, c->op, "layer", in_e, n_in, attrs, n_attrs, n_out, &node), SES_OK);
     for (size_t o = 0; o < n_out; o++)
         out_e[o] = ses_node_output(node, (uint32_t)o);
     eval_n(g, out_e, n_out, got);
@@ -350,7 +351,9 @@ static void run_rnn_case(const rnn_case_t *c) {
     f.p = p;
     f.lens = c->has_lens ? lens : NULL;
     {
-        const char *defaults = gates == 1 ? "Tanh" : gates == 3 ? "Sigmoid,Tanh" : "Sigmoid,Tanh,Tanh";
+        const char *defaults = gates == 1   ? "Tanh"
+                               : gates == 3 ? "Sigmoid,Tanh"
+                                            : "Sigmoid,Tanh,Tanh";
         const char *list = c->activations ? c->activations : defaults;
         const size_t per = gates == 1 ? 1 : gates == 3 ? 2 : 3;
         size_t n = 0, ua = 0, ub = 0;
@@ -411,19 +414,79 @@ static void recurrent_layers_match_a_direct_recursion_in_every_form(void **state
     static const rnn_case_t cases[] = {
         {"RNN", "forward", 0, 0, 0, 0, 0, 0, 0, 0, NULL, {0}, {0}, 0, 0, 0, SES_F64},
         {"RNN", "reverse", 1, 1, 1, 1, 0, 0, 0, 0, NULL, {0}, {0}, 0, 0, 0, SES_F64},
-        {"RNN", "bidirectional", 0, 1, 1, 1, 0, 0, 0, 0, "Relu,LeakyRelu", {0.3}, {0}, 1, 0, 0,
+        {"RNN",
+         "bidirectional",
+         0,
+         1,
+         1,
+         1,
+         0,
+         0,
+         0,
+         0,
+         "Relu,LeakyRelu",
+         {0.3},
+         {0},
+         1,
+         0,
+         0,
          SES_F32},
         {"GRU", "forward", 0, 1, 1, 1, 0, 0, 0, 0, NULL, {0}, {0}, 0, 0, 0, SES_F64},
         {"GRU", "bidirectional", 1, 1, 1, 1, 0, 0, 1, 0, NULL, {0}, {0}, 0, 0, 0, SES_F64},
-        {"GRU", "reverse", 0, 1, 1, 0, 0, 0, 0, 0, "HardSigmoid,ScaledTanh", {0.25, 0.9}, {0.4, 1.2},
-         2, 2, 1.5, SES_F64},
+        {"GRU",
+         "reverse",
+         0,
+         1,
+         1,
+         0,
+         0,
+         0,
+         0,
+         0,
+         "HardSigmoid,ScaledTanh",
+         {0.25, 0.9},
+         {0.4, 1.2},
+         2,
+         2,
+         1.5,
+         SES_F64},
         {"GRU", "bidirectional", 0, 0, 0, 1, 0, 0, 1, 0, NULL, {0}, {0}, 0, 0, 0, SES_F32},
         {"LSTM", "forward", 0, 1, 1, 1, 1, 1, 0, 0, NULL, {0}, {0}, 0, 0, 0, SES_F64},
         {"LSTM", "bidirectional", 1, 1, 1, 1, 1, 1, 0, 0, NULL, {0}, {0}, 0, 0, 0, SES_F64},
-        {"LSTM", "reverse", 0, 1, 0, 0, 1, 0, 0, 1, "Sigmoid,Elu,Softsign", {0.7}, {0}, 1, 0, 0,
+        {"LSTM",
+         "reverse",
+         0,
+         1,
+         0,
+         0,
+         1,
+         0,
+         0,
+         1,
+         "Sigmoid,Elu,Softsign",
+         {0.7},
+         {0},
+         1,
+         0,
+         0,
          SES_F64},
-        {"LSTM", "forward", 1, 0, 1, 1, 0, 1, 0, 0, "Affine,Softplus,ThresholdedRelu", {0.5, 0.1},
-         {0.2}, 2, 1, 0.8, SES_F64},
+        {"LSTM",
+         "forward",
+         1,
+         0,
+         1,
+         1,
+         0,
+         1,
+         0,
+         0,
+         "Affine,Softplus,ThresholdedRelu",
+         {0.5, 0.1},
+         {0.2},
+         2,
+         1,
+         0.8,
+         SES_F64},
         {"LSTM", "bidirectional", 0, 1, 1, 1, 1, 1, 0, 0, NULL, {0}, {0}, 0, 0, 0, SES_F32},
     };
     (void)state;

@@ -90,8 +90,8 @@ static ses_status_t quant_params(ses__infer_ctx_t *ctx, size_t xi, size_t si, co
                                     "with block_size %lld along axis %lld, %s must have the "
                                     "input's shape with that dimension in blocks: input is %s, "
                                     "%s is %s",
-                                    (long long)block, (long long)axis, sname, ses__tstr(x).s,
-                                    sname, ses__tstr(s).s);
+                                    (long long)block, (long long)axis, sname, ses__tstr(x).s, sname,
+                                    ses__tstr(s).s);
         }
     }
     st = ses__attrs_set_int(&ctx->kernel_attrs, "axis", axis);
@@ -151,8 +151,7 @@ ses_status_t ses__infer_quantize_linear(ses__infer_ctx_t *ctx) {
 }
 
 ses_status_t ses__infer_dequantize_linear(ses__infer_ctx_t *ctx) {
-    ses_status_t st =
-        ses__op_check_dtype(ctx, 0, "x", QUANT_INTS | SES__DT(SES_I32));
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "x", QUANT_INTS | SES__DT(SES_I32));
 
     if (st == SES_OK)
         st = ses__op_check_dtype(ctx, 1, "x_scale", SES__DT_FLOAT);
@@ -187,8 +186,8 @@ ses_status_t ses__infer_dynamic_quantize_linear(ses__infer_ctx_t *ctx) {
  * @p per_column, number @p n): one element, one per row (column), or one per row (column) of
  * each matrix of the operand, shaped [..., n, 1] ([..., 1, n]).
  */
-static ses_status_t check_product_zp(ses__infer_ctx_t *ctx, size_t zi, const char *zname,
-                                     size_t oi, const char *oname, int per_column) {
+static ses_status_t check_product_zp(ses__infer_ctx_t *ctx, size_t zi, const char *zname, size_t oi,
+                                     const char *oname, int per_column) {
     const ses__type_t *z = &ctx->inputs[zi], *o = &ctx->inputs[oi];
     const int64_t n = o->rank < 2 && per_column ? 1 : o->dims[o->rank - (per_column ? 1 : 2)];
     int fits = ses__type_count(z) == 1 || (z->rank == 1 && z->dims[0] == n);
@@ -224,8 +223,8 @@ static ses_status_t product_shape(ses__infer_ctx_t *ctx, size_t ai, const char *
                             ses__tstr(a).s, bname, ses__tstr(b).s);
     if (a->dims[a->rank - 1] != (b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "inner dimensions differ: %s is %s, %s is %s", aname,
-                            ses__tstr(a).s, bname, ses__tstr(b).s);
+                            "inner dimensions differ: %s is %s, %s is %s", aname, ses__tstr(a).s,
+                            bname, ses__tstr(b).s);
     batch_a.rank = a->rank > 2 ? a->rank - 2 : 0;
     batch_b.rank = b->rank > 2 ? b->rank - 2 : 0;
     memcpy(batch_a.dims, a->dims, batch_a.rank * sizeof *a->dims);
@@ -279,8 +278,8 @@ static ses_status_t check_one_or_n(ses__infer_ctx_t *ctx, size_t i, const char *
     const ses__type_t *t = &ctx->inputs[i];
     if (ses__type_count(t) != 1 && !(t->rank == 1 && t->dims[0] == n))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "input %zu (%s) must have one element or one per %s (%lld), got %s",
-                            i, name, per, (long long)n, ses__tstr(t).s);
+                            "input %zu (%s) must have one element or one per %s (%lld), got %s", i,
+                            name, per, (long long)n, ses__tstr(t).s);
     return SES_OK;
 }
 
@@ -331,10 +330,9 @@ static ses_status_t qlinear_params(ses__infer_ctx_t *ctx, const char *const *nam
         for (uint32_t d = 0; same && d < sc->rank; d++)
             same = sc->dims[d] == zp->dims[d];
         if (!same)
-            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                              "%s and %s must have one shape: %s is %s, %s is %s", names[i],
-                              names[i + 1], names[i], ses__tstr(sc).s, names[i + 1],
-                              ses__tstr(zp).s);
+            st = ses__op_fail(
+                ctx, SES_INVALID_ARGUMENT, "%s and %s must have one shape: %s is %s, %s is %s",
+                names[i], names[i + 1], names[i], ses__tstr(sc).s, names[i + 1], ses__tstr(zp).s);
     }
     if (st == SES_OK)
         st = check_one(ctx, 6, names[6]);
@@ -344,8 +342,8 @@ static ses_status_t qlinear_params(ses__infer_ctx_t *ctx, const char *const *nam
 }
 
 ses_status_t ses__infer_qlinear_matmul(ses__infer_ctx_t *ctx) {
-    static const char *const names[] = {"a",       "a_scale", "a_zero_point", "b",
-                                        "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
+    static const char *const names[] = {"a",       "a_scale",      "a_zero_point", "b",
+                                        "b_scale", "b_zero_point", "y_scale",      "y_zero_point"};
     const ses__type_t *a = &ctx->inputs[0], *b = &ctx->inputs[3];
     ses_status_t st = qlinear_params(ctx, names);
 
@@ -367,8 +365,8 @@ ses_status_t ses__infer_qlinear_matmul(ses__infer_ctx_t *ctx) {
 }
 
 ses_status_t ses__infer_qlinear_conv(ses__infer_ctx_t *ctx) {
-    static const char *const names[] = {"x",       "x_scale", "x_zero_point", "w",
-                                        "w_scale", "w_zero_point", "y_scale", "y_zero_point"};
+    static const char *const names[] = {"x",       "x_scale",      "x_zero_point", "w",
+                                        "w_scale", "w_zero_point", "y_scale",      "y_zero_point"};
     ses_status_t st = qlinear_params(ctx, names);
 
     if (st == SES_OK)

@@ -177,8 +177,8 @@ static ses_status_t infer_rnn(ses__infer_ctx_t *ctx, int64_t gates, uint32_t per
     batch = x->dims[layout ? 0 : 1];
     in_size = x->dims[2];
     {
-        const int64_t wd[3] = {dirs, gates * hidden, in_size}, rd[3] = {dirs, gates * hidden,
-                                                                         hidden};
+        const int64_t wd[3] = {dirs, gates * hidden, in_size},
+                      rd[3] = {dirs, gates * hidden, hidden};
         const int64_t bd[2] = {dirs, 2 * gates * hidden}, sd[1] = {batch};
         const int64_t hd[3] = {layout ? batch : dirs, layout ? dirs : batch, hidden};
         const int64_t pd[2] = {dirs, 3 * hidden};
@@ -215,8 +215,8 @@ static ses_status_t infer_rnn(ses__infer_ctx_t *ctx, int64_t gates, uint32_t per
         if ((st = ses__op_attr_float(ctx, "clip", 0.0, &clip)) != SES_OK)
             return st;
         if (!(clip > 0.0))
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "attribute clip is %g; it must be > 0", clip);
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute clip is %g; it must be > 0",
+                                clip);
     }
     st = read_activations(ctx, per_dir, dirs, defaults, codes, alpha, beta);
     if (st != SES_OK)
