@@ -108,7 +108,9 @@ typedef struct rnn_scratch {
     void *z;   /* [batch, hidden]: GRU's update gate */
 } rnn_scratch_t;
 
-static void rnn_direction(const cpu__call_t *call, const rnn_t *n, int64_t d, rnn_scratch_t *s) {
+/* One direction of the layer; fails only when the host cancels the eval between steps. */
+static int32_t rnn_direction(const cpu__call_t *call, const rnn_t *n, int64_t d,
+                             rnn_scratch_t *s) {
     const int f64 = n->f64;
     const int64_t H = n->hidden, G = n->gates * H, B = n->batch;
     const size_t es = f64 ? 8 : 4;
@@ -135,7 +137,9 @@ static void rnn_direction(const cpu__call_t *call, const rnn_t *n, int64_t d, rn
         }
     for (int64_t step = 0; step < n->seq; step++) {
         if (cpu__cancelled(call))
-            return;
+            return cpu__call_fail(call, SES_DRV_CANCELLED,
+                                  "cancelled by the host after %" PRId64 " of %" PRId64 " steps",
+                                  step, n->seq);
         cpu__gemm_call(call->device, 1, n->x->dtype, 0, 1, B, hr_cols, H, 1.0, s->h, H, r, H, 0.0,
                        s->hr, G);
         if (n->gates == 3 && !n->lbr) {
@@ -233,6 +237,7 @@ static void rnn_direction(const cpu__call_t *call, const rnn_t *n, int64_t d, rn
             if (n->n_out > 2)
                 st(call->outs[2].data, at, f64, ld(s->c, (uint64_t)(b * H + k), f64));
         }
+    return SES_DRV_OK;
 }
 
 int32_t cpu__rnn(const cpu__call_t *call) {
@@ -370,12 +375,9 @@ int32_t cpu__rnn(const cpu__call_t *call) {
         }
     }
     memset(call->outs[0].data, 0, call->outs[0].count * call->outs[0].esize);
-    for (int64_t d = 0; d < n.dirs; d++) {
-        if (n.batch > 0)
-            rnn_direction(call, &n, d, &s);
-        else
-            break;
-    }
+    rc = SES_DRV_OK;
+    for (int64_t d = 0; d < n.dirs && n.batch > 0 && rc == SES_DRV_OK; d++)
+        rc = rnn_direction(call, &n, d, &s);
     free(block);
-    return SES_DRV_OK;
+    return rc;
 }

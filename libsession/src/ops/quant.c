@@ -37,6 +37,8 @@ static int given(const ses__infer_ctx_t *ctx, size_t i) {
 
 #define QUANT_INTS (SES__DT(SES_I8) | SES__DT(SES_U8) | SES__DT(SES_I16) | SES__DT(SES_U16))
 #define BYTE_INTS (SES__DT(SES_I8) | SES__DT(SES_U8))
+/* The float side ONNX allows (f16 and bf16 from op set 19; the CPU computes f32 only). */
+#define QUANT_FLOATS (SES__DT(SES_F32) | SES__DT(SES_F16) | SES__DT(SES_BF16))
 
 /*
  * The scale (input @p si, named @p sname) and zero point (@p zi, when given) of quantized
@@ -116,10 +118,10 @@ static ses_dtype_t onnx_int_dtype(int64_t code) {
 ses_status_t ses__infer_quantize_linear(ses__infer_ctx_t *ctx) {
     ses_dtype_t out = SES_U8;
     int64_t code = 0, saturate = 1;
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "x", SES__DT_FLOAT | SES__DT(SES_I32));
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "x", QUANT_FLOATS | SES__DT(SES_I32));
 
     if (st == SES_OK)
-        st = ses__op_check_dtype(ctx, 1, "y_scale", SES__DT_FLOAT);
+        st = ses__op_check_dtype(ctx, 1, "y_scale", QUANT_FLOATS);
     if (st == SES_OK && given(ctx, 2))
         st = ses__op_check_dtype(ctx, 2, "y_zero_point", QUANT_INTS);
     if (st == SES_OK)
@@ -154,7 +156,7 @@ ses_status_t ses__infer_dequantize_linear(ses__infer_ctx_t *ctx) {
     ses_status_t st = ses__op_check_dtype(ctx, 0, "x", QUANT_INTS | SES__DT(SES_I32));
 
     if (st == SES_OK)
-        st = ses__op_check_dtype(ctx, 1, "x_scale", SES__DT_FLOAT);
+        st = ses__op_check_dtype(ctx, 1, "x_scale", QUANT_FLOATS);
     if (st == SES_OK && given(ctx, 2))
         st = ses__op_check_same_dtype(ctx, 0, "x", 2, "x_zero_point");
     if (st == SES_OK)
@@ -168,7 +170,7 @@ ses_status_t ses__infer_dequantize_linear(ses__infer_ctx_t *ctx) {
 }
 
 ses_status_t ses__infer_dynamic_quantize_linear(ses__infer_ctx_t *ctx) {
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "x", SES__DT_FLOAT);
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "x", SES__DT(SES_F32));
 
     if (st != SES_OK)
         return st;
