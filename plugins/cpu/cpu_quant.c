@@ -5,11 +5,11 @@
  *
  * Rounding is to the nearest integer, ties to even (rintf under the default rounding mode), and
  * results saturate to the output's range; NaN quantizes to the zero point. The products subtract
- * the zero points into int32 copies of the operands first, then accumulate exactly (int64, kept
- * as int32 with wrap-around, ONNX's int32 accumulation), so every result is exact: OpenBLAS has
- * no integer GEMM, and these loops are the reference rather than the fast path. QLinearMatMul
- * and QLinearConv requantize as ONNX Runtime does: the accumulator times the f32 multiplier
- * a_scale * b_scale / y_scale, rounded, plus y's zero point, saturated.
+ * the zero points into copies of the operands first, then sum exactly, keeping the sums as int32
+ * with wrap-around (ONNX's int32 accumulation): the matrix products in doubles through dgemm
+ * (exact, see q_matmul; OpenBLAS has no integer GEMM), the convolutions in int64 loops.
+ * QLinearMatMul and QLinearConv requantize as ONNX Runtime does: the accumulator times the f32
+ * multiplier a_scale * b_scale / y_scale, rounded, plus y's zero point, saturated.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -230,6 +230,19 @@ static void q_widen(const cpu__tensor_t *t, const cpu__tensor_t *zp, uint64_t ro
     }
 }
 
+/* q_widen into doubles, for the GEMM. */
+static void q_widen_f64(const cpu__tensor_t *t, const cpu__tensor_t *zp, uint64_t rows,
+                        uint64_t cols, int per_column, double *out) {
+    for (uint64_t e = 0; e < t->count; e++) {
+        uint64_t k = 0;
+        if (zp && zp->count > 1 && !per_column)
+            k = (e / cols) % zp->count;
+        else if (zp && zp->count > 1)
+            k = zp->count == cols ? e % cols : (e / (rows * cols)) * cols + e % cols;
+        out[e] = (double)(q_load(t, e) - (zp ? q_load(zp, k) : 0));
+    }
+}
+
 /* The requantization of QLinearMatMul and QLinearConv. */
 typedef struct q_requant {
     const cpu__tensor_t *a_scale, *b_scale, *y_scale, *y_zp;
@@ -241,52 +254,6 @@ static inline double q_requantize(const q_requant_t *r, int32_t acc, uint64_t ai
     const float b_s = (float)f_load(r->b_scale, r->b_scale->count == 1 ? 0 : bi);
     const float m = a_s * b_s / (float)f_load(r->y_scale, 0);
     return q_saturate((float)acc * m, (double)q_load(r->y_zp, 0), r->lo, r->hi);
-}
-
-typedef struct mm_job {
-    cpu__matmul_shape_t sh;
-    const int32_t *a, *b; /* zero points subtracted */
-    const cpu__tensor_t *y;
-    const q_requant_t *rq; /* NULL: y is the int32 accumulator */
-} mm_job_t;
-
-/* Rows [begin, end) of all the product's matrices (row r of matrix r / m). */
-static void mm_task(void *ctx, uint64_t begin, uint64_t end) {
-    const mm_job_t *j = ctx;
-    const int64_t m = j->sh.m, k = j->sh.k, n = j->sh.n;
-    int64_t acc[256];
-
-    for (uint64_t r = begin; r < end; r++) {
-        const int64_t mat = (int64_t)r / m, row = (int64_t)r % m;
-        int64_t a_mat = 0, b_mat = 0, rest = mat;
-        for (uint32_t d = j->sh.n_batch; d-- > 0;) {
-            const int64_t idx = rest % j->sh.batch[d];
-            rest /= j->sh.batch[d];
-            a_mat += idx * j->sh.a_stride[d];
-            b_mat += idx * j->sh.b_stride[d];
-        }
-        const int32_t *a = j->a + (a_mat * m + row) * k, *b = j->b + b_mat * k * n;
-        for (int64_t c0 = 0; c0 < n; c0 += 256) {
-            const int64_t nc = n - c0 < 256 ? n - c0 : 256;
-            memset(acc, 0, (size_t)nc * sizeof *acc);
-            for (int64_t q = 0; q < k; q++) {
-                const int64_t av = a[q];
-                const int32_t *brow = b + q * n + c0;
-                if (av == 0)
-                    continue;
-                for (int64_t c = 0; c < nc; c++)
-                    acc[c] += av * brow[c];
-            }
-            for (int64_t c = 0; c < nc; c++) {
-                const uint64_t out = (uint64_t)r * (uint64_t)n + (uint64_t)(c0 + c);
-                const int32_t v = (int32_t)(uint32_t)(uint64_t)acc[c];
-                if (j->rq)
-                    q_store(j->y, out, q_requantize(j->rq, v, (uint64_t)row, (uint64_t)(c0 + c)));
-                else
-                    ((int32_t *)(void *)j->y->data)[out] = v;
-            }
-        }
-    }
 }
 
 /* The zero point of product operand @p t (matrices of @p rows x @p cols): one element, one per
@@ -304,44 +271,71 @@ static int32_t q_product_zp(const cpu__call_t *call, const char *name, const cpu
                           name, zp->count, per, per * matrices);
 }
 
-/* MatMulInteger (@p rq NULL) or QLinearMatMul of a, b with their zero points. */
+/*
+ * MatMulInteger (@p rq NULL) or QLinearMatMul of a, b with their zero points: both operands
+ * widened to double with the zero points subtracted, one dgemm per matrix of the product
+ * (cpu__gemm_call, OpenBLAS on its threads). Exact: each product is at most 255 * 255 in
+ * magnitude and every partial sum an integer below 2^53, whatever order the GEMM adds in; the
+ * sums are then kept as int32 with wrap-around, which is what int32 accumulation gives.
+ */
 static int32_t q_matmul(const cpu__call_t *call, const cpu__tensor_t *a, const cpu__tensor_t *a_zp,
                         const cpu__tensor_t *b, const cpu__tensor_t *b_zp, const q_requant_t *rq) {
-    mm_job_t j;
-    int32_t *wa = NULL, *wb = NULL;
+    cpu__matmul_shape_t sh;
+    const cpu__tensor_t *y = &call->outs[0];
+    double *wa = NULL, *wb = NULL, *acc = NULL;
     int32_t st;
 
-    memset(&j, 0, sizeof j);
-    st = cpu__matmul_shape(call, a, "A", b, "B", &call->outs[0], "Y", &j.sh);
+    memset(&sh, 0, sizeof sh);
+    st = cpu__matmul_shape(call, a, "A", b, "B", y, "Y", &sh);
     if (st == SES_DRV_OK)
-        st = q_product_zp(call, "A", a, a_zp, j.sh.m, j.sh.k, 0);
+        st = q_product_zp(call, "A", a, a_zp, sh.m, sh.k, 0);
     if (st == SES_DRV_OK)
-        st = q_product_zp(call, "B", b, b_zp, j.sh.k, j.sh.n, 1);
+        st = q_product_zp(call, "B", b, b_zp, sh.k, sh.n, 1);
     if (st != SES_DRV_OK)
         return st;
-    if (rq && ((rq->a_scale->count != 1 && rq->a_scale->count != (uint64_t)j.sh.m) ||
-               (rq->b_scale->count != 1 && rq->b_scale->count != (uint64_t)j.sh.n)))
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "a_scale must have 1 or %" PRId64
-                              " elements and b_scale 1 or %" PRId64,
-                              j.sh.m, j.sh.n);
+    if (rq && ((rq->a_scale->count != 1 && rq->a_scale->count != (uint64_t)sh.m) ||
+               (rq->b_scale->count != 1 && rq->b_scale->count != (uint64_t)sh.n)))
+        return cpu__call_fail(
+            call, SES_DRV_INVALID_ARGUMENT,
+            "a_scale must have 1 or %" PRId64 " elements and b_scale 1 or %" PRId64, sh.m, sh.n);
+    if (y->count == 0)
+        return SES_DRV_OK;
+    if ((st = cpu__check_blas_dims(call, sh.m, sh.n, sh.k > 0 ? sh.k : 1)) != SES_DRV_OK)
+        return st;
     wa = malloc((a->count ? a->count : 1) * sizeof *wa);
     wb = malloc((b->count ? b->count : 1) * sizeof *wb);
-    if (!wa || !wb) {
+    acc = calloc(y->count, sizeof *acc);
+    if (!wa || !wb || !acc) {
         free(wa);
         free(wb);
+        free(acc);
         return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "out of memory for the operands");
     }
-    q_widen(a, a_zp, (uint64_t)j.sh.m, (uint64_t)j.sh.k, 0, wa);
-    q_widen(b, b_zp, (uint64_t)j.sh.k, (uint64_t)j.sh.n, 1, wb);
-    j.a = wa;
-    j.b = wb;
-    j.y = &call->outs[0];
-    j.rq = rq;
-    cpu__parallel(call, (uint64_t)(j.sh.n_matrices * j.sh.m), (uint64_t)(j.sh.k * j.sh.n + 1),
-                  mm_task, &j);
+    q_widen_f64(a, a_zp, (uint64_t)sh.m, (uint64_t)sh.k, 0, wa);
+    q_widen_f64(b, b_zp, (uint64_t)sh.k, (uint64_t)sh.n, 1, wb);
+    for (int64_t mat = 0; mat < sh.n_matrices && sh.k > 0; mat++) {
+        int64_t a_mat = 0, b_mat = 0, rest = mat;
+        for (uint32_t d = sh.n_batch; d-- > 0;) {
+            const int64_t idx = rest % sh.batch[d];
+            rest /= sh.batch[d];
+            a_mat += idx * sh.a_stride[d];
+            b_mat += idx * sh.b_stride[d];
+        }
+        cpu__gemm_call(call->device, 1, SES_DRV_DTYPE_F64, 0, 0, sh.m, sh.n, sh.k, 1.0,
+                       wa + a_mat * sh.m * sh.k, sh.k, wb + b_mat * sh.k * sh.n, sh.n, 0.0,
+                       acc + mat * sh.m * sh.n, sh.n);
+    }
+    for (uint64_t e = 0; e < y->count; e++) {
+        const int32_t v = (int32_t)(uint32_t)(uint64_t)(int64_t)acc[e];
+        if (rq)
+            q_store(y, e,
+                    q_requantize(rq, v, (e / (uint64_t)sh.n) % (uint64_t)sh.m, e % (uint64_t)sh.n));
+        else
+            ((int32_t *)(void *)y->data)[e] = v;
+    }
     free(wa);
     free(wb);
+    free(acc);
     return SES_DRV_OK;
 }
 

@@ -849,6 +849,28 @@ static void integer_matmuls_match_a_direct_sum(void **state) {
     ses_graph_release(g);
 }
 
+/* 40000 products of 255 * 255 sum to 2601000000, past int32: the result wraps as int32
+ * accumulation does. */
+static void matmul_integer_sums_wrap_as_int32(void **state) {
+    const int64_t ad[2] = {1, 40000}, bd[2] = {40000, 1};
+    uint8_t *ones = malloc(40000);
+    ses_graph_t *g = NULL;
+    ses_edge_t in[2];
+    ses_tensor_t *y;
+
+    (void)state;
+    assert_non_null(ones);
+    memset(ones, 255, 40000);
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = constant(g, SES_U8, 2, ad, ones);
+    in[1] = constant(g, SES_U8, 2, bd, ones);
+    y = eval_op(g, "MatMulInteger", in, 2, NULL, 0, 1, 0);
+    assert_values(y, SES_I32, (const double[]){2601000000.0 - 4294967296.0}, 1, 0, "wrapped");
+    ses_tensor_release(y);
+    ses_graph_release(g);
+    free(ones);
+}
+
 /* x [2,4,5,5] u8, w [6,2,3,3] i8, group 2, stride 2, pads 1 (padding contributes 0 after the
  * zero point), a zero point per filter; then QLinearConv with a bias. */
 static void integer_convolutions_match_a_direct_sum(void **state) {
@@ -984,6 +1006,7 @@ int main(void) {
         cmocka_unit_test(quantize_and_dequantize_per_axis_and_in_blocks),
         cmocka_unit_test(dynamic_quantize_linear_spans_the_range_with_zero),
         cmocka_unit_test(integer_matmuls_match_a_direct_sum),
+        cmocka_unit_test(matmul_integer_sums_wrap_as_int32),
         cmocka_unit_test(integer_convolutions_match_a_direct_sum),
         cmocka_unit_test(quantization_ops_name_the_input_at_fault),
     };
