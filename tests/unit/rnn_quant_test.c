@@ -498,8 +498,8 @@ static void recurrent_layers_match_a_direct_recursion_in_every_form(void **state
 static ses_edge_t small_rnn(ses_graph_t *g, const char *op, int64_t w_rows, ses_dtype_t r_dtype,
                             const ses_attr_t *attrs, size_t n_attrs) {
     const int64_t xd[3] = {4, 2, 3}, wd[3] = {1, w_rows, 3}, rd[3] = {1, w_rows, 4};
-    double zeros[48] = {0};
-    float zf[48] = {0};
+    double zeros[64] = {0}; /* R of an LSTM: 16 x 4 */
+    float zf[64] = {0};
     ses_edge_t in[3];
     ses_node_t *node = NULL;
 
