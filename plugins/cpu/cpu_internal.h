@@ -433,17 +433,28 @@ enum cpu__op {
     CPU__OP_NCHWC_GLOBALAVGPOOL,
     CPU__OP_NCHWC_GLOBALMAXPOOL,
     CPU__OP_NCHWC_REORDER_OUTPUT,
+    /* g-rnnq: the recurrent layers (cpu_rnn.c) and linear quantization (cpu_quant.c) */
+    CPU__OP_RNN,
+    CPU__OP_GRU,
+    CPU__OP_LSTM,
+    CPU__OP_QUANTIZE,
+    CPU__OP_DEQUANTIZE,
+    CPU__OP_DYNAMICQUANTIZE,
+    CPU__OP_MATMULINTEGER,
+    CPU__OP_CONVINTEGER,
+    CPU__OP_QLINEARMATMUL,
+    CPU__OP_QLINEARCONV,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
 #define CPU__MAX_INPUTS 3
 
 /**
- * The most inputs and outputs of a general entry (cpu__run_general): the training ops, which
- * take up to 6 inputs (Adam) and give 0 (the in-place optimizers), 1 or 2 outputs, and Split,
+ * The most inputs and outputs of a general entry (cpu__run_general): QLinearConv, which takes
+ * 9, the training ops, which take up to 6 inputs (Adam) and give 0 (the in-place optimizers), 1 or 2 outputs, and Split,
  * which gives up to 8 (libsession's SES__MAX_OUTPUTS).
  */
-#define CPU__GENERAL_MAX_INPUTS 8
+#define CPU__GENERAL_MAX_INPUTS 9 /* QLinearConv with its bias */
 #define CPU__MAX_OUTPUTS 8
 
 /** A checked argument of a launch: where its elements are and what shape they have. */
@@ -971,5 +982,12 @@ int32_t cpu__nchwc_reorder_output(const cpu__call_t *call); /* NchwcReorderOutpu
  * value at fault otherwise.
  */
 int32_t cpu__nchwc_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+
+/* g-rnnq: cpu_rnn.c and cpu_quant.c (general entries) */
+int32_t cpu__rnn(const cpu__call_t *call);              /* RNN GRU LSTM */
+int32_t cpu__quantize(const cpu__call_t *call);         /* QuantizeLinear DequantizeLinear */
+int32_t cpu__dynamic_quantize(const cpu__call_t *call); /* DynamicQuantizeLinear */
+int32_t cpu__matmul_integer(const cpu__call_t *call);   /* MatMulInteger ConvInteger */
+int32_t cpu__qlinear(const cpu__call_t *call);          /* QLinearMatMul QLinearConv */
 
 #endif /* SES_CPU_INTERNAL_H */

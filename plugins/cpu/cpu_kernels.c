@@ -474,6 +474,122 @@ CPU__KERNELS(CPU__DEFINE)
     G(NchwcReorderOutput_##T, "NchwcReorderOutput", #T "->" #T, cpu__nchwc_reorder_output,        \
       CPU__OP_NCHWC_REORDER_OUTPUT, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)
 
+/* g-rnnq: the recurrent layers (cpu_rnn.c) at a float dtype T. The kernel gets the inputs given
+ * (attribute inputs says which), so an entry per list of input dtypes: X, W, R, then B,
+ * initial_h, initial_c, P (T) and sequence_lens (i32) in ONNX's order; outputs Y, Y_h[, Y_c]
+ * (1 to 3). Signature heads: Nt is N inputs of T, NsM is N of T, i32, then M of T. */
+#define CPU__RS3(T) #T "," #T "," #T
+#define CPU__RS4(T) CPU__RS3(T) "," #T
+#define CPU__RS5(T) CPU__RS4(T) "," #T
+#define CPU__RS6(T) CPU__RS5(T) "," #T
+#define CPU__RS7(T) CPU__RS6(T) "," #T
+#define CPU__RD3(T) CPU__DT_##T, CPU__DT_##T, CPU__DT_##T
+#define CPU__RD4(T) CPU__RD3(T), CPU__DT_##T
+#define CPU__RD5(T) CPU__RD4(T), CPU__DT_##T
+#define CPU__RD6(T) CPU__RD5(T), CPU__DT_##T
+#define CPU__RD7(T) CPU__RD6(T), CPU__DT_##T
+#define CPU__RNN_G(G, Op, CODE, ID, T, SIG, N, INS, K)                                          \
+    G(Op##ID##_##K##_##T, #Op, SIG "->" CPU__SPLIT_SIG##K(T), cpu__rnn, CODE, 0, N, INS, K,     \
+      CPU__DT_##T, CPU__SPLIT_REST##K(T))
+/* One input list with each output count up to K. */
+#define CPU__RNN_O2(G, Op, CODE, ID, T, SIG, N, INS) \
+    CPU__RNN_G(G, Op, CODE, ID, T, SIG, N, INS, 1) CPU__RNN_G(G, Op, CODE, ID, T, SIG, N, INS, 2)
+#define CPU__RNN_O3(G, Op, CODE, ID, T, SIG, N, INS) \
+    CPU__RNN_O2(G, Op, CODE, ID, T, SIG, N, INS) CPU__RNN_G(G, Op, CODE, ID, T, SIG, N, INS, 3)
+#define CPU__RNN_I32 SES_DRV_DTYPE_I32
+/* The input lists of RNN and GRU (up to 6 inputs), then LSTM's further ones (up to 8). */
+#define CPU__RNN_FORMS6(O, G, Op, CODE, T)                                                      \
+    O(G, Op, CODE, 3t, T, CPU__RS3(T), 3, (CPU__RD3(T)))                                        \
+    O(G, Op, CODE, 4t, T, CPU__RS4(T), 4, (CPU__RD4(T)))                                        \
+    O(G, Op, CODE, 5t, T, CPU__RS5(T), 5, (CPU__RD5(T)))                                        \
+    O(G, Op, CODE, 3s0, T, CPU__RS3(T) ",i32", 4, (CPU__RD3(T), CPU__RNN_I32))                  \
+    O(G, Op, CODE, 4s0, T, CPU__RS4(T) ",i32", 5, (CPU__RD4(T), CPU__RNN_I32))                  \
+    O(G, Op, CODE, 3s1, T, CPU__RS3(T) ",i32," #T, 5, (CPU__RD3(T), CPU__RNN_I32, CPU__DT_##T)) \
+    O(G, Op, CODE, 4s1, T, CPU__RS4(T) ",i32," #T, 6, (CPU__RD4(T), CPU__RNN_I32, CPU__DT_##T))
+#define CPU__RNN_FORMS8(O, G, Op, CODE, T)                                                      \
+    CPU__RNN_FORMS6(O, G, Op, CODE, T)                                                          \
+    O(G, Op, CODE, 6t, T, CPU__RS6(T), 6, (CPU__RD6(T)))                                        \
+    O(G, Op, CODE, 7t, T, CPU__RS7(T), 7, (CPU__RD7(T)))                                        \
+    O(G, Op, CODE, 3s2, T, CPU__RS3(T) ",i32," #T "," #T, 6,                                     \
+      (CPU__RD3(T), CPU__RNN_I32, CPU__DT_##T, CPU__DT_##T))                                    \
+    O(G, Op, CODE, 4s2, T, CPU__RS4(T) ",i32," #T "," #T, 7,                                     \
+      (CPU__RD4(T), CPU__RNN_I32, CPU__DT_##T, CPU__DT_##T))                                    \
+    O(G, Op, CODE, 3s3, T, CPU__RS3(T) ",i32," #T "," #T "," #T, 7,                              \
+      (CPU__RD3(T), CPU__RNN_I32, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T))                       \
+    O(G, Op, CODE, 4s3, T, CPU__RS4(T) ",i32," #T "," #T "," #T, 8,                              \
+      (CPU__RD4(T), CPU__RNN_I32, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T))
+#define CPU__G_RNN(G, T)                                        \
+    CPU__RNN_FORMS6(CPU__RNN_O2, G, RNN, CPU__OP_RNN, T)        \
+    CPU__RNN_FORMS6(CPU__RNN_O2, G, GRU, CPU__OP_GRU, T)        \
+    CPU__RNN_FORMS8(CPU__RNN_O3, G, LSTM, CPU__OP_LSTM, T)
+/* g-rnnq: linear quantization (cpu_quant.c). QuantizeLinear to integer Y, without and with
+ * its zero point; DequantizeLinear from integer X; MatMulInteger and ConvInteger of A and B
+ * with the zero points given (has_a_zp, has_b_zp tell a 3-input node's third apart); the
+ * QLinear ops of a, b and y (all f32 scales). */
+#define CPU__G_QUANT_TO(G, Y)                                                                     \
+    G(Quantize_##Y, "QuantizeLinear", "f32,f32->" #Y, cpu__quantize, CPU__OP_QUANTIZE, 0, 2,      \
+      (SES_DRV_DTYPE_F32, SES_DRV_DTYPE_F32), 1, CPU__DT_##Y, 0)                                  \
+    G(QuantizeZ_##Y, "QuantizeLinear", "f32,f32," #Y "->" #Y, cpu__quantize, CPU__OP_QUANTIZE, 0, \
+      3, (SES_DRV_DTYPE_F32, SES_DRV_DTYPE_F32, CPU__DT_##Y), 1, CPU__DT_##Y, 0)
+#define CPU__G_DEQUANT_FROM(G, X)                                                                 \
+    G(Dequantize_##X, "DequantizeLinear", #X ",f32->f32", cpu__quantize, CPU__OP_DEQUANTIZE, 0,   \
+      2, (CPU__DT_##X, SES_DRV_DTYPE_F32), 1, SES_DRV_DTYPE_F32, 0)                               \
+    G(DequantizeZ_##X, "DequantizeLinear", #X ",f32," #X "->f32", cpu__quantize,                  \
+      CPU__OP_DEQUANTIZE, 0, 3, (CPU__DT_##X, SES_DRV_DTYPE_F32, CPU__DT_##X), 1,                 \
+      SES_DRV_DTYPE_F32, 0)
+#define CPU__G_INT_PRODUCT(G, Op, CODE, A, B)                                                     \
+    G(Op##_##A##_##B, #Op, #A "," #B "->i32", cpu__matmul_integer, CODE, 0, 2,                    \
+      (CPU__DT_##A, CPU__DT_##B), 1, SES_DRV_DTYPE_I32, 0)                                        \
+    G(Op##Za_##A##_##B, #Op, #A "," #B "," #A "->i32", cpu__matmul_integer, CODE, 0, 3,           \
+      (CPU__DT_##A, CPU__DT_##B, CPU__DT_##A), 1, SES_DRV_DTYPE_I32, 0)                           \
+    G(Op##Zab_##A##_##B, #Op, #A "," #B "," #A "," #B "->i32", cpu__matmul_integer, CODE, 0, 4,   \
+      (CPU__DT_##A, CPU__DT_##B, CPU__DT_##A, CPU__DT_##B), 1, SES_DRV_DTYPE_I32, 0)
+/* b's zero point alone, where its dtype tells it apart from a's (A differs from B). */
+#define CPU__G_INT_PRODUCT_ZB(G, Op, CODE, A, B)                                                  \
+    G(Op##Zb_##A##_##B, #Op, #A "," #B "," #B "->i32", cpu__matmul_integer, CODE, 0, 3,           \
+      (CPU__DT_##A, CPU__DT_##B, CPU__DT_##B), 1, SES_DRV_DTYPE_I32, 0)
+#define CPU__G_INT_PRODUCTS(G, Op, CODE)                                                          \
+    CPU__G_INT_PRODUCT(G, Op, CODE, u8, u8) CPU__G_INT_PRODUCT(G, Op, CODE, i8, i8)               \
+    CPU__G_INT_PRODUCT(G, Op, CODE, u8, i8) CPU__G_INT_PRODUCT(G, Op, CODE, i8, u8)               \
+    CPU__G_INT_PRODUCT_ZB(G, Op, CODE, u8, i8) CPU__G_INT_PRODUCT_ZB(G, Op, CODE, i8, u8)
+#define CPU__QL_F32 SES_DRV_DTYPE_F32
+/* DynamicQuantizeLinear's outputs after y: y_scale and y_zero_point. */
+#define CPU__DQ_REST3 SES_DRV_DTYPE_F32, SES_DRV_DTYPE_U8
+#define CPU__G_QLINEAR(G, A, B, Y)                                                                \
+    G(QLinearMatMul_##A##_##B##_##Y, "QLinearMatMul",                                             \
+      #A ",f32," #A "," #B ",f32," #B ",f32," #Y "->" #Y, cpu__qlinear, CPU__OP_QLINEARMATMUL, 0, \
+      8,                                                                                          \
+      (CPU__DT_##A, CPU__QL_F32, CPU__DT_##A, CPU__DT_##B, CPU__QL_F32, CPU__DT_##B, CPU__QL_F32, \
+       CPU__DT_##Y),                                                                              \
+      1, CPU__DT_##Y, 0)                                                                          \
+    G(QLinearConv_##A##_##B##_##Y, "QLinearConv",                                                 \
+      #A ",f32," #A "," #B ",f32," #B ",f32," #Y "->" #Y, cpu__qlinear, CPU__OP_QLINEARCONV, 0,   \
+      8,                                                                                          \
+      (CPU__DT_##A, CPU__QL_F32, CPU__DT_##A, CPU__DT_##B, CPU__QL_F32, CPU__DT_##B, CPU__QL_F32, \
+       CPU__DT_##Y),                                                                              \
+      1, CPU__DT_##Y, 0)                                                                          \
+    G(QLinearConvB_##A##_##B##_##Y, "QLinearConv",                                                \
+      #A ",f32," #A "," #B ",f32," #B ",f32," #Y ",i32->" #Y, cpu__qlinear, CPU__OP_QLINEARCONV,  \
+      0, 9,                                                                                       \
+      (CPU__DT_##A, CPU__QL_F32, CPU__DT_##A, CPU__DT_##B, CPU__QL_F32, CPU__DT_##B, CPU__QL_F32, \
+       CPU__DT_##Y, SES_DRV_DTYPE_I32),                                                           \
+      1, CPU__DT_##Y, 0)
+#define CPU__G_QLINEAR_Y(G, A, B) CPU__G_QLINEAR(G, A, B, u8) CPU__G_QLINEAR(G, A, B, i8)
+#define CPU__G_QUANT(G)                                                                           \
+    CPU__G_QUANT_TO(G, u8) CPU__G_QUANT_TO(G, i8) CPU__G_QUANT_TO(G, u16)                         \
+    CPU__G_QUANT_TO(G, i16) CPU__G_DEQUANT_FROM(G, u8) CPU__G_DEQUANT_FROM(G, i8)                 \
+    CPU__G_DEQUANT_FROM(G, u16) CPU__G_DEQUANT_FROM(G, i16) CPU__G_DEQUANT_FROM(G, i32)           \
+    G(DynamicQuantize1, "DynamicQuantizeLinear", "f32->u8", cpu__dynamic_quantize,                \
+      CPU__OP_DYNAMICQUANTIZE, 0, 1, (SES_DRV_DTYPE_F32), 1, SES_DRV_DTYPE_U8, 0)                 \
+    G(DynamicQuantize2, "DynamicQuantizeLinear", "f32->u8,f32", cpu__dynamic_quantize,            \
+      CPU__OP_DYNAMICQUANTIZE, 0, 1, (SES_DRV_DTYPE_F32), 2, SES_DRV_DTYPE_U8, SES_DRV_DTYPE_F32) \
+    G(DynamicQuantize3, "DynamicQuantizeLinear", "f32->u8,f32,u8", cpu__dynamic_quantize,         \
+      CPU__OP_DYNAMICQUANTIZE, 0, 1, (SES_DRV_DTYPE_F32), 3, SES_DRV_DTYPE_U8, CPU__DQ_REST3)     \
+    CPU__G_INT_PRODUCTS(G, MatMulInteger, CPU__OP_MATMULINTEGER)                                  \
+    CPU__G_INT_PRODUCTS(G, ConvInteger, CPU__OP_CONVINTEGER)                                      \
+    CPU__G_QLINEAR_Y(G, u8, u8) CPU__G_QLINEAR_Y(G, u8, i8) CPU__G_QLINEAR_Y(G, i8, u8)           \
+    CPU__G_QLINEAR_Y(G, i8, i8)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -483,7 +599,10 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__NUMBERS(CPU__G_CNN_NUMBER, G)         \
     CPU__ALL(CPU__G_SHAPE, G)                  \
     G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
-      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0)
+      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
+    /* g-rnnq */                               \
+    CPU__FLOATS(CPU__G_RNN, G)                 \
+    CPU__G_QUANT(G)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -518,6 +637,12 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__size NULL
 #define CPU__REUSE_cpu__constant_of_shape NULL
 #define CPU__REUSE_cpu__range NULL
+/* g-rnnq */
+#define CPU__REUSE_cpu__rnn NULL
+#define CPU__REUSE_cpu__quantize NULL
+#define CPU__REUSE_cpu__dynamic_quantize NULL
+#define CPU__REUSE_cpu__matmul_integer NULL
+#define CPU__REUSE_cpu__qlinear NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -585,6 +710,12 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__size(what) NULL
 #define CPU__GSTATE_cpu__constant_of_shape(what) NULL
 #define CPU__GSTATE_cpu__range(what) NULL
+/* g-rnnq */
+#define CPU__GSTATE_cpu__rnn(what) NULL
+#define CPU__GSTATE_cpu__quantize(what) NULL
+#define CPU__GSTATE_cpu__dynamic_quantize(what) NULL
+#define CPU__GSTATE_cpu__matmul_integer(what) NULL
+#define CPU__GSTATE_cpu__qlinear(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -155,6 +155,9 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* the blocked-layout ops (nchwc.c; tested here and, compiled, in layout_test.c) */
         "NchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
         "NchwcGlobalMaxPool", "NchwcReorderOutput",
+        /* g-rnnq: recurrent layers (rnn.c) and quantization (quant.c); rnn_quant_test.c */
+        "RNN", "GRU", "LSTM", "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+        "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv",
     };
     size_t n = ses__op_schema_count();
 

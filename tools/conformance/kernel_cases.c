@@ -817,6 +817,122 @@ static const char *const range[] = {
     "[]@pos []@pos []@nz", NULL,
 };
 
+/* g-rnnq: the recurrent layers. X [seq, batch, input] (layout 0), W, R, then B, sequence_lens
+ * (lengths 0 to seq), initial_h, initial_c, P; an absent input in the middle is an empty "like"
+ * input. Every list of given inputs the kernels take, both directions, layout 1, other
+ * activations, clip, an empty batch and a large layer. */
+#define RNN_X "[3,2,5] "
+static const char *const rnn[] = {
+    RNN_X "[1,4,5] [1,4,4] hidden_size=4",
+    RNN_X "[1,4,5] [1,4,4] [1,8] hidden_size=4",
+    RNN_X "[2,4,5] [2,4,4] [2,8] hidden_size=4 direction=bidirectional",
+    RNN_X "[1,4,5] [1,4,4] [0]@like [0]@like [1,2,4] hidden_size=4 direction=reverse",
+    RNN_X "[1,4,5] [1,4,4] [1,8] [0]@like [1,2,4] hidden_size=4 activations=Relu",
+    RNN_X "[1,4,5] [1,4,4] [0]@like [2]@class4 hidden_size=4",
+    RNN_X "[1,4,5] [1,4,4] [1,8] [2]@class4 hidden_size=4 direction=reverse clip=0.5",
+    RNN_X "[1,4,5] [1,4,4] [0]@like [2]@class4 [1,2,4] hidden_size=4",
+    RNN_X "[2,4,5] [2,4,4] [2,8] [2]@class4 [2,2,4] hidden_size=4 direction=bidirectional",
+    "[2,3,5] [1,4,5] [1,4,4] [1,8] [0]@like [2,1,4] hidden_size=4 layout=1",
+    "[3,0,5] [1,4,5] [1,4,4] hidden_size=4",
+    "[16,8,32] [1,64,32] [1,64,64] [1,128] hidden_size=64",
+    NULL,
+};
+static const char *const gru[] = {
+    RNN_X "[1,12,5] [1,12,4] hidden_size=4",
+    RNN_X "[1,12,5] [1,12,4] [1,24] hidden_size=4 linear_before_reset=1",
+    RNN_X "[2,12,5] [2,12,4] [2,24] hidden_size=4 direction=bidirectional",
+    RNN_X "[1,12,5] [1,12,4] [0]@like [0]@like [1,2,4] hidden_size=4 direction=reverse",
+    RNN_X "[1,12,5] [1,12,4] [1,24] [0]@like [1,2,4] hidden_size=4 linear_before_reset=1",
+    RNN_X "[1,12,5] [1,12,4] [0]@like [2]@class4 hidden_size=4",
+    RNN_X "[1,12,5] [1,12,4] [1,24] [2]@class4 hidden_size=4 direction=reverse clip=0.5",
+    RNN_X "[1,12,5] [1,12,4] [0]@like [2]@class4 [1,2,4] hidden_size=4 linear_before_reset=1",
+    RNN_X "[2,12,5] [2,12,4] [2,24] [2]@class4 [2,2,4] hidden_size=4 direction=bidirectional",
+    "[2,3,5] [1,12,5] [1,12,4] [1,24] [0]@like [2,1,4] hidden_size=4 layout=1",
+    "[3,0,5] [1,12,5] [1,12,4] hidden_size=4",
+    "[16,8,32] [1,96,32] [1,96,32] [1,192] hidden_size=32",
+    NULL,
+};
+/* LSTM: every count of T inputs after R without sequence_lens (B, initial_h, initial_c, P in
+ * turn), and with it B or not before and 0 to 3 after. */
+static const char *const lstm[] = {
+    RNN_X "[1,16,5] [1,16,4] hidden_size=4",
+    RNN_X "[1,16,5] [1,16,4] [1,32] hidden_size=4",
+    RNN_X "[2,16,5] [2,16,4] [2,32] [0]@like [2,2,4] hidden_size=4 direction=bidirectional",
+    RNN_X "[1,16,5] [1,16,4] [1,32] [0]@like [1,2,4] [1,2,4] hidden_size=4 input_forget=1",
+    RNN_X "[1,16,5] [1,16,4] [1,32] [0]@like [1,2,4] [1,2,4] [1,12] hidden_size=4",
+    RNN_X "[1,16,5] [1,16,4] [0]@like [2]@class4 hidden_size=4 direction=reverse",
+    RNN_X "[1,16,5] [1,16,4] [1,32] [2]@class4 hidden_size=4 clip=0.5",
+    RNN_X "[1,16,5] [1,16,4] [0]@like [2]@class4 [1,2,4] hidden_size=4",
+    RNN_X "[1,16,5] [1,16,4] [1,32] [2]@class4 [1,2,4] hidden_size=4",
+    RNN_X "[1,16,5] [1,16,4] [0]@like [2]@class4 [1,2,4] [1,2,4] hidden_size=4",
+    RNN_X "[2,16,5] [2,16,4] [2,32] [2]@class4 [2,2,4] [2,2,4] hidden_size=4 "
+          "direction=bidirectional",
+    RNN_X "[1,16,5] [1,16,4] [0]@like [2]@class4 [1,2,4] [1,2,4] [1,12] hidden_size=4",
+    RNN_X "[2,16,5] [2,16,4] [2,32] [2]@class4 [2,2,4] [2,2,4] [2,12] hidden_size=4 "
+          "direction=bidirectional",
+    "[2,3,5] [1,16,5] [1,16,4] [1,32] [0]@like [2,1,4] [2,1,4] [1,12] hidden_size=4 layout=1",
+    "[3,0,5] [1,16,5] [1,16,4] hidden_size=4",
+    "[16,8,32] [1,128,32] [1,128,32] [1,256] hidden_size=32",
+    NULL,
+};
+/* g-rnnq: quantization. Scales positive; zero points of the integer dtype. Per tensor, per axis
+ * (axis 1 and the last), blocked (op set 21), empty and large. */
+static const char *const quantize[] = {
+    "[2,3] []@pos",
+    "[2,3] []@pos []",
+    "[2,3,4] [3]@pos [3]",
+    "[2,3,4] [4]@pos [4] axis=-1",
+    "[2,6] [2,3]@pos [2,3] axis=1 block_size=2",
+    "[2,5] [2,3]@pos axis=1 block_size=2",
+    "[0,3] []@pos []",
+    "[65536] []@pos []",
+    NULL,
+};
+static const char *const dynamic_quantize[] = {
+    "[6]", "[3,4]", "[]", "[0]", "[65536]", NULL,
+};
+/* A, B, then the zero points given: a's alone, b's alone (a's an empty like input), both, per
+ * row and per column; batched, 1-D A, empty, large. */
+static const char *const matmul_integer[] = {
+    "[3,4] [4,5]",
+    "[2,3,4] [4,5]",
+    "[4] [4,3]",
+    "[3,4] [4,5] []",
+    "[3,4] [4,5] [3]",
+    "[3,4] [4,5] [0]@like [5]",
+    "[3,4] [4,5] [] []",
+    "[2,3,4] [2,4,5] [3] [5]",
+    "[0,4] [4,5] [] []",
+    "[64,128] [128,32] [] []",
+    NULL,
+};
+static const char *const conv_integer[] = {
+    "[1,2,5,5] [3,2,3,3]",
+    "[1,2,5,5] [3,2,3,3] []",
+    "[1,2,5,5] [3,2,3,3] [0]@like [3]",
+    "[2,4,6,6] [4,2,3,3] [] [4] group=2 pads=[1,1,1,1] strides=[2,2]",
+    "[1,2,9] [3,2,3] [] [] dilations=[2]",
+    "[1,2,4,4,4] [2,2,2,2,2] [] [] pads=[0,1,0,1,0,1]",
+    "[0,2,5,5] [3,2,3,3] [] []",
+    "[2,16,16,16] [32,16,3,3] [] [32] pads=[1,1,1,1]",
+    NULL,
+};
+static const char *const qlinear_matmul[] = {
+    "[3,4] []@pos [] [4,5] []@pos [] []@pos []",
+    "[3,4] [3]@pos [3] [4,5] [5]@pos [5] []@pos []",
+    "[2,3,4] []@pos [] [4,5] []@pos [] []@pos []",
+    "[0,4] []@pos [] [4,5] []@pos [] []@pos []",
+    "[64,128] []@pos [] [128,32] []@pos [] []@pos []",
+    NULL,
+};
+static const char *const qlinear_conv[] = {
+    "[1,2,5,5] []@pos [] [3,2,3,3] []@pos [] []@pos []",
+    "[1,2,5,5] []@pos [] [3,2,3,3] [3]@pos [3] []@pos [] [3] pads=[1,1,1,1]",
+    "[2,4,6,6] []@pos [] [4,2,3,3] [4]@pos [4] []@pos [] group=2 strides=[2,2]",
+    "[2,16,16,16] []@pos [] [32,16,3,3] []@pos [] []@pos [] [32] pads=[1,1,1,1]",
+    NULL,
+};
+
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
     {"Reshape", EXACT, reshape},
@@ -945,6 +1061,17 @@ static const ses_conf_op_cases_t table[] = {
     {"Size", EXACT, size},
     {"ConstantOfShape", EXACT, constant_of_shape},
     {"Range", ROUNDED, range},
+    /* g-rnnq */
+    {"RNN", SUMS, rnn},
+    {"GRU", SUMS, gru},
+    {"LSTM", SUMS, lstm},
+    {"QuantizeLinear", EXACT, quantize},
+    {"DequantizeLinear", ROUNDED, quantize},
+    {"DynamicQuantizeLinear", EXACT, dynamic_quantize},
+    {"MatMulInteger", EXACT, matmul_integer},
+    {"ConvInteger", EXACT, conv_integer},
+    {"QLinearMatMul", EXACT, qlinear_matmul},
+    {"QLinearConv", EXACT, qlinear_conv},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

@@ -16,7 +16,7 @@
 #include "conformance.h"
 #include "kernel_cases.h"
 
-#define MAX_ARGS 8
+#define MAX_ARGS 9 /* QLinearConv with its bias */
 #define MAX_RANK 8
 #define MAX_VALUES 16
 #define MAX_ATTRS 6

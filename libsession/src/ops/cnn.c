@@ -220,17 +220,32 @@ static ses_status_t check_conv_bias(ses__infer_ctx_t *ctx) {
 
 /* Conv of inputs @p xi (X) and xi + 1 (W): checks them and the attributes, fills @p w, @p group
  * and the output type @p y. */
+static ses_status_t conv_window(ses__infer_ctx_t *ctx, size_t xi, size_t wi, window_t *w,
+                                int64_t *group, ses__type_t *y);
+
 static ses_status_t conv_core(ses__infer_ctx_t *ctx, size_t xi, window_t *w, int64_t *group,
                               ses__type_t *y) {
-    const ses__type_t *x = &ctx->inputs[xi], *wt = &ctx->inputs[xi + 1];
+    ses_status_t st = check_image(ctx, xi, "X");
+
+    if (st == SES_OK)
+        st = ses__op_check_same_dtype(ctx, xi, "X", xi + 1, "W");
+    return st != SES_OK ? st : conv_window(ctx, xi, xi + 1, w, group, y);
+}
+
+/* conv_core's shapes and attributes of X (input @p xi) and W (@p wi), whatever their dtypes. */
+static ses_status_t conv_window(ses__infer_ctx_t *ctx, size_t xi, size_t wi, window_t *w,
+                                int64_t *group, ses__type_t *y) {
+    const ses__type_t *x = &ctx->inputs[xi], *wt = &ctx->inputs[wi];
     const int64_t *ks;
     size_t n_ks;
     int has_ks;
-    ses_status_t st;
+    ses_status_t st = SES_OK;
 
-    st = check_image(ctx, xi, "X");
-    if (st == SES_OK)
-        st = ses__op_check_same_dtype(ctx, xi, "X", xi + 1, "W");
+    if (x->rank < 3)
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                          "input %zu (X) must be [N, C, spatial...] with at least one spatial "
+                          "dimension, got %s",
+                          xi, ses__tstr(x).s);
     if (st == SES_OK && wt->rank != x->rank)
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                           "W must be [M, C/group, kernel...] of X's rank: X is %s, W is %s",
@@ -283,6 +298,16 @@ static ses_status_t conv_attrs(ses__infer_ctx_t *ctx, const window_t *w, int64_t
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "group", group);
     return st;
+}
+
+/* The integer convolutions' shapes (quant.c): Conv's checks but the dtypes, and its kernel
+ * attributes. */
+ses_status_t ses__conv_shape(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ses__type_t *out_y) {
+    window_t w;
+    int64_t group;
+    ses_status_t st = conv_window(ctx, xi, wi, &w, &group, out_y);
+
+    return st != SES_OK ? st : conv_attrs(ctx, &w, group);
 }
 
 ses_status_t ses__infer_conv(ses__infer_ctx_t *ctx) {

@@ -220,4 +220,34 @@ ses_status_t ses__infer_gather_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_slice_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_concat_grad(ses__infer_ctx_t *ctx);
 
+/* ---- g-rnnq: recurrent layers (rnn.c) and linear quantization (quant.c) ---- */
+/* The activations of RNN, GRU and LSTM, as the kernels' attribute activations codes them
+ * (plugins/cpu/README.md lists the same numbers). */
+enum ses__rnn_act {
+    SES__RNN_RELU = 0,
+    SES__RNN_TANH = 1,
+    SES__RNN_SIGMOID = 2,
+    SES__RNN_AFFINE = 3,
+    SES__RNN_LEAKYRELU = 4,
+    SES__RNN_THRESHOLDEDRELU = 5,
+    SES__RNN_SCALEDTANH = 6,
+    SES__RNN_HARDSIGMOID = 7,
+    SES__RNN_ELU = 8,
+    SES__RNN_SOFTSIGN = 9,
+    SES__RNN_SOFTPLUS = 10,
+};
+ses_status_t ses__infer_rnn(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_gru(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_lstm(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_quantize_linear(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_dequantize_linear(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_dynamic_quantize_linear(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_matmul_integer(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_conv_integer(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_qlinear_matmul(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_qlinear_conv(ses__infer_ctx_t *ctx);
+/* cnn.c: Conv's shape and kernel attributes of X (input @p xi) and W (@p wi) whatever their
+ * dtypes, for the integer convolutions; @p out_y gets the shape (its dtype X's). */
+ses_status_t ses__conv_shape(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ses__type_t *out_y);
+
 #endif /* SES_OPS_INFER_H */

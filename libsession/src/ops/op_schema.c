@@ -177,6 +177,18 @@ static const ses__op_schema_t schemas[] = {
     {"Size", 1, 1, 1, 1, 0, ses__infer_size},
     {"ConstantOfShape", 1, 1, 1, 1, BIT(0), ses__infer_constant_of_shape},
     {"Range", 3, 3, 1, 1, BIT(0) | BIT(1) | BIT(2), ses__infer_range},
+    /* g-rnnq: the recurrent layers (rnn.c; outputs Y, Y_h[, Y_c]) and linear quantization
+     * (quant.c). Optional inputs may be empty (absent). */
+    {"RNN", 3, 6, 2, 2, 0, ses__infer_rnn},
+    {"GRU", 3, 6, 2, 2, 0, ses__infer_gru},
+    {"LSTM", 3, 8, 3, 3, 0, ses__infer_lstm},
+    {"QuantizeLinear", 2, 3, 1, 1, 0, ses__infer_quantize_linear},
+    {"DequantizeLinear", 2, 3, 1, 1, 0, ses__infer_dequantize_linear},
+    {"DynamicQuantizeLinear", 1, 1, 3, 3, 0, ses__infer_dynamic_quantize_linear},
+    {"MatMulInteger", 2, 4, 1, 1, 0, ses__infer_matmul_integer},
+    {"ConvInteger", 2, 4, 1, 1, 0, ses__infer_conv_integer},
+    {"QLinearMatMul", 8, 8, 1, 1, 0, ses__infer_qlinear_matmul},
+    {"QLinearConv", 8, 9, 1, 1, 0, ses__infer_qlinear_conv},
 };
 #pragma GCC diagnostic pop
 

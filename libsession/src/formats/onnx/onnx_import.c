@@ -150,6 +150,27 @@ static ses_status_t const_f32(importer_t *im, float v, ses_edge_t *out_edge) {
     return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
 }
 
+/* An empty f32 constant: an absent optional input in the middle of a node's inputs, for the
+ * ops whose inference counts an empty input as absent (takes_empty_inputs). */
+static ses_status_t const_empty(importer_t *im, ses_edge_t *out_edge) {
+    const int64_t dims[1] = {0};
+    ses_tensor_t *t;
+    ses_status_t st = ses_tensor_create(SES_F32, 1, dims, &t);
+    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
+}
+
+/* The ops whose optional inputs may be empty tensors (absent): g-rnnq's recurrent layers and
+ * quantization ops. */
+static int takes_empty_inputs(const char *op) {
+    static const char *const ops[] = {"RNN",           "GRU",         "LSTM",
+                                      "QuantizeLinear", "DequantizeLinear", "MatMulInteger",
+                                      "ConvInteger",   "QLinearConv"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(op, ops[i]))
+            return 1;
+    return 0;
+}
+
 /* ---- attributes --------------------------------------------------------------------------- */
 
 /* A node's attributes converted, with the storage they point into. */
@@ -250,6 +271,34 @@ static ses_status_t convert_attrs(importer_t *im, const Onnx__NodeProto *n, cons
             if (a->s.len)
                 memcpy(s, a->s.data, a->s.len);
             s[a->s.len] = '\0';
+            dst->type = SES_ATTR_STRING;
+            dst->s = s;
+            break;
+        }
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+            /* A list of strings (RNN's activations) becomes one string, joined by commas. */
+            size_t len = 0, at = 0;
+            char *s;
+            for (size_t k = 0; k < a->n_strings; k++) {
+                if (memchr(a->strings[k].data, ',', a->strings[k].len) ||
+                    (a->strings[k].len && memchr(a->strings[k].data, 0, a->strings[k].len)))
+                    return ses__fail(SES_UNIMPLEMENTED,
+                                     "%s: string list attribute %s holds a comma or NUL byte "
+                                     "(not supported)",
+                                     label, name);
+                len += a->strings[k].len + 1;
+            }
+            s = attrs_block(out, ses__malloc(len + 1));
+            if (!s)
+                return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+            for (size_t k = 0; k < a->n_strings; k++) {
+                if (k)
+                    s[at++] = ',';
+                if (a->strings[k].len)
+                    memcpy(s + at, a->strings[k].data, a->strings[k].len);
+                at += a->strings[k].len;
+            }
+            s[at] = '\0';
             dst->type = SES_ATTR_STRING;
             dst->s = s;
             break;
@@ -487,6 +536,12 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             size_t j = i;
             while (j < n->n_input && !*n->input[j])
                 j++;
+            if (j < n->n_input && takes_empty_inputs(op) && i < SES__MAX_INPUTS) {
+                if ((st = const_empty(im, &p.inputs[p.n_inputs])) != SES_OK)
+                    return st;
+                p.n_inputs++;
+                continue;
+            }
             if (j < n->n_input)
                 return ses__fail(SES_UNIMPLEMENTED,
                                  "%s: input %zu is left out but a later one is given (not "
