@@ -177,6 +177,8 @@ static const ses__op_schema_t schemas[] = {
     {"Size", 1, 1, 1, 1, 0, ses__infer_size},
     {"ConstantOfShape", 1, 1, 1, 1, BIT(0), ses__infer_constant_of_shape},
     {"Range", 3, 3, 1, 1, BIT(0) | BIT(1) | BIT(2), ses__infer_range},
+    /* sequence.c: ONNX sequences (the importer's lists of edges) */
+    {"SelectInput", 2, SES__MAX_INPUTS, 1, 1, BIT(0), ses__infer_select_input},
 };
 #pragma GCC diagnostic pop
 
