@@ -463,14 +463,10 @@ static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, co
 
     if (!xs || !xs->n_strings || !y || !y->has_s)
         return ses__fail(SES_INVALID_ARGUMENT,
-                         "%s: needs the attributes xs (strings) and y "
-                         "(a string)",
-                         label);
+                         "%s: needs the attributes xs (strings) and y (a string)", label);
     if (zs && zs->n_strings)
         return ses__fail(SES_UNIMPLEMENTED,
-                         "%s: attribute zs (inputs held constant) is not "
-                         "supported",
-                         label);
+                         "%s: attribute zs (inputs held constant) is not supported", label);
     if (xs->n_strings > SES__MAX_INPUTS || n->n_output != xs->n_strings)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: %zu outputs for %zu xs; one gradient per x",
                          label, n->n_output, xs->n_strings);
@@ -480,8 +476,7 @@ static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, co
         v = find(im, name);
         if (!v || v->kind != SES__ONNX_TENSOR)
             return ses__fail(SES_INVALID_ARGUMENT,
-                             "%s: xs[%zu], \"%s\", is not a tensor "
-                             "defined before the node",
+                             "%s: xs[%zu], \"%s\", is not a tensor defined before the node",
                              label, i, name);
         x_edges[i] = v->edge;
     }
@@ -489,9 +484,8 @@ static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, co
     v = find(im, name);
     if (!v || v->kind != SES__ONNX_TENSOR)
         return ses__fail(SES_INVALID_ARGUMENT,
-                         "%s: y, \"%s\", is not a tensor defined "
-                         "before the node",
-                         label, name);
+                         "%s: y, \"%s\", is not a tensor defined before the node", label,
+                         name);
     y_edge = v->edge;
     st = ses_gradients(im->m->graph, n->name && *n->name ? n->name : NULL, &y_edge, 1, x_edges,
                        xs->n_strings, NULL, dx);
@@ -505,8 +499,7 @@ static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, co
             continue;
         if (!dx[i].node)
             return ses__fail(SES_UNIMPLEMENTED,
-                             "%s: y does not depend on xs[%zu] (a zero "
-                             "gradient is not made)",
+                             "%s: y does not depend on xs[%zu] (a zero gradient is not made)",
                              label, i);
         st = define(im, n->output[i], dx[i], NULL);
     }

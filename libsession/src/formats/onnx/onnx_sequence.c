@@ -259,9 +259,7 @@ static ses_status_t erase(importer_t *im, const Onnx__NodeProto *n, const char *
         return st;
     L = s->n_items;
     if (!L)
-        return ses__fail(SES_INVALID_ARGUMENT,
-                         "%s: the sequence \"%s\" is empty; nothing to "
-                         "erase",
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: the sequence \"%s\" is empty; nothing to erase",
                          label, n->input[0]);
     if (has_input(n, 1) && (st = position(im, n, 1, label, &known, &pos, &pos_edge)) != SES_OK)
         return st;
@@ -299,9 +297,8 @@ static ses_status_t at(importer_t *im, const Onnx__NodeProto *n, const char *lab
     L = s->n_items;
     if (!L)
         return ses__fail(SES_INVALID_ARGUMENT,
-                         "%s: the sequence \"%s\" is empty; it has no "
-                         "element to take",
-                         label, n->input[0]);
+                         "%s: the sequence \"%s\" is empty; it has no element to take", label,
+                         n->input[0]);
     if (known) {
         if ((st = check_position(label, pos, -(int64_t)L, (int64_t)L - 1, (int64_t)L, &pos)) !=
             SES_OK)
@@ -332,9 +329,8 @@ static ses_status_t concat(importer_t *im, const Onnx__NodeProto *n, const char 
                          (long long)new_axis);
     if (!s->n_items)
         return ses__fail(SES_INVALID_ARGUMENT,
-                         "%s: the sequence \"%s\" is empty; there is "
-                         "nothing to concatenate",
-                         label, n->input[0]);
+                         "%s: the sequence \"%s\" is empty; there is nothing to concatenate", label,
+                         n->input[0]);
     if (s->n_items > SES__MAX_INPUTS)
         return ses__fail(SES_UNIMPLEMENTED, "%s: %zu elements; Concat takes at most %d", label,
                          s->n_items, SES__MAX_INPUTS);
@@ -412,9 +408,8 @@ static ses_status_t split_to_sequence(importer_t *im, const Onnx__NodeProto *n, 
     if (x->rank >= 0) {
         if (axis < -x->rank || axis >= x->rank)
             return ses__fail(SES_INVALID_ARGUMENT,
-                             "%s: axis %lld is outside [%d, %d] for "
-                             "\"%s\" of rank %d",
-                             label, (long long)axis, -x->rank, x->rank - 1, n->input[0], x->rank);
+                             "%s: axis %lld is outside [%d, %d] for \"%s\" of rank %d", label,
+                             (long long)axis, -x->rank, x->rank - 1, n->input[0], x->rank);
         if (axis < 0)
             axis += x->rank;
         dim = x->dims[axis];
@@ -432,8 +427,7 @@ static ses_status_t split_to_sequence(importer_t *im, const Onnx__NodeProto *n, 
         L = (size_t)sp->dims[0];
         if (L < 1 || L > SES__MAX_OUTPUTS)
             return ses__fail(SES_UNIMPLEMENTED,
-                             "%s: a split fed at run time into %zu pieces; "
-                             "1 to %d are supported",
+                             "%s: a split fed at run time into %zu pieces; 1 to %d are supported",
                              label, L, SES__MAX_OUTPUTS);
         st = ses_graph_add_node(im->m->graph, "Split", NULL, in, 2, &a, 1, L, &node);
         items = ses__malloc(L * sizeof *items);
@@ -527,9 +521,7 @@ static ses_status_t optional_op(importer_t *im, const Onnx__NodeProto *n, const 
             return define_copy(im, n, v, 1);
         if (!attr(n, "type"))
             return ses__fail(SES_INVALID_ARGUMENT,
-                             "%s: an Optional without input needs its "
-                             "type attribute",
-                             label);
+                             "%s: an Optional without input needs its type attribute", label);
         memset(&none, 0, sizeof none);
         none.kind = SES__ONNX_NONE;
         none.rank = -1;
@@ -546,9 +538,8 @@ static ses_status_t optional_op(importer_t *im, const Onnx__NodeProto *n, const 
         return ses__fail(SES_INVALID_ARGUMENT, "%s: input 0 is missing", label);
     if (v->kind == SES__ONNX_NONE)
         return ses__fail(SES_INVALID_ARGUMENT,
-                         "%s: the optional \"%s\" is empty; it has no "
-                         "element to get",
-                         label, n->input[0]);
+                         "%s: the optional \"%s\" is empty; it has no element to get", label,
+                         n->input[0]);
     return define_copy(im, n, v, 0);
 }
 
