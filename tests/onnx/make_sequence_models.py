@@ -78,6 +78,10 @@ def main(folder):
         helper.make_node("SplitToSequence", ["x"], ["s1"], name="pieces"),
         helper.make_node("SequenceLength", ["s1"], ["n"]),
     ], [f32("x", "N")], [i64("n")])
+    save(folder, "split_too_long", [
+        helper.make_node("SplitToSequence", ["x"], ["s1"], name="pieces"),
+        helper.make_node("SequenceLength", ["s1"], ["n"]),
+    ], [f32("x", 5000)], [i64("n")])
     save(folder, "sequence_output", [
         helper.make_node("SequenceConstruct", ["a", "b"], ["s1"]),
     ], abc[:2], [helper.make_tensor_sequence_value_info("s1", TensorProto.FLOAT, None)])

@@ -264,6 +264,9 @@ static void what_cannot_be_resolved_is_named(void **state) {
     expect_import_error("split_of_unknown_length", SES_UNIMPLEMENTED,
                         "(SplitToSequence \"pieces\"): the length of the sequence must be known "
                         "at import, but dimension 0 of \"x\" is not");
+    expect_import_error("split_too_long", SES_UNIMPLEMENTED,
+                        "(SplitToSequence \"pieces\"): dimension 0 of \"x\" is 5000; a sequence "
+                        "split at import has at most 4096 elements");
     expect_import_error("sequence_output", SES_UNIMPLEMENTED,
                         "graph output 0, \"s1\", is a sequence; only tensors can be fetched");
     expect_import_error("sequence_into_add", SES_UNIMPLEMENTED,

@@ -47,6 +47,7 @@ typedef struct importer {
     size_t capacity, count;
     ses_tensor_t **owned; /* constants made here, released at the end (the graph holds them) */
     size_t n_owned, owned_capacity;
+    size_t sequence_items; /* the elements of every sequence value so far (each holds a list) */
 } importer_t;
 
 /* The value named @p name, or NULL. */

@@ -22,6 +22,11 @@
 #include "../../ops/infer.h"
 #include "onnx_importer.h"
 
+/* The most elements SplitToSequence makes: each is a Slice node of its own. */
+#define SEQUENCE_MAX 4096
+/* The most elements of all sequence values of a model together. */
+#define SEQUENCE_TOTAL_MAX (1 << 22)
+
 int ses__onnx_is_sequence_op(const char *op) {
     static const char *const ops[] = {
         "SequenceEmpty", "SequenceConstruct",  "SequenceInsert",     "SequenceErase",
@@ -77,10 +82,20 @@ static ses_status_t define_sequence(importer_t *im, const Onnx__NodeProto *n,
                                     const ses_edge_t *items, size_t n_items, ses_dtype_t elem_dtype,
                                     int optional) {
     ses_edge_t none = {NULL, 0};
-    ses_edge_t *copy = ses__malloc((n_items + 1) * sizeof *copy);
+    ses_edge_t *copy;
     value_t *v;
     ses_status_t st;
 
+    /* Each sequence value keeps its own list: bounded, so that a chain of inserts in a hostile
+     * model cannot take quadratic memory. */
+    if (n_items > SEQUENCE_MAX || im->sequence_items + n_items > SEQUENCE_TOTAL_MAX)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "node making \"%s\": a sequence of %zu elements, after %zu in the model's "
+                         "other sequences; the most is %d in one, %d in all",
+                         n->output[0], n_items, im->sequence_items, SEQUENCE_MAX,
+                         SEQUENCE_TOTAL_MAX);
+    im->sequence_items += n_items;
+    copy = ses__malloc((n_items + 1) * sizeof *copy);
     if (!copy)
         return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
     if (n_items)
@@ -443,6 +458,11 @@ static ses_status_t split_to_sequence(importer_t *im, const Onnx__NodeProto *n, 
                          "dimension %lld of \"%s\" is not (only a graph input's or a constant's "
                          "shape is known here)",
                          label, (long long)axis, n->input[0]);
+    if (dim > SEQUENCE_MAX) /* every element is a node of its own */
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: dimension %lld of \"%s\" is %lld; a sequence split at import has "
+                         "at most %d elements",
+                         label, (long long)axis, n->input[0], (long long)dim, SEQUENCE_MAX);
     if (!sp) {
         L = (size_t)dim;
     } else {
@@ -473,12 +493,20 @@ static ses_status_t split_to_sequence(importer_t *im, const Onnx__NodeProto *n, 
                 sizes[L++] = off + chunk <= dim ? chunk : dim - off;
         } else {
             int64_t total = 0;
+            if (count > SEQUENCE_MAX) {
+                free(sizes);
+                return ses__fail(SES_UNIMPLEMENTED, "%s: split has %zu entries; the most is %d",
+                                 label, count, SEQUENCE_MAX);
+            }
             L = count;
             for (size_t i = 0; i < count; i++) {
-                if (sizes[i] < 0) {
+                /* Each within [0, dim], so that the sum cannot overflow. */
+                if (sizes[i] < 0 || sizes[i] > dim) {
+                    long long bad = (long long)sizes[i];
                     free(sizes);
-                    return ses__fail(SES_INVALID_ARGUMENT, "%s: split[%zu] is %lld", label, i,
-                                     (long long)sizes[i]);
+                    return ses__fail(SES_INVALID_ARGUMENT,
+                                     "%s: split[%zu] is %lld; dimension %lld of \"%s\" is %lld",
+                                     label, i, bad, (long long)axis, n->input[0], (long long)dim);
                 }
                 total += sizes[i];
             }
