@@ -99,6 +99,15 @@ def main(folder):
         helper.make_node("OptionalGetElement", ["o1"], ["y"]),
     ], abc[:1], [f32("y", 1), helper.make_tensor_value_info("h1", TensorProto.BOOL, []),
                  helper.make_tensor_value_info("h2", TensorProto.BOOL, [])])
+    # A chain of 40 Identities of an optional, then of a sequence: the importer's table of
+    # values grows while each copies the one before.
+    chain = [helper.make_node("Optional", ["a"], ["o0"])]
+    chain += [helper.make_node("Identity", ["o%d" % i], ["o%d" % (i + 1)]) for i in range(40)]
+    chain += [helper.make_node("OptionalGetElement", ["o40"], ["t"]),
+              helper.make_node("SequenceConstruct", ["t", "t"], ["s0"])]
+    chain += [helper.make_node("Identity", ["s%d" % i], ["s%d" % (i + 1)]) for i in range(40)]
+    chain += [helper.make_node("SequenceAt", ["s40", "p"], ["y"])]
+    save(folder, "identity_chain", chain, abc[:1] + [i64("p")], [f32("y", 1)])
     # d = (a + b) * a, its gradients by ai.onnx.preview.training's Gradient.
     save(folder, "gradient", [
         helper.make_node("Add", ["a", "b"], ["c"]),

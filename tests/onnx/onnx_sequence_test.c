@@ -228,6 +228,21 @@ static void optionals_are_known_at_import(void **state) {
     close_model(&mo);
 }
 
+/* Identity passes optionals and sequences through, also while the importer's table grows. */
+static void identities_of_optionals_and_sequences_pass_them_through(void **state) {
+    model_t mo;
+    ses_tensor_t *y;
+
+    (void)state;
+    open_model(&mo, "identity_chain");
+    feed(&mo, "a", filled(1, 5));
+    feed(&mo, "p", scalar_i64(-1));
+    assert_int_equal(eval(&mo, 0, &y), SES_OK);
+    assert_float_equal(((float *)ses_tensor_data(y))[0], 5, 0);
+    ses_tensor_release(y);
+    close_model(&mo);
+}
+
 /* d = (a + b) * a: dd/da = 2a + b, dd/db = a. */
 static void gradient_is_built_by_reverse_mode_differentiation(void **state) {
     model_t mo;
@@ -290,6 +305,7 @@ int main(void) {
         cmocka_unit_test(constant_positions_resolve_at_import),
         cmocka_unit_test(split_and_concat_round_trip),
         cmocka_unit_test(optionals_are_known_at_import),
+        cmocka_unit_test(identities_of_optionals_and_sequences_pass_them_through),
         cmocka_unit_test(gradient_is_built_by_reverse_mode_differentiation),
         cmocka_unit_test(what_cannot_be_resolved_is_named),
     };

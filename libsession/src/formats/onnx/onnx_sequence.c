@@ -115,9 +115,11 @@ static ses_status_t define_sequence(importer_t *im, const Onnx__NodeProto *n,
 }
 
 /* Defines output 0 of @p n as a copy of @p src (a tensor, a sequence or nothing). */
-static ses_status_t define_copy(importer_t *im, const Onnx__NodeProto *n, const value_t *src,
+static ses_status_t define_copy(importer_t *im, const Onnx__NodeProto *n, const value_t *from,
                                 int optional) {
     ses_edge_t none = {NULL, 0};
+    /* A copy: defining may grow the table that @p from points into. */
+    const value_t copy = *from, *src = &copy;
     value_t *v;
     ses_status_t st;
 
