@@ -158,6 +158,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* g-rnnq: recurrent layers (rnn.c) and quantization (quant.c); rnn_quant_test.c */
         "RNN", "GRU", "LSTM", "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
         "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv",
+        /* ONNX sequences (sequence.c; tested in sequence_ops_test.c) */
+        "SelectInput",
     };
     size_t n = ses__op_schema_count();
 

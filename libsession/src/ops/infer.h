@@ -198,6 +198,9 @@ ses_status_t ses__infer_restore(ses__infer_ctx_t *ctx);
 /* collective_ops.c */
 ses_status_t ses__infer_allreduce(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_rank_weight(ses__infer_ctx_t *ctx);
+/* sequence.c (ONNX sequences, kept as lists of edges by the importer) */
+enum { SES__SELECT_AT, SES__SELECT_INSERT, SES__SELECT_ERASE }; /* SelectInput's mode */
+ses_status_t ses__infer_select_input(ses__infer_ctx_t *ctx);
 /* train_ops.c */
 ses_status_t ses__infer_softmax_cross_entropy_loss(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_softmax_cross_entropy_loss_grad(ses__infer_ctx_t *ctx);

@@ -189,6 +189,8 @@ static const ses__op_schema_t schemas[] = {
     {"ConvInteger", 2, 4, 1, 1, 0, ses__infer_conv_integer},
     {"QLinearMatMul", 8, 8, 1, 1, 0, ses__infer_qlinear_matmul},
     {"QLinearConv", 8, 9, 1, 1, 0, ses__infer_qlinear_conv},
+    /* sequence.c: ONNX sequences (the importer's lists of edges) */
+    {"SelectInput", 2, SES__MAX_INPUTS, 1, 1, BIT(0), ses__infer_select_input},
 };
 #pragma GCC diagnostic pop
 

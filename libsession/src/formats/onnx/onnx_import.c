@@ -11,36 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <session/train.h>
+
 #include "../../error.h"
 #include "../../ops/op_schema.h"
-#include "onnx_internal.h"
-
-/* One named value: its edge and, when it is a constant, its tensor (borrowed from the graph). */
-typedef struct value {
-    char *name;
-    ses_edge_t edge;
-    ses_tensor_t *constant;
-    ses_dtype_t dtype; /* known for inputs and constants; SES_DTYPE_INVALID for node outputs */
-} value_t;
-
-struct ses_onnx_model {
-    ses_graph_t *graph;
-    int64_t opset;
-    size_t n_inputs, n_outputs;
-    char **input_names, **output_names;
-    ses_edge_t *inputs, *outputs;
-    ses_dtype_t *input_dtypes;
-};
-
-/* The import in progress. */
-typedef struct importer {
-    ses_onnx_options_t o;
-    ses_onnx_model_t *m;
-    value_t *values; /* open addressing on the name's hash */
-    size_t capacity, count;
-    ses_tensor_t **owned; /* constants made here, released at the end (the graph holds them) */
-    size_t n_owned, owned_capacity;
-} importer_t;
+#include "onnx_importer.h"
 
 void ses_onnx_options_init(ses_onnx_options_t *o) {
     if (!o)
@@ -104,6 +79,10 @@ static ses_status_t define(importer_t *im, const char *name, ses_edge_t edge,
             im->values[i].edge = edge;
             im->values[i].constant = constant;
             im->values[i].dtype = constant ? ses_tensor_dtype(constant) : SES_DTYPE_INVALID;
+            im->values[i].rank = constant ? (int)ses_tensor_rank(constant) : -1;
+            if (constant)
+                memcpy(im->values[i].dims, ses_tensor_dims(constant),
+                       ses_tensor_rank(constant) * sizeof(int64_t));
             im->count++;
             return SES_OK;
         }
@@ -135,6 +114,20 @@ static ses_status_t add_constant(importer_t *im, const char *name, ses_tensor_t 
     if (st == SES_INVALID_ARGUMENT && name) /* a name taken by a node: let the graph pick one */
         st = ses_graph_constant(im->m->graph, NULL, t, out_edge);
     return st;
+}
+
+value_t *ses__onnx_find(importer_t *im, const char *name) {
+    return find(im, name);
+}
+
+ses_status_t ses__onnx_define(importer_t *im, const char *name, ses_edge_t edge,
+                              ses_tensor_t *constant) {
+    return define(im, name, edge, constant);
+}
+
+ses_status_t ses__onnx_add_constant(importer_t *im, const char *name, ses_tensor_t *t,
+                                    ses_edge_t *out_edge) {
+    return add_constant(im, name, t, out_edge);
 }
 
 static ses_status_t const_i64(importer_t *im, const int64_t *v, size_t n, ses_edge_t *out_edge) {
@@ -504,6 +497,64 @@ static int is_reduce_with_axes_attribute(const char *op) {
     return 0;
 }
 
+/*
+ * Gradient (ai.onnx.preview.training): the gradients of y with respect to each of xs, built by
+ * libsession's reverse-mode differentiation (ses_gradients, y seeded with ones) at import. The
+ * node's inputs are xs again, as ONNX requires; its outputs the gradients in xs' order.
+ */
+static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, const char *label) {
+    const Onnx__AttributeProto *xs = attr_find(n, "xs"), *y = attr_find(n, "y"),
+                               *zs = attr_find(n, "zs");
+    ses_edge_t x_edges[SES__MAX_INPUTS], dx[SES__MAX_INPUTS], y_edge;
+    char name[300];
+    const value_t *v;
+    ses_status_t st;
+
+    if (!xs || !xs->n_strings || !y || !y->has_s)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: needs the attributes xs (strings) and y (a string)", label);
+    if (zs && zs->n_strings)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: attribute zs (inputs held constant) is not supported", label);
+    if (xs->n_strings > SES__MAX_INPUTS || n->n_output != xs->n_strings)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: %zu outputs for %zu xs; one gradient per x",
+                         label, n->n_output, xs->n_strings);
+    for (size_t i = 0; i < xs->n_strings; i++) {
+        snprintf(name, sizeof name, "%.*s", (int)xs->strings[i].len,
+                 (const char *)xs->strings[i].data);
+        v = find(im, name);
+        if (!v || v->kind != SES__ONNX_TENSOR)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "%s: xs[%zu], \"%s\", is not a tensor defined before the node",
+                             label, i, name);
+        x_edges[i] = v->edge;
+    }
+    snprintf(name, sizeof name, "%.*s", (int)y->s.len, (const char *)y->s.data);
+    v = find(im, name);
+    if (!v || v->kind != SES__ONNX_TENSOR)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: y, \"%s\", is not a tensor defined before the node", label,
+                         name);
+    y_edge = v->edge;
+    st = ses_gradients(im->m->graph, n->name && *n->name ? n->name : NULL, &y_edge, 1, x_edges,
+                       xs->n_strings, NULL, dx);
+    if (st != SES_OK) {
+        char message[1024];
+        snprintf(message, sizeof message, "%s", ses_last_error());
+        return ses__fail(st, "%s: %s", label, message);
+    }
+    for (size_t i = 0; i < xs->n_strings && st == SES_OK; i++) {
+        if (!*n->output[i])
+            continue;
+        if (!dx[i].node)
+            return ses__fail(SES_UNIMPLEMENTED,
+                             "%s: y does not depend on xs[%zu] (a zero gradient is not made)",
+                             label, i);
+        st = define(im, n->output[i], dx[i], NULL);
+    }
+    return st;
+}
+
 static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t index) {
     char label[300];
     const char *op = n->op_type;
@@ -515,8 +566,25 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
     ses_status_t st;
 
     node_label(n, index, label, sizeof label);
+    if (!is_default_domain(n->domain) && !strcmp(n->domain, "ai.onnx.preview.training") &&
+        !strcmp(op, "Gradient"))
+        return import_gradient(im, n, label);
     if (!strcmp(op, "Constant"))
         return import_constant(im, n, label);
+    if (ses__onnx_is_sequence_op(op))
+        return ses__onnx_sequence_node(im, n, label);
+    for (size_t i = 0; i < n->n_input; i++) {
+        const value_t *v = *n->input[i] ? find(im, n->input[i]) : NULL;
+        if (!v || v->kind == SES__ONNX_TENSOR)
+            continue;
+        if (!strcmp(op, "Identity"))
+            return ses__onnx_sequence_node(im, n, label);
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: input %zu, \"%s\", is %s; %s takes tensors here (sequences are "
+                         "taken only by the sequence ops, optionals by the optional ops)",
+                         label, i, n->input[i],
+                         v->kind == SES__ONNX_SEQUENCE ? "a sequence" : "an empty optional", op);
+    }
     memset(&p, 0, sizeof p);
     p.op = op;
     /* Inputs: "" is an absent optional input; only trailing ones can be left out here, and
@@ -656,9 +724,13 @@ static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         const char *op = n->op_type ? n->op_type : "";
-        int known = is_default_domain(n->domain) &&
-                    (!strcmp(op, "Constant") || !strcmp(op, "Scatter") ||
-                     (*op && ses__op_schema_find(op) && !ses__op_schema_find(op)->host_op));
+        int known =
+            (is_default_domain(n->domain) &&
+             (!strcmp(op, "Constant") || !strcmp(op, "Scatter") || ses__onnx_is_sequence_op(op) ||
+              (*op && ses__op_schema_find(op) && !ses__op_schema_find(op)->host_op &&
+               strcmp(op, "SelectInput") != 0))) ||
+            (n->domain && !strcmp(n->domain, "ai.onnx.preview.training") &&
+             !strcmp(op, "Gradient"));
         int listed = 0;
         if (known)
             continue;
@@ -723,7 +795,10 @@ static ses_status_t import_input(importer_t *im, const Onnx__ValueInfoProto *vi,
         st = define(im, vi->name, edge, NULL);
     if (st == SES_OK) {
         size_t k = im->m->n_inputs++;
-        find(im, vi->name)->dtype = dtype;
+        value_t *v = find(im, vi->name);
+        v->dtype = dtype;
+        v->rank = (int)rank;
+        memcpy(v->dims, dims, rank * sizeof *dims);
         im->m->input_dtypes[k] = dtype;
         im->m->inputs[k] = edge;
         im->m->input_names[k] = ses__strdup(vi->name);
@@ -803,6 +878,12 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
                              "graph output %zu, \"%s\", is not produced by any node, input or "
                              "initializer",
                              i, name ? name : "");
+        if (v->kind != SES__ONNX_TENSOR)
+            return ses__fail(SES_UNIMPLEMENTED,
+                             "graph output %zu, \"%s\", is %s; only tensors can be fetched "
+                             "(a sequence or an optional lives inside the import, resolved into "
+                             "its tensors)",
+                             i, name, v->kind == SES__ONNX_SEQUENCE ? "a sequence" : "an optional");
         im->m->outputs[i] = v->edge;
         im->m->output_names[i] = ses__strdup(name);
         if (!im->m->output_names[i])
@@ -813,8 +894,10 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
 }
 
 static void importer_clear(importer_t *im) {
-    for (size_t i = 0; i < im->capacity; i++)
+    for (size_t i = 0; i < im->capacity; i++) {
         free(im->values[i].name);
+        free(im->values[i].items);
+    }
     free(im->values);
     for (size_t i = 0; i < im->n_owned; i++)
         ses_tensor_release(im->owned[i]);
