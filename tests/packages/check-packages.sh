@@ -18,7 +18,9 @@
 #   7. python3-session installed: the system's python3 imports it and evaluates on cpu:0;
 #   8. the template's vendor package session-driver-acme, built from the installed
 #      /usr/share/session/sdk/template with its own debian/, passes lintian, installs, and
-#      session-info lists it ready with its device; session-driver-test proves it;
+#      session-info lists it ready with its device; session-driver-test proves it; where
+#      session-driver-cuda was built, it installs and session-info says what it lacks (no GPU:
+#      "no-devices"; no CUDA runtime: "vendor runtime missing" naming the library);
 #   9. everything purged: no package of ours is left and no file they installed remains.
 #
 # Whatever happens, it purges what it installed before exiting. It prints one line per check
@@ -28,6 +30,9 @@
 # Usage (root, Debian 12, after scripts/setup-debian): tests/packages/check-packages.sh [WORKDIR]
 # WORKDIR (default: a fresh folder under /tmp) keeps the sources, the .deb files and the logs.
 set -uo pipefail
+# The whole script is one compound command, read before it runs: editing the file while it runs
+# (its build takes minutes) cannot change what runs.
+{
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$(mktemp -d /tmp/session-packages.XXXXXX)}
@@ -339,6 +344,30 @@ vendor_package() {
 check "the template's session-driver-acme builds, passes lintian, installs, loads and passes" \
     vendor_package
 
+# --- 8b. session-driver-cuda, where it was built ------------------------------------------------
+# No GPU here: with NVIDIA's runtime reachable the driver is listed with no devices (or ready on
+# a GPU machine); without it, failed with "vendor runtime missing" naming the library.
+cuda_package() {
+    install_debs session-driver-cuda || return 1
+    drivers_listed >"$work/drivers-cuda.txt" || return 1
+    "$py" -c '
+import json, sys
+d = [d for d in json.load(open(sys.argv[1]))["drivers"] if d["name"] == "cuda"]
+if not d:
+    sys.exit("    cuda not listed")
+d = d[0]
+cause = (d["error"] or {}).get("message", "")
+print("    cuda:", d["state"], d["devices"], cause)
+ok = d["state"] in ("ready", "no-devices") or (
+    d["state"] == "failed" and "vendor runtime missing" in cause)
+sys.exit(0 if ok else 1)' "$work/session-info.json" || return 1
+    run_clean session-info | sed -n '/^  cuda /,/^  [a-z]/p' | sed 's/^/    /'
+    [ "${PIPESTATUS[0]}" -eq 0 ]
+}
+if [ ${#profiles[@]} -eq 0 ]; then
+    check "session-driver-cuda installs; session-info says what it lacks" cuda_package
+fi
+
 # --- 9. purge ----------------------------------------------------------------------------------
 purge_all() {
     local left
@@ -363,3 +392,4 @@ purge_all() {
 check "purged: no package of ours installed, no file of theirs left" purge_all
 
 finish
+}
