@@ -483,6 +483,20 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
                 continue;
             }
         }
+        /* STFT's window may be left out before frame_length: an empty constant stands for it,
+         * as an empty optional input does everywhere in libsession. */
+        if (!*n->input[i] && !strcmp(op, "STFT") && i == 2 && n->n_input == 4 &&
+            p.n_inputs == 2) {
+            ses_tensor_t *empty = NULL;
+            int64_t zero = 0;
+            st = ses_tensor_create(SES_F32, 1, &zero, &empty);
+            if (st == SES_OK)
+                st = add_constant(im, NULL, empty, &p.inputs[p.n_inputs]);
+            if (st != SES_OK)
+                return st;
+            p.n_inputs++;
+            continue;
+        }
         if (!*n->input[i]) {
             size_t j = i;
             while (j < n->n_input && !*n->input[j])
