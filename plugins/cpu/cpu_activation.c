@@ -7,7 +7,7 @@
  * out of the loop into locals of the element type. Both sides of every select are computed
  * unconditionally, so that the compiler vectorises the f32 loops; the f32 exponentials use
  * cpu__expf (cpu_math.h), which vectorises, with a Taylor series near 0 where e^x - 1 would
- * lose its digits. Erf and tanh (Gelu) stay libm calls.
+ * lose its digits. Gelu's erfc stays a libm call.
  *
  * Attributes come normalized from the core (every float one present, Gelu's approximate as an
  * INT), and are read at each launch as LeakyRelu's alpha is.
@@ -107,14 +107,19 @@ CPU__ACT(cpu__softsign_f64, double, x / (1.0 + (x < 0 ? -x : x)))
  * kept (the last test is x <= lambd). */
 CPU__ACT(cpu__shrink_f32, float, x < -b ? x + a : x <= b ? 0.0f : x - a)
 CPU__ACT(cpu__shrink_f64, double, x < -b ? x + a : x <= b ? 0.0 : x - a)
-/* Gelu: x Phi(x), exactly (erf) or with the tanh approximation. */
-CPU__ACT(cpu__gelu_f32, float, 0.5f * x * (1.0f + erff(x * (float)CPU__SQRT1_2)))
-CPU__ACT(cpu__gelu_f64, double, 0.5 * x * (1.0 + erf(x * CPU__SQRT1_2)))
-CPU__ACT(cpu__gelu_tanh_f32, float,
-         0.5f * x *
-             (1.0f + tanhf((float)CPU__SQRT2_PI * (x + (float)CPU__GELU_C * x * x * x))))
-CPU__ACT(cpu__gelu_tanh_f64, double,
-         0.5 * x * (1.0 + tanh(CPU__SQRT2_PI * (x + CPU__GELU_C * x * x * x))))
+/* Gelu: x Phi(x), exactly or with the tanh approximation. Phi(x) is erfc(-x / sqrt 2) / 2, and
+ * (1 + tanh(u)) / 2 is sigmoid(2u): neither cancels for negative x, as 1 + erf or 1 + tanh
+ * would. */
+static inline float cpu__gelu_uf(float x) {
+    return 2.0f * (float)CPU__SQRT2_PI * (x + (float)CPU__GELU_C * x * x * x);
+}
+static inline double cpu__gelu_u(double x) {
+    return 2.0 * CPU__SQRT2_PI * (x + CPU__GELU_C * x * x * x);
+}
+CPU__ACT(cpu__gelu_f32, float, 0.5f * x * erfcf(-x * (float)CPU__SQRT1_2))
+CPU__ACT(cpu__gelu_f64, double, 0.5 * x * erfc(-x * CPU__SQRT1_2))
+CPU__ACT(cpu__gelu_tanh_f32, float, x *cpu__sigmoidf(cpu__gelu_uf(x)))
+CPU__ACT(cpu__gelu_tanh_f64, double, x *cpu__sigmoid(cpu__gelu_u(x)))
 /* Mish: x tanh(softplus(x)). */
 CPU__ACT(cpu__mish_f32, float, x *cpu__tanh_softplusf(x, cpu__expf(x)))
 CPU__ACT(cpu__mish_f64, double, x *cpu__tanh_softplus(x, exp(x)))
@@ -166,24 +171,23 @@ CPU__ACT_GRAD(cpu__softsign_grad_f64, double,
               g / ((1.0 + (x < 0 ? -x : x)) * (1.0 + (x < 0 ? -x : x))))
 CPU__ACT_GRAD(cpu__shrink_grad_f32, float, x < -b || x > b ? g : 0.0f)
 CPU__ACT_GRAD(cpu__shrink_grad_f64, double, x < -b || x > b ? g : 0.0)
-/* Gelu: Phi(x) + x phi(x); with tanh, t = tanh(u), u = k (x + c x^3):
- * (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2. */
+/* Gelu: Phi(x) + x phi(x); with tanh, s = sigmoid(2u), u = k (x + c x^3):
+ * s + x s (1 - s) 2 k (1 + 3 c x^2). */
 static inline double cpu__gelu_grad(double x) {
-    return 0.5 * (1.0 + erf(x * CPU__SQRT1_2)) + x * exp(-0.5 * x * x) * CPU__INV_SQRT2PI;
+    return 0.5 * erfc(-x * CPU__SQRT1_2) + x * exp(-0.5 * x * x) * CPU__INV_SQRT2PI;
 }
 static inline double cpu__gelu_tanh_grad(double x) {
-    const double t = tanh(CPU__SQRT2_PI * (x + CPU__GELU_C * x * x * x));
-    return 0.5 * (1.0 + t) +
-           0.5 * x * (1.0 - t * t) * CPU__SQRT2_PI * (1.0 + 3.0 * CPU__GELU_C * x * x);
+    const double s = cpu__sigmoid(cpu__gelu_u(x));
+    return s + x * s * (1.0 - s) * 2.0 * CPU__SQRT2_PI * (1.0 + 3.0 * CPU__GELU_C * x * x);
 }
 static inline float cpu__gelu_gradf(float x) {
-    return 0.5f * (1.0f + erff(x * (float)CPU__SQRT1_2)) +
+    return 0.5f * erfcf(-x * (float)CPU__SQRT1_2) +
            x * cpu__expf(-0.5f * x * x) * (float)CPU__INV_SQRT2PI;
 }
 static inline float cpu__gelu_tanh_gradf(float x) {
-    const float k = (float)CPU__SQRT2_PI, c = (float)CPU__GELU_C;
-    const float t = tanhf(k * (x + c * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x * x);
+    const float s = cpu__sigmoidf(cpu__gelu_uf(x));
+    return s + x * s * (1.0f - s) * 2.0f * (float)CPU__SQRT2_PI *
+                   (1.0f + 3.0f * (float)CPU__GELU_C * x * x);
 }
 CPU__ACT_GRAD(cpu__gelu_grad_f32, float, g *cpu__gelu_gradf(x))
 CPU__ACT_GRAD(cpu__gelu_grad_f64, double, g *cpu__gelu_grad(x))
