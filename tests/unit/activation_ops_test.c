@@ -659,12 +659,22 @@ static void dft_matches_the_direct_sum(void **state) {
                                    ses_attr_int("onesided", c->onesided)};
             const int64_t dims[3] = {c->axis0 ? c->n : c->batch, c->axis0 ? c->batch : c->n,
                                      c->c};
-            ses_edge_t in[2];
+            ses_edge_t in[3];
             char what[64];
             assert_int_equal(ses_graph_create(&g), SES_OK);
             in[0] = floats(g, wide ? SES_F64 : SES_F32, 3, dims, x);
             in[1] = scalar_i64(g, len);
-            ses_tensor_t *y = run("DFT", in, c->length ? 2 : 1, attrs, 3, g);
+            ses_tensor_t *y;
+            if (ci % 2 == 1) {
+                /* Op set 20's form: dft_length (or an empty one) and axis as inputs. */
+                const int64_t none[1] = {0};
+                if (!c->length)
+                    in[1] = constant(g, SES_I64, 1, none, NULL);
+                in[2] = scalar_i64(g, c->axis0 ? -3 : -2);
+                y = run("DFT", in, 3, attrs + 1, 2, g);
+            } else {
+                y = run("DFT", in, c->length ? 2 : 1, attrs, 3, g);
+            }
             const int64_t out_dims[3] = {c->axis0 ? bins : c->batch, c->axis0 ? c->batch : bins,
                                          2};
             snprintf(what, sizeof what, "DFT case %zu %s", ci, wide ? "f64" : "f32");
@@ -746,7 +756,19 @@ static void signal_ops_refuse_bad_shapes_and_attributes(void **state) {
     assert_int_equal(ses_graph_create(&g), SES_OK);
     in[0] = floats(g, SES_F32, 3, d2, v);
     assert_int_equal(ses_graph_op(g, "DFT", "node", in, 1, &axis, 1, &y), SES_OK);
-    expect_error(g, y, SES_INVALID_ARGUMENT, "DFT \"node\"", "axis is out of range");
+    expect_error(g, y, SES_INVALID_ARGUMENT, "DFT \"node\"",
+                 "axis 2 is out of range for input f32[2,8,1]: it must be in [-3, -2] or [0, 1]");
+    ses_graph_release(g);
+
+    /* Op set 20's axis input, with the attribute too. */
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    const int64_t no_length[1] = {0};
+    in[0] = floats(g, SES_F32, 3, d2, v);
+    in[1] = constant(g, SES_I64, 1, no_length, NULL);
+    in[2] = scalar_i64(g, 1);
+    assert_int_equal(ses_graph_op(g, "DFT", "node", in, 3, &axis, 1, &y), SES_OK);
+    expect_error(g, y, SES_INVALID_ARGUMENT, "DFT \"node\"",
+                 "axis is given twice, as an attribute and as input 2");
     ses_graph_release(g);
 
     assert_int_equal(ses_graph_create(&g), SES_OK);

@@ -208,7 +208,7 @@ static const ses__op_schema_t schemas[] = {
     {"BlackmanWindow", 1, 1, 1, 1, BIT(0), ses__infer_window},
     {"MelWeightMatrix", 5, 5, 1, 1, BIT(0) | BIT(1) | BIT(2) | BIT(3) | BIT(4),
      ses__infer_mel_weight_matrix},
-    {"DFT", 1, 2, 1, 1, BIT(1), ses__infer_dft},
+    {"DFT", 1, 3, 1, 1, BIT(1) | BIT(2), ses__infer_dft},
     {"STFT", 2, 4, 1, 1, BIT(1) | BIT(3), ses__infer_stft},
 };
 #pragma GCC diagnostic pop

@@ -148,11 +148,13 @@ ses_status_t ses__infer_mel_weight_matrix(ses__infer_ctx_t *ctx) {
 }
 
 /*
- * DFT(input[, dft_length]; axis, inverse, onesided): input is [..., n, 1] (real) or
+ * DFT(input[, dft_length][, axis]; axis, inverse, onesided): input is [..., n, 1] (real) or
  * [..., n, 2] (complex); the transform runs along axis, which counts from the front or, when
  * negative, from the back ([-rank, -2] or [0, rank - 2]; the last dimension is the complex
- * one). The output is complex, with dft_length (or dft_length / 2 + 1 when onesided) along
- * axis. Kernels get axis non-negative, dft_length, inverse and onesided.
+ * one). Op set 17 gives axis as an attribute (default 1), op set 20 as input 2, a known scalar
+ * (the ONNX importer gives the attribute -2 when it is left out); an empty dft_length is an
+ * absent one. The output is complex, with dft_length (or dft_length / 2 + 1 when onesided)
+ * along axis. Kernels get axis non-negative, dft_length, inverse and onesided.
  */
 ses_status_t ses__infer_dft(ses__infer_ctx_t *ctx) {
     const ses__type_t *x = &ctx->inputs[0];
@@ -165,21 +167,29 @@ ses_status_t ses__infer_dft(ses__infer_ctx_t *ctx) {
         st = ses__op_attr_flag(ctx, "inverse", 0, &inverse);
     if (st == SES_OK)
         st = ses__op_attr_flag(ctx, "onesided", 0, &onesided);
+    if (st == SES_OK && ses__op_has_input(ctx, 2)) {
+        if (ses__attrs_find(ctx->attrs, "axis"))
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "axis is given twice, as an attribute and as input 2");
+        st = read_int_scalar(ctx, 2, "axis", &axis);
+    }
     if (st != SES_OK)
         return st;
     if (x->rank < 2 || (x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "input must be [..., n, 1] (real) or [..., n, 2] (complex), got %s",
                             ses__tstr(x).s);
+    const int64_t given = axis;
     if (axis < 0)
         axis += x->rank;
     if (axis < 0 || axis > (int64_t)x->rank - 2)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attribute axis is out of range for input %s: it must be in [%d, %d] "
+                            "axis %lld is out of range for input %s: it must be in [%d, %d] "
                             "or [0, %d]",
-                            ses__tstr(x).s, -(int)x->rank, -2, (int)x->rank - 2);
+                            (long long)given, ses__tstr(x).s, -(int)x->rank, -2,
+                            (int)x->rank - 2);
     length = x->dims[axis];
-    if (ses__op_has_input(ctx, 1)) {
+    if (ses__op_has_input(ctx, 1) && ses__type_count(&ctx->inputs[1]) != 0) {
         st = read_int_scalar(ctx, 1, "dft_length", &length);
         if (st != SES_OK)
             return st;
