@@ -47,7 +47,7 @@ static inline double cpu__tanh_softplus(double x, double n) {
 }
 
 #define CPU__SQRT1_2 0.70710678118654752440
-#define CPU__SQRT2_PI 0.79788456080286535588   /* sqrt(2 / pi) */
+#define CPU__SQRT2_PI 0.79788456080286535588    /* sqrt(2 / pi) */
 #define CPU__INV_SQRT2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
 #define CPU__GELU_C 0.044715
 
@@ -57,18 +57,18 @@ static inline double cpu__tanh_softplus(double x, double n) {
 
 typedef void (*cpu__act_fn)(void *out, const void *in, size_t n, const cpu__act_params_t *p);
 
-#define CPU__ACT(name, T, EXPR)                                                                   \
-    CPU__ISA_CLONES static void name(void *out_, const void *in_, size_t n,                       \
-                                     const cpu__act_params_t *p) {                                \
-        T *out = out_;                                                                            \
-        const T *in = in_;                                                                        \
-        const T a = (T)p->a, b = (T)p->b;                                                         \
-        (void)a;                                                                                  \
-        (void)b;                                                                                  \
-        for (size_t i = 0; i < n; i++) {                                                          \
-            const T x = in[i];                                                                    \
-            out[i] = (EXPR);                                                                      \
-        }                                                                                         \
+#define CPU__ACT(name, T, EXPR)                                             \
+    CPU__ISA_CLONES static void name(void *out_, const void *in_, size_t n, \
+                                     const cpu__act_params_t *p) {          \
+        T *out = out_;                                                      \
+        const T *in = in_;                                                  \
+        const T a = (T)p->a, b = (T)p->b;                                   \
+        (void)a;                                                            \
+        (void)b;                                                            \
+        for (size_t i = 0; i < n; i++) {                                    \
+            const T x = in[i];                                              \
+            out[i] = (EXPR);                                                \
+        }                                                                   \
     }
 
 /* Elu: x < 0 ? alpha (e^x - 1) : x. */
@@ -92,8 +92,8 @@ CPU__ACT(cpu__celu_f32, float, cpu__celuf(x, a))
 CPU__ACT(cpu__celu_f64, double, cpu__celu(x, a))
 /* HardSigmoid: alpha x + beta clipped to [0, 1]; NaN stays NaN. */
 #define CPU__CLIP01(T, v) ((v) < 0 ? (T)0 : (v) > 1 ? (T)1 : (v))
-CPU__ACT(cpu__hard_sigmoid_f32, float, CPU__CLIP01(float, a * x + b))
-CPU__ACT(cpu__hard_sigmoid_f64, double, CPU__CLIP01(double, a * x + b))
+CPU__ACT(cpu__hard_sigmoid_f32, float, CPU__CLIP01(float, a *x + b))
+CPU__ACT(cpu__hard_sigmoid_f64, double, CPU__CLIP01(double, a *x + b))
 /* HardSwish: x HardSigmoid(x) with alpha 1/6, beta 1/2. */
 CPU__ACT(cpu__hard_swish_f32, float, x *CPU__CLIP01(float, x / 6.0f + 0.5f))
 CPU__ACT(cpu__hard_swish_f64, double, x *CPU__CLIP01(double, x / 6.0 + 0.5))
@@ -131,46 +131,41 @@ CPU__ACT(cpu__mish_f64, double, x *cpu__tanh_softplus(x, exp(x)))
 typedef void (*cpu__act_grad_fn)(void *out, const void *dy, const void *in, size_t n,
                                  const cpu__act_params_t *p);
 
-#define CPU__ACT_GRAD(name, T, EXPR)                                                              \
-    CPU__ISA_CLONES static void name(void *out_, const void *dy_, const void *in_, size_t n,      \
-                                     const cpu__act_params_t *p) {                                \
-        T *out = out_;                                                                            \
-        const T *dy = dy_, *in = in_;                                                             \
-        const T a = (T)p->a, b = (T)p->b;                                                         \
-        (void)a;                                                                                  \
-        (void)b;                                                                                  \
-        for (size_t i = 0; i < n; i++) {                                                          \
-            const T g = dy[i], x = in[i];                                                         \
-            out[i] = (EXPR);                                                                      \
-        }                                                                                         \
+#define CPU__ACT_GRAD(name, T, EXPR)                                                         \
+    CPU__ISA_CLONES static void name(void *out_, const void *dy_, const void *in_, size_t n, \
+                                     const cpu__act_params_t *p) {                           \
+        T *out = out_;                                                                       \
+        const T *dy = dy_, *in = in_;                                                        \
+        const T a = (T)p->a, b = (T)p->b;                                                    \
+        (void)a;                                                                             \
+        (void)b;                                                                             \
+        for (size_t i = 0; i < n; i++) {                                                     \
+            const T g = dy[i], x = in[i];                                                    \
+            out[i] = (EXPR);                                                                 \
+        }                                                                                    \
     }
 
 CPU__ACT_GRAD(cpu__elu_grad_f32, float, x < 0 ? g * a * cpu__expf(x) : g)
 CPU__ACT_GRAD(cpu__elu_grad_f64, double, x < 0 ? g * a * exp(x) : g)
 CPU__ACT_GRAD(cpu__selu_grad_f32, float, x > 0 ? g * b : g * b * a * cpu__expf(x))
 CPU__ACT_GRAD(cpu__selu_grad_f64, double, x > 0 ? g * b : g * b * a * exp(x))
-static inline float cpu__celu_gradf(float x, float a) {
-    return x > 0 ? 1.0f : cpu__expf(x / a);
-}
-static inline double cpu__celu_grad(double x, double a) {
-    return x > 0 ? 1.0 : exp(x / a);
-}
+static inline float cpu__celu_gradf(float x, float a) { return x > 0 ? 1.0f : cpu__expf(x / a); }
+static inline double cpu__celu_grad(double x, double a) { return x > 0 ? 1.0 : exp(x / a); }
 CPU__ACT_GRAD(cpu__celu_grad_f32, float, g *cpu__celu_gradf(x, a))
 CPU__ACT_GRAD(cpu__celu_grad_f64, double, g *cpu__celu_grad(x, a))
 #define CPU__INSIDE01(v) ((v) > 0 && (v) < 1)
-CPU__ACT_GRAD(cpu__hard_sigmoid_grad_f32, float, CPU__INSIDE01(a * x + b) ? g * a : 0.0f)
-CPU__ACT_GRAD(cpu__hard_sigmoid_grad_f64, double, CPU__INSIDE01(a * x + b) ? g * a : 0.0)
-CPU__ACT_GRAD(cpu__hard_swish_grad_f32, float,
-              x < -3.0f ? 0.0f : x > 3.0f ? g : g * (x / 3.0f + 0.5f))
-CPU__ACT_GRAD(cpu__hard_swish_grad_f64, double, x < -3.0 ? 0.0 : x > 3.0 ? g : g * (x / 3.0 + 0.5))
+CPU__ACT_GRAD(cpu__hard_sigmoid_grad_f32, float, CPU__INSIDE01(a *x + b) ? g *a : 0.0f)
+CPU__ACT_GRAD(cpu__hard_sigmoid_grad_f64, double, CPU__INSIDE01(a *x + b) ? g *a : 0.0)
+CPU__ACT_GRAD(cpu__hard_swish_grad_f32, float, x<-3.0f ? 0.0f : x> 3.0f ? g : g *(x / 3.0f + 0.5f))
+CPU__ACT_GRAD(cpu__hard_swish_grad_f64, double, x<-3.0 ? 0.0 : x> 3.0 ? g : g *(x / 3.0 + 0.5))
 CPU__ACT_GRAD(cpu__thresholded_relu_grad_f32, float, x > a ? g : 0.0f)
 CPU__ACT_GRAD(cpu__thresholded_relu_grad_f64, double, x > a ? g : 0.0)
 CPU__ACT_GRAD(cpu__softsign_grad_f32, float,
               g / ((1.0f + (x < 0 ? -x : x)) * (1.0f + (x < 0 ? -x : x))))
 CPU__ACT_GRAD(cpu__softsign_grad_f64, double,
               g / ((1.0 + (x < 0 ? -x : x)) * (1.0 + (x < 0 ? -x : x))))
-CPU__ACT_GRAD(cpu__shrink_grad_f32, float, x < -b || x > b ? g : 0.0f)
-CPU__ACT_GRAD(cpu__shrink_grad_f64, double, x < -b || x > b ? g : 0.0)
+CPU__ACT_GRAD(cpu__shrink_grad_f32, float, x<-b || x> b ? g : 0.0f)
+CPU__ACT_GRAD(cpu__shrink_grad_f64, double, x<-b || x> b ? g : 0.0)
 /* Gelu: Phi(x) + x phi(x); with tanh, s = sigmoid(2u), u = k (x + c x^3):
  * s + x s (1 - s) 2 k (1 + 3 c x^2). */
 static inline double cpu__gelu_grad(double x) {
@@ -219,37 +214,43 @@ static int32_t cpu__act_params(const cpu__call_t *call, uint32_t code, cpu__act_
     p->a = p->b = 0.0;
     *out_tanh = 0;
     switch (code) {
-    case CPU__OP_ELU:
-    case CPU__OP_ELUGRAD:
-    case CPU__OP_CELU:
-    case CPU__OP_CELUGRAD: st = cpu__attr_float(call, "alpha", 1.0, &p->a); break;
-    case CPU__OP_THRESHOLDEDRELU:
-    case CPU__OP_THRESHOLDEDRELUGRAD: st = cpu__attr_float(call, "alpha", 1.0, &p->a); break;
-    case CPU__OP_SELU:
-    case CPU__OP_SELUGRAD:
-        if ((st = cpu__attr_float(call, "alpha", 1.67326319217681884765625, &p->a)) == SES_DRV_OK)
-            st = cpu__attr_float(call, "gamma", 1.05070102214813232421875, &p->b);
-        break;
-    case CPU__OP_HARDSIGMOID:
-    case CPU__OP_HARDSIGMOIDGRAD:
-        if ((st = cpu__attr_float(call, "alpha", 0.2, &p->a)) == SES_DRV_OK)
-            st = cpu__attr_float(call, "beta", 0.5, &p->b);
-        break;
-    case CPU__OP_SHRINK:
-    case CPU__OP_SHRINKGRAD:
-        if ((st = cpu__attr_float(call, "bias", 0.0, &p->a)) == SES_DRV_OK)
-            st = cpu__attr_float(call, "lambd", 0.5, &p->b);
-        break;
-    case CPU__OP_GELU:
-    case CPU__OP_GELUGRAD:
-        st = cpu__attr_int(call, "approximate", 1, 0, &approximate);
-        if (st == SES_DRV_OK && approximate != 0 && approximate != 1)
-            st = cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                "attribute approximate is %" PRId64 "; expected 0 or 1",
-                                approximate);
-        *out_tanh = approximate == 1;
-        break;
-    default: break;
+        case CPU__OP_ELU:
+        case CPU__OP_ELUGRAD:
+        case CPU__OP_CELU:
+        case CPU__OP_CELUGRAD:
+            st = cpu__attr_float(call, "alpha", 1.0, &p->a);
+            break;
+        case CPU__OP_THRESHOLDEDRELU:
+        case CPU__OP_THRESHOLDEDRELUGRAD:
+            st = cpu__attr_float(call, "alpha", 1.0, &p->a);
+            break;
+        case CPU__OP_SELU:
+        case CPU__OP_SELUGRAD:
+            if ((st = cpu__attr_float(call, "alpha", 1.67326319217681884765625, &p->a)) ==
+                SES_DRV_OK)
+                st = cpu__attr_float(call, "gamma", 1.05070102214813232421875, &p->b);
+            break;
+        case CPU__OP_HARDSIGMOID:
+        case CPU__OP_HARDSIGMOIDGRAD:
+            if ((st = cpu__attr_float(call, "alpha", 0.2, &p->a)) == SES_DRV_OK)
+                st = cpu__attr_float(call, "beta", 0.5, &p->b);
+            break;
+        case CPU__OP_SHRINK:
+        case CPU__OP_SHRINKGRAD:
+            if ((st = cpu__attr_float(call, "bias", 0.0, &p->a)) == SES_DRV_OK)
+                st = cpu__attr_float(call, "lambd", 0.5, &p->b);
+            break;
+        case CPU__OP_GELU:
+        case CPU__OP_GELUGRAD:
+            st = cpu__attr_int(call, "approximate", 1, 0, &approximate);
+            if (st == SES_DRV_OK && approximate != 0 && approximate != 1)
+                st = cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                    "attribute approximate is %" PRId64 "; expected 0 or 1",
+                                    approximate);
+            *out_tanh = approximate == 1;
+            break;
+        default:
+            break;
     }
     if (st == SES_DRV_OK && (code == CPU__OP_CELU || code == CPU__OP_CELUGRAD) && p->a == 0.0)
         st = cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "attribute alpha must not be 0");
@@ -277,7 +278,7 @@ static void cpu__act_task(void *ctx, uint64_t begin, uint64_t end) {
 
 int32_t cpu__act(const cpu__call_t *call) {
     const int f32 = call->out.dtype == SES_DRV_DTYPE_F32;
-    cpu__act_job_t job = {NULL, NULL, call->out.data, NULL, call->in[0].data, call->out.esize,
+    cpu__act_job_t job = {NULL,  NULL, call->out.data, NULL, call->in[0].data, call->out.esize,
                           {0, 0}};
     int tanh_form = 0;
     int32_t st;
@@ -286,24 +287,42 @@ int32_t cpu__act(const cpu__call_t *call) {
         return st;
 #define CPU__PICK(prefix) job.fn = f32 ? prefix##f32 : prefix##f64
     switch (call->spec->code) {
-    case CPU__OP_ELU: CPU__PICK(cpu__elu_); break;
-    case CPU__OP_SELU: CPU__PICK(cpu__selu_); break;
-    case CPU__OP_CELU: CPU__PICK(cpu__celu_); break;
-    case CPU__OP_HARDSIGMOID: CPU__PICK(cpu__hard_sigmoid_); break;
-    case CPU__OP_HARDSWISH: CPU__PICK(cpu__hard_swish_); break;
-    case CPU__OP_THRESHOLDEDRELU: CPU__PICK(cpu__thresholded_relu_); break;
-    case CPU__OP_SOFTSIGN: CPU__PICK(cpu__softsign_); break;
-    case CPU__OP_SHRINK: CPU__PICK(cpu__shrink_); break;
-    case CPU__OP_GELU:
-        if (tanh_form)
-            CPU__PICK(cpu__gelu_tanh_);
-        else
-            CPU__PICK(cpu__gelu_);
-        break;
-    case CPU__OP_MISH: CPU__PICK(cpu__mish_); break;
-    default:
-        return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for op code %" PRIu32,
-                              call->spec->code);
+        case CPU__OP_ELU:
+            CPU__PICK(cpu__elu_);
+            break;
+        case CPU__OP_SELU:
+            CPU__PICK(cpu__selu_);
+            break;
+        case CPU__OP_CELU:
+            CPU__PICK(cpu__celu_);
+            break;
+        case CPU__OP_HARDSIGMOID:
+            CPU__PICK(cpu__hard_sigmoid_);
+            break;
+        case CPU__OP_HARDSWISH:
+            CPU__PICK(cpu__hard_swish_);
+            break;
+        case CPU__OP_THRESHOLDEDRELU:
+            CPU__PICK(cpu__thresholded_relu_);
+            break;
+        case CPU__OP_SOFTSIGN:
+            CPU__PICK(cpu__softsign_);
+            break;
+        case CPU__OP_SHRINK:
+            CPU__PICK(cpu__shrink_);
+            break;
+        case CPU__OP_GELU:
+            if (tanh_form)
+                CPU__PICK(cpu__gelu_tanh_);
+            else
+                CPU__PICK(cpu__gelu_);
+            break;
+        case CPU__OP_MISH:
+            CPU__PICK(cpu__mish_);
+            break;
+        default:
+            return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for op code %" PRIu32,
+                                  call->spec->code);
     }
 #undef CPU__PICK
     if (!cpu__same_shape(&call->in[0], &call->out)) {
@@ -321,8 +340,8 @@ int32_t cpu__act(const cpu__call_t *call) {
 
 int32_t cpu__act_grad(const cpu__call_t *call) {
     const int f32 = call->out.dtype == SES_DRV_DTYPE_F32;
-    cpu__act_job_t job = {NULL,           NULL, call->out.data, call->in[0].data, call->in[1].data,
-                          call->out.esize, {0, 0}};
+    cpu__act_job_t job = {
+        NULL, NULL, call->out.data, call->in[0].data, call->in[1].data, call->out.esize, {0, 0}};
     int tanh_form = 0;
     int32_t st;
 
@@ -330,24 +349,42 @@ int32_t cpu__act_grad(const cpu__call_t *call) {
         return st;
 #define CPU__PICK(prefix) job.grad = f32 ? prefix##f32 : prefix##f64
     switch (call->spec->code) {
-    case CPU__OP_ELUGRAD: CPU__PICK(cpu__elu_grad_); break;
-    case CPU__OP_SELUGRAD: CPU__PICK(cpu__selu_grad_); break;
-    case CPU__OP_CELUGRAD: CPU__PICK(cpu__celu_grad_); break;
-    case CPU__OP_HARDSIGMOIDGRAD: CPU__PICK(cpu__hard_sigmoid_grad_); break;
-    case CPU__OP_HARDSWISHGRAD: CPU__PICK(cpu__hard_swish_grad_); break;
-    case CPU__OP_THRESHOLDEDRELUGRAD: CPU__PICK(cpu__thresholded_relu_grad_); break;
-    case CPU__OP_SOFTSIGNGRAD: CPU__PICK(cpu__softsign_grad_); break;
-    case CPU__OP_SHRINKGRAD: CPU__PICK(cpu__shrink_grad_); break;
-    case CPU__OP_GELUGRAD:
-        if (tanh_form)
-            CPU__PICK(cpu__gelu_tanh_grad_);
-        else
-            CPU__PICK(cpu__gelu_grad_);
-        break;
-    case CPU__OP_MISHGRAD: CPU__PICK(cpu__mish_grad_); break;
-    default:
-        return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for op code %" PRIu32,
-                              call->spec->code);
+        case CPU__OP_ELUGRAD:
+            CPU__PICK(cpu__elu_grad_);
+            break;
+        case CPU__OP_SELUGRAD:
+            CPU__PICK(cpu__selu_grad_);
+            break;
+        case CPU__OP_CELUGRAD:
+            CPU__PICK(cpu__celu_grad_);
+            break;
+        case CPU__OP_HARDSIGMOIDGRAD:
+            CPU__PICK(cpu__hard_sigmoid_grad_);
+            break;
+        case CPU__OP_HARDSWISHGRAD:
+            CPU__PICK(cpu__hard_swish_grad_);
+            break;
+        case CPU__OP_THRESHOLDEDRELUGRAD:
+            CPU__PICK(cpu__thresholded_relu_grad_);
+            break;
+        case CPU__OP_SOFTSIGNGRAD:
+            CPU__PICK(cpu__softsign_grad_);
+            break;
+        case CPU__OP_SHRINKGRAD:
+            CPU__PICK(cpu__shrink_grad_);
+            break;
+        case CPU__OP_GELUGRAD:
+            if (tanh_form)
+                CPU__PICK(cpu__gelu_tanh_grad_);
+            else
+                CPU__PICK(cpu__gelu_grad_);
+            break;
+        case CPU__OP_MISHGRAD:
+            CPU__PICK(cpu__mish_grad_);
+            break;
+        default:
+            return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for op code %" PRIu32,
+                                  call->spec->code);
     }
 #undef CPU__PICK
     if (!cpu__same_shape(&call->in[0], &call->out) || !cpu__same_shape(&call->in[1], &call->out)) {
@@ -375,38 +412,36 @@ typedef struct cpu__mean_job {
 } cpu__mean_job_t;
 
 /* Rows of the fold: in[0] is the output itself (step 1), in[1] the input being added. */
-#define CPU__FOLD_ROWS(S, T)                                                                      \
-    CPU__ISA_CLONES static void cpu__sum_copy_##S(void *out_, const void *const *in,              \
-                                                  const int64_t *step, size_t n,                  \
-                                                  const void *params) {                           \
-        T *out = out_;                                                                            \
-        const T *b = in[1];                                                                       \
-        const int64_t sb = step[1];                                                               \
-        (void)params;                                                                             \
-        for (size_t i = 0; i < n; i++)                                                            \
-            out[i] = b[(int64_t)i * sb];                                                          \
-    }                                                                                             \
-    CPU__ISA_CLONES static void cpu__sum_add_##S(void *out_, const void *const *in,               \
-                                                 const int64_t *step, size_t n,                   \
-                                                 const void *params) {                            \
-        T *out = out_;                                                                            \
-        const T *b = in[1];                                                                       \
-        (void)params;                                                                             \
-        if (step[1]) {                                                                            \
-            for (size_t i = 0; i < n; i++)                                                        \
-                out[i] += b[i];                                                                   \
-        } else {                                                                                  \
-            const T y = b[0];                                                                     \
-            for (size_t i = 0; i < n; i++)                                                        \
-                out[i] += y;                                                                      \
-        }                                                                                         \
-    }                                                                                             \
-    static void cpu__mean_scale_##S(void *ctx, uint64_t begin, uint64_t end) {                    \
-        const cpu__mean_job_t *job = ctx;                                                         \
-        T *out = (T *)job->out;                                                                   \
-        const T k = (T)job->scale;                                                                \
-        for (uint64_t i = begin; i < end; i++)                                                    \
-            out[i] *= k;                                                                          \
+#define CPU__FOLD_ROWS(S, T)                                                                    \
+    CPU__ISA_CLONES static void cpu__sum_copy_##S(                                              \
+        void *out_, const void *const *in, const int64_t *step, size_t n, const void *params) { \
+        T *out = out_;                                                                          \
+        const T *b = in[1];                                                                     \
+        const int64_t sb = step[1];                                                             \
+        (void)params;                                                                           \
+        for (size_t i = 0; i < n; i++)                                                          \
+            out[i] = b[(int64_t)i * sb];                                                        \
+    }                                                                                           \
+    CPU__ISA_CLONES static void cpu__sum_add_##S(                                               \
+        void *out_, const void *const *in, const int64_t *step, size_t n, const void *params) { \
+        T *out = out_;                                                                          \
+        const T *b = in[1];                                                                     \
+        (void)params;                                                                           \
+        if (step[1]) {                                                                          \
+            for (size_t i = 0; i < n; i++)                                                      \
+                out[i] += b[i];                                                                 \
+        } else {                                                                                \
+            const T y = b[0];                                                                   \
+            for (size_t i = 0; i < n; i++)                                                      \
+                out[i] += y;                                                                    \
+        }                                                                                       \
+    }                                                                                           \
+    static void cpu__mean_scale_##S(void *ctx, uint64_t begin, uint64_t end) {                  \
+        const cpu__mean_job_t *job = ctx;                                                       \
+        T *out = (T *)job->out;                                                                 \
+        const T k = (T)job->scale;                                                              \
+        for (uint64_t i = begin; i < end; i++)                                                  \
+            out[i] *= k;                                                                        \
     }
 
 CPU__FOLD_ROWS(f32, float)
@@ -463,7 +498,8 @@ int32_t cpu__sum_mean(const cpu__call_t *call) {
         if (!cpu__broadcast_plan(pair, 2, &call->out, &s)) {
             char a[96], o[96];
             return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "input %" PRIu32 " is %s, which does not broadcast to the "
+                                  "input %" PRIu32
+                                  " is %s, which does not broadcast to the "
                                   "output %s",
                                   k, cpu__format_dims(pair[1].dims, pair[1].rank, a, sizeof a),
                                   cpu__format_dims(call->out.dims, call->out.rank, o, sizeof o));

@@ -64,8 +64,8 @@ int32_t cpu__det(const cpu__call_t *call) {
         return SES_DRV_OK;
     a = malloc((m ? m * m : 1) * sizeof *a);
     if (!a)
-        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "cannot allocate a %" PRIu64
-                              "x%" PRIu64 " work matrix", m, m);
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
+                              "cannot allocate a %" PRIu64 "x%" PRIu64 " work matrix", m, m);
     for (uint64_t b = 0; b < count; b++) {
         double det = 1.0;
         for (uint64_t i = 0; i < m * m; i++)
@@ -129,9 +129,15 @@ int32_t cpu__window(const cpu__call_t *call) {
         const double t = 2.0 * CPU__PI * (double)i / period;
         double v;
         switch (call->spec->code) {
-        case CPU__OP_HANNWINDOW: v = 0.5 - 0.5 * cos(t); break;
-        case CPU__OP_HAMMINGWINDOW: v = 25.0 / 46.0 - (21.0 / 46.0) * cos(t); break;
-        default: v = 0.42 - 0.5 * cos(t) + 0.08 * cos(2.0 * t); break;
+            case CPU__OP_HANNWINDOW:
+                v = 0.5 - 0.5 * cos(t);
+                break;
+            case CPU__OP_HAMMINGWINDOW:
+                v = 25.0 / 46.0 - (21.0 / 46.0) * cos(t);
+                break;
+            default:
+                v = 0.42 - 0.5 * cos(t) + 0.08 * cos(2.0 * t);
+                break;
         }
         cpu__store(&call->out, (uint64_t)i, v);
     }

@@ -29,8 +29,8 @@ static ses_edge_t constant(ses_graph_t *g, ses_dtype_t dtype, size_t rank, const
 
     for (size_t d = 0; d < rank; d++)
         n *= (size_t)dims[d];
-    assert_int_equal(ses_tensor_create_from(dtype, rank, dims, values, n * ses_dtype_size(dtype), &t),
-                     SES_OK);
+    assert_int_equal(
+        ses_tensor_create_from(dtype, rank, dims, values, n * ses_dtype_size(dtype), &t), SES_OK);
     assert_int_equal(ses_graph_constant(g, NULL, t, &e), SES_OK);
     ses_tensor_release(t);
     return e;
@@ -93,8 +93,8 @@ static double at(ses_tensor_t *t, size_t i) {
     return ((const double *)ses_tensor_data(t))[i];
 }
 
-static void expect_close(ses_tensor_t *t, const double *want, size_t n, double rtol,
-                         double atol, const char *what) {
+static void expect_close(ses_tensor_t *t, const double *want, size_t n, double rtol, double atol,
+                         const char *what) {
     assert_int_equal(ses_tensor_count(t), n);
     for (size_t i = 0; i < n; i++) {
         const double got = at(t, i);
@@ -129,7 +129,8 @@ static double uniform(double lo, double hi) {
     return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
-/* ---- activations ------------------------------------------------------------------------------ */
+/* ---- activations ------------------------------------------------------------------------------
+ */
 
 /* The formulas as ONNX writes them, with expm1 and log1p for e^x - 1 and log(1 + e^x), so
  * that the reference keeps its digits near 0. */
@@ -140,9 +141,7 @@ static double r_elu(double x, double a, double b) {
     (void)b;
     return x < 0 ? a * expm1(x) : x;
 }
-static double r_selu(double x, double a, double g) {
-    return x > 0 ? g * x : g * a * expm1(x);
-}
+static double r_selu(double x, double a, double g) { return x > 0 ? g * x : g * a * expm1(x); }
 static double r_celu(double x, double a, double b) {
     (void)b;
     return fmax(0.0, x) + fmin(0.0, a * expm1(x / a));
@@ -187,14 +186,14 @@ static double r_mish(double x, double a, double b) {
 typedef struct act_case {
     const char *label, *op;
     ref_fn ref;
-    double a, b;      /* the reference's parameters */
-    size_t n_attrs;   /* attributes given to the node (others take their defaults) */
+    double a, b;    /* the reference's parameters */
+    size_t n_attrs; /* attributes given to the node (others take their defaults) */
     ses_attr_t attrs[2];
 } act_case_t;
 
-static const double act_inputs[] = {-30,  -6,     -3.5, -2.5,  -1,  -0.4, -1e-3, -1e-6, 0,
-                                    1e-6, 1e-3,   0.25, 0.5,   0.8, 1,    2.5,   3.2,   6,
-                                    15,   -0.499, 0.501, 0.55, -0.7, 1.0001};
+static const double act_inputs[] = {-30, -6,   -3.5, -2.5,   -1,    -0.4, -1e-3, -1e-6,
+                                    0,   1e-6, 1e-3, 0.25,   0.5,   0.8,  1,     2.5,
+                                    3.2, 6,    15,   -0.499, 0.501, 0.55, -0.7,  1.0001};
 #define N_ACT_INPUTS (sizeof act_inputs / sizeof act_inputs[0])
 
 static void activations_match_the_formulas_in_f32_and_f64(void **state) {
@@ -203,21 +202,41 @@ static void activations_match_the_formulas_in_f32_and_f64(void **state) {
         {"Elu default", "Elu", r_elu, 1.0, 0, 0, {{0}}},
         {"Elu alpha 0.3", "Elu", r_elu, 0.3, 0, 1, {ses_attr_float("alpha", 0.3)}},
         {"Selu default", "Selu", r_selu, selu_a, selu_g, 0, {{0}}},
-        {"Selu alpha gamma", "Selu", r_selu, 2.0, 3.0, 2,
+        {"Selu alpha gamma",
+         "Selu",
+         r_selu,
+         2.0,
+         3.0,
+         2,
          {ses_attr_float("alpha", 2.0), ses_attr_float("gamma", 3.0)}},
         {"Celu default", "Celu", r_celu, 1.0, 0, 0, {{0}}},
         {"Celu alpha 2", "Celu", r_celu, 2.0, 0, 1, {ses_attr_float("alpha", 2.0)}},
         {"Celu alpha -0.5", "Celu", r_celu, -0.5, 0, 1, {ses_attr_float("alpha", -0.5)}},
         {"HardSigmoid default", "HardSigmoid", r_hard_sigmoid, 0.2, 0.5, 0, {{0}}},
-        {"HardSigmoid alpha beta", "HardSigmoid", r_hard_sigmoid, 0.5, 0.6, 2,
+        {"HardSigmoid alpha beta",
+         "HardSigmoid",
+         r_hard_sigmoid,
+         0.5,
+         0.6,
+         2,
          {ses_attr_float("alpha", 0.5), ses_attr_float("beta", 0.6)}},
         {"HardSwish", "HardSwish", r_hard_swish, 0, 0, 0, {{0}}},
         {"ThresholdedRelu default", "ThresholdedRelu", r_thresholded_relu, 1.0, 0, 0, {{0}}},
-        {"ThresholdedRelu alpha", "ThresholdedRelu", r_thresholded_relu, -0.4, 0, 1,
+        {"ThresholdedRelu alpha",
+         "ThresholdedRelu",
+         r_thresholded_relu,
+         -0.4,
+         0,
+         1,
          {ses_attr_float("alpha", -0.4)}},
         {"Softsign", "Softsign", r_softsign, 0, 0, 0, {{0}}},
         {"Shrink default", "Shrink", r_shrink, 0.0, 0.5, 0, {{0}}},
-        {"Shrink bias lambd", "Shrink", r_shrink, 1.5, 0.8, 2,
+        {"Shrink bias lambd",
+         "Shrink",
+         r_shrink,
+         1.5,
+         0.8,
+         2,
          {ses_attr_float("bias", 1.5), ses_attr_float("lambd", 0.8)}},
         {"Gelu", "Gelu", r_gelu, 0, 0, 0, {{0}}},
         {"Gelu none", "Gelu", r_gelu, 0, 0, 1, {ses_attr_string("approximate", "none")}},
@@ -254,9 +273,9 @@ static void activations_match_the_formulas_in_f32_and_f64(void **state) {
 
 /* NaN comes out where it went in, whichever side of each op's test it would fall on. */
 static void activations_keep_nan(void **state) {
-    static const char *const ops[] = {"Elu",    "Selu",     "Celu",   "HardSigmoid",
-                                      "HardSwish", "ThresholdedRelu", "Softsign", "Shrink",
-                                      "Gelu",   "Mish"};
+    static const char *const ops[] = {
+        "Elu",      "Selu",   "Celu", "HardSigmoid", "HardSwish", "ThresholdedRelu",
+        "Softsign", "Shrink", "Gelu", "Mish"};
     const double x[3] = {NAN, 1.0, NAN};
     const int64_t dims[1] = {3};
 
@@ -299,8 +318,8 @@ static void activations_refuse_bad_attributes_and_dtypes(void **state) {
         ses_graph_t *g = NULL;
         ses_edge_t y;
         assert_int_equal(ses_graph_create(&g), SES_OK);
-        ses_edge_t in = cases[i].ints ? constant(g, SES_I64, 1, dims, xi)
-                                      : floats(g, SES_F32, 1, dims, x);
+        ses_edge_t in =
+            cases[i].ints ? constant(g, SES_I64, 1, dims, xi) : floats(g, SES_F32, 1, dims, x);
         assert_int_equal(ses_graph_op(g, cases[i].op, "node", &in, 1, &cases[i].attr, 1, &y),
                          SES_OK);
         expect_error(g, y, SES_INVALID_ARGUMENT, cases[i].a, cases[i].b);
@@ -308,7 +327,8 @@ static void activations_refuse_bad_attributes_and_dtypes(void **state) {
     }
 }
 
-/* ---- Sum and Mean ----------------------------------------------------------------------------- */
+/* ---- Sum and Mean -----------------------------------------------------------------------------
+ */
 
 static void sum_and_mean_broadcast_any_number_of_inputs(void **state) {
     const int64_t d23[2] = {2, 3}, d3[1] = {3}, d21[2] = {2, 1};
@@ -377,16 +397,16 @@ static void sum_refuses_mixed_dtypes_and_shapes_that_do_not_broadcast(void **sta
     ses_graph_release(g);
 }
 
-/* ---- Det -------------------------------------------------------------------------------------- */
+/* ---- Det --------------------------------------------------------------------------------------
+ */
 
 static void det_of_hand_checked_matrices(void **state) {
     /* [[1,2],[3,4]] = -2; [[0,1],[1,0]] = -1 (needs a row swap); singular = 0; a 3x3 with a
      * zero pivot first: [[0,2,1],[1,1,1],[2,1,3]] = 0*(3-1) - 2*(3-2) + 1*(1-2) = -3;
      * diag(2,3,4) = 24; [[1,2,3],[4,5,6],[7,8,10]] = -3. */
     const double m2[3][4] = {{1, 2, 3, 4}, {0, 1, 1, 0}, {1, 2, 2, 4}};
-    const double m3[3][9] = {{0, 2, 1, 1, 1, 1, 2, 1, 3},
-                             {2, 0, 0, 0, 3, 0, 0, 0, 4},
-                             {1, 2, 3, 4, 5, 6, 7, 8, 10}};
+    const double m3[3][9] = {
+        {0, 2, 1, 1, 1, 1, 2, 1, 3}, {2, 0, 0, 0, 3, 0, 0, 0, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 10}};
     const int64_t d322[3] = {3, 2, 2}, d1333[4] = {1, 3, 3, 3};
 
     (void)state;
@@ -423,7 +443,8 @@ static void det_refuses_matrices_that_are_not_square(void **state) {
     assert_int_equal(ses_graph_create(&g), SES_OK);
     x = floats(g, SES_F32, 2, d23, v);
     assert_int_equal(ses_graph_op(g, "Det", "node", &x, 1, NULL, 0, &y), SES_OK);
-    expect_error(g, y, SES_INVALID_ARGUMENT, "Det \"node\"", "square matrices [*, M, M], got f32[2,3]");
+    expect_error(g, y, SES_INVALID_ARGUMENT, "Det \"node\"",
+                 "square matrices [*, M, M], got f32[2,3]");
     ses_graph_release(g);
     assert_int_equal(ses_graph_create(&g), SES_OK);
     x = floats(g, SES_F32, 1, d4, v);
@@ -432,7 +453,8 @@ static void det_refuses_matrices_that_are_not_square(void **state) {
     ses_graph_release(g);
 }
 
-/* ---- windows ---------------------------------------------------------------------------------- */
+/* ---- windows ----------------------------------------------------------------------------------
+ */
 
 static ses_tensor_t *window(const char *op, int64_t size, int64_t periodic, int64_t datatype) {
     ses_graph_t *g = NULL;
@@ -520,7 +542,8 @@ static void windows_refuse_unknown_sizes_and_datatypes(void **state) {
     ses_graph_release(g);
 }
 
-/* ---- MelWeightMatrix --------------------------------------------------------------------------- */
+/* ---- MelWeightMatrix ---------------------------------------------------------------------------
+ */
 
 /* The triangles: every column peaks at 1 (or is 1 at a single bin), values in [0, 1], the
  * peaks move up with the column, and nothing lies beyond the upper edge's bin. */
@@ -577,7 +600,8 @@ static void mel_weight_matrix_has_rising_triangles(void **state) {
     ses_graph_release(g);
 }
 
-/* ---- DFT and STFT ----------------------------------------------------------------------------- */
+/* ---- DFT and STFT -----------------------------------------------------------------------------
+ */
 
 /* The direct sum: out[k] = sum_j x[j] e^(-+2 pi i j k / n) over the first min(n, len) samples,
  * zero beyond (divided by n for the inverse). */
@@ -657,8 +681,7 @@ static void dft_matches_the_direct_sum(void **state) {
             ses_attr_t attrs[3] = {ses_attr_int("axis", c->axis0 ? 0 : 1),
                                    ses_attr_int("inverse", c->inverse),
                                    ses_attr_int("onesided", c->onesided)};
-            const int64_t dims[3] = {c->axis0 ? c->n : c->batch, c->axis0 ? c->batch : c->n,
-                                     c->c};
+            const int64_t dims[3] = {c->axis0 ? c->n : c->batch, c->axis0 ? c->batch : c->n, c->c};
             ses_edge_t in[3];
             char what[64];
             assert_int_equal(ses_graph_create(&g), SES_OK);
@@ -675,8 +698,7 @@ static void dft_matches_the_direct_sum(void **state) {
             } else {
                 y = run("DFT", in, c->length ? 2 : 1, attrs, 3, g);
             }
-            const int64_t out_dims[3] = {c->axis0 ? bins : c->batch, c->axis0 ? c->batch : bins,
-                                         2};
+            const int64_t out_dims[3] = {c->axis0 ? bins : c->batch, c->axis0 ? c->batch : bins, 2};
             snprintf(what, sizeof what, "DFT case %zu %s", ci, wide ? "f64" : "f32");
             assert_dims(y, 3, out_dims);
             if (wide)
@@ -750,7 +772,8 @@ static void signal_ops_refuse_bad_shapes_and_attributes(void **state) {
     assert_int_equal(ses_graph_create(&g), SES_OK);
     in[0] = floats(g, SES_F32, 3, d3, v);
     assert_int_equal(ses_graph_op(g, "DFT", "node", in, 1, NULL, 0, &y), SES_OK);
-    expect_error(g, y, SES_INVALID_ARGUMENT, "DFT \"node\"", "[..., n, 2] (complex), got f32[2,8,3]");
+    expect_error(g, y, SES_INVALID_ARGUMENT, "DFT \"node\"",
+                 "[..., n, 2] (complex), got f32[2,8,3]");
     ses_graph_release(g);
 
     assert_int_equal(ses_graph_create(&g), SES_OK);
@@ -799,7 +822,8 @@ static void signal_ops_refuse_bad_shapes_and_attributes(void **state) {
     in[2] = floats(g, SES_F32, 1, dw, v);
     in[3] = scalar_i64(g, 4);
     assert_int_equal(ses_graph_op(g, "STFT", "node", in, 4, NULL, 0, &y), SES_OK);
-    expect_error(g, y, SES_INVALID_ARGUMENT, "STFT \"node\"", "window must be 1-D of frame_length (4) values, got f32[5]");
+    expect_error(g, y, SES_INVALID_ARGUMENT, "STFT \"node\"",
+                 "window must be 1-D of frame_length (4) values, got f32[5]");
     ses_graph_release(g);
 
     assert_int_equal(ses_graph_create(&g), SES_OK);

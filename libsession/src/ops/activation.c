@@ -62,8 +62,8 @@ static ses_status_t act_attrs(ses__infer_ctx_t *ctx, const act_t *a) {
     if (strcmp(a->op, "Celu") == 0 && v[0] == 0.0)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute alpha must not be 0");
     if (strcmp(a->op, "Shrink") == 0 && !(v[1] >= 0.0))
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attribute lambd must be 0 or more, got %g", v[1]);
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute lambd must be 0 or more, got %g",
+                            v[1]);
     if (strcmp(a->op, "Gelu") == 0) {
         const char *text = "none";
         int rc = ses__attrs_get_string(ctx->attrs, "approximate", &text);

@@ -21,15 +21,23 @@ static ses_status_t output_datatype(ses__infer_ctx_t *ctx, ses_dtype_t *out) {
     if (st != SES_OK)
         return st;
     switch (code) {
-    case 1: *out = SES_F32; return SES_OK;
-    case 10: *out = SES_F16; return SES_OK;
-    case 11: *out = SES_F64; return SES_OK;
-    case 16: *out = SES_BF16; return SES_OK;
-    default:
-        return ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                            "attribute output_datatype is %lld; supported: 1 (FLOAT), 10 "
-                            "(FLOAT16), 11 (DOUBLE), 16 (BFLOAT16)",
-                            (long long)code);
+        case 1:
+            *out = SES_F32;
+            return SES_OK;
+        case 10:
+            *out = SES_F16;
+            return SES_OK;
+        case 11:
+            *out = SES_F64;
+            return SES_OK;
+        case 16:
+            *out = SES_BF16;
+            return SES_OK;
+        default:
+            return ses__op_fail(ctx, SES_UNIMPLEMENTED,
+                                "attribute output_datatype is %lld; supported: 1 (FLOAT), 10 "
+                                "(FLOAT16), 11 (DOUBLE), 16 (BFLOAT16)",
+                                (long long)code);
     }
 }
 
@@ -51,8 +59,8 @@ static ses_status_t read_float_scalar(ses__infer_ctx_t *ctx, size_t index, const
                                       double *out) {
     const ses__type_t *t = &ctx->inputs[index];
     const unsigned char *p = ctx->values ? ctx->values[index] : NULL;
-    ses_status_t st = ses__op_check_dtype(ctx, index, name,
-                                          SES__DT(SES_F32) | SES__DT(SES_F64) | SES__DT_INDEX);
+    ses_status_t st =
+        ses__op_check_dtype(ctx, index, name, SES__DT(SES_F32) | SES__DT(SES_F64) | SES__DT_INDEX);
 
     if (st != SES_OK)
         return st;
@@ -186,8 +194,7 @@ ses_status_t ses__infer_dft(ses__infer_ctx_t *ctx) {
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "axis %lld is out of range for input %s: it must be in [%d, %d] "
                             "or [0, %d]",
-                            (long long)given, ses__tstr(x).s, -(int)x->rank, -2,
-                            (int)x->rank - 2);
+                            (long long)given, ses__tstr(x).s, -(int)x->rank, -2, (int)x->rank - 2);
     length = x->dims[axis];
     if (ses__op_has_input(ctx, 1) && ses__type_count(&ctx->inputs[1]) != 0) {
         st = read_int_scalar(ctx, 1, "dft_length", &length);
