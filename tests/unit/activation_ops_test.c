@@ -783,6 +783,14 @@ static void signal_ops_refuse_bad_shapes_and_attributes(void **state) {
                  "axis 2 is out of range for input f32[2,8,1]: it must be in [-3, -2] or [0, 1]");
     ses_graph_release(g);
 
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    const int64_t d0[3] = {2, 0, 1};
+    in[0] = floats(g, SES_F32, 3, d0, v);
+    assert_int_equal(ses_graph_op(g, "DFT", "node", in, 1, NULL, 0, &y), SES_OK);
+    expect_error(g, y, SES_INVALID_ARGUMENT, "DFT \"node\"",
+                 "input f32[2,0,1] has no samples along axis 1; give dft_length");
+    ses_graph_release(g);
+
     /* Op set 20's axis input, with the attribute too. */
     assert_int_equal(ses_graph_create(&g), SES_OK);
     const int64_t no_length[1] = {0};

@@ -205,6 +205,10 @@ ses_status_t ses__infer_dft(ses__infer_ctx_t *ctx) {
                                 "input 1 (dft_length) is %lld; it must be positive",
                                 (long long)length);
     }
+    if (length < 1)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "input %s has no samples along axis %lld; give dft_length",
+                            ses__tstr(x).s, (long long)axis);
     if (inverse && onesided)
         return ses__op_fail(ctx, SES_UNIMPLEMENTED,
                             "inverse and onesided together are not supported");
