@@ -444,6 +444,37 @@ enum cpu__op {
     CPU__OP_CONVINTEGER,
     CPU__OP_QLINEARMATMUL,
     CPU__OP_QLINEARCONV,
+    /* group g-act: the activations and their gradients, Sum and Mean (cpu_activation.c), Det,
+     * the window generators, MelWeightMatrix, DFT, STFT (cpu_signal.c) */
+    CPU__OP_ELU,
+    CPU__OP_SELU,
+    CPU__OP_CELU,
+    CPU__OP_HARDSIGMOID,
+    CPU__OP_HARDSWISH,
+    CPU__OP_THRESHOLDEDRELU,
+    CPU__OP_SOFTSIGN,
+    CPU__OP_SHRINK,
+    CPU__OP_GELU,
+    CPU__OP_MISH,
+    CPU__OP_ELUGRAD,
+    CPU__OP_SELUGRAD,
+    CPU__OP_CELUGRAD,
+    CPU__OP_HARDSIGMOIDGRAD,
+    CPU__OP_HARDSWISHGRAD,
+    CPU__OP_THRESHOLDEDRELUGRAD,
+    CPU__OP_SOFTSIGNGRAD,
+    CPU__OP_SHRINKGRAD,
+    CPU__OP_GELUGRAD,
+    CPU__OP_MISHGRAD,
+    CPU__OP_SUM,
+    CPU__OP_MEAN,
+    CPU__OP_DET,
+    CPU__OP_HANNWINDOW,
+    CPU__OP_HAMMINGWINDOW,
+    CPU__OP_BLACKMANWINDOW,
+    CPU__OP_MELWEIGHTMATRIX,
+    CPU__OP_DFT,
+    CPU__OP_STFT,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -989,5 +1020,16 @@ int32_t cpu__quantize(const cpu__call_t *call);         /* QuantizeLinear Dequan
 int32_t cpu__dynamic_quantize(const cpu__call_t *call); /* DynamicQuantizeLinear */
 int32_t cpu__matmul_integer(const cpu__call_t *call);   /* MatMulInteger ConvInteger */
 int32_t cpu__qlinear(const cpu__call_t *call);          /* QLinearMatMul QLinearConv */
+/* group g-act */
+/* cpu_activation.c */
+int32_t cpu__act(const cpu__call_t *call);      /* Elu Selu Celu HardSigmoid HardSwish ... Mish */
+int32_t cpu__act_grad(const cpu__call_t *call); /* EluGrad ... MishGrad: (dy, x) -> dx */
+int32_t cpu__sum_mean(const cpu__call_t *call); /* Sum Mean, variadic */
+/* cpu_signal.c */
+int32_t cpu__det(const cpu__call_t *call);
+int32_t cpu__window(const cpu__call_t *call); /* HannWindow HammingWindow BlackmanWindow */
+int32_t cpu__mel_weight_matrix(const cpu__call_t *call);
+int32_t cpu__dft(const cpu__call_t *call);
+int32_t cpu__stft(const cpu__call_t *call);
 
 #endif /* SES_CPU_INTERNAL_H */

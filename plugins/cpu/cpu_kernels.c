@@ -224,7 +224,41 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__FLOATS(CPU__E_TERNARY, X, MatMulGrad, CPU__OP_MATMULGRAD, cpu__matmul_grad)          \
     CPU__FLOATS(CPU__E_UNARY, X, ReduceGrad, CPU__OP_REDUCEGRAD, cpu__reduce_grad)            \
     CPU__FLOATS(CPU__E_GATHER, X, GatherGrad, CPU__OP_GATHERGRAD, cpu__gather_grad)           \
-    CPU__ALL(CPU__E_UNARY, X, SliceGrad, CPU__OP_SLICEGRAD, cpu__slice_grad)
+    CPU__ALL(CPU__E_UNARY, X, SliceGrad, CPU__OP_SLICEGRAD, cpu__slice_grad)                  \
+    CPU__KERNELS_G_ACT(X)
+
+/* group g-act: the activations and their gradients, Sum and Mean, Det, DFT, STFT without and
+ * with a window. (The window generators and MelWeightMatrix are general entries.) */
+#define CPU__E_WINDOWED(X, Op, CODE, BODY, T)                                              \
+    X(Op##W_##T, #Op, #T "," #T "->" #T, BODY, CODE, 2, 0, CPU__DT_##T, CPU__DT_##T, 0, \
+      CPU__DT_##T)
+#define CPU__KERNELS_G_ACT(X)                                                                      \
+    CPU__FLOATS(CPU__E_UNARY, X, Elu, CPU__OP_ELU, cpu__act)                                       \
+    CPU__FLOATS(CPU__E_UNARY, X, Selu, CPU__OP_SELU, cpu__act)                                     \
+    CPU__FLOATS(CPU__E_UNARY, X, Celu, CPU__OP_CELU, cpu__act)                                     \
+    CPU__FLOATS(CPU__E_UNARY, X, HardSigmoid, CPU__OP_HARDSIGMOID, cpu__act)                       \
+    CPU__FLOATS(CPU__E_UNARY, X, HardSwish, CPU__OP_HARDSWISH, cpu__act)                           \
+    CPU__FLOATS(CPU__E_UNARY, X, ThresholdedRelu, CPU__OP_THRESHOLDEDRELU, cpu__act)               \
+    CPU__FLOATS(CPU__E_UNARY, X, Softsign, CPU__OP_SOFTSIGN, cpu__act)                             \
+    CPU__FLOATS(CPU__E_UNARY, X, Shrink, CPU__OP_SHRINK, cpu__act)                                 \
+    CPU__FLOATS(CPU__E_UNARY, X, Gelu, CPU__OP_GELU, cpu__act)                                     \
+    CPU__FLOATS(CPU__E_UNARY, X, Mish, CPU__OP_MISH, cpu__act)                                     \
+    CPU__FLOATS(CPU__E_BINARY, X, EluGrad, CPU__OP_ELUGRAD, cpu__act_grad)                         \
+    CPU__FLOATS(CPU__E_BINARY, X, SeluGrad, CPU__OP_SELUGRAD, cpu__act_grad)                       \
+    CPU__FLOATS(CPU__E_BINARY, X, CeluGrad, CPU__OP_CELUGRAD, cpu__act_grad)                       \
+    CPU__FLOATS(CPU__E_BINARY, X, HardSigmoidGrad, CPU__OP_HARDSIGMOIDGRAD, cpu__act_grad)         \
+    CPU__FLOATS(CPU__E_BINARY, X, HardSwishGrad, CPU__OP_HARDSWISHGRAD, cpu__act_grad)             \
+    CPU__FLOATS(CPU__E_BINARY, X, ThresholdedReluGrad, CPU__OP_THRESHOLDEDRELUGRAD, cpu__act_grad) \
+    CPU__FLOATS(CPU__E_BINARY, X, SoftsignGrad, CPU__OP_SOFTSIGNGRAD, cpu__act_grad)               \
+    CPU__FLOATS(CPU__E_BINARY, X, ShrinkGrad, CPU__OP_SHRINKGRAD, cpu__act_grad)                   \
+    CPU__FLOATS(CPU__E_BINARY, X, GeluGrad, CPU__OP_GELUGRAD, cpu__act_grad)                       \
+    CPU__FLOATS(CPU__E_BINARY, X, MishGrad, CPU__OP_MISHGRAD, cpu__act_grad)                       \
+    CPU__FLOATS(CPU__E_VARIADIC, X, Sum, CPU__OP_SUM, cpu__sum_mean)                               \
+    CPU__FLOATS(CPU__E_VARIADIC, X, Mean, CPU__OP_MEAN, cpu__sum_mean)                             \
+    CPU__FLOATS(CPU__E_UNARY, X, Det, CPU__OP_DET, cpu__det)                                       \
+    CPU__FLOATS(CPU__E_UNARY, X, DFT, CPU__OP_DFT, cpu__dft)                                       \
+    CPU__FLOATS(CPU__E_UNARY, X, STFT, CPU__OP_STFT, cpu__stft)                                    \
+    CPU__FLOATS(CPU__E_WINDOWED, X, STFT, CPU__OP_STFT, cpu__stft)
 
 /*
  * Which families prepare per-node state in create: the elementwise ones, whose work on small
@@ -266,6 +300,13 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__PREP_cpu__reduce_grad(P, N, id) N(id)
 #define CPU__PREP_cpu__gather_grad(P, N, id) N(id)
 #define CPU__PREP_cpu__slice_grad(P, N, id) N(id)
+/* group g-act */
+#define CPU__PREP_cpu__act(P, N, id) P(id)
+#define CPU__PREP_cpu__act_grad(P, N, id) N(id)
+#define CPU__PREP_cpu__sum_mean(P, N, id) N(id)
+#define CPU__PREP_cpu__det(P, N, id) N(id)
+#define CPU__PREP_cpu__dft(P, N, id) N(id)
+#define CPU__PREP_cpu__stft(P, N, id) N(id)
 
 #define CPU__NOTHING(id)
 #define CPU__NULL(id) NULL
@@ -602,7 +643,21 @@ CPU__KERNELS(CPU__DEFINE)
       CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
     /* g-rnnq */                               \
     CPU__FLOATS(CPU__G_RNN, G)                 \
-    CPU__G_QUANT(G)
+    CPU__G_QUANT(G)                            \
+    /* group g-act */                          \
+    CPU__FLOATS(CPU__G_G_ACT, G)
+
+/* group g-act: the window generators and MelWeightMatrix, from their first input (an integer
+ * scalar whose value gave the output's shape at compile time) to a float T. General entries:
+ * no output is ever written over that input (no reuse_inputs). */
+#define CPU__G_FROM_INT(G, Op, CODE, BODY, T)                                                     \
+    G(Op##_i32_##T, #Op, "i32->" #T, BODY, CODE, 0, 1, (SES_DRV_DTYPE_I32), 1, CPU__DT_##T, 0)   \
+    G(Op##_i64_##T, #Op, "i64->" #T, BODY, CODE, 0, 1, (SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)
+#define CPU__G_G_ACT(G, T)                                                                        \
+    CPU__G_FROM_INT(G, HannWindow, CPU__OP_HANNWINDOW, cpu__window, T)                            \
+    CPU__G_FROM_INT(G, HammingWindow, CPU__OP_HAMMINGWINDOW, cpu__window, T)                      \
+    CPU__G_FROM_INT(G, BlackmanWindow, CPU__OP_BLACKMANWINDOW, cpu__window, T)                    \
+    CPU__G_FROM_INT(G, MelWeightMatrix, CPU__OP_MELWEIGHTMATRIX, cpu__mel_weight_matrix, T)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -643,6 +698,8 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__dynamic_quantize NULL
 #define CPU__REUSE_cpu__matmul_integer NULL
 #define CPU__REUSE_cpu__qlinear NULL
+#define CPU__REUSE_cpu__window NULL /* group g-act */
+#define CPU__REUSE_cpu__mel_weight_matrix NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -716,6 +773,8 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__dynamic_quantize(what) NULL
 #define CPU__GSTATE_cpu__matmul_integer(what) NULL
 #define CPU__GSTATE_cpu__qlinear(what) NULL
+#define CPU__GSTATE_cpu__window(what) NULL /* group g-act */
+#define CPU__GSTATE_cpu__mel_weight_matrix(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -267,7 +267,15 @@ static enum cpu__overlap cpu__overlap_rule(uint32_t code) {
     case CPU__OP_CUMSUM:
     case CPU__OP_HARDMAX:
     case CPU__OP_LAYERNORM:
-    case CPU__OP_LAYERNORMGRAD: return CPU__OVERLAP_NONE;
+    case CPU__OP_LAYERNORMGRAD:
+    /* group g-act: read across the whole input while writing */
+    case CPU__OP_DET:
+    case CPU__OP_HANNWINDOW:
+    case CPU__OP_HAMMINGWINDOW:
+    case CPU__OP_BLACKMANWINDOW:
+    case CPU__OP_MELWEIGHTMATRIX:
+    case CPU__OP_DFT:
+    case CPU__OP_STFT: return CPU__OVERLAP_NONE;
     /* elementwise, Cast, Softmax, LogSoftmax, the activation and softmax gradients */
     default: return CPU__OVERLAP_EXACT;
     }

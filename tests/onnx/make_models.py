@@ -5,6 +5,9 @@
 
 mlp: the seeds' network shape, 784-32-10 (Gemm, Relu, MatMul, Add, Softmax), batch 4.
 cnn: Conv 3x3 (4 filters, pads 1) + Relu + MaxPool 2x2 + Flatten + Gemm to 10 classes on 1x8x8.
+dft20, dft20_default_axis: DFT of op set 20 (axis as input 2 after a left-out dft_length, and
+the default axis -2), onesided, on x [2,8,1] real: numpy.fft.rfft along axis 1. Not passed
+through onnx.checker, which in ONNX 1.12 does not know op set 20.
 The expected outputs are computed here with NumPy, independently of libsession. The files are
 committed; rerun this only to change the models (seeded, so the output is reproducible).
 """
@@ -93,7 +96,30 @@ def cnn(folder):
     save(folder, model, x, y)
 
 
+def dft20(folder, with_axis):
+    x = rng.standard_normal((2, 8, 1)).astype(np.float32)
+    f = np.fft.rfft(x[..., 0].astype(np.float64), axis=1)
+    y = np.stack([f.real, f.imag], axis=-1).astype(np.float32)
+    nodes = []
+    inputs = ["x"]
+    if with_axis:
+        nodes.append(helper.make_node("Constant", [], ["axis"],
+                                      value=numpy_helper.from_array(np.array(1, np.int64))))
+        inputs = ["x", "", "axis"]
+    nodes.append(helper.make_node("DFT", inputs, ["y"], onesided=1))
+    graph = helper.make_graph(
+        nodes, "dft20", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    os.makedirs(folder, exist_ok=True)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    np.save(os.path.join(folder, "input_0.npy"), x)
+    np.save(os.path.join(folder, "expected_0.npy"), y)
+
+
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "models")
     mlp(os.path.join(out, "mlp"))
     cnn(os.path.join(out, "cnn"))
+    dft20(os.path.join(out, "dft20"), True)
+    dft20(os.path.join(out, "dft20_default_axis"), False)

@@ -549,6 +549,9 @@ static int op_prepares(const char *op) {
         "Conv", "FusedConv", "NchwcConv", /* their state keeps oneDNN's primitives and the
                                              constant-input bits */
         "MatMul", "Gemm", "FusedGemm", /* oneDNN's matmul for constant weights */
+        /* group g-act: the activations of cpu_activation.c (not their gradients) */
+        "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "ThresholdedRelu", "Softsign",
+        "Shrink", "Gelu", "Mish",
     };
     for (size_t i = 0; i < sizeof elementwise / sizeof elementwise[0]; i++)
         if (strcmp(op, elementwise[i]) == 0)

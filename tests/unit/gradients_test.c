@@ -307,6 +307,41 @@ static ses_status_t b_mse(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
     return ses_mean_squared_error(g, "mse", x[0], x[1], SES_REDUCTION_MEAN, y);
 }
 
+/* group g-act: the activations with attributes away from their defaults, Sum and Mean. */
+static ses_status_t b_elu(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    ses_attr_t a = ses_attr_float("alpha", 0.7);
+    return op1(g, "Elu", x[0], &a, 1, y);
+}
+UNARY(b_selu, "Selu")
+static ses_status_t b_celu(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    ses_attr_t a = ses_attr_float("alpha", 1.5);
+    return op1(g, "Celu", x[0], &a, 1, y);
+}
+static ses_status_t b_hard_sigmoid(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    ses_attr_t a[2] = {ses_attr_float("alpha", 0.3), ses_attr_float("beta", 0.4)};
+    return op1(g, "HardSigmoid", x[0], a, 2, y);
+}
+UNARY(b_hard_swish, "HardSwish")
+static ses_status_t b_thresholded_relu(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    ses_attr_t a = ses_attr_float("alpha", 0.5);
+    return op1(g, "ThresholdedRelu", x[0], &a, 1, y);
+}
+UNARY(b_softsign, "Softsign")
+static ses_status_t b_shrink(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    ses_attr_t a[2] = {ses_attr_float("bias", 0.3), ses_attr_float("lambd", 0.6)};
+    return op1(g, "Shrink", x[0], a, 2, y);
+}
+UNARY(b_gelu, "Gelu")
+static ses_status_t b_gelu_tanh(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    ses_attr_t a = ses_attr_string("approximate", "tanh");
+    return op1(g, "Gelu", x[0], &a, 1, y);
+}
+UNARY(b_mish, "Mish")
+static ses_status_t b_sum3(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    return ses_graph_op(g, "Sum", NULL, x, 3, NULL, 0, y);
+}
+BINARY(b_mean, "Mean")
+
 #define X(r, d0, d1, d2, dom) {r, {d0, d1, d2, 0}, dom}
 
 static const gcase_t cases[] = {
@@ -373,6 +408,22 @@ static const gcase_t cases[] = {
      2,
      {X(2, 3, 5, 0, ANY), X(1, 5, 0, 0, ANY)},
      b_layer_norm_stats},
+    /* group g-act. HardSigmoid's kinks (-4/3 and 2) and those of ThresholdedRelu and Shrink lie
+     * inside the draws, but a draw within the step of one has no chance worth counting. */
+    {"Elu", 1, {X(2, 2, 3, 0, AWAY)}, b_elu},
+    {"Selu", 1, {X(2, 2, 3, 0, AWAY)}, b_selu},
+    {"Celu", 1, {X(2, 2, 3, 0, ANY)}, b_celu},
+    {"HardSigmoid", 1, {X(2, 3, 4, 0, ANY)}, b_hard_sigmoid},
+    {"HardSwish", 1, {X(2, 2, 3, 0, ANY)}, b_hard_swish},
+    {"ThresholdedRelu", 1, {X(2, 2, 3, 0, ANY)}, b_thresholded_relu},
+    {"Softsign", 1, {X(2, 2, 3, 0, ANY)}, b_softsign},
+    {"Shrink", 1, {X(2, 3, 4, 0, ANY)}, b_shrink},
+    {"Gelu", 1, {X(2, 2, 3, 0, ANY)}, b_gelu},
+    {"Gelu tanh", 1, {X(2, 2, 3, 0, ANY)}, b_gelu_tanh},
+    {"Mish", 1, {X(2, 2, 3, 0, ANY)}, b_mish},
+    {"Sum of three, broadcast", 3, {X(2, 2, 3, 0, ANY), X(1, 3, 0, 0, ANY), X(0, 0, 0, 0, ANY)},
+     b_sum3},
+    {"Mean broadcast", 2, {X(2, 2, 3, 0, ANY), X(2, 2, 1, 0, ANY)}, b_mean},
 };
 
 /* ---- the check ---------------------------------------------------------------------------- */

@@ -932,6 +932,67 @@ static const char *const qlinear_conv[] = {
     "[2,16,16,16] []@pos [] [32,16,3,3] []@pos [] []@pos [] [32] pads=[1,1,1,1]",
     NULL,
 };
+/* group g-act. The activations: each attribute away from its default somewhere, NaN kept. */
+#define ACT_CASES(A, B) \
+    "[2,3]", "[]" A, "[0]", "[7,9,5]" B, "[65536]", NAN_ELEMENTWISE, NULL
+static const char *const act_plain[] = {ACT_CASES("", "")};
+static const char *const act_elu[] = {ACT_CASES(" alpha=0.5", " alpha=2.0")};
+static const char *const act_selu[] = {ACT_CASES(" alpha=1.5", " alpha=1.2 gamma=0.8")};
+static const char *const act_hard_sigmoid[] = {ACT_CASES(" alpha=0.5", " alpha=0.3 beta=0.4")};
+static const char *const act_shrink[] = {ACT_CASES(" lambd=1.0", " bias=0.2 lambd=0.7")};
+static const char *const act_gelu[] = {ACT_CASES(" approximate=tanh", " approximate=none")};
+/* dy, then the forward input x. */
+#define ACT_GRAD_CASES(A, B) \
+    "[2,3] [2,3]", "[] []" A, "[0] [0]", "[7,9,5] [7,9,5]" B, "[65536] [65536]", NULL
+static const char *const act_grad_plain[] = {ACT_GRAD_CASES("", "")};
+static const char *const act_grad_elu[] = {ACT_GRAD_CASES(" alpha=0.5", " alpha=2.0")};
+static const char *const act_grad_selu[] = {ACT_GRAD_CASES(" alpha=1.5", " gamma=0.8")};
+static const char *const act_grad_hard_sigmoid[] = {
+    ACT_GRAD_CASES(" alpha=0.5", " alpha=0.3 beta=0.4")};
+static const char *const act_grad_shrink[] = {ACT_GRAD_CASES(" lambd=1.0", " bias=0.2 lambd=0.7")};
+static const char *const act_grad_gelu[] = {ACT_GRAD_CASES(" approximate=tanh", "")};
+/* Det: one matrix, a batch, 1x1, 0x0 matrices, an empty batch, a larger matrix. */
+static const char *const det[] = {
+    "[3,3]", "[2,4,4]", "[2,3,1,1]", "[2,0,0]", "[0,2,2]", "[12,12]@unit", NULL,
+};
+/* The window generators: the size (0 to 4 from @pos), periodic and symmetric. */
+static const char *const window[] = {
+    "[]@pos", "[]@pos periodic=0", "[1]@pos", "[1]@pos periodic=1", NULL,
+};
+/* DFT: real and complex, each axis, lengths a power of two or not, cut or padded by
+ * dft_length, onesided, inverse. */
+static const char *const dft[] = {
+    "[2,8,1] axis=1",
+    "[3,10,2] axis=1",
+    "[4,6,3,2] axis=2 inverse=1",
+    "[5,3,1] axis=0",
+    "[2,16,1] axis=-2 onesided=1",
+    "[2,7,2] dft_length=i64:[12] axis=1",
+    "[2,9,1] dft_length=i64:[4] axis=1 onesided=1",
+    "[0,4,1] axis=1",
+    "[2,256,2] axis=1",
+    NULL,
+};
+/* STFT with a window: real signals (onesided or not), a complex one, one frame; without one
+ * (an empty window is an absent one), frame_length given. */
+static const char *const stft[] = {
+    "[1,64,1] frame_step=i64:[8] window=i64:[] frame_length=i64:[16]",
+    "[2,30,2] frame_step=i64:[7] window=i64:[] frame_length=i64:[9] onesided=0",
+    "[1,64,1] frame_step=i64:[8] [16]",
+    "[2,50,1] frame_step=i64:[5] [12] onesided=0",
+    "[2,40,2] frame_step=i64:[3] [10] onesided=0",
+    "[1,16,1] frame_step=i64:[4] [16]",
+    NULL,
+};
+
+/* MelWeightMatrix: num_mel_bins (1 to 20 from @pos), then dft_length, sample_rate and the
+ * edges (integers here, which libsession takes as well as floats). */
+static const char *const mel_weight_matrix[] = {
+    "[]@pos dft_length=i64:[64] sample_rate=i64:[16000] lower=i64:[0] upper=i64:[8000]",
+    "[]@pos dft_length=i64:[512] sample_rate=i64:[22050] lower=i64:[125] upper=i64:[7600]",
+    "[1]@pos dft_length=i64:[17] sample_rate=i64:[100] lower=i64:[5] upper=i64:[50]",
+    NULL,
+};
 
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
@@ -1072,6 +1133,36 @@ static const ses_conf_op_cases_t table[] = {
     {"ConvInteger", EXACT, conv_integer},
     {"QLinearMatMul", EXACT, qlinear_matmul},
     {"QLinearConv", EXACT, qlinear_conv},
+    /* group g-act */
+    {"MelWeightMatrix", ROUNDED, mel_weight_matrix},
+    {"Elu", LIBM, act_elu},
+    {"Selu", LIBM, act_selu},
+    {"Celu", LIBM, act_elu},
+    {"HardSigmoid", ROUNDED, act_hard_sigmoid},
+    {"HardSwish", ROUNDED, act_plain},
+    {"ThresholdedRelu", EXACT, act_elu},
+    {"Softsign", ROUNDED, act_plain},
+    {"Shrink", ROUNDED, act_shrink},
+    {"Gelu", LIBM, act_gelu},
+    {"Mish", LIBM, act_plain},
+    {"EluGrad", LIBM, act_grad_elu},
+    {"SeluGrad", LIBM, act_grad_selu},
+    {"CeluGrad", LIBM, act_grad_elu},
+    {"HardSigmoidGrad", ROUNDED, act_grad_hard_sigmoid},
+    {"HardSwishGrad", ROUNDED, act_grad_plain},
+    {"ThresholdedReluGrad", EXACT, act_grad_elu},
+    {"SoftsignGrad", ROUNDED, act_grad_plain},
+    {"ShrinkGrad", EXACT, act_grad_shrink},
+    {"GeluGrad", LIBM, act_grad_gelu},
+    {"MishGrad", LIBM, act_grad_plain},
+    {"Sum", SUMS, min_max},
+    {"Mean", SUMS, min_max},
+    {"Det", PRODUCTS, det},
+    {"HannWindow", LIBM, window},
+    {"HammingWindow", LIBM, window},
+    {"BlackmanWindow", LIBM, window},
+    {"DFT", PRODUCTS, dft},
+    {"STFT", PRODUCTS, stft},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

@@ -222,6 +222,17 @@ ses_status_t ses__infer_reduce_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_gather_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_slice_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_concat_grad(ses__infer_ctx_t *ctx);
+/* activation.c: the activations (one inference, told apart by the op), their gradient ops
+ * (<Op>Grad), Sum and Mean, Det */
+ses_status_t ses__infer_activation(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_activation_grad2(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_sum_mean(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_det(ses__infer_ctx_t *ctx);
+/* signal.c */
+ses_status_t ses__infer_window(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_mel_weight_matrix(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_dft(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_stft(ses__infer_ctx_t *ctx);
 
 /* ---- g-rnnq: recurrent layers (rnn.c) and linear quantization (quant.c) ---- */
 /* The activations of RNN, GRU and LSTM, as the kernels' attribute activations codes them

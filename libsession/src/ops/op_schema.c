@@ -191,6 +191,39 @@ static const ses__op_schema_t schemas[] = {
     {"QLinearConv", 8, 9, 1, 1, 0, ses__infer_qlinear_conv},
     /* sequence.c: ONNX sequences (the importer's lists of edges) */
     {"SelectInput", 2, SES__MAX_INPUTS, 1, 1, BIT(0), ses__infer_select_input},
+    /* activation.c, signal.c (group g-act): the parameterised activations and their gradient
+     * ops, Sum and Mean, Det, the window generators, MelWeightMatrix, DFT, STFT. The scalars
+     * that give the signal ops' output shapes are read at compile time. */
+    {"Elu", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"Selu", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"Celu", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"HardSigmoid", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"HardSwish", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"ThresholdedRelu", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"Softsign", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"Shrink", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"Gelu", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"Mish", 1, 1, 1, 1, 0, ses__infer_activation},
+    {"EluGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"SeluGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"CeluGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"HardSigmoidGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"HardSwishGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"ThresholdedReluGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"SoftsignGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"ShrinkGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"GeluGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"MishGrad", 2, 2, 1, 1, 0, ses__infer_activation_grad2},
+    {"Sum", 1, SES__MAX_INPUTS, 1, 1, 0, ses__infer_sum_mean},
+    {"Mean", 1, SES__MAX_INPUTS, 1, 1, 0, ses__infer_sum_mean},
+    {"Det", 1, 1, 1, 1, 0, ses__infer_det},
+    {"HannWindow", 1, 1, 1, 1, BIT(0), ses__infer_window},
+    {"HammingWindow", 1, 1, 1, 1, BIT(0), ses__infer_window},
+    {"BlackmanWindow", 1, 1, 1, 1, BIT(0), ses__infer_window},
+    {"MelWeightMatrix", 5, 5, 1, 1, BIT(0) | BIT(1) | BIT(2) | BIT(3) | BIT(4),
+     ses__infer_mel_weight_matrix},
+    {"DFT", 1, 3, 1, 1, BIT(1) | BIT(2), ses__infer_dft},
+    {"STFT", 2, 4, 1, 1, BIT(1) | BIT(3), ses__infer_stft},
 };
 #pragma GCC diagnostic pop
 

@@ -3,6 +3,7 @@
  * inputs, outputs and attributes, and emits nodes for the gradients of its inputs. Broadcasting
  * ops reduce a gradient back to its input's shape with ReduceSumLike.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "../error.h"
@@ -686,6 +687,50 @@ static ses_status_t grad_split(ses__grad_ctx_t *c, const ses_node_t *n, const se
     return ses__grad_op(c, "Concat", parts, n->n_outputs, &axis_attr, 1, &dx[0]);
 }
 
+/* ---- group g-act: the activations, Sum, Mean ---------------------------------------------- */
+
+/* An activation of activation.c: its gradient op is <Op>Grad(dy, x) with the forward node's
+ * attributes (those it has; the gradient op fills in the same defaults). */
+static ses_status_t grad_activation(ses__grad_ctx_t *c, const ses_node_t *n,
+                                    const ses_edge_t *dy, ses_edge_t *dx) {
+    static const struct {
+        const char *op;
+        const char *names[2];
+    } params[] = {
+        {"Elu", {"alpha", NULL}},         {"Celu", {"alpha", NULL}},
+        {"ThresholdedRelu", {"alpha", NULL}}, {"Selu", {"alpha", "gamma"}},
+        {"HardSigmoid", {"alpha", "beta"}},   {"Shrink", {"bias", "lambd"}},
+        {"Gelu", {"approximate", NULL}},
+    };
+    const char *const *names = NULL;
+    size_t n_names = 0;
+    char op[64];
+
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
+        if (!strcmp(params[i].op, n->op)) {
+            names = params[i].names;
+            n_names = params[i].names[1] ? 2 : 1;
+        }
+    snprintf(op, sizeof op, "%sGrad", n->op);
+    return fused(c, n, op, dy[0], IN(0), names, n_names, &dx[0]);
+}
+
+/* y = sum of the inputs (times 1 / n for Mean): dy (scaled) flows to each, reduced to its
+ * shape. */
+static ses_status_t grad_sum_mean(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                  ses_edge_t *dx) {
+    ses_edge_t g = dy[0];
+
+    if (!strcmp(n->op, "Mean")) {
+        ses_edge_t k;
+        TRY(ses__grad_scalar(c, dy[0], 1.0 / (double)n->n_inputs, &k));
+        TRY(ses__grad_binary(c, "Mul", dy[0], k, &g));
+    }
+    for (size_t i = 0; i < n->n_inputs; i++)
+        TRY(reduce_like(c, g, IN(i), &dx[i]));
+    return SES_OK;
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 static const ses__grad_builder_t builders[] = {
@@ -745,6 +790,19 @@ static const ses__grad_builder_t builders[] = {
     {"Expand", grad_expand},
     {"Pad", grad_pad},
     {"Split", grad_split},
+    /* group g-act */
+    {"Elu", grad_activation},
+    {"Selu", grad_activation},
+    {"Celu", grad_activation},
+    {"HardSigmoid", grad_activation},
+    {"HardSwish", grad_activation},
+    {"ThresholdedRelu", grad_activation},
+    {"Softsign", grad_activation},
+    {"Shrink", grad_activation},
+    {"Gelu", grad_activation},
+    {"Mish", grad_activation},
+    {"Sum", grad_sum_mean},
+    {"Mean", grad_sum_mean},
     /* Not differentiable: nothing flows back through them. */
     {"Equal", NULL},
     {"Greater", NULL},

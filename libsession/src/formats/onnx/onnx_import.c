@@ -600,6 +600,22 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
                 continue;
             }
         }
+        /* STFT's window may be left out before frame_length, and DFT's dft_length (op set 20)
+         * before axis: an empty constant stands for it, as an empty optional input does
+         * everywhere in libsession. */
+        if (!*n->input[i] && ((!strcmp(op, "STFT") && i == 2 && n->n_input == 4) ||
+                              (!strcmp(op, "DFT") && i == 1 && n->n_input == 3)) &&
+            p.n_inputs == i) {
+            ses_tensor_t *empty = NULL;
+            int64_t zero = 0;
+            st = ses_tensor_create(i == 1 ? SES_I64 : SES_F32, 1, &zero, &empty);
+            if (st == SES_OK)
+                st = add_constant(im, NULL, empty, &p.inputs[p.n_inputs]);
+            if (st != SES_OK)
+                return st;
+            p.n_inputs++;
+            continue;
+        }
         if (!*n->input[i]) {
             size_t j = i;
             while (j < n->n_input && !*n->input[j])
@@ -690,6 +706,11 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             return st;
     }
     st = convert_attrs(im, n, label, p.skip, &attrs);
+    /* DFT of op set 20 takes its axis as input 2, -2 when left out (op set 17: an attribute,
+     * 1 by default). The schema reads the input; the default is given here. */
+    if (st == SES_OK && !strcmp(op, "DFT") && opset >= 20 && p.n_inputs < 3 &&
+        !attr_find(n, "axis"))
+        attrs.list[attrs.count++] = ses_attr_int("axis", -2);
     if (st == SES_OK && is_reduce_with_axes_attribute(op) && opset >= 18) {
         st = input_to_ints_attr(im, n, 1, label, &attrs);
         if (p.n_inputs > 1)
