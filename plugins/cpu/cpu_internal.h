@@ -442,6 +442,9 @@ enum cpu__op {
     CPU__OP_NCHWC_GLOBALAVGPOOL,
     CPU__OP_NCHWC_GLOBALMAXPOOL,
     CPU__OP_NCHWC_REORDER_OUTPUT,
+    /* g-convfam: the spatial and normalization ops (cpu_conv_transpose.c, ...), general
+     * entries */
+    CPU__OP_CONVTRANSPOSE,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -980,5 +983,12 @@ int32_t cpu__nchwc_reorder_output(const cpu__call_t *call); /* NchwcReorderOutpu
  * value at fault otherwise.
  */
 int32_t cpu__nchwc_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+
+/* g-convfam: cpu_conv_transpose.c (general entries) */
+int32_t cpu__conv_transpose(const cpu__call_t *call); /* ConvTranspose */
+/** ConvTranspose's per-node state: its column matrix, kept between launches. */
+int32_t cpu__conv_transpose_create(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                   void **out_state);
+void cpu__conv_transpose_destroy(ses_drv_device_t *device, void *state);
 
 #endif /* SES_CPU_INTERNAL_H */

@@ -474,6 +474,13 @@ CPU__KERNELS(CPU__DEFINE)
     G(NchwcReorderOutput_##T, "NchwcReorderOutput", #T "->" #T, cpu__nchwc_reorder_output,        \
       CPU__OP_NCHWC_REORDER_OUTPUT, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)
 
+/* g-convfam: ConvTranspose (cpu_conv_transpose.c) at a float dtype T, without and with B. */
+#define CPU__G_CONVFAM_FLOAT(G, T)                                                                \
+    G(ConvTranspose_##T, "ConvTranspose", #T "," #T "->" #T, cpu__conv_transpose,                 \
+      CPU__OP_CONVTRANSPOSE, 0, 2, CPU__T2(T), 1, CPU__DT_##T, 0)                                 \
+    G(ConvTransposeB_##T, "ConvTranspose", #T "," #T "," #T "->" #T, cpu__conv_transpose,         \
+      CPU__OP_CONVTRANSPOSE, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -483,7 +490,9 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__NUMBERS(CPU__G_CNN_NUMBER, G)         \
     CPU__ALL(CPU__G_SHAPE, G)                  \
     G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
-      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0)
+      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
+    /* g-convfam */                                                                 \
+    CPU__FLOATS(CPU__G_CONVFAM_FLOAT, G)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -518,6 +527,8 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__size NULL
 #define CPU__REUSE_cpu__constant_of_shape NULL
 #define CPU__REUSE_cpu__range NULL
+/* g-convfam */
+#define CPU__REUSE_cpu__conv_transpose NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -585,6 +596,8 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__size(what) NULL
 #define CPU__GSTATE_cpu__constant_of_shape(what) NULL
 #define CPU__GSTATE_cpu__range(what) NULL
+/* g-convfam: ConvTranspose keeps its column matrix between launches. */
+#define CPU__GSTATE_cpu__conv_transpose(what) cpu__conv_transpose_##what
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

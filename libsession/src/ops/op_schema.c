@@ -7,6 +7,7 @@
 #include "../error.h"
 #include "cnn.h"
 #include "infer.h"
+#include "spatial.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
 
@@ -177,6 +178,10 @@ static const ses__op_schema_t schemas[] = {
     {"Size", 1, 1, 1, 1, 0, ses__infer_size},
     {"ConstantOfShape", 1, 1, 1, 1, BIT(0), ses__infer_constant_of_shape},
     {"Range", 3, 3, 1, 1, BIT(0) | BIT(1) | BIT(2), ses__infer_range},
+    /* g-convfam: conv_transpose.c, spatial.c, norm.c. ConvTransposeGrad takes X first (see
+     * conv_transpose.c). */
+    {"ConvTranspose", 2, 3, 1, 1, 0, ses__infer_conv_transpose},
+    {"ConvTransposeGrad", 3, 3, 1, 1, 0, ses__infer_conv_transpose_grad},
 };
 #pragma GCC diagnostic pop
 
