@@ -817,6 +817,25 @@ static const char *const range[] = {
     "[]@pos []@pos []@nz", NULL,
 };
 
+/* g-convfam: ConvTranspose: X [N,C,spatial...], W [C,M/group,kernel...], then B. 1-D, 2-D and
+ * 3-D, strides, pads, dilations, output_padding, output_shape, groups, every auto_pad, an empty
+ * batch and a large one. */
+static const char *const conv_transpose[] = {
+    "[1,1,3,3] [1,2,3,3]",
+    "[2,3,4,4] [3,4,3,3] strides=[2,2] pads=[1,1,1,1] output_padding=[1,1]",
+    "[1,4,3,3] [4,2,3,3] group=2 dilations=[2,2]",
+    "[1,2,5] [2,3,3] strides=[3] auto_pad=SAME_UPPER",
+    "[1,2,5] [2,3,3] strides=[2] auto_pad=SAME_LOWER",
+    "[1,2,3,3,3] [2,2,2,2,2] strides=[2,1,2] pads=[0,1,0,1,0,1]",
+    "[1,1,3,3] [1,2,3,3] strides=[3,2] output_shape=[10,8]",
+    "[1,3,5,6] [3,2,2,2] auto_pad=VALID strides=[2,3]",
+    "[0,3,5,5] [3,2,3,3]",
+    "[1,2,5,5] [2,3,3,3] [3]",
+    "[2,4,6,6] [4,1,3,3] [4] group=4 pads=[1,0,1,0] strides=[2,2]",
+    "[2,32,16,16] [32,16,4,4] [16] pads=[1,1,1,1] strides=[2,2]",
+    NULL,
+};
+
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
     {"Reshape", EXACT, reshape},
@@ -945,6 +964,8 @@ static const ses_conf_op_cases_t table[] = {
     {"Size", EXACT, size},
     {"ConstantOfShape", EXACT, constant_of_shape},
     {"Range", ROUNDED, range},
+    /* g-convfam */
+    {"ConvTranspose", PRODUCTS, conv_transpose},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {
