@@ -479,7 +479,29 @@ CPU__KERNELS(CPU__DEFINE)
     G(ConvTranspose_##T, "ConvTranspose", #T "," #T "->" #T, cpu__conv_transpose,                 \
       CPU__OP_CONVTRANSPOSE, 0, 2, CPU__T2(T), 1, CPU__DT_##T, 0)                                 \
     G(ConvTransposeB_##T, "ConvTranspose", #T "," #T "," #T "->" #T, cpu__conv_transpose,         \
-      CPU__OP_CONVTRANSPOSE, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)
+      CPU__OP_CONVTRANSPOSE, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)                                 \
+    G(MaxUnpool_##T, "MaxUnpool", #T ",i64->" #T, cpu__max_unpool, CPU__OP_MAXUNPOOL, 0, 2,       \
+      (CPU__DT_##T, SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)                                        \
+    G(MaxPoolI_##T, "MaxPool", #T "->" #T ",i64", cpu__max_pool_indices, CPU__OP_MAXPOOL_INDICES, \
+      0, 1, CPU__T1(T), 2, CPU__DT_##T, SES_DRV_DTYPE_I64)                                        \
+    G(InstanceNorm_##T, "InstanceNormalization", #T "," #T "," #T "->" #T, cpu__instance_norm,    \
+      CPU__OP_INSTANCENORM, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)                                  \
+    G(Lrn_##T, "LRN", #T "->" #T, cpu__lrn, CPU__OP_LRN, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)     \
+    G(Mvn_##T, "MeanVarianceNormalization", #T "->" #T, cpu__mvn, CPU__OP_MVN, 0, 1, CPU__T1(T),  \
+      1, CPU__DT_##T, 0)
+/* g-convfam: the data-movement ops at any dtype T (cpu_spatial.c). */
+#define CPU__G_CONVFAM_ANY(G, T)                                                                  \
+    G(DepthToSpace_##T, "DepthToSpace", #T "->" #T, cpu__depth_space, CPU__OP_DEPTHTOSPACE, 0, 1, \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(SpaceToDepth_##T, "SpaceToDepth", #T "->" #T, cpu__depth_space, CPU__OP_SPACETODEPTH, 0, 1, \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(Tile_##T, "Tile", #T "->" #T, cpu__tile, CPU__OP_TILE, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)
+/* g-convfam: MaxPool at i8 and u8, without and with Indices. */
+#define CPU__G_CONVFAM_BYTES(G, T)                                                                \
+    G(MaxPoolQ_##T, "MaxPool", #T "->" #T, cpu__max_pool_indices, CPU__OP_MAXPOOL_INDICES, 0, 1,  \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(MaxPoolI_##T, "MaxPool", #T "->" #T ",i64", cpu__max_pool_indices, CPU__OP_MAXPOOL_INDICES, \
+      0, 1, CPU__T1(T), 2, CPU__DT_##T, SES_DRV_DTYPE_I64)
 
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
@@ -492,7 +514,9 @@ CPU__KERNELS(CPU__DEFINE)
     G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
       CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
     /* g-convfam */                                                                 \
-    CPU__FLOATS(CPU__G_CONVFAM_FLOAT, G)
+    CPU__FLOATS(CPU__G_CONVFAM_FLOAT, G)                                            \
+    CPU__ALL(CPU__G_CONVFAM_ANY, G)                                                 \
+    CPU__G_CONVFAM_BYTES(G, i8) CPU__G_CONVFAM_BYTES(G, u8)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -529,6 +553,13 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__range NULL
 /* g-convfam */
 #define CPU__REUSE_cpu__conv_transpose NULL
+#define CPU__REUSE_cpu__depth_space NULL
+#define CPU__REUSE_cpu__tile NULL
+#define CPU__REUSE_cpu__max_unpool NULL
+#define CPU__REUSE_cpu__max_pool_indices NULL
+#define CPU__REUSE_cpu__instance_norm NULL
+#define CPU__REUSE_cpu__lrn NULL
+#define CPU__REUSE_cpu__mvn NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -598,6 +629,13 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__range(what) NULL
 /* g-convfam: ConvTranspose keeps its column matrix between launches. */
 #define CPU__GSTATE_cpu__conv_transpose(what) cpu__conv_transpose_##what
+#define CPU__GSTATE_cpu__depth_space(what) NULL
+#define CPU__GSTATE_cpu__tile(what) NULL
+#define CPU__GSTATE_cpu__max_unpool(what) NULL
+#define CPU__GSTATE_cpu__max_pool_indices(what) NULL
+#define CPU__GSTATE_cpu__instance_norm(what) NULL
+#define CPU__GSTATE_cpu__lrn(what) NULL
+#define CPU__GSTATE_cpu__mvn(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -549,6 +549,7 @@ static int op_prepares(const char *op) {
         "Conv", "FusedConv", "NchwcConv", /* their state keeps oneDNN's primitives and the
                                              constant-input bits */
         "MatMul", "Gemm", "FusedGemm", /* oneDNN's matmul for constant weights */
+        "ConvTranspose",               /* g-convfam: its column matrix */
     };
     for (size_t i = 0; i < sizeof elementwise / sizeof elementwise[0]; i++)
         if (strcmp(op, elementwise[i]) == 0)

@@ -156,7 +156,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "NchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
         "NchwcGlobalMaxPool", "NchwcReorderOutput",
         /* g-convfam (conv_transpose.c, spatial.c, norm.c; tested in spatial_ops_test.c) */
-        "ConvTranspose", "ConvTransposeGrad",
+        "ConvTranspose", "ConvTransposeGrad", "DepthToSpace", "SpaceToDepth", "Tile", "MaxUnpool",
+        "InstanceNormalization", "LRN", "MeanVarianceNormalization",
     };
     size_t n = ses__op_schema_count();
 

@@ -182,6 +182,13 @@ static const ses__op_schema_t schemas[] = {
      * conv_transpose.c). */
     {"ConvTranspose", 2, 3, 1, 1, 0, ses__infer_conv_transpose},
     {"ConvTransposeGrad", 3, 3, 1, 1, 0, ses__infer_conv_transpose_grad},
+    {"DepthToSpace", 1, 1, 1, 1, 0, ses__infer_depth_space},
+    {"SpaceToDepth", 1, 1, 1, 1, 0, ses__infer_depth_space},
+    {"Tile", 2, 2, 1, 1, BIT(1), ses__infer_tile},
+    {"MaxUnpool", 2, 3, 1, 1, BIT(2), ses__infer_max_unpool},
+    {"InstanceNormalization", 3, 3, 1, 1, 0, ses__infer_instance_norm},
+    {"LRN", 1, 1, 1, 1, 0, ses__infer_lrn},
+    {"MeanVarianceNormalization", 1, 1, 1, 1, 0, ses__infer_mvn},
 };
 #pragma GCC diagnostic pop
 
