@@ -453,6 +453,7 @@ enum cpu__op {
     CPU__OP_INSTANCENORM,
     CPU__OP_LRN,
     CPU__OP_MVN,
+    CPU__OP_ROIALIGN,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -1006,5 +1007,6 @@ int32_t cpu__max_pool_indices(const cpu__call_t *call); /* MaxPool with Indices;
 int32_t cpu__instance_norm(const cpu__call_t *call);    /* InstanceNormalization */
 int32_t cpu__lrn(const cpu__call_t *call);              /* LRN */
 int32_t cpu__mvn(const cpu__call_t *call);              /* MeanVarianceNormalization */
+int32_t cpu__roi_align(const cpu__call_t *call);        /* RoiAlign */
 
 #endif /* SES_CPU_INTERNAL_H */

@@ -488,7 +488,9 @@ CPU__KERNELS(CPU__DEFINE)
       CPU__OP_INSTANCENORM, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)                                  \
     G(Lrn_##T, "LRN", #T "->" #T, cpu__lrn, CPU__OP_LRN, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)     \
     G(Mvn_##T, "MeanVarianceNormalization", #T "->" #T, cpu__mvn, CPU__OP_MVN, 0, 1, CPU__T1(T),  \
-      1, CPU__DT_##T, 0)
+      1, CPU__DT_##T, 0)                                                                          \
+    G(RoiAlign_##T, "RoiAlign", #T "," #T ",i64->" #T, cpu__roi_align, CPU__OP_ROIALIGN, 0, 3,    \
+      (CPU__DT_##T, CPU__DT_##T, SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)
 /* g-convfam: the data-movement ops at any dtype T (cpu_spatial.c). */
 #define CPU__G_CONVFAM_ANY(G, T)                                                                  \
     G(DepthToSpace_##T, "DepthToSpace", #T "->" #T, cpu__depth_space, CPU__OP_DEPTHTOSPACE, 0, 1, \
@@ -560,6 +562,7 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__instance_norm NULL
 #define CPU__REUSE_cpu__lrn NULL
 #define CPU__REUSE_cpu__mvn NULL
+#define CPU__REUSE_cpu__roi_align NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -636,6 +639,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__instance_norm(what) NULL
 #define CPU__GSTATE_cpu__lrn(what) NULL
 #define CPU__GSTATE_cpu__mvn(what) NULL
+#define CPU__GSTATE_cpu__roi_align(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

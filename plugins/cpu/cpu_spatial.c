@@ -2,7 +2,7 @@
  * The data-movement kernels of exported models: DepthToSpace, SpaceToDepth and Tile at every
  * dtype (copies of elements by their size), MaxUnpool (f32, f64; i64 indices), and MaxPool with
  * its Indices output (f32, f64, i8, u8) and at i8 and u8 without it (the float MaxPool without
- * Indices is cpu_cnn.c's). All are general entries: no output shares bytes with an input. The
+ * Indices is cpu_cnn.c's), RoiAlign (f32, f64: ONNX Runtime's sampling, avg and max). All are general entries: no output shares bytes with an input. The
  * output's dims, checked against the input's and the attributes, say what to compute.
  */
 #include <inttypes.h>
@@ -335,5 +335,144 @@ int32_t cpu__max_pool_indices(const cpu__call_t *call) {
         return SES_DRV_OK;
     cpu__parallel(call, (uint64_t)(x->dims[0] * x->dims[1]),
                   (uint64_t)(w.out_count * w.k_count), cpu__mpi_task, &j);
+    return SES_DRV_OK;
+}
+
+/* ---- RoiAlign ------------------------------------------------------------------------------- */
+
+typedef struct cpu__roi_job {
+    const cpu__tensor_t *x, *rois, *bi, *y;
+    int64_t max_mode, half_pixel, sampling;
+    double scale;
+} cpu__roi_job_t;
+
+/* One sample's four taps: offsets into a plane and bilinear weights (all 0 outside X). */
+typedef struct cpu__roi_tap {
+    int64_t at[4];
+    double w[4];
+} cpu__roi_tap_t;
+
+static void cpu__roi_tap(double y, double x, int64_t h, int64_t w, cpu__roi_tap_t *t) {
+    memset(t, 0, sizeof *t);
+    if (y < -1.0 || y > (double)h || x < -1.0 || x > (double)w)
+        return;
+    y = y <= 0 ? 0 : y;
+    x = x <= 0 ? 0 : x;
+    int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1, x1;
+    if (y0 >= h - 1) {
+        y0 = y1 = h - 1;
+        y = (double)y0;
+    } else {
+        y1 = y0 + 1;
+    }
+    if (x0 >= w - 1) {
+        x0 = x1 = w - 1;
+        x = (double)x0;
+    } else {
+        x1 = x0 + 1;
+    }
+    const double ly = y - (double)y0, lx = x - (double)x0, hy = 1.0 - ly, hx = 1.0 - lx;
+    t->at[0] = y0 * w + x0;
+    t->at[1] = y0 * w + x1;
+    t->at[2] = y1 * w + x0;
+    t->at[3] = y1 * w + x1;
+    t->w[0] = hy * hx;
+    t->w[1] = hy * lx;
+    t->w[2] = ly * hx;
+    t->w[3] = ly * lx;
+}
+
+/* Item i is (roi, channel) plane i of Y. */
+static void cpu__roi_task(void *ctx, uint64_t begin, uint64_t end) {
+    const cpu__roi_job_t *j = ctx;
+    const int64_t c = j->x->dims[1], h = j->x->dims[2], w = j->x->dims[3];
+    const int64_t oh = j->y->dims[2], ow = j->y->dims[3];
+    const double offset = j->half_pixel ? 0.5 : 0.0;
+
+    for (uint64_t i = begin; i < end; i++) {
+        const int64_t r = (int64_t)i / c, ch = (int64_t)i % c;
+        const int64_t n = ((const int64_t *)(const void *)j->bi->data)[r];
+        const int64_t xbase = (n * c + ch) * h * w;
+        const double x1 = cpu__mpi_get(j->rois, r * 4) * j->scale - offset;
+        const double y1 = cpu__mpi_get(j->rois, r * 4 + 1) * j->scale - offset;
+        const double x2 = cpu__mpi_get(j->rois, r * 4 + 2) * j->scale - offset;
+        const double y2 = cpu__mpi_get(j->rois, r * 4 + 3) * j->scale - offset;
+        double rw = x2 - x1, rh = y2 - y1;
+        if (!j->half_pixel) {
+            rw = rw > 1.0 ? rw : 1.0;
+            rh = rh > 1.0 ? rh : 1.0;
+        }
+        const double bh = rh / (double)oh, bw = rw / (double)ow;
+        const int64_t gh = j->sampling > 0 ? j->sampling : (int64_t)ceil(rh / (double)oh);
+        const int64_t gw = j->sampling > 0 ? j->sampling : (int64_t)ceil(rw / (double)ow);
+        const double count = gh * gw > 0 ? (double)(gh * gw) : 1.0;
+        for (int64_t py = 0; py < oh; py++)
+            for (int64_t px = 0; px < ow; px++) {
+                double acc = 0.0;
+                int any = 0;
+                for (int64_t iy = 0; iy < gh; iy++) {
+                    const double sy = y1 + (double)py * bh + ((double)iy + 0.5) * bh / (double)gh;
+                    for (int64_t ix = 0; ix < gw; ix++) {
+                        const double sx =
+                            x1 + (double)px * bw + ((double)ix + 0.5) * bw / (double)gw;
+                        cpu__roi_tap_t t;
+                        cpu__roi_tap(sy, sx, h, w, &t);
+                        if (j->max_mode) {
+                            double v = t.w[0] * cpu__mpi_get(j->x, xbase + t.at[0]);
+                            for (int k = 1; k < 4; k++) {
+                                const double u = t.w[k] * cpu__mpi_get(j->x, xbase + t.at[k]);
+                                v = u > v ? u : v;
+                            }
+                            acc = !any || v > acc ? v : acc;
+                            any = 1;
+                        } else {
+                            for (int k = 0; k < 4; k++)
+                                acc += t.w[k] * cpu__mpi_get(j->x, xbase + t.at[k]);
+                        }
+                    }
+                }
+                cpu__mpi_put(j->y, (int64_t)i * oh * ow + py * ow + px,
+                             j->max_mode ? acc : acc / count);
+            }
+    }
+}
+
+/* RoiAlign: X [N, C, H, W], rois [R, 4] (x1, y1, x2, y2), batch_indices [R] -> [R, C, oh, ow]. */
+int32_t cpu__roi_align(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *rois = &call->in[1], *bi = &call->in[2];
+    const cpu__tensor_t *y = &call->outs[0];
+    cpu__roi_job_t j = {x, rois, bi, y, 0, 1, 0, 1.0};
+    char a[96], o[96];
+    int32_t st;
+
+    if ((st = cpu__attr_int(call, "mode", 1, 0, &j.max_mode)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "half_pixel", 1, 1, &j.half_pixel)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "sampling_ratio", 1, 0, &j.sampling)) != SES_DRV_OK ||
+        (st = cpu__attr_float(call, "spatial_scale", 1.0, &j.scale)) != SES_DRV_OK)
+        return st;
+    if (x->rank != 4 || rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 ||
+        bi->dims[0] != rois->dims[0] || y->rank != 4 || y->dims[0] != rois->dims[0] ||
+        y->dims[1] != x->dims[1] || j.sampling < 0)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "expected X [N, C, H, W], rois [R, 4], batch_indices [R] and Y "
+                              "[R, C, oh, ow]: X is %s, Y is %s",
+                              cpu__format_dims(x->dims, x->rank, a, sizeof a),
+                              cpu__format_dims(y->dims, y->rank, o, sizeof o));
+    for (int64_t r = 0; r < bi->dims[0]; r++) {
+        const int64_t n = ((const int64_t *)(const void *)bi->data)[r];
+        if (n < 0 || n >= x->dims[0])
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "batch_indices[%" PRId64 "] is %" PRId64
+                                  "; X has %" PRId64 " images",
+                                  r, n, x->dims[0]);
+    }
+    if (y->count == 0)
+        return SES_DRV_OK;
+    if (x->dims[2] == 0 || x->dims[3] == 0) {
+        memset(y->data, 0, (size_t)y->count * y->esize);
+        return SES_DRV_OK;
+    }
+    cpu__parallel(call, (uint64_t)(y->dims[0] * y->dims[1]),
+                  (uint64_t)(y->dims[2] * y->dims[3] * 16), cpu__roi_task, &j);
     return SES_DRV_OK;
 }

@@ -868,6 +868,15 @@ static const char *const lrn[] = {
     "[2,5,3,3] size=3", "[1,4,6] size=2 alpha=0.001 beta=0.5 bias=2.0", "[2,3] size=5",
     "[0,3,2,2] size=3", "[4,32,16,16] size=5", NULL,
 };
+/* RoiAlign: X, rois (boxes inside the image: pos), batch_indices (class: in [0, N)). */
+static const char *const roi_align[] = {
+    "[2,3,6,6] [4,4]@pos [4]@class2 output_height=2 output_width=2",
+    "[1,2,5,7] [3,4]@pos [3]@class1 output_height=3 output_width=2 sampling_ratio=2 "
+    "coordinate_transformation_mode=output_half_pixel",
+    "[2,2,8,8] [5,4]@pos [5]@class2 mode=max spatial_scale=0.5",
+    "[1,2,4,4] [0,4] [0]@class1",
+    NULL,
+};
 static const char *const mvn[] = {
     "[2,3,4,5]", "[2,3,4,5] axes=[1,2,3]", "[3,4] axes=[1]", "[2,3,4] axes=[0,2]",
     "[8,16,32,32]", NULL,
@@ -1010,6 +1019,7 @@ static const ses_conf_op_cases_t table[] = {
     {"InstanceNormalization", LIBM, instance_norm},
     {"LRN", LIBM, lrn},
     {"MeanVarianceNormalization", LIBM, mvn},
+    {"RoiAlign", SUMS, roi_align},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

@@ -854,6 +854,86 @@ static void normalization_errors_name_the_node_and_input(void **state) {
     ses_graph_release(g);
 }
 
+/* ---- RoiAlign -------------------------------------------------------------------------------- */
+
+/* X = 1 + x + 2y on a 2x2 image (bilinear reproduces it): the average of a 2x2 sampling grid
+ * over the box [0, 1]^2 is its value at the centre, 2.5, with output_half_pixel and with
+ * half_pixel (the box shifted by half a pixel); max mode takes the largest weighted tap, 2.25
+ * (the sample at (0.75, 0.75): 0.5625 * 4), worked by hand. */
+static void roi_align_averages_and_takes_the_max_of_its_samples(void **state) {
+    const int64_t xd[] = {1, 1, 2, 2}, rd[] = {3, 4}, bd[] = {3}, yd[] = {3, 1, 1, 1};
+    const double x[] = {1, 2, 3, 4};
+    const double rois[] = {0, 0, 1, 1, 0.5, 0.5, 1.5, 1.5, 0, 0, 1, 1};
+    const int64_t batch[] = {0, 0, 0}, bad[] = {0, 1, 0};
+    ses_graph_t *g = NULL;
+    ses_tensor_t *t = NULL;
+    ses_edge_t in[3], y;
+    (void)state;
+
+    for (int half = 0; half <= 1; half++)
+        for (int max = 0; max <= 1; max++) {
+            ses_attr_t a[] = {ses_attr_int("sampling_ratio", 2),
+                              ses_attr_string("coordinate_transformation_mode",
+                                              half ? "half_pixel" : "output_half_pixel"),
+                              ses_attr_string("mode", max ? "max" : "avg")};
+            assert_int_equal(ses_graph_create(&g), SES_OK);
+            in[0] = constant(g, SES_F32, 4, xd, x);
+            in[1] = constant(g, SES_F32, 2, rd, rois);
+            assert_int_equal(ses_tensor_create_from(SES_I64, 1, bd, batch, sizeof batch, &t),
+                             SES_OK);
+            assert_int_equal(ses_graph_constant(g, NULL, t, &in[2]), SES_OK);
+            ses_tensor_release(t);
+            assert_int_equal(ses_graph_op(g, "RoiAlign", "roi", in, 3, a, 3, &y), SES_OK);
+            ses_tensor_t *got = eval1(g, y);
+            /* The second box lands on [0, 1]^2 only with half_pixel. */
+            const double centre = max ? 2.25 : 2.5;
+            if (!half) {
+                /* [0.5, 1.5]^2 without the shift: samples at 0.75 and 1.25; past the last
+                 * pixel the tap clamps to it. avg: (f(.75,.75) + f(.75,1.25->1) + f(1.25->1,.75)
+                 * + f(1,1)) / 4 with f = 1 + x + 2y. */
+                const double f1 = 1 + 0.75 + 1.5, f2 = 1 + 1 + 1.5, f3 = 1 + 0.75 + 2,
+                             f4 = 1 + 1 + 2;
+                const double want[] = {centre, max ? 4.0 : (f1 + f2 + f3 + f4) / 4, centre};
+                expect_values("RoiAlign output_half_pixel", got, 4, yd, want, 1e-6);
+            } else {
+                /* With the shift the first and third boxes are [-0.5, 0.5]^2: samples at -0.25
+                 * and 0.25, -0.25 clamped to pixel 0 (weight 1 on it). avg: f at (0,0), (0,.25),
+                 * (.25,0), (.25,.25); max: the sample at (0, 0), 1 * X[0,0] = 1. */
+                const double f_lo = 1, f_mid = 1 + 0.25, f_hi = 1 + 0.5, f_both = 1 + 0.25 + 0.5;
+                const double first = max ? 1.0 : (f_lo + f_mid + f_hi + f_both) / 4;
+                const double want[] = {first, centre, first};
+                expect_values("RoiAlign half_pixel", got, 4, yd, want, 1e-6);
+            }
+            ses_tensor_release(got);
+            ses_graph_release(g);
+        }
+    /* A batch index past X's images is named. */
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = constant(g, SES_F32, 4, xd, x);
+    in[1] = constant(g, SES_F32, 2, rd, rois);
+    assert_int_equal(ses_tensor_create_from(SES_I64, 1, bd, bad, sizeof bad, &t), SES_OK);
+    assert_int_equal(ses_graph_constant(g, NULL, t, &in[2]), SES_OK);
+    ses_tensor_release(t);
+    {
+        const char *parts[] = {"RoiAlign \"b\"", "batch_indices[1] is 1"};
+        assert_int_equal(ses_graph_op(g, "RoiAlign", "b", in, 3, NULL, 0, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+    }
+    {
+        ses_attr_t a = ses_attr_string("mode", "sum");
+        const char *parts[] = {"RoiAlign \"m\"", "mode is \"sum\""};
+        assert_int_equal(ses_graph_op(g, "RoiAlign", "m", in, 3, &a, 1, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+    }
+    in[1] = constant(g, SES_F32, 1, bd, rois);
+    {
+        const char *parts[] = {"RoiAlign \"r\"", "rois must be [num_rois, 4]", "f32[3]"};
+        assert_int_equal(ses_graph_op(g, "RoiAlign", "r", in, 3, NULL, 0, &y), SES_OK);
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 3);
+    }
+    ses_graph_release(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conv_transpose_matches_a_direct_scatter),
@@ -868,6 +948,7 @@ int main(void) {
         cmocka_unit_test(max_unpool_places_values_at_their_indices),
         cmocka_unit_test(normalizations_match_references_in_double),
         cmocka_unit_test(normalization_errors_name_the_node_and_input),
+        cmocka_unit_test(roi_align_averages_and_takes_the_max_of_its_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

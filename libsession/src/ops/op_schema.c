@@ -189,6 +189,7 @@ static const ses__op_schema_t schemas[] = {
     {"InstanceNormalization", 3, 3, 1, 1, 0, ses__infer_instance_norm},
     {"LRN", 1, 1, 1, 1, 0, ses__infer_lrn},
     {"MeanVarianceNormalization", 1, 1, 1, 1, 0, ses__infer_mvn},
+    {"RoiAlign", 3, 3, 1, 1, 0, ses__infer_roi_align},
 };
 #pragma GCC diagnostic pop
 

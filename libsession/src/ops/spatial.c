@@ -1,6 +1,6 @@
 /*
  * The data-movement ops of exported models (ONNX op set 13 forms): DepthToSpace, SpaceToDepth,
- * Tile, MaxUnpool.
+ * Tile, MaxUnpool, RoiAlign.
  *
  *   op (inputs; attributes)                      kernel (inputs passed; normalized attributes)
  *   DepthToSpace(X; blocksize, mode)             DepthToSpace (X; blocksize, mode 0 DCR, 1 CRD)
@@ -205,4 +205,73 @@ ses_status_t ses__infer_max_unpool(ses__infer_ctx_t *ctx) {
         return st;
     ctx->kernel_inputs = 0x3;
     return SES_OK;
+}
+
+/* ---- RoiAlign ------------------------------------------------------------------------------- */
+
+/*
+ * RoiAlign(X, rois, batch_indices; mode, output_height, output_width, sampling_ratio,
+ * spatial_scale, coordinate_transformation_mode) (op set 16; op set 10's form is the same with
+ * output_half_pixel). The kernel gets mode 0 (avg) or 1 (max) and half_pixel 0 or 1.
+ */
+ses_status_t ses__infer_roi_align(ses__infer_ctx_t *ctx) {
+    const ses__type_t *x = &ctx->inputs[0], *rois = &ctx->inputs[1], *bi = &ctx->inputs[2];
+    const char *mode = "avg", *ctm = "half_pixel";
+    int64_t oh, ow, sampling;
+    double scale;
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);
+
+    if (st == SES_OK)
+        st = ses__op_check_same_dtype(ctx, 0, "X", 1, "rois");
+    if (st == SES_OK)
+        st = ses__op_check_dtype(ctx, 2, "batch_indices", SES__DT(SES_I64));
+    if (st == SES_OK && x->rank != 4)
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "X must be 4-D [N, C, H, W], got %s",
+                          ses__tstr(x).s);
+    if (st == SES_OK && (rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 ||
+                         bi->dims[0] != rois->dims[0]))
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                          "rois must be [num_rois, 4] and batch_indices [num_rois]: rois is %s, "
+                          "batch_indices is %s",
+                          ses__tstr(rois).s, ses__tstr(bi).s);
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "output_height", 1, &oh);
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "output_width", 1, &ow);
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "sampling_ratio", 0, &sampling);
+    if (st == SES_OK)
+        st = ses__op_attr_float(ctx, "spatial_scale", 1.0, &scale);
+    if (st != SES_OK)
+        return st;
+    if (oh < 1 || ow < 1 || oh > (INT64_C(1) << 20) || ow > (INT64_C(1) << 20) || sampling < 0 ||
+        sampling > 4096)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attributes output_height %lld and output_width %lld must be >= 1, "
+                            "sampling_ratio %lld >= 0",
+                            (long long)oh, (long long)ow, (long long)sampling);
+    if (ses__attrs_get_string(ctx->attrs, "mode", &mode) < 0 ||
+        ses__attrs_get_string(ctx->attrs, "coordinate_transformation_mode", &ctm) < 0)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attributes mode and coordinate_transformation_mode must be strings");
+    if ((strcmp(mode, "avg") && strcmp(mode, "max")) ||
+        (strcmp(ctm, "half_pixel") && strcmp(ctm, "output_half_pixel")))
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "mode is \"%s\" (avg or max) and coordinate_transformation_mode "
+                            "\"%s\" (half_pixel or output_half_pixel)",
+                            mode, ctm);
+    ctx->outputs[0].dtype = x->dtype;
+    ctx->outputs[0].rank = 4;
+    ctx->outputs[0].dims[0] = rois->dims[0];
+    ctx->outputs[0].dims[1] = x->dims[1];
+    ctx->outputs[0].dims[2] = oh;
+    ctx->outputs[0].dims[3] = ow;
+    st = ses__attrs_set_int(&ctx->kernel_attrs, "mode", strcmp(mode, "max") == 0);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "half_pixel", strcmp(ctm, "half_pixel") == 0);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "sampling_ratio", sampling);
+    if (st == SES_OK)
+        st = ses__attrs_set_float(&ctx->kernel_attrs, "spatial_scale", scale);
+    return st;
 }

@@ -17,6 +17,7 @@ ses_status_t ses__infer_conv_transpose_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_depth_space(ses__infer_ctx_t *ctx); /* DepthToSpace SpaceToDepth */
 ses_status_t ses__infer_tile(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_max_unpool(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_roi_align(ses__infer_ctx_t *ctx);
 
 /* norm.c */
 ses_status_t ses__infer_instance_norm(ses__infer_ctx_t *ctx);
