@@ -55,38 +55,38 @@ typedef struct cpu__ct_job {
 } cpu__ct_job_t;
 
 /* Adds column row r (one tap of one channel) into plane @p y, in T. */
-#define CPU__CT_ADD(T)                                                                           \
-    static void cpu__ct_add_##T(const cpu__win_t *w, const int64_t *tap, const T *col, T *y) {  \
-        const uint32_t n = w->n, last = n - 1;                                                   \
-        int64_t lo, hi, coords[CPU__SPATIAL_MAX] = {0};                                          \
-        /* Along the last dim: the inputs i with 0 <= i * s - pb + tap * d < out. */             \
-        const int64_t s = w->s[last], off = tap[last] * w->d[last] - w->pb[last];                \
-        lo = off >= 0 ? 0 : (-off + s - 1) / s;                                                  \
-        hi = w->out[last] - off <= 0 ? 0 : (w->out[last] - off - 1) / s + 1;                     \
-        if (hi > w->in[last])                                                                    \
-            hi = w->in[last];                                                                    \
-        if (lo >= hi)                                                                            \
-            return;                                                                              \
-        const int64_t rows = w->in_count / w->in[last];                                          \
-        for (int64_t row = 0; row < rows; row++) {                                               \
-            int64_t at = 0, inside = 1;                                                          \
-            for (uint32_t k = 0; k < last; k++) {                                                \
-                const int64_t o = coords[k] * w->s[k] - w->pb[k] + tap[k] * w->d[k];             \
-                inside &= o >= 0 && o < w->out[k];                                               \
-                at = at * w->out[k] + o;                                                         \
-            }                                                                                    \
-            if (inside) {                                                                        \
-                T *yr = y + at * w->out[last];                                                   \
-                const T *cr = col + row * w->in[last];                                           \
-                for (int64_t i = lo; i < hi; i++)                                                \
-                    yr[off + i * s] += cr[i];                                                    \
-            }                                                                                    \
-            for (uint32_t k = last; k-- > 0;) {                                                  \
-                if (++coords[k] < w->in[k])                                                      \
-                    break;                                                                       \
-                coords[k] = 0;                                                                   \
-            }                                                                                    \
-        }                                                                                        \
+#define CPU__CT_ADD(T)                                                                         \
+    static void cpu__ct_add_##T(const cpu__win_t *w, const int64_t *tap, const T *col, T *y) { \
+        const uint32_t n = w->n, last = n - 1;                                                 \
+        int64_t lo, hi, coords[CPU__SPATIAL_MAX] = {0};                                        \
+        /* Along the last dim: the inputs i with 0 <= i * s - pb + tap * d < out. */           \
+        const int64_t s = w->s[last], off = tap[last] * w->d[last] - w->pb[last];              \
+        lo = off >= 0 ? 0 : (-off + s - 1) / s;                                                \
+        hi = w->out[last] - off <= 0 ? 0 : (w->out[last] - off - 1) / s + 1;                   \
+        if (hi > w->in[last])                                                                  \
+            hi = w->in[last];                                                                  \
+        if (lo >= hi)                                                                          \
+            return;                                                                            \
+        const int64_t rows = w->in_count / w->in[last];                                        \
+        for (int64_t row = 0; row < rows; row++) {                                             \
+            int64_t at = 0, inside = 1;                                                        \
+            for (uint32_t k = 0; k < last; k++) {                                              \
+                const int64_t o = coords[k] * w->s[k] - w->pb[k] + tap[k] * w->d[k];           \
+                inside &= o >= 0 && o < w->out[k];                                             \
+                at = at * w->out[k] + o;                                                       \
+            }                                                                                  \
+            if (inside) {                                                                      \
+                T *yr = y + at * w->out[last];                                                 \
+                const T *cr = col + row * w->in[last];                                         \
+                for (int64_t i = lo; i < hi; i++)                                              \
+                    yr[off + i * s] += cr[i];                                                  \
+            }                                                                                  \
+            for (uint32_t k = last; k-- > 0;) {                                                \
+                if (++coords[k] < w->in[k])                                                    \
+                    break;                                                                     \
+                coords[k] = 0;                                                                 \
+            }                                                                                  \
+        }                                                                                      \
     }
 CPU__CT_ADD(float)
 CPU__CT_ADD(double)
@@ -109,8 +109,7 @@ static void cpu__ct_col2im_task(void *ctx, uint64_t begin, uint64_t end) {
                 idx /= w->k[k];
             }
             if (j->dtype == SES_DRV_DTYPE_F32)
-                cpu__ct_add_float(w, tap, (const float *)(const void *)row,
-                                  (float *)(void *)plane);
+                cpu__ct_add_float(w, tap, (const float *)(const void *)row, (float *)(void *)plane);
             else
                 cpu__ct_add_double(w, tap, (const double *)(const void *)row,
                                    (double *)(void *)plane);
@@ -134,7 +133,8 @@ int32_t cpu__conv_transpose(const cpu__call_t *call) {
         return st;
     const int64_t c = x->dims[1], m = y->dims[1];
     int ok = group >= 1 && wt->rank == x->rank && c % group == 0 && m % group == 0 &&
-             wt->dims[0] == c && wt->dims[1] == m / group && (!b || (b->rank == 1 && b->dims[0] == m));
+             wt->dims[0] == c && wt->dims[1] == m / group &&
+             (!b || (b->rank == 1 && b->dims[0] == m));
     for (uint32_t k = 0; ok && k < w.n; k++)
         ok = wt->dims[2 + k] == w.k[k];
     if (!ok)

@@ -99,8 +99,7 @@ static void cpu__lrn_task(void *ctx, uint64_t begin, uint64_t end) {
                 sum += v * v;
             }
             const int64_t at = (int64_t)p * j->plane + i;
-            cpu__nm_put(j->y, at,
-                        cpu__nm_get(j->x, at) / pow(j->bias + j->alpha_n * sum, j->beta));
+            cpu__nm_put(j->y, at, cpu__nm_get(j->x, at) / pow(j->bias + j->alpha_n * sum, j->beta));
         }
     }
 }

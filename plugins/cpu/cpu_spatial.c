@@ -2,8 +2,9 @@
  * The data-movement kernels of exported models: DepthToSpace, SpaceToDepth and Tile at every
  * dtype (copies of elements by their size), MaxUnpool (f32, f64; i64 indices), and MaxPool with
  * its Indices output (f32, f64, i8, u8) and at i8 and u8 without it (the float MaxPool without
- * Indices is cpu_cnn.c's), RoiAlign (f32, f64: ONNX Runtime's sampling, avg and max). All are general entries: no output shares bytes with an input. The
- * output's dims, checked against the input's and the attributes, say what to compute.
+ * Indices is cpu_cnn.c's), RoiAlign (f32, f64: ONNX Runtime's sampling, avg and max). All are
+ * general entries: no output shares bytes with an input. The output's dims, checked against the
+ * input's and the attributes, say what to compute.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -16,18 +17,18 @@
 /* Copies one element of @p es bytes. */
 static inline void cpu__sp_copy(unsigned char *dst, const unsigned char *src, size_t es) {
     switch (es) {
-    case 1:
-        *dst = *src;
-        break;
-    case 2:
-        memcpy(dst, src, 2);
-        break;
-    case 4:
-        memcpy(dst, src, 4);
-        break;
-    default:
-        memcpy(dst, src, 8);
-        break;
+        case 1:
+            *dst = *src;
+            break;
+        case 2:
+            memcpy(dst, src, 2);
+            break;
+        case 4:
+            memcpy(dst, src, 4);
+            break;
+        default:
+            memcpy(dst, src, 8);
+            break;
     }
 }
 
@@ -171,9 +172,9 @@ int32_t cpu__max_unpool(const cpu__call_t *call) {
     if ((st = cpu__check_rank(call, "input 0", x)) != SES_DRV_OK ||
         (st = cpu__attr_ints(call, "index_dims", dims, CPU__MAX_RANK, &n_dims)) != SES_DRV_OK)
         return st;
-    int ok = cpu__same_shape(x, idx) && x->rank >= 3 && y->rank == x->rank &&
-             n_dims == x->rank && y->dims[0] == x->dims[0] && y->dims[1] == x->dims[1] &&
-             dims[0] == x->dims[0] && dims[1] == x->dims[1];
+    int ok = cpu__same_shape(x, idx) && x->rank >= 3 && y->rank == x->rank && n_dims == x->rank &&
+             y->dims[0] == x->dims[0] && y->dims[1] == x->dims[1] && dims[0] == x->dims[0] &&
+             dims[1] == x->dims[1];
     for (uint32_t d = 0; ok && d < n_dims; d++) {
         ok = dims[d] >= 0;
         index_count *= ok ? (uint64_t)dims[d] : 0;
@@ -187,8 +188,8 @@ int32_t cpu__max_unpool(const cpu__call_t *call) {
     if (y->count)
         memset(y->data, 0, (size_t)y->count * y->esize);
     for (uint64_t i = 0; i < x->count; i++) {
-        int64_t rest = ind[i], at = 0, mult = 1, inside = ind[i] >= 0 &&
-                                                        (uint64_t)ind[i] < index_count;
+        int64_t rest = ind[i], at = 0, mult = 1,
+                inside = ind[i] >= 0 && (uint64_t)ind[i] < index_count;
         for (uint32_t d = x->rank; inside && d-- > 0;) {
             const int64_t c = rest % dims[d];
             rest /= dims[d];
@@ -218,31 +219,31 @@ typedef struct cpu__mpi_job {
 /* The value of element @p i of a float or int8 tensor, as a double (exact for these types). */
 static inline double cpu__mpi_get(const cpu__tensor_t *t, int64_t i) {
     switch (t->dtype) {
-    case SES_DRV_DTYPE_F32:
-        return ((const float *)(const void *)t->data)[i];
-    case SES_DRV_DTYPE_F64:
-        return ((const double *)(const void *)t->data)[i];
-    case SES_DRV_DTYPE_I8:
-        return ((const int8_t *)(const void *)t->data)[i];
-    default:
-        return t->data[i];
+        case SES_DRV_DTYPE_F32:
+            return ((const float *)(const void *)t->data)[i];
+        case SES_DRV_DTYPE_F64:
+            return ((const double *)(const void *)t->data)[i];
+        case SES_DRV_DTYPE_I8:
+            return ((const int8_t *)(const void *)t->data)[i];
+        default:
+            return t->data[i];
     }
 }
 
 static inline void cpu__mpi_put(const cpu__tensor_t *t, int64_t i, double v) {
     switch (t->dtype) {
-    case SES_DRV_DTYPE_F32:
-        ((float *)(void *)t->data)[i] = (float)v;
-        break;
-    case SES_DRV_DTYPE_F64:
-        ((double *)(void *)t->data)[i] = v;
-        break;
-    case SES_DRV_DTYPE_I8:
-        ((int8_t *)(void *)t->data)[i] = (int8_t)v;
-        break;
-    default:
-        t->data[i] = (unsigned char)v;
-        break;
+        case SES_DRV_DTYPE_F32:
+            ((float *)(void *)t->data)[i] = (float)v;
+            break;
+        case SES_DRV_DTYPE_F64:
+            ((double *)(void *)t->data)[i] = v;
+            break;
+        case SES_DRV_DTYPE_I8:
+            ((int8_t *)(void *)t->data)[i] = (int8_t)v;
+            break;
+        default:
+            t->data[i] = (unsigned char)v;
+            break;
     }
 }
 
@@ -333,8 +334,8 @@ int32_t cpu__max_pool_indices(const cpu__call_t *call) {
     j.w = &w;
     if (y->count == 0)
         return SES_DRV_OK;
-    cpu__parallel(call, (uint64_t)(x->dims[0] * x->dims[1]),
-                  (uint64_t)(w.out_count * w.k_count), cpu__mpi_task, &j);
+    cpu__parallel(call, (uint64_t)(x->dims[0] * x->dims[1]), (uint64_t)(w.out_count * w.k_count),
+                  cpu__mpi_task, &j);
     return SES_DRV_OK;
 }
 
@@ -462,8 +463,8 @@ int32_t cpu__roi_align(const cpu__call_t *call) {
         const int64_t n = ((const int64_t *)(const void *)bi->data)[r];
         if (n < 0 || n >= x->dims[0])
             return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "batch_indices[%" PRId64 "] is %" PRId64
-                                  "; X has %" PRId64 " images",
+                                  "batch_indices[%" PRId64 "] is %" PRId64 "; X has %" PRId64
+                                  " images",
                                   r, n, x->dims[0]);
     }
     if (y->count == 0)

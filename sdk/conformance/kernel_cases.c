@@ -839,18 +839,24 @@ static const char *const conv_transpose[] = {
 /* g-convfam: DepthToSpace (DCR, CRD) and SpaceToDepth, blocks of 1 to 3, an empty batch and a
  * large input. */
 static const char *const depth_to_space[] = {
-    "[1,4,2,3] blocksize=2", "[2,18,3,2] blocksize=3 mode=CRD", "[1,8,2,2] blocksize=2 mode=DCR",
-    "[1,3,2,2] blocksize=1", "[0,4,2,2] blocksize=2", "[4,64,16,16] blocksize=2 mode=CRD", NULL,
+    "[1,4,2,3] blocksize=2",
+    "[2,18,3,2] blocksize=3 mode=CRD",
+    "[1,8,2,2] blocksize=2 mode=DCR",
+    "[1,3,2,2] blocksize=1",
+    "[0,4,2,2] blocksize=2",
+    "[4,64,16,16] blocksize=2 mode=CRD",
+    NULL,
 };
 static const char *const space_to_depth[] = {
-    "[1,1,4,6] blocksize=2", "[2,3,6,3] blocksize=3", "[1,3,2,2] blocksize=1",
+    "[1,1,4,6] blocksize=2", "[2,3,6,3] blocksize=3",    "[1,3,2,2] blocksize=1",
     "[0,2,4,4] blocksize=2", "[4,16,32,32] blocksize=2", NULL,
 };
 /* Tile: repeats per dim, a zero repeat, a scalar, a large one. */
 static const char *const tile[] = {
-    "[2,3] repeats=i64:[2,2]", "[3] repeats=i64:[4]", "[2,1,3] repeats=i64:[1,3,2]",
-    "[2,3] repeats=i64:[0,2]", "[] repeats=i64:[]", "[0,3] repeats=i64:[2,1]",
-    "[64,64] repeats=i64:[4,8]", NULL,
+    "[2,3] repeats=i64:[2,2]",     "[3] repeats=i64:[4]",
+    "[2,1,3] repeats=i64:[1,3,2]", "[2,3] repeats=i64:[0,2]",
+    "[] repeats=i64:[]",           "[0,3] repeats=i64:[2,1]",
+    "[64,64] repeats=i64:[4,8]",   NULL,
 };
 /* MaxUnpool: X, then I (offsets into the default output, classN: in [0, N)). */
 static const char *const max_unpool[] = {
@@ -862,11 +868,12 @@ static const char *const max_unpool[] = {
 /* InstanceNormalization: input, scale, B. LRN and MeanVarianceNormalization over 1-D to 3-D. */
 static const char *const instance_norm[] = {
     "[2,3,4,5] [3] [3]", "[1,2,7] [2] [2] epsilon=0.01", "[2,2,2,3,2] [2] [2]",
-    "[0,3,4] [3] [3]", "[8,16,32,32] [16] [16]", NULL,
+    "[0,3,4] [3] [3]",   "[8,16,32,32] [16] [16]",       NULL,
 };
 static const char *const lrn[] = {
-    "[2,5,3,3] size=3", "[1,4,6] size=2 alpha=0.001 beta=0.5 bias=2.0", "[2,3] size=5",
-    "[0,3,2,2] size=3", "[4,32,16,16] size=5", NULL,
+    "[2,5,3,3] size=3",    "[1,4,6] size=2 alpha=0.001 beta=0.5 bias=2.0",
+    "[2,3] size=5",        "[0,3,2,2] size=3",
+    "[4,32,16,16] size=5", NULL,
 };
 /* RoiAlign: X, rois (boxes inside the image: pos), batch_indices (class: in [0, N)). */
 static const char *const roi_align[] = {
@@ -878,8 +885,8 @@ static const char *const roi_align[] = {
     NULL,
 };
 static const char *const mvn[] = {
-    "[2,3,4,5]", "[2,3,4,5] axes=[1,2,3]", "[3,4] axes=[1]", "[2,3,4] axes=[0,2]",
-    "[8,16,32,32]", NULL,
+    "[2,3,4,5]",          "[2,3,4,5] axes=[1,2,3]", "[3,4] axes=[1]",
+    "[2,3,4] axes=[0,2]", "[8,16,32,32]",           NULL,
 };
 
 static const ses_conf_op_cases_t table[] = {

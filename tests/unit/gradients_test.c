@@ -352,7 +352,9 @@ static const gcase_t cases[] = {
     {"MatMul 2-D", 2, {X(2, 2, 3, 0, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},
     {"MatMul batched, broadcast", 2, {X(3, 2, 2, 3, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},
     {"MatMul vector", 2, {X(1, 3, 0, 0, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},
-    {"Gemm transA alpha beta C", 3, {X(2, 3, 2, 0, ANY), X(2, 3, 4, 0, ANY), X(1, 4, 0, 0, ANY)},
+    {"Gemm transA alpha beta C",
+     3,
+     {X(2, 3, 2, 0, ANY), X(2, 3, 4, 0, ANY), X(1, 4, 0, 0, ANY)},
      b_gemm},
     {"Gemm transB", 2, {X(2, 2, 3, 0, ANY), X(2, 4, 3, 0, ANY)}, b_gemm_tb},
     {"ReduceSum", 1, {X(3, 2, 3, 4, ANY)}, b_reduce_sum},
@@ -395,7 +397,9 @@ static const gcase_t cases[] = {
      3,
      {{4, {2, 4, 3, 2}, ANY}, {4, {4, 1, 3, 2}, ANY}, X(1, 2, 0, 0, ANY)},
      b_conv_transpose_2d},
-    {"ConvTranspose 1-D dilated, SAME_UPPER", 2, {X(3, 1, 2, 3, ANY), X(3, 2, 3, 2, ANY)},
+    {"ConvTranspose 1-D dilated, SAME_UPPER",
+     2,
+     {X(3, 1, 2, 3, ANY), X(3, 2, 3, 2, ANY)},
      b_conv_transpose_1d},
 };
 

@@ -93,8 +93,8 @@ static double at(ses_tensor_t *t, int64_t i) {
 }
 
 /* @p got has @p rank and @p dims and its values are within @p tol of @p want. */
-static void expect_values(const char *label, ses_tensor_t *got, size_t rank,
-                          const int64_t *dims, const double *want, double tol) {
+static void expect_values(const char *label, ses_tensor_t *got, size_t rank, const int64_t *dims,
+                          const double *want, double tol) {
     const int64_t *gd = ses_tensor_dims(got);
     if (ses_tensor_rank(got) != rank)
         fail_msg("%s: rank %zu, want %zu", label, (size_t)ses_tensor_rank(got), rank);
@@ -113,11 +113,11 @@ static void expect_values(const char *label, ses_tensor_t *got, size_t rank,
 typedef struct ct_case {
     const char *label;
     ses_dtype_t dtype;
-    size_t n;            /* spatial dims, 1 to 3 */
+    size_t n; /* spatial dims, 1 to 3 */
     int64_t batch, c, mg, group;
     int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], op[3];
     int bias;
-    const char *auto_pad;   /* NULL: explicit pads */
+    const char *auto_pad;    /* NULL: explicit pads */
     int64_t output_shape[3]; /* used when [0] > 0 */
 } ct_case_t;
 
@@ -180,10 +180,9 @@ static void run_ct_case(const ct_case_t *c) {
     for (size_t d = 0; d < c->n; d++) {
         xd[2 + d] = c->in[d];
         wd[2 + d] = c->k[d];
-        out[d] = c->output_shape[0] > 0
-                     ? c->output_shape[d]
-                     : c->s[d] * (c->in[d] - 1) + c->op[d] + (c->k[d] - 1) * c->d[d] + 1 -
-                           c->pb[d] - c->pe[d];
+        out[d] = c->output_shape[0] > 0 ? c->output_shape[d]
+                                        : c->s[d] * (c->in[d] - 1) + c->op[d] +
+                                              (c->k[d] - 1) * c->d[d] + 1 - c->pb[d] - c->pe[d];
         yd[2 + d] = out[d];
         pads[d] = c->pb[d];
         pads[c->n + d] = c->pe[d];
@@ -228,29 +227,151 @@ static void run_ct_case(const ct_case_t *c) {
 
 /* The pads the cases with auto_pad or output_shape give are worked out by hand in the case. */
 static void conv_transpose_matches_a_direct_scatter(void **state) {
+    /* clang-format off: one case per entry */
     static const ct_case_t cases[] = {
         {"1-D f32, bias", SES_F32, 1, 2, 3, 2, 1, {5}, {3}, {1}, {1}, {0}, {0}, {0}, 1, NULL, {0}},
-        {"1-D f64, stride 3, dilation 2, output_padding 2", SES_F64, 1, 1, 2, 3, 1, {4}, {2},
-         {3}, {2}, {1}, {0}, {2}, 0, NULL, {0}},
-        {"2-D f32, strides, pads, 2 groups, bias", SES_F32, 2, 2, 4, 3, 2, {4, 3}, {3, 2}, {2, 1},
-         {1, 1}, {1, 0}, {0, 1}, {1, 0}, 1, NULL, {0}},
-        {"2-D f64, dilations, depthwise", SES_F64, 2, 1, 3, 1, 3, {3, 4}, {2, 3}, {1, 2}, {2, 1},
-         {0, 1}, {1, 0}, {0, 1}, 1, NULL, {0}},
-        {"2-D f32, many channels (blocks of the column matrix)", SES_F32, 2, 2, 5, 40, 1,
-         {6, 5}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, NULL, {0}},
-        {"3-D f32, strides, bias", SES_F32, 3, 1, 2, 2, 1, {2, 3, 2}, {2, 2, 3}, {2, 1, 2},
-         {1, 1, 1}, {0, 1, 0}, {1, 0, 0}, {0, 0, 1}, 1, NULL, {0}},
+        {"1-D f64, stride 3, dilation 2, output_padding 2",
+         SES_F64,
+         1,
+         1,
+         2,
+         3,
+         1,
+         {4},
+         {2},
+         {3},
+         {2},
+         {1},
+         {0},
+         {2},
+         0,
+         NULL,
+         {0}},
+        {"2-D f32, strides, pads, 2 groups, bias",
+         SES_F32,
+         2,
+         2,
+         4,
+         3,
+         2,
+         {4, 3},
+         {3, 2},
+         {2, 1},
+         {1, 1},
+         {1, 0},
+         {0, 1},
+         {1, 0},
+         1,
+         NULL,
+         {0}},
+        {"2-D f64, dilations, depthwise",
+         SES_F64,
+         2,
+         1,
+         3,
+         1,
+         3,
+         {3, 4},
+         {2, 3},
+         {1, 2},
+         {2, 1},
+         {0, 1},
+         {1, 0},
+         {0, 1},
+         1,
+         NULL,
+         {0}},
+        {"2-D f32, many channels (blocks of the column matrix)",
+         SES_F32,
+         2,
+         2,
+         5,
+         40,
+         1,
+         {6, 5},
+         {3, 3},
+         {2, 2},
+         {1, 1},
+         {1, 1},
+         {1, 1},
+         {1, 1},
+         1,
+         NULL,
+         {0}},
+        {"3-D f32, strides, bias",
+         SES_F32,
+         3,
+         1,
+         2,
+         2,
+         1,
+         {2, 3, 2},
+         {2, 2, 3},
+         {2, 1, 2},
+         {1, 1, 1},
+         {0, 1, 0},
+         {1, 0, 0},
+         {0, 0, 1},
+         1,
+         NULL,
+         {0}},
         /* SAME_LOWER, stride 2, kernel 3, in 3: out 6, total pads 2*2+3-6 = 1, at the begin. */
-        {"2-D f64, auto_pad SAME_LOWER", SES_F64, 2, 1, 2, 2, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1},
-         {1, 1}, {0, 0}, {0, 0}, 0, "SAME_LOWER", {0}},
+        {"2-D f64, auto_pad SAME_LOWER",
+         SES_F64,
+         2,
+         1,
+         2,
+         2,
+         1,
+         {3, 3},
+         {3, 3},
+         {2, 2},
+         {1, 1},
+         {1, 1},
+         {0, 0},
+         {0, 0},
+         0,
+         "SAME_LOWER",
+         {0}},
         /* SAME_UPPER: the odd pad at the end. */
-        {"2-D f32, auto_pad SAME_UPPER", SES_F32, 2, 1, 2, 2, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1},
-         {0, 0}, {1, 1}, {0, 0}, 1, "SAME_UPPER", {0}},
+        {"2-D f32, auto_pad SAME_UPPER",
+         SES_F32,
+         2,
+         1,
+         2,
+         2,
+         1,
+         {3, 3},
+         {3, 3},
+         {2, 2},
+         {1, 1},
+         {0, 0},
+         {1, 1},
+         {0, 0},
+         1,
+         "SAME_UPPER",
+         {0}},
         /* output_shape [8, 9] from in [3, 4], stride 3, kernel 3: natural 9 and 12; pads
          * 1 at the begin, 0 at the end along the first (total 1) and 2, 1 along the second. */
-        {"2-D f32, output_shape", SES_F32, 2, 1, 1, 2, 1, {3, 4}, {3, 3}, {3, 3}, {1, 1}, {1, 2},
-         {0, 1}, {0, 0}, 0, NULL, {8, 9}},
+        {"2-D f32, output_shape",
+         SES_F32,
+         2,
+         1,
+         1,
+         2,
+         1,
+         {3, 4},
+         {3, 3},
+         {3, 3},
+         {1, 1},
+         {1, 2},
+         {0, 1},
+         {0, 0},
+         0,
+         NULL,
+         {8, 9}},
     };
+    /* clang-format on */
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_ct_case(&cases[i]);
@@ -331,8 +452,7 @@ static void conv_transpose_errors_name_the_node_and_what_is_wrong(void **state) 
         ct_error(3, x3, w3, SES_F32, &a, 1, parts, 2);
     }
     {
-        ses_attr_t a[] = {ses_attr_string("auto_pad", "SAME_UPPER"),
-                          ses_attr_ints("pads", two, 2)};
+        ses_attr_t a[] = {ses_attr_string("auto_pad", "SAME_UPPER"), ses_attr_ints("pads", two, 2)};
         const char *parts[] = {"pads and auto_pad=SAME_UPPER are both given"};
         ct_error(3, x3, w3, SES_F32, a, 2, parts, 1);
     }
@@ -789,9 +909,8 @@ static void normalizations_match_references_in_double(void **state) {
                     want[(n * 3 + c) * 4 + i] = (x[(n * 3 + c) * 4 + i] - m) / (sqrt(v) + 1e-9);
         }
         {
-            assert_int_equal(ses_graph_op(g, "MeanVarianceNormalization", "mvn", in, 1, NULL, 0,
-                                          &y),
-                             SES_OK);
+            assert_int_equal(
+                ses_graph_op(g, "MeanVarianceNormalization", "mvn", in, 1, NULL, 0, &y), SES_OK);
             ses_tensor_t *got = eval1(g, y);
             expect_values("MeanVarianceNormalization", got, 4, xd, want, tol);
             ses_tensor_release(got);
@@ -813,8 +932,10 @@ static void normalization_errors_name_the_node_and_input(void **state) {
     in[1] = constant(g, SES_F32, 1, bad, zeros);
     in[2] = constant(g, SES_F32, 1, bad, zeros);
     {
-        const char *parts[] = {"InstanceNormalization \"in\"", "scale must be 1-D with one entry "
-                               "per channel", "f32[2]"};
+        const char *parts[] = {"InstanceNormalization \"in\"",
+                               "scale must be 1-D with one entry "
+                               "per channel",
+                               "f32[2]"};
         assert_int_equal(ses_graph_op(g, "InstanceNormalization", "in", in, 3, NULL, 0, &y),
                          SES_OK);
         expect_error(g, y, SES_INVALID_ARGUMENT, parts, 3);

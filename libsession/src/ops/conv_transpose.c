@@ -299,8 +299,7 @@ ses_status_t ses__infer_conv_transpose_grad(ses__infer_ctx_t *ctx) {
             return ses__op_fail(ctx, SES_UNIMPLEMENTED,
                                 "no gradient for an output_padding of a stride or more: X is %s, "
                                 "dY is %s, strides %s",
-                                ses__tstr(x).s, ses__tstr(dy).s,
-                                ses__ints_str(w.strides, w.n).s);
+                                ses__tstr(x).s, ses__tstr(dy).s, ses__ints_str(w.strides, w.n).s);
     }
     if (input == 0) {
         ctx->outputs[0] = *x;

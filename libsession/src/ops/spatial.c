@@ -99,8 +99,7 @@ ses_status_t ses__infer_tile(ses__infer_ctx_t *ctx) {
     ctx->outputs[0] = *x;
     for (uint32_t d = 0; d < x->rank; d++) {
         if (repeats[d] < 0)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "repeats %s has a negative entry",
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "repeats %s has a negative entry",
                                 ses__ints_str(repeats, n).s);
         if (__builtin_mul_overflow(x->dims[d], repeats[d], &ctx->outputs[0].dims[d]) ||
             ctx->outputs[0].dims[d] > (INT64_C(1) << 48))
@@ -228,8 +227,8 @@ ses_status_t ses__infer_roi_align(ses__infer_ctx_t *ctx) {
     if (st == SES_OK && x->rank != 4)
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "X must be 4-D [N, C, H, W], got %s",
                           ses__tstr(x).s);
-    if (st == SES_OK && (rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 ||
-                         bi->dims[0] != rois->dims[0]))
+    if (st == SES_OK &&
+        (rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 || bi->dims[0] != rois->dims[0]))
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                           "rois must be [num_rois, 4] and batch_indices [num_rois]: rois is %s, "
                           "batch_indices is %s",

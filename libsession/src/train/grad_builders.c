@@ -693,8 +693,8 @@ static ses_status_t grad_split(ses__grad_ctx_t *c, const ses_node_t *n, const se
  * attributes as given (the op normalizes them again from the shapes). */
 static ses_status_t grad_conv_transpose(ses__grad_ctx_t *c, const ses_node_t *n,
                                         const ses_edge_t *dy, ses_edge_t *dx) {
-    static const char *const names[] = {"kernel_shape", "strides",        "dilations",
-                                        "pads",         "auto_pad",       "group",
+    static const char *const names[] = {"kernel_shape",   "strides",     "dilations",
+                                        "pads",           "auto_pad",    "group",
                                         "output_padding", "output_shape"};
     ses_attr_t attrs[sizeof names / sizeof names[0] + 1];
     ses_edge_t in[3] = {IN(0), dy[0], IN(1)};

@@ -391,8 +391,8 @@ static int value_rank(const importer_t *im, const char *name) {
         const Onnx__ValueInfoProto *vi =
             k < g->n_value_info ? g->value_info[k] : g->output[k - g->n_value_info];
         if (vi && vi->name && !strcmp(vi->name, name) && vi->type &&
-            vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
-            vi->type->tensor_type && vi->type->tensor_type->shape)
+            vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && vi->type->tensor_type &&
+            vi->type->tensor_type->shape)
             return (int)vi->type->tensor_type->shape->n_dim;
     }
     return -1;
@@ -425,8 +425,8 @@ static ses_status_t unsqueeze_input(importer_t *im, pending_t *p, size_t index, 
 static ses_status_t old_broadcast(importer_t *im, const Onnx__NodeProto *n, const char *label,
                                   pending_t *p) {
     const Onnx__AttributeProto *axis = attr_find(n, "axis");
-    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor",
-                                      "Equal", "Greater", "Less"};
+    static const char *const ops[] = {"Add", "Sub", "Mul",   "Div",     "Pow", "And",
+                                      "Or",  "Xor", "Equal", "Greater", "Less"};
     int binary = 0, ra, rb;
     int64_t a;
 
