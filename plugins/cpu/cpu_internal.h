@@ -475,6 +475,18 @@ enum cpu__op {
     CPU__OP_MELWEIGHTMATRIX,
     CPU__OP_DFT,
     CPU__OP_STFT,
+    /* g-convfam: the spatial and normalization ops (cpu_conv_transpose.c, ...), general
+     * entries */
+    CPU__OP_CONVTRANSPOSE,
+    CPU__OP_DEPTHTOSPACE,
+    CPU__OP_SPACETODEPTH,
+    CPU__OP_TILE,
+    CPU__OP_MAXUNPOOL,
+    CPU__OP_MAXPOOL_INDICES, /* MaxPool with Indices, and at i8 and u8 */
+    CPU__OP_INSTANCENORM,
+    CPU__OP_LRN,
+    CPU__OP_MVN,
+    CPU__OP_ROIALIGN,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -1031,5 +1043,20 @@ int32_t cpu__window(const cpu__call_t *call); /* HannWindow HammingWindow Blackm
 int32_t cpu__mel_weight_matrix(const cpu__call_t *call);
 int32_t cpu__dft(const cpu__call_t *call);
 int32_t cpu__stft(const cpu__call_t *call);
+/* g-convfam: cpu_conv_transpose.c (general entries) */
+int32_t cpu__conv_transpose(const cpu__call_t *call); /* ConvTranspose */
+/** ConvTranspose's per-node state: its column matrix, kept between launches. */
+int32_t cpu__conv_transpose_create(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                   void **out_state);
+void cpu__conv_transpose_destroy(ses_drv_device_t *device, void *state);
+/* g-convfam: cpu_spatial.c and cpu_norm.c (general entries) */
+int32_t cpu__depth_space(const cpu__call_t *call);      /* DepthToSpace SpaceToDepth */
+int32_t cpu__tile(const cpu__call_t *call);             /* Tile */
+int32_t cpu__max_unpool(const cpu__call_t *call);       /* MaxUnpool */
+int32_t cpu__max_pool_indices(const cpu__call_t *call); /* MaxPool with Indices; i8, u8 */
+int32_t cpu__instance_norm(const cpu__call_t *call);    /* InstanceNormalization */
+int32_t cpu__lrn(const cpu__call_t *call);              /* LRN */
+int32_t cpu__mvn(const cpu__call_t *call);              /* MeanVarianceNormalization */
+int32_t cpu__roi_align(const cpu__call_t *call);        /* RoiAlign */
 
 #endif /* SES_CPU_INTERNAL_H */

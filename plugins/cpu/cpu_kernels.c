@@ -630,6 +630,36 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__G_INT_PRODUCTS(G, ConvInteger, CPU__OP_CONVINTEGER)                                      \
     CPU__G_QLINEAR_Y(G, u8, u8) CPU__G_QLINEAR_Y(G, u8, i8) CPU__G_QLINEAR_Y(G, i8, u8)           \
     CPU__G_QLINEAR_Y(G, i8, i8)
+/* g-convfam: ConvTranspose (cpu_conv_transpose.c) at a float dtype T, without and with B. */
+#define CPU__G_CONVFAM_FLOAT(G, T)                                                                \
+    G(ConvTranspose_##T, "ConvTranspose", #T "," #T "->" #T, cpu__conv_transpose,                 \
+      CPU__OP_CONVTRANSPOSE, 0, 2, CPU__T2(T), 1, CPU__DT_##T, 0)                                 \
+    G(ConvTransposeB_##T, "ConvTranspose", #T "," #T "," #T "->" #T, cpu__conv_transpose,         \
+      CPU__OP_CONVTRANSPOSE, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)                                 \
+    G(MaxUnpool_##T, "MaxUnpool", #T ",i64->" #T, cpu__max_unpool, CPU__OP_MAXUNPOOL, 0, 2,       \
+      (CPU__DT_##T, SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)                                        \
+    G(MaxPoolI_##T, "MaxPool", #T "->" #T ",i64", cpu__max_pool_indices, CPU__OP_MAXPOOL_INDICES, \
+      0, 1, CPU__T1(T), 2, CPU__DT_##T, SES_DRV_DTYPE_I64)                                        \
+    G(InstanceNorm_##T, "InstanceNormalization", #T "," #T "," #T "->" #T, cpu__instance_norm,    \
+      CPU__OP_INSTANCENORM, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)                                  \
+    G(Lrn_##T, "LRN", #T "->" #T, cpu__lrn, CPU__OP_LRN, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)     \
+    G(Mvn_##T, "MeanVarianceNormalization", #T "->" #T, cpu__mvn, CPU__OP_MVN, 0, 1, CPU__T1(T),  \
+      1, CPU__DT_##T, 0)                                                                          \
+    G(RoiAlign_##T, "RoiAlign", #T "," #T ",i64->" #T, cpu__roi_align, CPU__OP_ROIALIGN, 0, 3,    \
+      (CPU__DT_##T, CPU__DT_##T, SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)
+/* g-convfam: the data-movement ops at any dtype T (cpu_spatial.c). */
+#define CPU__G_CONVFAM_ANY(G, T)                                                                  \
+    G(DepthToSpace_##T, "DepthToSpace", #T "->" #T, cpu__depth_space, CPU__OP_DEPTHTOSPACE, 0, 1, \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(SpaceToDepth_##T, "SpaceToDepth", #T "->" #T, cpu__depth_space, CPU__OP_SPACETODEPTH, 0, 1, \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(Tile_##T, "Tile", #T "->" #T, cpu__tile, CPU__OP_TILE, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)
+/* g-convfam: MaxPool at i8 and u8, without and with Indices. */
+#define CPU__G_CONVFAM_BYTES(G, T)                                                                \
+    G(MaxPoolQ_##T, "MaxPool", #T "->" #T, cpu__max_pool_indices, CPU__OP_MAXPOOL_INDICES, 0, 1,  \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(MaxPoolI_##T, "MaxPool", #T "->" #T ",i64", cpu__max_pool_indices, CPU__OP_MAXPOOL_INDICES, \
+      0, 1, CPU__T1(T), 2, CPU__DT_##T, SES_DRV_DTYPE_I64)
 
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
@@ -645,7 +675,11 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__FLOATS(CPU__G_RNN, G)                 \
     CPU__G_QUANT(G)                            \
     /* group g-act */                          \
-    CPU__FLOATS(CPU__G_G_ACT, G)
+    CPU__FLOATS(CPU__G_G_ACT, G)               \
+    /* g-convfam */                            \
+    CPU__FLOATS(CPU__G_CONVFAM_FLOAT, G)       \
+    CPU__ALL(CPU__G_CONVFAM_ANY, G)            \
+    CPU__G_CONVFAM_BYTES(G, i8) CPU__G_CONVFAM_BYTES(G, u8)
 
 /* group g-act: the window generators and MelWeightMatrix, from their first input (an integer
  * scalar whose value gave the output's shape at compile time) to a float T. General entries:
@@ -700,6 +734,16 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__qlinear NULL
 #define CPU__REUSE_cpu__window NULL /* group g-act */
 #define CPU__REUSE_cpu__mel_weight_matrix NULL
+/* g-convfam */
+#define CPU__REUSE_cpu__conv_transpose NULL
+#define CPU__REUSE_cpu__depth_space NULL
+#define CPU__REUSE_cpu__tile NULL
+#define CPU__REUSE_cpu__max_unpool NULL
+#define CPU__REUSE_cpu__max_pool_indices NULL
+#define CPU__REUSE_cpu__instance_norm NULL
+#define CPU__REUSE_cpu__lrn NULL
+#define CPU__REUSE_cpu__mvn NULL
+#define CPU__REUSE_cpu__roi_align NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -775,6 +819,16 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__qlinear(what) NULL
 #define CPU__GSTATE_cpu__window(what) NULL /* group g-act */
 #define CPU__GSTATE_cpu__mel_weight_matrix(what) NULL
+/* g-convfam: ConvTranspose keeps its column matrix between launches. */
+#define CPU__GSTATE_cpu__conv_transpose(what) cpu__conv_transpose_##what
+#define CPU__GSTATE_cpu__depth_space(what) NULL
+#define CPU__GSTATE_cpu__tile(what) NULL
+#define CPU__GSTATE_cpu__max_unpool(what) NULL
+#define CPU__GSTATE_cpu__max_pool_indices(what) NULL
+#define CPU__GSTATE_cpu__instance_norm(what) NULL
+#define CPU__GSTATE_cpu__lrn(what) NULL
+#define CPU__GSTATE_cpu__mvn(what) NULL
+#define CPU__GSTATE_cpu__roi_align(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

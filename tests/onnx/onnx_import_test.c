@@ -758,6 +758,107 @@ static void empty_and_truncated_files_are_refused(void **state) {
     unbuild(&b);
 }
 
+static size_t x_bytes(size_t rank, const int64_t *dims) {
+    size_t n = sizeof(float);
+    for (size_t d = 0; d < rank; d++)
+        n *= (size_t)dims[d];
+    return n;
+}
+
+/* g-convfam: the broadcasting of op sets before 7. Evaluates the imported model with x fed
+ * (@p xd, @p x) and compares y with @p want (@p n values). */
+static void run_old_model(built_t *b, size_t rank, const int64_t *xd, const float *x,
+                          const float *want, size_t n) {
+    ses_onnx_model_t *m = NULL;
+    ses_session_t *s = NULL;
+    ses_tensor_t *xt = NULL, *y = NULL;
+
+    if (import_built(b, NULL, &m) != SES_OK)
+        fail_msg("import: %s", ses_last_error());
+    assert_int_equal(ses_session_open(ses_onnx_model_graph(m), NULL, 0, NULL, &s), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, rank, xd, x, x_bytes(rank, xd), &xt), SES_OK);
+    const ses_feed_t feed = {ses_onnx_model_input(m, 0), xt};
+    const ses_edge_t out = ses_onnx_model_output(m, 0);
+    if (ses_session_eval(s, &out, 1, &feed, 1, NULL, 0, &y) != SES_OK)
+        fail_msg("eval: %s", ses_last_error());
+    assert_int_equal(ses_tensor_count(y), n);
+    assert_memory_equal(ses_tensor_data(y), want, n * sizeof *want);
+    ses_tensor_release(y);
+    ses_tensor_release(xt);
+    ses_session_destroy(s);
+    ses_onnx_model_destroy(m);
+}
+
+/* Add with broadcast=1 and axis=0 (op set 6): B [2] matches A [2,2] along axis 0, where numpy
+ * would match it along axis 1; without axis B matches the trailing dims (numpy's rule). An
+ * A of unknown rank cannot be aligned and is named. */
+static void old_broadcast_aligns_b_at_axis(void **state) {
+    static const char *const nodes[] = {"Add:w,x:y"};
+    static const char *const relu_nodes[] = {"Relu:w:r", "Add:r,x:y"};
+    Onnx__AttributeProto bc, axis, *attrs[2] = {&bc, &axis};
+    const float x[2] = {10, 20}, at_axis0[4] = {11, 12, 23, 24}, trailing[4] = {11, 22, 13, 24};
+    const int64_t xd[1] = {2};
+    built_t b;
+
+    (void)state;
+    onnx__attribute_proto__init(&bc);
+    bc.name = "broadcast";
+    bc.has_type = 1;
+    bc.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    bc.has_i = 1;
+    bc.i = 1;
+    onnx__attribute_proto__init(&axis);
+    axis.name = "axis";
+    axis.has_type = 1;
+    axis.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    axis.has_i = 1;
+    axis.i = 0;
+    for (size_t n_attrs = 1; n_attrs <= 2; n_attrs++) {
+        build(&b, nodes, 1, "y");
+        b.opset.version = 6;
+        b.dim.dim_value = 2;
+        add_initializer(&b, 2, 2, 1);
+        b.nodes[0].n_attribute = n_attrs;
+        b.nodes[0].attribute = attrs;
+        run_old_model(&b, 1, xd, x, n_attrs == 2 ? at_axis0 : trailing, 4);
+        unbuild(&b);
+    }
+    build(&b, relu_nodes, 2, "y");
+    b.opset.version = 6;
+    b.dim.dim_value = 2;
+    add_initializer(&b, 2, 2, 1);
+    b.nodes[1].n_attribute = 2;
+    b.nodes[1].attribute = attrs;
+    expect_error(&b, SES_UNIMPLEMENTED, "does not give the rank of r");
+    unbuild(&b);
+}
+
+/* PRelu of op set 6 with a slope per channel: slope [2] against x [1,2,2] broadcasts along axis
+ * 1 (numpy's rule would take it along the last axis). */
+static void old_prelu_takes_its_slope_per_channel(void **state) {
+    static const char *const nodes[] = {"PRelu:x,w:y"};
+    Onnx__TensorShapeProto__Dimension dims[3], *dim_ptrs[3];
+    const float x[4] = {-1, -1, -1, -1}, want[4] = {-1, -1, -2, -2};
+    const int64_t xd[3] = {1, 2, 2};
+    built_t b;
+
+    (void)state;
+    build(&b, nodes, 1, "y");
+    b.opset.version = 6;
+    for (int d = 0; d < 3; d++) {
+        onnx__tensor_shape_proto__dimension__init(&dims[d]);
+        dims[d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        dims[d].dim_value = xd[d];
+        dim_ptrs[d] = &dims[d];
+    }
+    b.shape.n_dim = 3;
+    b.shape.dim = dim_ptrs;
+    add_initializer(&b, 2, 0, 1);
+    b.init.n_float_data = 2;
+    run_old_model(&b, 3, xd, x, want, 4);
+    unbuild(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_mlp_matches_numpy),
@@ -777,6 +878,8 @@ int main(void) {
         cmocka_unit_test(large_initializers_read_from_a_file_keep_their_values),
         cmocka_unit_test(an_old_pad_takes_its_attributes_as_inputs),
         cmocka_unit_test(empty_and_truncated_files_are_refused),
+        cmocka_unit_test(old_broadcast_aligns_b_at_axis),
+        cmocka_unit_test(old_prelu_takes_its_slope_per_channel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

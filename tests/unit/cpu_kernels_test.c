@@ -552,6 +552,7 @@ static int op_prepares(const char *op) {
         /* group g-act: the activations of cpu_activation.c (not their gradients) */
         "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "ThresholdedRelu", "Softsign",
         "Shrink", "Gelu", "Mish",
+        "ConvTranspose",               /* g-convfam: its column matrix */
     };
     for (size_t i = 0; i < sizeof elementwise / sizeof elementwise[0]; i++)
         if (strcmp(op, elementwise[i]) == 0)

@@ -341,6 +341,22 @@ static ses_status_t b_sum3(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
     return ses_graph_op(g, "Sum", NULL, x, 3, NULL, 0, y);
 }
 BINARY(b_mean, "Mean")
+/* g-convfam: ConvTranspose, 2-D with strides, pads, output_padding, two groups and a bias; 1-D
+ * with dilations and auto_pad SAME_UPPER. */
+static ses_status_t b_conv_transpose_2d(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    const int64_t strides[] = {2, 1}, pads[] = {1, 0, 0, 1}, out_pad[] = {1, 0};
+    ses_attr_t a[] = {ses_attr_ints("strides", strides, 2), ses_attr_ints("pads", pads, 4),
+                      ses_attr_ints("output_padding", out_pad, 2), ses_attr_int("group", 2)};
+    return ses_graph_op(g, "ConvTranspose", NULL, x, 3, a, 4, y);
+}
+
+static ses_status_t b_conv_transpose_1d(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    const int64_t strides[] = {2}, dilations[] = {2};
+    ses_attr_t a[] = {ses_attr_ints("strides", strides, 1),
+                      ses_attr_ints("dilations", dilations, 1),
+                      ses_attr_string("auto_pad", "SAME_UPPER")};
+    return ses_graph_op(g, "ConvTranspose", NULL, x, 2, a, 3, y);
+}
 
 #define X(r, d0, d1, d2, dom) {r, {d0, d1, d2, 0}, dom}
 
@@ -370,7 +386,9 @@ static const gcase_t cases[] = {
     {"MatMul 2-D", 2, {X(2, 2, 3, 0, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},
     {"MatMul batched, broadcast", 2, {X(3, 2, 2, 3, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},
     {"MatMul vector", 2, {X(1, 3, 0, 0, ANY), X(2, 3, 4, 0, ANY)}, b_matmul},
-    {"Gemm transA alpha beta C", 3, {X(2, 3, 2, 0, ANY), X(2, 3, 4, 0, ANY), X(1, 4, 0, 0, ANY)},
+    {"Gemm transA alpha beta C",
+     3,
+     {X(2, 3, 2, 0, ANY), X(2, 3, 4, 0, ANY), X(1, 4, 0, 0, ANY)},
      b_gemm},
     {"Gemm transB", 2, {X(2, 2, 3, 0, ANY), X(2, 4, 3, 0, ANY)}, b_gemm_tb},
     {"ReduceSum", 1, {X(3, 2, 3, 4, ANY)}, b_reduce_sum},
@@ -424,6 +442,15 @@ static const gcase_t cases[] = {
     {"Sum of three, broadcast", 3, {X(2, 2, 3, 0, ANY), X(1, 3, 0, 0, ANY), X(0, 0, 0, 0, ANY)},
      b_sum3},
     {"Mean broadcast", 2, {X(2, 2, 3, 0, ANY), X(2, 2, 1, 0, ANY)}, b_mean},
+    /* g-convfam */
+    {"ConvTranspose 2-D strided, padded, grouped, with B",
+     3,
+     {{4, {2, 4, 3, 2}, ANY}, {4, {4, 1, 3, 2}, ANY}, X(1, 2, 0, 0, ANY)},
+     b_conv_transpose_2d},
+    {"ConvTranspose 1-D dilated, SAME_UPPER",
+     2,
+     {X(3, 1, 2, 3, ANY), X(3, 2, 3, 2, ANY)},
+     b_conv_transpose_1d},
 };
 
 /* ---- the check ---------------------------------------------------------------------------- */

@@ -167,6 +167,9 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "HardSwishGrad", "ThresholdedReluGrad", "SoftsignGrad", "ShrinkGrad", "GeluGrad",
         "MishGrad", "Sum", "Mean", "Det", "HannWindow", "HammingWindow", "BlackmanWindow",
         "MelWeightMatrix", "DFT", "STFT",
+        /* g-convfam (conv_transpose.c, spatial.c, norm.c; tested in spatial_ops_test.c) */
+        "ConvTranspose", "ConvTransposeGrad", "DepthToSpace", "SpaceToDepth", "Tile", "MaxUnpool",
+        "InstanceNormalization", "LRN", "MeanVarianceNormalization", "RoiAlign",
     };
     size_t n = ses__op_schema_count();
 

@@ -993,6 +993,77 @@ static const char *const mel_weight_matrix[] = {
     "[1]@pos dft_length=i64:[17] sample_rate=i64:[100] lower=i64:[5] upper=i64:[50]",
     NULL,
 };
+/* g-convfam: ConvTranspose: X [N,C,spatial...], W [C,M/group,kernel...], then B. 1-D, 2-D and
+ * 3-D, strides, pads, dilations, output_padding, output_shape, groups, every auto_pad, an empty
+ * batch and a large one. */
+static const char *const conv_transpose[] = {
+    "[1,1,3,3] [1,2,3,3]",
+    "[2,3,4,4] [3,4,3,3] strides=[2,2] pads=[1,1,1,1] output_padding=[1,1]",
+    "[1,4,3,3] [4,2,3,3] group=2 dilations=[2,2]",
+    "[1,2,5] [2,3,3] strides=[3] auto_pad=SAME_UPPER",
+    "[1,2,5] [2,3,3] strides=[2] auto_pad=SAME_LOWER",
+    "[1,2,3,3,3] [2,2,2,2,2] strides=[2,1,2] pads=[0,1,0,1,0,1]",
+    "[1,1,3,3] [1,2,3,3] strides=[3,2] output_shape=[10,8]",
+    "[1,3,5,6] [3,2,2,2] auto_pad=VALID strides=[2,3]",
+    "[0,3,5,5] [3,2,3,3]",
+    "[1,2,5,5] [2,3,3,3] [3]",
+    "[2,4,6,6] [4,1,3,3] [4] group=4 pads=[1,0,1,0] strides=[2,2]",
+    "[2,32,16,16] [32,16,4,4] [16] pads=[1,1,1,1] strides=[2,2]",
+    NULL,
+};
+
+/* g-convfam: DepthToSpace (DCR, CRD) and SpaceToDepth, blocks of 1 to 3, an empty batch and a
+ * large input. */
+static const char *const depth_to_space[] = {
+    "[1,4,2,3] blocksize=2",
+    "[2,18,3,2] blocksize=3 mode=CRD",
+    "[1,8,2,2] blocksize=2 mode=DCR",
+    "[1,3,2,2] blocksize=1",
+    "[0,4,2,2] blocksize=2",
+    "[4,64,16,16] blocksize=2 mode=CRD",
+    NULL,
+};
+static const char *const space_to_depth[] = {
+    "[1,1,4,6] blocksize=2", "[2,3,6,3] blocksize=3",    "[1,3,2,2] blocksize=1",
+    "[0,2,4,4] blocksize=2", "[4,16,32,32] blocksize=2", NULL,
+};
+/* Tile: repeats per dim, a zero repeat, a scalar, a large one. */
+static const char *const tile[] = {
+    "[2,3] repeats=i64:[2,2]",     "[3] repeats=i64:[4]",
+    "[2,1,3] repeats=i64:[1,3,2]", "[2,3] repeats=i64:[0,2]",
+    "[] repeats=i64:[]",           "[0,3] repeats=i64:[2,1]",
+    "[64,64] repeats=i64:[4,8]",   NULL,
+};
+/* MaxUnpool: X, then I (offsets into the default output, classN: in [0, N)). */
+static const char *const max_unpool[] = {
+    "[1,1,2,2] [1,1,2,2]@class16 kernel_shape=[2,2] strides=[2,2]",
+    "[2,3,3] [2,3,3]@class7 kernel_shape=[3] strides=[2] pads=[1,1]",
+    "[0,2,2,2] [0,2,2,2]@class4 kernel_shape=[2,2] strides=[2,2]",
+    NULL,
+};
+/* InstanceNormalization: input, scale, B. LRN and MeanVarianceNormalization over 1-D to 3-D. */
+static const char *const instance_norm[] = {
+    "[2,3,4,5] [3] [3]", "[1,2,7] [2] [2] epsilon=0.01", "[2,2,2,3,2] [2] [2]",
+    "[0,3,4] [3] [3]",   "[8,16,32,32] [16] [16]",       NULL,
+};
+static const char *const lrn[] = {
+    "[2,5,3,3] size=3",    "[1,4,6] size=2 alpha=0.001 beta=0.5 bias=2.0",
+    "[2,3] size=5",        "[0,3,2,2] size=3",
+    "[4,32,16,16] size=5", NULL,
+};
+/* RoiAlign: X, rois (boxes inside the image: pos), batch_indices (class: in [0, N)). */
+static const char *const roi_align[] = {
+    "[2,3,6,6] [4,4]@pos [4]@class2 output_height=2 output_width=2",
+    "[1,2,5,7] [3,4]@pos [3]@class1 output_height=3 output_width=2 sampling_ratio=2 "
+    "coordinate_transformation_mode=output_half_pixel",
+    "[2,2,8,8] [5,4]@pos [5]@class2 mode=max spatial_scale=0.5",
+    "[1,2,4,4] [0,4] [0]@class1",
+    NULL,
+};
+static const char *const mvn[] = {
+    "[2,3,4,5]",          "[2,3,4,5] axes=[1,2,3]", "[3,4] axes=[1]",
+    "[2,3,4] axes=[0,2]", "[8,16,32,32]",           NULL,
+};
 
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
@@ -1163,6 +1234,16 @@ static const ses_conf_op_cases_t table[] = {
     {"BlackmanWindow", LIBM, window},
     {"DFT", PRODUCTS, dft},
     {"STFT", PRODUCTS, stft},
+    /* g-convfam */
+    {"ConvTranspose", PRODUCTS, conv_transpose},
+    {"DepthToSpace", EXACT, depth_to_space},
+    {"SpaceToDepth", EXACT, space_to_depth},
+    {"Tile", EXACT, tile},
+    {"MaxUnpool", EXACT, max_unpool},
+    {"InstanceNormalization", LIBM, instance_norm},
+    {"LRN", LIBM, lrn},
+    {"MeanVarianceNormalization", LIBM, mvn},
+    {"RoiAlign", SUMS, roi_align},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

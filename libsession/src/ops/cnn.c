@@ -12,7 +12,8 @@
  *   Conv(X, W[, B]; group, ...)                  Conv (X, W[, B]; window, group)
  *   ConvGrad(dy, X, W; as Conv, input)           input 0/1: ConvGrad (dy, X, W; window, group,
  *                                                input); input 2: ReduceSum of dy
- *   MaxPool(X; ..., ceil_mode)                   MaxPool (X; window)
+ *   MaxPool(X; ..., ceil_mode)                   MaxPool (X; window[, storage_order when
+ *                                                  Indices is asked for])
  *   AveragePool(X; ..., count_include_pad)       AveragePool (X; window, count_include_pad)
  *   MaxPoolGrad(dy, X; as MaxPool)               MaxPoolGrad (dy, X; window)
  *   AveragePoolGrad(dy, X; as AveragePool)       AveragePoolGrad (dy; window, count_include_pad)
@@ -177,10 +178,11 @@ static ses_status_t window_attrs(ses__infer_ctx_t *ctx, const window_t *w) {
     return st;
 }
 
-/* Input @p index (named @p name) is float with rank >= 3: [N, C, spatial...]. */
-static ses_status_t check_image(ses__infer_ctx_t *ctx, size_t index, const char *name) {
+/* Input @p index (named @p name) has a dtype in @p allowed and rank >= 3: [N, C, spatial...]. */
+static ses_status_t check_image_of(ses__infer_ctx_t *ctx, size_t index, const char *name,
+                                   uint32_t allowed) {
     const ses__type_t *x = &ctx->inputs[index];
-    ses_status_t st = ses__op_check_dtype(ctx, index, name, SES__DT_FLOAT);
+    ses_status_t st = ses__op_check_dtype(ctx, index, name, allowed);
 
     if (st == SES_OK && x->rank < 3)
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
@@ -188,6 +190,11 @@ static ses_status_t check_image(ses__infer_ctx_t *ctx, size_t index, const char 
                           "dimension, got %s",
                           index, name, ses__tstr(x).s);
     return st;
+}
+
+/* Input @p index is float with rank >= 3. */
+static ses_status_t check_image(ses__infer_ctx_t *ctx, size_t index, const char *name) {
+    return check_image_of(ctx, index, name, SES__DT_FLOAT);
 }
 
 /* Whether optional input @p i is given and not empty. */
@@ -423,12 +430,15 @@ ses_status_t ses__infer_conv_grad(ses__infer_ctx_t *ctx) {
 /* ---- pools ------------------------------------------------------------------------------------
  */
 
-/* The window of a pool over input @p xi: kernel_shape required, ceil_mode. */
+/* The window of a pool over input @p xi: kernel_shape required, ceil_mode. MaxPool also takes
+ * i8 and u8 (op set 12). */
 static ses_status_t pool_core(ses__infer_ctx_t *ctx, size_t xi, window_t *w, ses__type_t *y) {
     const ses__type_t *x = &ctx->inputs[xi];
     int64_t ceil_mode;
     int present;
-    ses_status_t st = check_image(ctx, xi, "X");
+    ses_status_t st = check_image_of(
+        ctx, xi, "X",
+        SES__DT_FLOAT | (strcmp(ctx->op, "MaxPool") ? 0u : SES__DT(SES_I8) | SES__DT(SES_U8)));
 
     if (st != SES_OK)
         return st;
@@ -448,23 +458,22 @@ static ses_status_t pool_core(ses__infer_ctx_t *ctx, size_t xi, window_t *w, ses
     return SES_OK;
 }
 
-static ses_status_t check_storage_order(ses__infer_ctx_t *ctx) {
-    int64_t order;
-    ses_status_t st = ses__op_attr_flag(ctx, "storage_order", 0, &order);
-    if (st == SES_OK && ctx->n_outputs > 1)
-        st = ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                          "the Indices output is not supported; ask for output Y only");
-    return st;
-}
-
+/* MaxPool's optional Indices output (i64, Y's shape): flat offsets into X, whose spatial part
+ * is row-major (storage_order 0) or column-major (1); the kernel gets storage_order then. */
 ses_status_t ses__infer_max_pool(ses__infer_ctx_t *ctx) {
     window_t w;
-    ses_status_t st = check_storage_order(ctx);
+    int64_t order;
+    ses_status_t st = ses__op_attr_flag(ctx, "storage_order", 0, &order);
 
     if (st == SES_OK)
         st = pool_core(ctx, 0, &w, &ctx->outputs[0]);
     if (st == SES_OK)
         st = window_attrs(ctx, &w);
+    if (st == SES_OK && ctx->n_outputs > 1) {
+        ctx->outputs[1] = ctx->outputs[0];
+        ctx->outputs[1].dtype = SES_I64;
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "storage_order", order);
+    }
     return st;
 }
 

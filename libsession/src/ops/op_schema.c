@@ -7,6 +7,7 @@
 #include "../error.h"
 #include "cnn.h"
 #include "infer.h"
+#include "spatial.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
 
@@ -224,6 +225,18 @@ static const ses__op_schema_t schemas[] = {
      ses__infer_mel_weight_matrix},
     {"DFT", 1, 3, 1, 1, BIT(1) | BIT(2), ses__infer_dft},
     {"STFT", 2, 4, 1, 1, BIT(1) | BIT(3), ses__infer_stft},
+    /* g-convfam: conv_transpose.c, spatial.c, norm.c. ConvTransposeGrad takes X first (see
+     * conv_transpose.c). */
+    {"ConvTranspose", 2, 3, 1, 1, 0, ses__infer_conv_transpose},
+    {"ConvTransposeGrad", 3, 3, 1, 1, 0, ses__infer_conv_transpose_grad},
+    {"DepthToSpace", 1, 1, 1, 1, 0, ses__infer_depth_space},
+    {"SpaceToDepth", 1, 1, 1, 1, 0, ses__infer_depth_space},
+    {"Tile", 2, 2, 1, 1, BIT(1), ses__infer_tile},
+    {"MaxUnpool", 2, 3, 1, 1, BIT(2), ses__infer_max_unpool},
+    {"InstanceNormalization", 3, 3, 1, 1, 0, ses__infer_instance_norm},
+    {"LRN", 1, 1, 1, 1, 0, ses__infer_lrn},
+    {"MeanVarianceNormalization", 1, 1, 1, 1, 0, ses__infer_mvn},
+    {"RoiAlign", 3, 3, 1, 1, 0, ses__infer_roi_align},
 };
 #pragma GCC diagnostic pop
 

@@ -731,6 +731,27 @@ static ses_status_t grad_sum_mean(ses__grad_ctx_t *c, const ses_node_t *n, const
     return SES_OK;
 }
 
+/* ---- g-convfam: ConvTranspose and the spatial ops (src/ops/conv_transpose.c, spatial.c) -- */
+
+/* ConvTranspose(X, W[, B]): ConvTransposeGrad(X, dY, W) gives dX (input 0: the Conv of dY by
+ * W), dW (1) and dB (2: dY summed over the batch and spatial axes), from the forward
+ * attributes as given (the op normalizes them again from the shapes). */
+static ses_status_t grad_conv_transpose(ses__grad_ctx_t *c, const ses_node_t *n,
+                                        const ses_edge_t *dy, ses_edge_t *dx) {
+    static const char *const names[] = {"kernel_shape",   "strides",     "dilations",
+                                        "pads",           "auto_pad",    "group",
+                                        "output_padding", "output_shape"};
+    ses_attr_t attrs[sizeof names / sizeof names[0] + 1];
+    ses_edge_t in[3] = {IN(0), dy[0], IN(1)};
+    size_t k = forward_attrs(n, names, sizeof names / sizeof names[0], attrs);
+
+    for (int64_t i = 0; i < (n->n_inputs > 2 ? 3 : 2); i++) {
+        attrs[k] = ses_attr_int("input", i);
+        TRY(ses__grad_op(c, "ConvTransposeGrad", in, 3, attrs, k + 1, &dx[i]));
+    }
+    return SES_OK;
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 static const ses__grad_builder_t builders[] = {
@@ -803,6 +824,8 @@ static const ses__grad_builder_t builders[] = {
     {"Mish", grad_activation},
     {"Sum", grad_sum_mean},
     {"Mean", grad_sum_mean},
+    /* g-convfam */
+    {"ConvTranspose", grad_conv_transpose},
     /* Not differentiable: nothing flows back through them. */
     {"Equal", NULL},
     {"Greater", NULL},

@@ -371,7 +371,7 @@ typedef struct pending {
     const char *op;
     ses_edge_t inputs[SES__MAX_INPUTS];
     size_t n_inputs;
-    const char *skip[8]; /* NULL-terminated: at most 2 (op sets before 7) + 3 (Slice before 10) */
+    const char *skip[8]; /* NULL-terminated: at most 3 (op sets before 7) + 3 (Slice before 10) */
     size_t n_skip;
 } pending_t;
 
@@ -414,6 +414,98 @@ static ses_status_t input_to_ints_attr(importer_t *im, const Onnx__NodeProto *n,
     memcpy(ints, ses_tensor_data((ses_tensor_t *)t), ses_tensor_count(t) * sizeof *ints);
     attrs->list[attrs->count++] = ses_attr_ints("axes", ints, ses_tensor_count(t));
     return SES_OK;
+}
+
+/* ---- g-convfam: the broadcasting of op sets before 7 ------------------------------------- */
+
+/* The rank of value @p name: known for graph inputs and constants, else from the graph's
+ * value_info or outputs when they give a shape; -1 when nothing says. */
+static int value_rank(const importer_t *im, const char *name) {
+    const value_t *v = find((importer_t *)im, name);
+    const Onnx__GraphProto *g = im->graph;
+
+    if (v && v->rank >= 0)
+        return v->rank;
+    for (size_t k = 0; g && k < g->n_value_info + g->n_output; k++) {
+        const Onnx__ValueInfoProto *vi =
+            k < g->n_value_info ? g->value_info[k] : g->output[k - g->n_value_info];
+        if (vi && vi->name && !strcmp(vi->name, name) && vi->type &&
+            vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && vi->type->tensor_type &&
+            vi->type->tensor_type->shape)
+            return (int)vi->type->tensor_type->shape->n_dim;
+    }
+    return -1;
+}
+
+/* Unsqueezes input @p index of @p p at the axes [first, first + count) (count may be 0). */
+static ses_status_t unsqueeze_input(importer_t *im, pending_t *p, size_t index, int64_t first,
+                                    int64_t count) {
+    int64_t axes[SES_MAX_RANK];
+    ses_edge_t in[2];
+    ses_status_t st;
+
+    if (count <= 0)
+        return SES_OK;
+    for (int64_t k = 0; k < count && k < SES_MAX_RANK; k++)
+        axes[k] = first + k;
+    in[0] = p->inputs[index];
+    st = const_i64(im, axes, (size_t)(count < SES_MAX_RANK ? count : SES_MAX_RANK), &in[1]);
+    if (st == SES_OK)
+        st = ses_graph_op(im->m->graph, "Unsqueeze", NULL, in, 2, NULL, 0, &p->inputs[index]);
+    return st;
+}
+
+/*
+ * Before op set 7, Add, Sub, Mul, Div (and Gemm's C) broadcast B onto A only when broadcast is 1,
+ * with B's dims matching A's from `axis` on (A's trailing dims when axis is absent, numpy's
+ * rule). B gets trailing 1s (an Unsqueeze) so that numpy's rule aligns it at axis; Gemm's C
+ * needs nothing (op set 7 broadcasts it the same way). Needs A's and B's ranks.
+ */
+static ses_status_t old_broadcast(importer_t *im, const Onnx__NodeProto *n, const char *label,
+                                  pending_t *p) {
+    const Onnx__AttributeProto *axis = attr_find(n, "axis");
+    static const char *const ops[] = {"Add", "Sub", "Mul",   "Div",     "Pow", "And",
+                                      "Or",  "Xor", "Equal", "Greater", "Less"};
+    int binary = 0, ra, rb;
+    int64_t a;
+
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        binary |= !strcmp(n->op_type, ops[k]);
+    if (!binary && strcmp(n->op_type, "Gemm"))
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: the broadcast attribute of op sets before 7 is not supported on "
+                         "this op",
+                         label);
+    p->skip[p->n_skip++] = "axis";
+    if (!binary || !axis || p->n_inputs != 2)
+        return SES_OK;
+    ra = value_rank(im, n->input[0]);
+    rb = value_rank(im, n->input[1]);
+    if (ra < 0 || rb < 0)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: broadcast with axis (op sets before 7) needs the ranks of both "
+                         "inputs, and the model does not give the rank of %s",
+                         label, ra < 0 ? n->input[0] : n->input[1]);
+    a = axis->i < 0 ? axis->i + ra : axis->i;
+    if (a < 0 || a + rb > ra)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: axis %lld does not place B (rank %d) inside A (rank %d)", label,
+                         (long long)axis->i, rb, ra);
+    return unsqueeze_input(im, p, 1, rb, ra - a - rb);
+}
+
+/*
+ * PRelu before op set 7 takes a slope of X's channels ([C] against X [N, C, ...]): it becomes
+ * [C, 1, ...] so that numpy's rule broadcasts it along axis 1.
+ */
+static ses_status_t old_prelu(importer_t *im, const Onnx__NodeProto *n, pending_t *p) {
+    const value_t *slope = p->n_inputs == 2 ? find(im, n->input[1]) : NULL;
+    const int rx = p->n_inputs == 2 ? value_rank(im, n->input[0]) : -1;
+
+    if (!slope || !slope->constant || ses_tensor_rank(slope->constant) != 1 ||
+        ses_tensor_dims(slope->constant)[0] == 1 || rx < 3)
+        return SES_OK;
+    return unsqueeze_input(im, p, 1, 1, rx - 2);
 }
 
 /* ---- nodes -------------------------------------------------------------------------------- */
@@ -655,9 +747,10 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
      * (no effect on results). */
     if (opset < 7) {
         const Onnx__AttributeProto *bc = attr_find(n, "broadcast");
-        if (bc && bc->i)
-            return ses__fail(SES_UNIMPLEMENTED, "%s: the broadcasting of op sets before 7 is not "
-                             "supported", label);
+        if (bc && bc->i && (st = old_broadcast(im, n, label, &p)) != SES_OK)
+            return st;
+        if (!strcmp(op, "PRelu") && (st = old_prelu(im, n, &p)) != SES_OK)
+            return st;
         p.skip[p.n_skip++] = "consumed_inputs";
         p.skip[p.n_skip++] = "broadcast";
     }
@@ -872,6 +965,7 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
         return ses__fail(SES_UNIMPLEMENTED, "sparse initializers are not supported");
     if ((st = check_ops(im, g)) != SES_OK)
         return st;
+    im->graph = g;
     im->m->inputs = ses__calloc(g->n_input + 1, sizeof *im->m->inputs);
     im->m->input_names = ses__calloc(g->n_input + 1, sizeof *im->m->input_names);
     im->m->outputs = ses__calloc(g->n_output + 1, sizeof *im->m->outputs);

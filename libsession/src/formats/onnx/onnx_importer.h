@@ -48,6 +48,7 @@ typedef struct importer {
     ses_tensor_t **owned; /* constants made here, released at the end (the graph holds them) */
     size_t n_owned, owned_capacity;
     size_t sequence_items; /* the elements of every sequence value so far (each holds a list) */
+    const Onnx__GraphProto *graph; /* the graph being imported: its value_info and outputs */
 } importer_t;
 
 /* The value named @p name, or NULL. */
