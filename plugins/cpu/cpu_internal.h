@@ -442,6 +442,10 @@ enum cpu__op {
     CPU__OP_NCHWC_GLOBALAVGPOOL,
     CPU__OP_NCHWC_GLOBALMAXPOOL,
     CPU__OP_NCHWC_REORDER_OUTPUT,
+    /* Output shapes that depend on input values (cpu_value_shape.c), general entries */
+    CPU__OP_NONZERO,
+    CPU__OP_COMPRESS,
+    CPU__OP_TOPK,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -980,5 +984,10 @@ int32_t cpu__nchwc_reorder_output(const cpu__call_t *call); /* NchwcReorderOutpu
  * value at fault otherwise.
  */
 int32_t cpu__nchwc_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+
+/* cpu_value_shape.c: output shapes that depend on input values (general entries) */
+int32_t cpu__nonzero(const cpu__call_t *call);  /* NonZero */
+int32_t cpu__compress(const cpu__call_t *call); /* Compress */
+int32_t cpu__topk(const cpu__call_t *call);     /* TopK: Values and Indices */
 
 #endif /* SES_CPU_INTERNAL_H */

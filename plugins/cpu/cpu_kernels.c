@@ -474,6 +474,17 @@ CPU__KERNELS(CPU__DEFINE)
     G(NchwcReorderOutput_##T, "NchwcReorderOutput", #T "->" #T, cpu__nchwc_reorder_output,        \
       CPU__OP_NCHWC_REORDER_OUTPUT, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)
 
+/* Output shapes that depend on input values (cpu_value_shape.c): NonZero and Compress at every
+ * dtype, TopK (X only: K is the outputs' size) at the number dtypes. */
+#define CPU__G_VALUE_SHAPE_ALL(G, T)                                                              \
+    G(NonZero_##T, "NonZero", #T "->i64", cpu__nonzero, CPU__OP_NONZERO, 0, 1, CPU__T1(T), 1,     \
+      SES_DRV_DTYPE_I64, 0)                                                                       \
+    G(Compress_##T, "Compress", #T ",bool->" #T, cpu__compress, CPU__OP_COMPRESS, 0, 2,           \
+      (CPU__DT_##T, SES_DRV_DTYPE_BOOL), 1, CPU__DT_##T, 0)
+#define CPU__G_VALUE_SHAPE_NUMBER(G, T)                                                           \
+    G(TopK_##T, "TopK", #T "->" #T ",i64", cpu__topk, CPU__OP_TOPK, 0, 1, CPU__T1(T), 2,          \
+      CPU__DT_##T, SES_DRV_DTYPE_I64)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -483,7 +494,9 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__NUMBERS(CPU__G_CNN_NUMBER, G)         \
     CPU__ALL(CPU__G_SHAPE, G)                  \
     G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
-      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0)
+      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
+    CPU__ALL(CPU__G_VALUE_SHAPE_ALL, G)        \
+    CPU__NUMBERS(CPU__G_VALUE_SHAPE_NUMBER, G)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -518,6 +531,9 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__size NULL
 #define CPU__REUSE_cpu__constant_of_shape NULL
 #define CPU__REUSE_cpu__range NULL
+#define CPU__REUSE_cpu__nonzero NULL
+#define CPU__REUSE_cpu__compress NULL
+#define CPU__REUSE_cpu__topk NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -585,6 +601,9 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__size(what) NULL
 #define CPU__GSTATE_cpu__constant_of_shape(what) NULL
 #define CPU__GSTATE_cpu__range(what) NULL
+#define CPU__GSTATE_cpu__nonzero(what) NULL
+#define CPU__GSTATE_cpu__compress(what) NULL
+#define CPU__GSTATE_cpu__topk(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -816,6 +816,24 @@ static const char *const range[] = {
     "[]@small []@pos []@pos", "[]@pos []@small []@nz", "[]@small []@small []@nz",
     "[]@pos []@pos []@nz", NULL,
 };
+/* Output shapes that depend on input values (read at compile time): small values make zeros
+ * and ties; bool conditions select some of the entries; K is a constant. */
+static const char *const nonzero[] = {
+    "[2,3]@small", "[7,9,5]@small", "[0]", "[1]@small", "[6]@bool", "[256,256]@small", NULL,
+};
+static const char *const compress[] = {
+    "[5,4] [5]@bool axis=0", "[5,4] [3]@bool axis=1", "[3,4] [7]@bool",
+    "[0,3] [0]@bool axis=0", "[2,3,4] [3]@bool axis=-2", "[256,256] [256]@bool axis=1", NULL,
+};
+static const char *const topk[] = {
+    "[5,4]@small K=i64:[2]",
+    "[5,4]@small K=i64:[3] axis=0 largest=0",
+    "[7,9,5] K=i64:[9] axis=1",
+    "[3,0] K=i64:[0]",
+    "[100]@small K=i64:[100]",
+    "[64,1000] K=i64:[5] sorted=1",
+    NULL,
+};
 
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
@@ -945,6 +963,10 @@ static const ses_conf_op_cases_t table[] = {
     {"Size", EXACT, size},
     {"ConstantOfShape", EXACT, constant_of_shape},
     {"Range", ROUNDED, range},
+    /* output shapes that depend on input values */
+    {"NonZero", EXACT, nonzero},
+    {"Compress", EXACT, compress},
+    {"TopK", EXACT, topk},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

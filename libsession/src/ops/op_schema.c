@@ -7,6 +7,7 @@
 #include "../error.h"
 #include "cnn.h"
 #include "infer.h"
+#include "value_shape.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
 
@@ -177,6 +178,10 @@ static const ses__op_schema_t schemas[] = {
     {"Size", 1, 1, 1, 1, 0, ses__infer_size},
     {"ConstantOfShape", 1, 1, 1, 1, BIT(0), ses__infer_constant_of_shape},
     {"Range", 3, 3, 1, 1, BIT(0) | BIT(1) | BIT(2), ses__infer_range},
+    /* value_shape.c: output shapes that depend on input values, read at compile time */
+    {"NonZero", 1, 1, 1, 1, BIT(0), ses__infer_nonzero},
+    {"Compress", 2, 2, 1, 1, BIT(1), ses__infer_compress},
+    {"TopK", 2, 2, 2, 2, BIT(1), ses__infer_topk},
 };
 #pragma GCC diagnostic pop
 

@@ -1,0 +1,206 @@
+/*
+ * Kernels of the ops whose output shape depends on input values (libsession infers it from the
+ * values at compile time): NonZero, Compress and TopK. Each checks that the output it was given
+ * is the shape the values make, and fails naming both when not.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+/* Whether element @p k of @p t is non-zero (NaN is; -0.0 is not). */
+static int nonzero_at(const cpu__tensor_t *t, uint64_t k) {
+    const unsigned char *p = t->data + k * t->esize;
+    uint64_t bits = 0;
+
+    switch (t->dtype) {
+    case SES_DRV_DTYPE_F32: return *(const float *)(const void *)p != 0.0f;
+    case SES_DRV_DTYPE_F64: return *(const double *)(const void *)p != 0.0;
+    case SES_DRV_DTYPE_F16:
+    case SES_DRV_DTYPE_BF16: return (*(const uint16_t *)(const void *)p & 0x7fffu) != 0;
+    default: memcpy(&bits, p, t->esize); return bits != 0;
+    }
+}
+
+int32_t cpu__nonzero(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *y = &call->outs[0];
+    int64_t *out = (int64_t *)(void *)y->data;
+    int64_t coord[CPU__MAX_RANK] = {0};
+    uint64_t nz = 0, j = 0;
+    int32_t st = cpu__check_rank(call, "X", x);
+
+    if (st != SES_DRV_OK)
+        return st;
+    for (uint64_t k = 0; k < x->count; k++)
+        nz += (uint64_t)nonzero_at(x, k);
+    if (y->rank != 2 || y->dims[0] != (int64_t)x->rank || y->dims[1] != (int64_t)nz)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "X has %" PRIu64 " non-zero elements in %" PRIu32
+                              " dimensions, but the output is not [%" PRIu32 ",%" PRIu64 "]",
+                              nz, x->rank, x->rank, nz);
+    for (uint64_t k = 0; k < x->count; k++) {
+        if (nonzero_at(x, k)) {
+            for (uint32_t d = 0; d < x->rank; d++)
+                out[d * nz + j] = coord[d];
+            j++;
+        }
+        /* The next element's coordinates, last dimension fastest. */
+        for (uint32_t d = x->rank; d-- > 0;) {
+            if (++coord[d] < x->dims[d])
+                break;
+            coord[d] = 0;
+        }
+    }
+    return SES_DRV_OK;
+}
+
+int32_t cpu__compress(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *c = &call->in[1], *y = &call->outs[0];
+    uint64_t outer = 1, n = x->count, inner = 1, count = 0;
+    int64_t axis;
+    int32_t st = cpu__attr_int(call, "axis", 1, -1, &axis);
+
+    if (st != SES_DRV_OK)
+        return st;
+    if (axis >= (int64_t)x->rank || axis < -1 || c->rank != 1)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "axis %" PRId64 " (or -1 for the flattened input) for rank %" PRIu32
+                              " and a 1-D condition of rank %" PRIu32,
+                              axis, x->rank, c->rank);
+    if (axis >= 0) {
+        for (int64_t d = 0; d < axis; d++)
+            outer *= (uint64_t)x->dims[d];
+        n = (uint64_t)x->dims[axis];
+        for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++)
+            inner *= (uint64_t)x->dims[d];
+    }
+    if (c->count > n)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "condition has %" PRIu64 " entries, more than the %" PRIu64
+                              " it selects from",
+                              c->count, n);
+    for (uint64_t j = 0; j < c->count; j++)
+        count += c->data[j] != 0;
+    if (y->count != outer * count * inner)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "condition selects %" PRIu64 " of %" PRIu64
+                              ", but the output holds %" PRIu64 " elements",
+                              count, n, y->count);
+    const size_t row = (size_t)inner * x->esize;
+    unsigned char *dst = y->data;
+    for (uint64_t o = 0; o < outer; o++)
+        for (uint64_t j = 0; j < c->count; j++)
+            if (c->data[j]) {
+                memcpy(dst, x->data + (o * n + j) * row, row);
+                dst += row;
+            }
+    return SES_DRV_OK;
+}
+
+/* TopK's order: the keys of one slice, as doubles (floats) or int64 (integers). */
+typedef struct topk_keys {
+    const double *f;
+    const int64_t *i;
+    int largest;
+} topk_keys_t;
+
+/* Whether index @p a goes strictly before index @p b: larger (or smaller) first; NaN counts as
+ * larger than every number. Ties keep index order (the sort is stable). */
+static int before(const topk_keys_t *k, int64_t a, int64_t b) {
+    if (k->f) {
+        const double x = k->f[a], y = k->f[b];
+        const int xn = isnan(x), yn = isnan(y);
+        if (xn || yn)
+            return k->largest ? xn && !yn : yn && !xn;
+        return k->largest ? x > y : x < y;
+    }
+    return k->largest ? k->i[a] > k->i[b] : k->i[a] < k->i[b];
+}
+
+/* Stable merge sort of idx[0..n) by before(), with tmp[0..n) as scratch. */
+static void sort_indices(const topk_keys_t *k, int64_t *idx, int64_t *tmp, int64_t n) {
+    for (int64_t width = 1; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            int64_t mid = lo + width < n ? lo + width : n;
+            int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                tmp[o++] = before(k, idx[b], idx[a]) ? idx[b++] : idx[a++];
+            while (a < mid)
+                tmp[o++] = idx[a++];
+            while (b < hi)
+                tmp[o++] = idx[b++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+}
+
+int32_t cpu__topk(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *v = &call->outs[0], *ix = &call->outs[1];
+    const int is_float = x->dtype == SES_DRV_DTYPE_F32 || x->dtype == SES_DRV_DTYPE_F64;
+    int64_t axis, largest, outer = 1, inner = 1, n, k;
+    int32_t st = cpu__attr_int(call, "axis", 1, -1, &axis);
+
+    if (st == SES_DRV_OK)
+        st = cpu__attr_int(call, "largest", 1, 1, &largest);
+    if (st != SES_DRV_OK)
+        return st;
+    if (axis < 0)
+        axis += x->rank;
+    if (axis < 0 || axis >= (int64_t)x->rank || v->rank != x->rank || !cpu__same_shape(v, ix))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "axis %" PRId64 " for X of rank %" PRIu32
+                              ", and Values and Indices of X's rank and one shape",
+                              axis, x->rank);
+    for (uint32_t d = 0; d < x->rank; d++) {
+        if (d != (uint32_t)axis && v->dims[d] != x->dims[d])
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "Values differ from X in dimension %" PRIu32
+                                  ", which is not the axis",
+                                  d);
+        if (d < (uint32_t)axis)
+            outer *= x->dims[d];
+        else if (d > (uint32_t)axis)
+            inner *= x->dims[d];
+    }
+    n = x->dims[axis];
+    k = v->dims[axis];
+    if (k > n)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "K %" PRId64 " is more than the %" PRId64 " entries along the axis",
+                              k, n);
+    if (k == 0 || outer * inner == 0)
+        return SES_DRV_OK;
+    int64_t *idx = malloc((size_t)n * 3 * sizeof *idx);
+    if (!idx)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "out of memory for %" PRId64 " keys", n);
+    int64_t *tmp = idx + n, *ikeys = idx + 2 * n;
+    double *fkeys = (double *)(void *)ikeys; /* the same bytes, as doubles for a float X */
+    topk_keys_t keys = {is_float ? fkeys : NULL, is_float ? NULL : ikeys, (int)largest};
+    int64_t *out_i = (int64_t *)(void *)ix->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            for (int64_t j = 0; j < n; j++) {
+                const uint64_t at = (uint64_t)((o * n + j) * inner + in);
+                idx[j] = j;
+                switch (x->dtype) {
+                case SES_DRV_DTYPE_F32: fkeys[j] = ((const float *)(const void *)x->data)[at]; break;
+                case SES_DRV_DTYPE_F64: fkeys[j] = ((const double *)(const void *)x->data)[at]; break;
+                case SES_DRV_DTYPE_I32: ikeys[j] = ((const int32_t *)(const void *)x->data)[at]; break;
+                default: ikeys[j] = ((const int64_t *)(const void *)x->data)[at]; break;
+                }
+            }
+            sort_indices(&keys, idx, tmp, n);
+            for (int64_t j = 0; j < k; j++) {
+                const uint64_t from = (uint64_t)((o * n + idx[j]) * inner + in);
+                const uint64_t to = (uint64_t)((o * k + j) * inner + in);
+                memcpy(v->data + to * v->esize, x->data + from * x->esize, x->esize);
+                out_i[to] = idx[j];
+            }
+        }
+    free(idx);
+    return SES_DRV_OK;
+}
