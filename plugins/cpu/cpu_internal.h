@@ -446,6 +446,7 @@ enum cpu__op {
     CPU__OP_NONZERO,
     CPU__OP_COMPRESS,
     CPU__OP_TOPK,
+    CPU__OP_UNIQUE,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -989,5 +990,6 @@ int32_t cpu__nchwc_supports(ses_drv_device_t *device, const ses_drv_node_t *node
 int32_t cpu__nonzero(const cpu__call_t *call);  /* NonZero */
 int32_t cpu__compress(const cpu__call_t *call); /* Compress */
 int32_t cpu__topk(const cpu__call_t *call);     /* TopK: Values and Indices */
+int32_t cpu__unique(const cpu__call_t *call);   /* Unique: Y and 0 to 3 of its index outputs */
 
 #endif /* SES_CPU_INTERNAL_H */

@@ -485,6 +485,18 @@ CPU__KERNELS(CPU__DEFINE)
     G(TopK_##T, "TopK", #T "->" #T ",i64", cpu__topk, CPU__OP_TOPK, 0, 1, CPU__T1(T), 2,          \
       CPU__DT_##T, SES_DRV_DTYPE_I64)
 
+/* Unique with 1 to 4 outputs: Y, then indices, inverse_indices and counts (i64). */
+#define CPU__G_UNIQUE(G, T)                                                                       \
+    G(Unique1_##T, "Unique", #T "->" #T, cpu__unique, CPU__OP_UNIQUE, 0, 1, CPU__T1(T), 1,        \
+      CPU__DT_##T, 0)                                                                             \
+    G(Unique2_##T, "Unique", #T "->" #T ",i64", cpu__unique, CPU__OP_UNIQUE, 0, 1, CPU__T1(T), 2, \
+      CPU__DT_##T, SES_DRV_DTYPE_I64)                                                             \
+    G(Unique3_##T, "Unique", #T "->" #T ",i64,i64", cpu__unique, CPU__OP_UNIQUE, 0, 1,            \
+      CPU__T1(T), 3, CPU__DT_##T, CPU__LIST(SES_DRV_DTYPE_I64, SES_DRV_DTYPE_I64))                \
+    G(Unique4_##T, "Unique", #T "->" #T ",i64,i64,i64", cpu__unique, CPU__OP_UNIQUE, 0, 1,        \
+      CPU__T1(T), 4, CPU__DT_##T,                                                                 \
+      CPU__LIST(SES_DRV_DTYPE_I64, SES_DRV_DTYPE_I64, SES_DRV_DTYPE_I64))
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -496,7 +508,8 @@ CPU__KERNELS(CPU__DEFINE)
     G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
       CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
     CPU__ALL(CPU__G_VALUE_SHAPE_ALL, G)        \
-    CPU__NUMBERS(CPU__G_VALUE_SHAPE_NUMBER, G)
+    CPU__NUMBERS(CPU__G_VALUE_SHAPE_NUMBER, G) \
+    CPU__BASIC(CPU__G_UNIQUE, G)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -534,6 +547,7 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__nonzero NULL
 #define CPU__REUSE_cpu__compress NULL
 #define CPU__REUSE_cpu__topk NULL
+#define CPU__REUSE_cpu__unique NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -604,6 +618,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__nonzero(what) NULL
 #define CPU__GSTATE_cpu__compress(what) NULL
 #define CPU__GSTATE_cpu__topk(what) NULL
+#define CPU__GSTATE_cpu__unique(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

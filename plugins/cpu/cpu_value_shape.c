@@ -1,6 +1,6 @@
 /*
  * Kernels of the ops whose output shape depends on input values (libsession infers it from the
- * values at compile time): NonZero, Compress and TopK. Each checks that the output it was given
+ * values at compile time): NonZero, Compress, TopK and Unique. Each checks that the output it was given
  * is the shape the values make, and fails naming both when not.
  */
 #include <inttypes.h>
@@ -202,5 +202,155 @@ int32_t cpu__topk(const cpu__call_t *call) {
             }
         }
     free(idx);
+    return SES_DRV_OK;
+}
+
+/* Unique's rows: X flattened (one element a row), or its slices along the axis, each the
+ * elements x[o, j, i] in (o, i) order. */
+typedef struct rows {
+    const cpu__tensor_t *x;
+    int64_t outer, n, inner;
+} rows_t;
+
+/* -1, 0, 1 as element @p a compares with element @p b: numbers by value, NaN above every
+ * number and equal to NaN, -0.0 equal to 0.0. */
+static int element_cmp(const cpu__tensor_t *x, int64_t a, int64_t b) {
+    const void *pa = x->data + (size_t)a * x->esize, *pb = x->data + (size_t)b * x->esize;
+    switch (x->dtype) {
+    case SES_DRV_DTYPE_F32:
+    case SES_DRV_DTYPE_F64: {
+        const double u = x->dtype == SES_DRV_DTYPE_F32 ? *(const float *)pa : *(const double *)pa;
+        const double v = x->dtype == SES_DRV_DTYPE_F32 ? *(const float *)pb : *(const double *)pb;
+        if (isnan(u) || isnan(v))
+            return (isnan(u) != 0) - (isnan(v) != 0);
+        return (u > v) - (u < v);
+    }
+    case SES_DRV_DTYPE_I32: {
+        const int32_t u = *(const int32_t *)pa, v = *(const int32_t *)pb;
+        return (u > v) - (u < v);
+    }
+    case SES_DRV_DTYPE_I64: {
+        const int64_t u = *(const int64_t *)pa, v = *(const int64_t *)pb;
+        return (u > v) - (u < v);
+    }
+    default: {
+        uint64_t u = 0, v = 0;
+        memcpy(&u, pa, x->esize);
+        memcpy(&v, pb, x->esize);
+        return (u > v) - (u < v);
+    }
+    }
+}
+
+static int row_cmp(const rows_t *r, int64_t a, int64_t b) {
+    for (int64_t o = 0; o < r->outer; o++)
+        for (int64_t i = 0; i < r->inner; i++) {
+            int c = element_cmp(r->x, (o * r->n + a) * r->inner + i, (o * r->n + b) * r->inner + i);
+            if (c)
+                return c;
+        }
+    return 0;
+}
+
+/* Stable merge sort of idx[0..n) by @p less (rows, or first occurrences when @p first). */
+static void sort_rows(const rows_t *r, const int64_t *first, int64_t *idx, int64_t *tmp,
+                      int64_t n) {
+    for (int64_t width = 1; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            int64_t mid = lo + width < n ? lo + width : n;
+            int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi) {
+                int b_first = first ? first[idx[b]] < first[idx[a]] : row_cmp(r, idx[b], idx[a]) < 0;
+                tmp[o++] = b_first ? idx[b++] : idx[a++];
+            }
+            while (a < mid)
+                tmp[o++] = idx[a++];
+            while (b < hi)
+                tmp[o++] = idx[b++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+}
+
+int32_t cpu__unique(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *y = &call->outs[0];
+    int64_t axis, sorted, u = 0;
+    rows_t r = {x, 1, (int64_t)x->count, 1};
+    int32_t st = cpu__attr_int(call, "axis", 1, -1, &axis);
+
+    if (st == SES_DRV_OK)
+        st = cpu__attr_int(call, "sorted", 1, 1, &sorted);
+    if (st != SES_DRV_OK)
+        return st;
+    if (axis < -1 || axis >= (int64_t)x->rank)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "axis %" PRId64 " (or -1 for the flattened input) for rank %" PRIu32,
+                              axis, x->rank);
+    if (axis >= 0) {
+        r.n = x->dims[axis];
+        for (uint32_t d = 0; d < x->rank; d++) {
+            if ((int64_t)d < axis)
+                r.outer *= x->dims[d];
+            else if ((int64_t)d > axis)
+                r.inner *= x->dims[d];
+        }
+    }
+    /* idx: rows in sorted order; group: each row's group; first, count: per group (indexed
+     * by group), order: the groups in output order; pos: each group's output position. */
+    int64_t *mem = malloc(((size_t)r.n * 7 + 1) * sizeof *mem);
+    if (!mem)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "out of memory for %" PRId64 " rows",
+                              r.n);
+    int64_t *idx = mem, *tmp = idx + r.n, *group = tmp + r.n, *first = group + r.n,
+            *count = first + r.n, *order = count + r.n, *pos = order + r.n;
+    for (int64_t j = 0; j < r.n; j++)
+        idx[j] = j;
+    sort_rows(&r, NULL, idx, tmp, r.n);
+    for (int64_t j = 0; j < r.n; j++) {
+        if (j == 0 || row_cmp(&r, idx[j - 1], idx[j]) != 0) {
+            first[u] = idx[j]; /* the sort is stable: the first row of a run comes first */
+            count[u++] = 0;
+        }
+        group[idx[j]] = u - 1;
+        count[u - 1]++;
+    }
+    const int64_t want = axis >= 0 ? (x->dims[axis] ? u : 0) : u;
+    if ((axis < 0 && (y->rank != 1 || y->dims[0] != u)) ||
+        (axis >= 0 && (y->rank != x->rank || y->dims[axis] != want)))
+        st = cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                            "X has %" PRId64 " distinct %s, but Y does not hold that many", u,
+                            axis < 0 ? "elements" : "slices");
+    for (uint32_t o = 1; st == SES_DRV_OK && o < call->n_out; o++)
+        if (call->outs[o].count != (uint64_t)(o == 2 ? r.n : u))
+            st = cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                "output %" PRIu32 " holds %" PRIu64 " values, not %" PRId64, o,
+                                call->outs[o].count, o == 2 ? r.n : u);
+    if (st != SES_DRV_OK) {
+        free(mem);
+        return st;
+    }
+    for (int64_t g = 0; g < u; g++)
+        order[g] = g;
+    if (!sorted)
+        sort_rows(&r, first, order, tmp, u); /* by first occurrence */
+    for (int64_t g = 0; g < u; g++)
+        pos[order[g]] = g;
+    const size_t row = (size_t)r.inner * x->esize;
+    for (int64_t o = 0; o < r.outer; o++)
+        for (int64_t g = 0; g < u; g++)
+            memcpy(y->data + ((size_t)(o * u + g)) * row,
+                   x->data + ((size_t)(o * r.n + first[order[g]])) * row, row);
+    for (uint32_t o = 1; o < call->n_out; o++) {
+        int64_t *out = (int64_t *)(void *)call->outs[o].data;
+        if (o == 2) {
+            for (int64_t j = 0; j < r.n; j++)
+                out[j] = pos[group[j]];
+        } else {
+            for (int64_t g = 0; g < u; g++)
+                out[g] = o == 1 ? first[order[g]] : count[order[g]];
+        }
+    }
+    free(mem);
     return SES_DRV_OK;
 }

@@ -834,6 +834,10 @@ static const char *const topk[] = {
     "[64,1000] K=i64:[5] sorted=1",
     NULL,
 };
+static const char *const unique[] = {
+    "[12]@small", "[3,4]@small axis=1", "[4,3]@small axis=0 sorted=0", "[0]",
+    "[2,3,4]@small axis=-1", "[1000]@small sorted=0", "[6]@somenan", NULL,
+};
 
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
@@ -967,6 +971,7 @@ static const ses_conf_op_cases_t table[] = {
     {"NonZero", EXACT, nonzero},
     {"Compress", EXACT, compress},
     {"TopK", EXACT, topk},
+    {"Unique", EXACT, unique},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

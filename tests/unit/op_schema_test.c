@@ -156,7 +156,7 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "NchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
         "NchwcGlobalMaxPool", "NchwcReorderOutput",
         /* output shapes that depend on input values (value_shape.c; value_shape_test.c) */
-        "NonZero", "Compress", "TopK",
+        "NonZero", "Compress", "TopK", "Unique",
     };
     size_t n = ses__op_schema_count();
 

@@ -1,5 +1,5 @@
 /*
- * NonZero, Compress and TopK (ops/value_shape.c, plugins/cpu/cpu_value_shape.c): output shapes
+ * NonZero, Compress, TopK and Unique (ops/value_shape.c, plugins/cpu/cpu_value_shape.c): output shapes
  * that depend on input values, read at compile time from constants, fed values or values the
  * compiler computes from them. Results are checked against hand-computed values; a fed value
  * that changes between runs of one plan gives the new shape; an input computed from a variable
@@ -360,6 +360,127 @@ static void topk_refuses_a_large_k_a_k_list_a_scalar_and_a_variable_k(void **sta
     ses_graph_release(g);
 }
 
+/* ---- Unique ------------------------------------------------------------------------------- */
+
+/* Evaluates the four outputs of Unique "u" of @p x with @p attrs into @p out. */
+static void unique4(ses_graph_t *g, ses_edge_t x, const ses_attr_t *attrs, size_t n_attrs,
+                    const ses_feed_t *feeds, size_t n_feeds, ses_tensor_t **out) {
+    ses_node_t *n = NULL;
+    assert_int_equal(ses_graph_add_node(g, "Unique", NULL, &x, 1, attrs, n_attrs, 4, &n), SES_OK);
+    const ses_edge_t fetch[4] = {ses_node_output(n, 0), ses_node_output(n, 1),
+                                 ses_node_output(n, 2), ses_node_output(n, 3)};
+    ses_session_t *s = open_session(g);
+    assert_int_equal(ses_session_eval(s, fetch, 4, feeds, n_feeds, NULL, 0, out), SES_OK);
+    ses_session_destroy(s);
+}
+
+static void release4(ses_tensor_t **t) {
+    for (int i = 0; i < 4; i++)
+        ses_tensor_release(t[i]);
+}
+
+/* ONNX's example [2,1,1,3,4,3], sorted and in order of first occurrence, fed. */
+static void unique_of_a_flattened_input_sorted_and_unsorted(void **state) {
+    (void)state;
+    ses_graph_t *g;
+    ses_edge_t x;
+    const int64_t xd[2] = {2, 3};
+    const int64_t xs[6] = {2, 1, 1, 3, 4, 3};
+    ses_tensor_t *out[4] = {NULL};
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_I64, 2, xd, &x), SES_OK);
+    ses_tensor_t *xv = tensor(SES_I64, 2, xd, xs);
+    const ses_feed_t f = {x, xv};
+    unique4(g, x, NULL, 0, &f, 1, out);
+    const int64_t y[4] = {1, 2, 3, 4}, i[4] = {1, 0, 3, 4}, inv[6] = {1, 0, 0, 2, 3, 2},
+                  c[4] = {2, 1, 2, 1};
+    assert_i64s(out[0], y, 4);
+    assert_i64s(out[1], i, 4);
+    assert_i64s(out[2], inv, 6);
+    assert_i64s(out[3], c, 4);
+    release4(out);
+    const ses_attr_t unsorted = ses_attr_int("sorted", 0);
+    unique4(g, x, &unsorted, 1, &f, 1, out);
+    const int64_t uy[4] = {2, 1, 3, 4}, ui[4] = {0, 1, 3, 4}, uinv[6] = {0, 1, 1, 2, 3, 2},
+                  uc[4] = {1, 2, 2, 1};
+    assert_i64s(out[0], uy, 4);
+    assert_i64s(out[1], ui, 4);
+    assert_i64s(out[2], uinv, 6);
+    assert_i64s(out[3], uc, 4);
+    release4(out);
+    ses_tensor_release(xv);
+    ses_graph_release(g);
+}
+
+/* Rows (axis 0) and columns (axis -1) of a matrix; NaN equals NaN and -0.0 equals 0.0. */
+static void unique_slices_along_an_axis_and_nan_and_signed_zero(void **state) {
+    (void)state;
+    ses_graph_t *g;
+    const int64_t xd[2] = {3, 3}, cd[2] = {2, 3}, nd = 5;
+    const float rows[9] = {1, 0, 0, 1, 0, 0, 2, 3, 4}, cols[6] = {1, 1, 0, 2, 2, 1};
+    const float odd[5] = {NAN, 0.0f, -0.0f, NAN, 1};
+    ses_tensor_t *out[4] = {NULL};
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    const ses_attr_t ax0 = ses_attr_int("axis", 0), axm1 = ses_attr_int("axis", -1);
+    unique4(g, constant(g, SES_F32, 2, xd, rows), &ax0, 1, NULL, 0, out);
+    const int64_t d0[2] = {2, 3};
+    const float y0[6] = {1, 0, 0, 2, 3, 4};
+    const int64_t i0[2] = {0, 2}, inv0[3] = {0, 0, 1}, c0[2] = {2, 1};
+    assert_shape(out[0], 2, d0);
+    assert_f32s(out[0], y0, 6);
+    assert_i64s(out[1], i0, 2);
+    assert_i64s(out[2], inv0, 3);
+    assert_i64s(out[3], c0, 2);
+    release4(out);
+    /* Columns (1,2), (1,2), (0,1): sorted (0,1) then (1,2). */
+    unique4(g, constant(g, SES_F32, 2, cd, cols), &axm1, 1, NULL, 0, out);
+    const int64_t d1[2] = {2, 2};
+    const float y1[4] = {0, 1, 1, 2};
+    const int64_t i1[2] = {2, 0}, inv1[3] = {1, 1, 0}, c1[2] = {1, 2};
+    assert_shape(out[0], 2, d1);
+    assert_f32s(out[0], y1, 4);
+    assert_i64s(out[1], i1, 2);
+    assert_i64s(out[2], inv1, 3);
+    assert_i64s(out[3], c1, 2);
+    release4(out);
+    unique4(g, constant(g, SES_F32, 1, &nd, odd), NULL, 0, NULL, 0, out);
+    const int64_t i2[3] = {1, 4, 0}, inv2[5] = {2, 0, 0, 2, 1}, c2[3] = {2, 1, 2};
+    assert_int_equal(ses_tensor_count(out[0]), 3);
+    assert_float_equal(((const float *)ses_tensor_data(out[0]))[0], 0, 0);
+    assert_float_equal(((const float *)ses_tensor_data(out[0]))[1], 1, 0);
+    assert_true(isnan(((const float *)ses_tensor_data(out[0]))[2]));
+    assert_i64s(out[1], i2, 3);
+    assert_i64s(out[2], inv2, 5);
+    assert_i64s(out[3], c2, 3);
+    release4(out);
+    ses_graph_release(g);
+}
+
+static void unique_refuses_a_variable_dependent_input_a_bad_axis_and_dtype(void **state) {
+    (void)state;
+    ses_graph_t *g;
+    ses_edge_t v;
+    const int64_t vd = 3;
+    const int32_t v0[3] = {1, 1, 2};
+    const int16_t h[3] = {1, 2, 3};
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_variable(g, "v", constant(g, SES_I32, 1, &vd, v0), &v), SES_OK);
+    assert_refused(g, op(g, "Unique", "u", &v, 1, NULL, 0, 1), NULL, 0,
+                   "Unique \"u\": input 0 (X) must be a constant or fed: the output's shape "
+                   "depends on its value; it depends on variable \"v\"");
+    const ses_attr_t ax1 = ses_attr_int("axis", 1);
+    ses_edge_t c = constant(g, SES_I32, 1, &vd, v0);
+    assert_refused(g, op(g, "Unique", "ua", &c, 1, &ax1, 1, 1), NULL, 0,
+                   "Unique \"ua\": axis 1 is out of range for rank 1");
+    ses_edge_t ch = constant(g, SES_I16, 1, &vd, h);
+    assert_refused(g, op(g, "Unique", "uh", &ch, 1, NULL, 0, 1), NULL, 0,
+                   "Unique \"uh\": input 0 (X) is i16[3]; allowed dtypes:");
+    ses_graph_release(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nonzero_of_a_fed_value_follows_each_run),
@@ -370,6 +491,9 @@ int main(void) {
         cmocka_unit_test(topk_largest_and_smallest_with_ties_by_lower_index),
         cmocka_unit_test(topk_k_fed_or_computed),
         cmocka_unit_test(topk_refuses_a_large_k_a_k_list_a_scalar_and_a_variable_k),
+        cmocka_unit_test(unique_of_a_flattened_input_sorted_and_unsorted),
+        cmocka_unit_test(unique_slices_along_an_axis_and_nan_and_signed_zero),
+        cmocka_unit_test(unique_refuses_a_variable_dependent_input_a_bad_axis_and_dtype),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -957,11 +957,12 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
     if (st != SES_OK) {
         ses__attrs_clear(&ctx.kernel_attrs);
         b->rejected = b->trial;
-        /* A value inference needed is computed at run time: say what keeps it from being known. */
+        /* A value inference needed is not known: say what keeps it from being known (a variable,
+         * a value computed at run time, a device tensor fed). */
         for (size_t i = 0; i < node->n_inputs && i < 64; i++) {
             char why[400], message[2048];
             if (!(node->schema->value_inputs & (UINT64_C(1) << i)) || values[i] ||
-                c->slots[in_slots[i]].kind != SES__SLOT_ARENA || !ses__type_count(&in_types[i]))
+                !ses__type_count(&in_types[i]))
                 continue;
             why_unknown(b, node->inputs[i], why, sizeof why);
             snprintf(message, sizeof message, "%s", ses_last_error());

@@ -182,6 +182,7 @@ static const ses__op_schema_t schemas[] = {
     {"NonZero", 1, 1, 1, 1, BIT(0), ses__infer_nonzero},
     {"Compress", 2, 2, 1, 1, BIT(1), ses__infer_compress},
     {"TopK", 2, 2, 2, 2, BIT(1), ses__infer_topk},
+    {"Unique", 1, 1, 1, 4, BIT(0), ses__infer_unique},
 };
 #pragma GCC diagnostic pop
 
