@@ -497,6 +497,10 @@ CPU__KERNELS(CPU__DEFINE)
       CPU__T1(T), 4, CPU__DT_##T,                                                                 \
       CPU__LIST(SES_DRV_DTYPE_I64, SES_DRV_DTYPE_I64, SES_DRV_DTYPE_I64))
 
+#define CPU__G_REVERSE_SEQUENCE(G, T)                                                             \
+    G(ReverseSequence_##T, "ReverseSequence", #T ",i64->" #T, cpu__reverse_sequence,              \
+      CPU__OP_REVERSESEQUENCE, 0, 2, (CPU__DT_##T, SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -509,7 +513,8 @@ CPU__KERNELS(CPU__DEFINE)
       CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
     CPU__ALL(CPU__G_VALUE_SHAPE_ALL, G)        \
     CPU__NUMBERS(CPU__G_VALUE_SHAPE_NUMBER, G) \
-    CPU__BASIC(CPU__G_UNIQUE, G)
+    CPU__BASIC(CPU__G_UNIQUE, G)               \
+    CPU__ALL(CPU__G_REVERSE_SEQUENCE, G)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -548,6 +553,7 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__compress NULL
 #define CPU__REUSE_cpu__topk NULL
 #define CPU__REUSE_cpu__unique NULL
+#define CPU__REUSE_cpu__reverse_sequence NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -619,6 +625,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__compress(what) NULL
 #define CPU__GSTATE_cpu__topk(what) NULL
 #define CPU__GSTATE_cpu__unique(what) NULL
+#define CPU__GSTATE_cpu__reverse_sequence(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

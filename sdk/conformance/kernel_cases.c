@@ -838,6 +838,17 @@ static const char *const unique[] = {
     "[12]@small", "[3,4]@small axis=1", "[4,3]@small axis=0 sorted=0", "[0]",
     "[2,3,4]@small axis=-1", "[1000]@small sorted=0", "[6]@somenan", NULL,
 };
+/* input, sequence_lens (classN: lengths in [0, N), N one more than the time axis's size);
+ * batch and time axes both ways. */
+static const char *const reverse_sequence[] = {
+    "[4,4] [4]@class5",
+    "[4,4] [4]@class5 batch_axis=0 time_axis=1",
+    "[3,2,5] [2]@class4",
+    "[2,6,3] [2]@class7 batch_axis=0 time_axis=1",
+    "[0,2] [2]@class1",
+    "[64,32,16] [32]@class65",
+    NULL,
+};
 
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
@@ -972,6 +983,7 @@ static const ses_conf_op_cases_t table[] = {
     {"Compress", EXACT, compress},
     {"TopK", EXACT, topk},
     {"Unique", EXACT, unique},
+    {"ReverseSequence", EXACT, reverse_sequence},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

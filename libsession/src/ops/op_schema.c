@@ -8,6 +8,7 @@
 #include "cnn.h"
 #include "infer.h"
 #include "value_shape.h"
+#include "reverse_sequence.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
 
@@ -183,6 +184,8 @@ static const ses__op_schema_t schemas[] = {
     {"Compress", 2, 2, 1, 1, BIT(1), ses__infer_compress},
     {"TopK", 2, 2, 2, 2, BIT(1), ses__infer_topk},
     {"Unique", 1, 1, 1, 4, BIT(0), ses__infer_unique},
+    /* reverse_sequence.c */
+    {"ReverseSequence", 2, 2, 1, 1, 0, ses__infer_reverse_sequence},
 };
 #pragma GCC diagnostic pop
 
