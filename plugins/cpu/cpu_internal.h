@@ -448,6 +448,7 @@ enum cpu__op {
     CPU__OP_TOPK,
     CPU__OP_UNIQUE,
     CPU__OP_REVERSESEQUENCE, /* cpu_reverse_sequence.c */
+    CPU__OP_EINSUM,          /* cpu_einsum.c */
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -994,5 +995,7 @@ int32_t cpu__topk(const cpu__call_t *call);     /* TopK: Values and Indices */
 int32_t cpu__unique(const cpu__call_t *call);   /* Unique: Y and 0 to 3 of its index outputs */
 /* cpu_reverse_sequence.c (general entry) */
 int32_t cpu__reverse_sequence(const cpu__call_t *call); /* ReverseSequence */
+/* cpu_einsum.c (general entries) */
+int32_t cpu__einsum(const cpu__call_t *call); /* Einsum, 1 to 3 inputs */
 
 #endif /* SES_CPU_INTERNAL_H */

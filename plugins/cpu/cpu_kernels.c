@@ -501,6 +501,14 @@ CPU__KERNELS(CPU__DEFINE)
     G(ReverseSequence_##T, "ReverseSequence", #T ",i64->" #T, cpu__reverse_sequence,              \
       CPU__OP_REVERSESEQUENCE, 0, 2, (CPU__DT_##T, SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)
 
+#define CPU__G_EINSUM(G, T)                                                                       \
+    G(Einsum1_##T, "Einsum", #T "->" #T, cpu__einsum, CPU__OP_EINSUM, 0, 1, CPU__T1(T), 1,        \
+      CPU__DT_##T, 0)                                                                             \
+    G(Einsum2_##T, "Einsum", #T "," #T "->" #T, cpu__einsum, CPU__OP_EINSUM, 0, 2, CPU__T2(T), 1, \
+      CPU__DT_##T, 0)                                                                             \
+    G(Einsum3_##T, "Einsum", #T "," #T "," #T "->" #T, cpu__einsum, CPU__OP_EINSUM, 0, 3,         \
+      CPU__T3(T), 1, CPU__DT_##T, 0)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -514,7 +522,8 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__ALL(CPU__G_VALUE_SHAPE_ALL, G)        \
     CPU__NUMBERS(CPU__G_VALUE_SHAPE_NUMBER, G) \
     CPU__BASIC(CPU__G_UNIQUE, G)               \
-    CPU__ALL(CPU__G_REVERSE_SEQUENCE, G)
+    CPU__ALL(CPU__G_REVERSE_SEQUENCE, G)       \
+    CPU__NUMBERS(CPU__G_EINSUM, G)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -554,6 +563,7 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__topk NULL
 #define CPU__REUSE_cpu__unique NULL
 #define CPU__REUSE_cpu__reverse_sequence NULL
+#define CPU__REUSE_cpu__einsum NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -626,6 +636,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__topk(what) NULL
 #define CPU__GSTATE_cpu__unique(what) NULL
 #define CPU__GSTATE_cpu__reverse_sequence(what) NULL
+#define CPU__GSTATE_cpu__einsum(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -849,6 +849,19 @@ static const char *const reverse_sequence[] = {
     "[64,32,16] [32]@class65",
     NULL,
 };
+/* Equations without spaces (a token each): transpose, sums, matmul, batch matmul with a
+ * diagonal, implicit outputs, three inputs, an empty dimension. */
+static const char *const einsum[] = {
+    "[3,4] equation=ij->ji",
+    "[3,4] equation=ij->i",
+    "[5,5] equation=ii",
+    "[3,4] [4,5] equation=ij,jk",
+    "[2,3,3] [2,3,4] equation=bii,bik->bk",
+    "[2,3] [3,4] [4,2] equation=ij,jk,kl->il",
+    "[0,3] [3,2] equation=ij,jk->ik",
+    "[16,32] [32,24] equation=ik,kj->ij",
+    NULL,
+};
 
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
@@ -984,6 +997,7 @@ static const ses_conf_op_cases_t table[] = {
     {"TopK", EXACT, topk},
     {"Unique", EXACT, unique},
     {"ReverseSequence", EXACT, reverse_sequence},
+    {"Einsum", SUMS, einsum},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

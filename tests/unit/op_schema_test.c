@@ -159,6 +159,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "NonZero", "Compress", "TopK", "Unique",
         /* reverse_sequence.c (tested in cpu_reverse_sequence_test.c) */
         "ReverseSequence",
+        /* einsum.c (tested in cpu_einsum_test.c) */
+        "Einsum",
     };
     size_t n = ses__op_schema_count();
 

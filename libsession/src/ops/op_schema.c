@@ -9,6 +9,7 @@
 #include "infer.h"
 #include "value_shape.h"
 #include "reverse_sequence.h"
+#include "einsum.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
 
@@ -186,6 +187,8 @@ static const ses__op_schema_t schemas[] = {
     {"Unique", 1, 1, 1, 4, BIT(0), ses__infer_unique},
     /* reverse_sequence.c */
     {"ReverseSequence", 2, 2, 1, 1, 0, ses__infer_reverse_sequence},
+    /* einsum.c */
+    {"Einsum", 1, 3, 1, 1, 0, ses__infer_einsum},
 };
 #pragma GCC diagnostic pop
 
