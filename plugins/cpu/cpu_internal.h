@@ -447,6 +447,7 @@ enum cpu__op {
     CPU__OP_COMPRESS,
     CPU__OP_TOPK,
     CPU__OP_UNIQUE,
+    CPU__OP_NMS, /* NonMaxSuppression */
     CPU__OP_REVERSESEQUENCE, /* cpu_reverse_sequence.c */
     CPU__OP_EINSUM,          /* cpu_einsum.c */
 };
@@ -993,6 +994,7 @@ int32_t cpu__nonzero(const cpu__call_t *call);  /* NonZero */
 int32_t cpu__compress(const cpu__call_t *call); /* Compress */
 int32_t cpu__topk(const cpu__call_t *call);     /* TopK: Values and Indices */
 int32_t cpu__unique(const cpu__call_t *call);   /* Unique: Y and 0 to 3 of its index outputs */
+int32_t cpu__nms(const cpu__call_t *call);      /* NonMaxSuppression: boxes, scores */
 /* cpu_reverse_sequence.c (general entry) */
 int32_t cpu__reverse_sequence(const cpu__call_t *call); /* ReverseSequence */
 /* cpu_einsum.c (general entries) */

@@ -523,7 +523,9 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__NUMBERS(CPU__G_VALUE_SHAPE_NUMBER, G) \
     CPU__BASIC(CPU__G_UNIQUE, G)               \
     CPU__ALL(CPU__G_REVERSE_SEQUENCE, G)       \
-    CPU__NUMBERS(CPU__G_EINSUM, G)
+    CPU__NUMBERS(CPU__G_EINSUM, G)             \
+    G(NonMaxSuppression_f32, "NonMaxSuppression", "f32,f32->i64", cpu__nms, CPU__OP_NMS, 0, 2, \
+      (SES_DRV_DTYPE_F32, SES_DRV_DTYPE_F32), 1, SES_DRV_DTYPE_I64, 0)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -564,6 +566,7 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__unique NULL
 #define CPU__REUSE_cpu__reverse_sequence NULL
 #define CPU__REUSE_cpu__einsum NULL
+#define CPU__REUSE_cpu__nms NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -637,6 +640,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__unique(what) NULL
 #define CPU__GSTATE_cpu__reverse_sequence(what) NULL
 #define CPU__GSTATE_cpu__einsum(what) NULL
+#define CPU__GSTATE_cpu__nms(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -354,3 +354,95 @@ int32_t cpu__unique(const cpu__call_t *call) {
     free(mem);
     return SES_DRV_OK;
 }
+
+/* ---- NonMaxSuppression ------------------------------------------------------------------- */
+
+/* Intersection over union of boxes @p a and @p b (corners in any order, or center and size);
+ * 0 when either has no area. */
+static double box_iou(const float *a, const float *b, int center) {
+    double ay0, ax0, ay1, ax1, by0, bx0, by1, bx1;
+    if (center) {
+        ax0 = a[0] - a[2] / 2.0, ax1 = a[0] + a[2] / 2.0, ay0 = a[1] - a[3] / 2.0,
+        ay1 = a[1] + a[3] / 2.0;
+        bx0 = b[0] - b[2] / 2.0, bx1 = b[0] + b[2] / 2.0, by0 = b[1] - b[3] / 2.0,
+        by1 = b[1] + b[3] / 2.0;
+    } else {
+        ay0 = fmin(a[0], a[2]), ay1 = fmax(a[0], a[2]), ax0 = fmin(a[1], a[3]),
+        ax1 = fmax(a[1], a[3]);
+        by0 = fmin(b[0], b[2]), by1 = fmax(b[0], b[2]), bx0 = fmin(b[1], b[3]),
+        bx1 = fmax(b[1], b[3]);
+    }
+    const double area_a = (ay1 - ay0) * (ax1 - ax0), area_b = (by1 - by0) * (bx1 - bx0);
+    if (area_a <= 0 || area_b <= 0)
+        return 0.0;
+    const double ih = fmin(ay1, by1) - fmax(ay0, by0), iw = fmin(ax1, bx1) - fmax(ax0, bx0);
+    const double inter = ih > 0 && iw > 0 ? ih * iw : 0.0;
+    return inter / (area_a + area_b - inter);
+}
+
+int32_t cpu__nms(const cpu__call_t *call) {
+    const cpu__tensor_t *b = &call->in[0], *s = &call->in[1], *y = &call->outs[0];
+    int64_t center, max_out, has_st;
+    double iou_th, score_th;
+    int32_t st = cpu__attr_int(call, "center_point_box", 1, 0, &center);
+
+    if (st == SES_DRV_OK)
+        st = cpu__attr_int(call, "max_output_boxes_per_class", 1, 0, &max_out);
+    if (st == SES_DRV_OK)
+        st = cpu__attr_int(call, "has_score_threshold", 1, 0, &has_st);
+    if (st == SES_DRV_OK)
+        st = cpu__attr_float(call, "iou_threshold", 0.0, &iou_th);
+    if (st == SES_DRV_OK)
+        st = cpu__attr_float(call, "score_threshold", 0.0, &score_th);
+    if (st != SES_DRV_OK)
+        return st;
+    if (b->rank != 3 || b->dims[2] != 4 || s->rank != 3 || s->dims[0] != b->dims[0] ||
+        s->dims[2] != b->dims[1] || y->rank != 2 || y->dims[1] != 3)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "boxes [batch, boxes, 4], scores [batch, classes, boxes] and an "
+                              "output [selected, 3]");
+    const int64_t batch = b->dims[0], n = b->dims[1], classes = s->dims[1];
+    const float *boxes = (const float *)(const void *)b->data;
+    const float *scores = (const float *)(const void *)s->data;
+    int64_t *out = (int64_t *)(void *)y->data, total = 0;
+    int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    if (!order)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "out of memory for %" PRId64 " boxes",
+                              n);
+    for (int64_t q = 0; q < batch && max_out > 0; q++)
+        for (int64_t c = 0; c < classes; c++) {
+            const float *bx = boxes + q * n * 4, *sc = scores + (q * classes + c) * n;
+            int64_t k = 0, selected = 0;
+            /* Scores above the threshold, highest first, ties to the lower index. */
+            for (int64_t i = 0; i < n; i++) {
+                if (has_st && !(sc[i] > score_th))
+                    continue;
+                int64_t j = k++;
+                while (j > 0 && sc[order[j - 1]] < sc[i]) {
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = i;
+            }
+            for (int64_t r = 0; r < k && selected < max_out; r++) {
+                int keep = 1;
+                for (int64_t p = 0; p < selected && keep; p++)
+                    keep = box_iou(&bx[order[r] * 4], &bx[order[p] * 4], (int)center) <= iou_th;
+                if (!keep)
+                    continue;
+                order[selected++] = order[r];
+                if (total < y->dims[0]) {
+                    out[total * 3] = q;
+                    out[total * 3 + 1] = c;
+                    out[total * 3 + 2] = order[selected - 1];
+                }
+                total++;
+            }
+        }
+    free(order);
+    if (total != y->dims[0])
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "%" PRId64 " boxes are selected, but the output holds %" PRId64,
+                              total, y->dims[0]);
+    return SES_DRV_OK;
+}

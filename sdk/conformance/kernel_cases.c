@@ -862,6 +862,16 @@ static const char *const einsum[] = {
     "[16,32] [32,24] equation=ik,kj->ij",
     NULL,
 };
+/* boxes, scores, then max_output_boxes_per_class as a constant (the thresholds keep their
+ * defaults: any overlap suppresses, no score is filtered); corners and centers. */
+static const char *const nms[] = {
+    "[1,6,4] [1,2,6]",
+    "[2,8,4]@unit [2,3,8] max=i64:[3]",
+    "[1,0,4] [1,1,0] max=i64:[2]",
+    "[1,50,4] [1,1,50]@small max=i64:[10] center_point_box=1",
+    "[3,20,4]@pos [3,2,20] max=i64:[20]",
+    NULL,
+};
 
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
@@ -996,6 +1006,7 @@ static const ses_conf_op_cases_t table[] = {
     {"Compress", EXACT, compress},
     {"TopK", EXACT, topk},
     {"Unique", EXACT, unique},
+    {"NonMaxSuppression", EXACT, nms},
     {"ReverseSequence", EXACT, reverse_sequence},
     {"Einsum", SUMS, einsum},
 };

@@ -156,7 +156,7 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "NchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
         "NchwcGlobalMaxPool", "NchwcReorderOutput",
         /* output shapes that depend on input values (value_shape.c; value_shape_test.c) */
-        "NonZero", "Compress", "TopK", "Unique",
+        "NonZero", "Compress", "TopK", "Unique", "NonMaxSuppression",
         /* reverse_sequence.c (tested in cpu_reverse_sequence_test.c) */
         "ReverseSequence",
         /* einsum.c (tested in cpu_einsum_test.c) */

@@ -1,5 +1,5 @@
 /*
- * NonZero, Compress, TopK and Unique (ops/value_shape.c, plugins/cpu/cpu_value_shape.c): output shapes
+ * NonZero, Compress, TopK, Unique and NonMaxSuppression (ops/value_shape.c, plugins/cpu/cpu_value_shape.c): output shapes
  * that depend on input values, read at compile time from constants, fed values or values the
  * compiler computes from them. Results are checked against hand-computed values; a fed value
  * that changes between runs of one plan gives the new shape; an input computed from a variable
@@ -481,6 +481,84 @@ static void unique_refuses_a_variable_dependent_input_a_bad_axis_and_dtype(void 
     ses_graph_release(g);
 }
 
+/* ---- NonMaxSuppression -------------------------------------------------------------------- */
+
+static const float nms_boxes[24] = {0, 0,    1, 1,   0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
+                                    0, 10,   1, 11,  0, 10.1f, 1, 11.1f, 0, 100,   1, 101};
+
+/* NonMaxSuppression "nms" of the six boxes of ONNX's examples with @p scores fed, max 3 and
+ * IoU 0.5, with score_threshold @p st when @p has_st; the selected indices. */
+static ses_tensor_t *nms(const float *scores, int has_st, float st) {
+    ses_graph_t *g;
+    ses_edge_t sc;
+    const int64_t bd[3] = {1, 6, 4}, sd[3] = {1, 1, 6}, one = 1, three = 3;
+    const float half = 0.5f;
+    ses_tensor_t *sv = tensor(SES_F32, 3, sd, scores), *out = NULL;
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "scores", SES_F32, 3, sd, &sc), SES_OK);
+    const ses_edge_t in[5] = {constant(g, SES_F32, 3, bd, nms_boxes), sc,
+                              constant(g, SES_I64, 1, &one, &three),
+                              constant(g, SES_F32, 1, &one, &half),
+                              constant(g, SES_F32, 1, &one, &st)};
+    ses_edge_t y = op(g, "NonMaxSuppression", "nms", in, has_st ? 5 : 4, NULL, 0, 1);
+    ses_session_t *s = open_session(g);
+    const ses_feed_t f = {sc, sv};
+    assert_int_equal(ses_session_eval(s, &y, 1, &f, 1, NULL, 0, &out), SES_OK);
+    ses_session_destroy(s);
+    ses_tensor_release(sv);
+    ses_graph_release(g);
+    return out;
+}
+
+/* Boxes 0-2 overlap (IoU above 0.5), 3-4 too, 5 is alone: the best of each group in score
+ * order; a score threshold of 0.4 drops box 5 (0.3); other scores pick others. */
+static void nms_selects_the_best_of_each_overlapping_group(void **state) {
+    (void)state;
+    const float scores[6] = {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f};
+    const float other[6] = {0.1f, 0.75f, 0.6f, 0.2f, 0.5f, 0.3f};
+    const int64_t d3[2] = {3, 3}, d2[2] = {2, 3};
+    ses_tensor_t *y = nms(scores, 0, 0);
+    const int64_t want[9] = {0, 0, 3, 0, 0, 0, 0, 0, 5};
+    assert_shape(y, 2, d3);
+    assert_i64s(y, want, 9);
+    ses_tensor_release(y);
+    y = nms(scores, 1, 0.4f);
+    assert_shape(y, 2, d2);
+    assert_i64s(y, want, 6);
+    ses_tensor_release(y);
+    y = nms(other, 1, 0.4f);
+    const int64_t want_other[6] = {0, 0, 1, 0, 0, 4};
+    assert_shape(y, 2, d2);
+    assert_i64s(y, want_other, 6);
+    ses_tensor_release(y);
+}
+
+static void nms_refuses_bad_shapes_thresholds_and_counts(void **state) {
+    (void)state;
+    ses_graph_t *g;
+    const int64_t bd[3] = {1, 6, 4}, sd[3] = {1, 1, 5}, sd6[3] = {1, 1, 6}, one = 1, two = 2;
+    const float scores[6] = {0}, bad_iou = 1.5f;
+    const int64_t maxes[2] = {1, 2};
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    ses_edge_t b = constant(g, SES_F32, 3, bd, nms_boxes);
+    const ses_edge_t in0[2] = {b, constant(g, SES_F32, 3, sd, scores)};
+    assert_refused(g, op(g, "NonMaxSuppression", "n0", in0, 2, NULL, 0, 1), NULL, 0,
+                   "NonMaxSuppression \"n0\": boxes f32[1,6,4] must be [batch, boxes, 4] and "
+                   "scores f32[1,1,5] [batch, classes, boxes]");
+    ses_edge_t s6 = constant(g, SES_F32, 3, sd6, scores);
+    const ses_edge_t in1[4] = {b, s6, constant(g, SES_I64, 1, &one, &two),
+                               constant(g, SES_F32, 1, &one, &bad_iou)};
+    assert_refused(g, op(g, "NonMaxSuppression", "n1", in1, 4, NULL, 0, 1), NULL, 0,
+                   "NonMaxSuppression \"n1\": iou_threshold 1.5 must be in [0, 1]");
+    const ses_edge_t in2[3] = {b, s6, constant(g, SES_I64, 1, &two, maxes)};
+    assert_refused(g, op(g, "NonMaxSuppression", "n2", in2, 3, NULL, 0, 1), NULL, 0,
+                   "NonMaxSuppression \"n2\": max_output_boxes_per_class must be a scalar or "
+                   "hold one value, got i64[2]");
+    ses_graph_release(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nonzero_of_a_fed_value_follows_each_run),
@@ -494,6 +572,8 @@ int main(void) {
         cmocka_unit_test(unique_of_a_flattened_input_sorted_and_unsorted),
         cmocka_unit_test(unique_slices_along_an_axis_and_nan_and_signed_zero),
         cmocka_unit_test(unique_refuses_a_variable_dependent_input_a_bad_axis_and_dtype),
+        cmocka_unit_test(nms_selects_the_best_of_each_overlapping_group),
+        cmocka_unit_test(nms_refuses_bad_shapes_thresholds_and_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

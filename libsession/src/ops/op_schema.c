@@ -185,6 +185,7 @@ static const ses__op_schema_t schemas[] = {
     {"Compress", 2, 2, 1, 1, BIT(1), ses__infer_compress},
     {"TopK", 2, 2, 2, 2, BIT(1), ses__infer_topk},
     {"Unique", 1, 1, 1, 4, BIT(0), ses__infer_unique},
+    {"NonMaxSuppression", 2, 5, 1, 1, BIT(0) | BIT(1) | BIT(2) | BIT(3) | BIT(4), ses__infer_nms},
     /* reverse_sequence.c */
     {"ReverseSequence", 2, 2, 1, 1, 0, ses__infer_reverse_sequence},
     /* einsum.c */

@@ -1,5 +1,6 @@
 /*
- * Ops whose output shape depends on input values: NonZero, Compress, TopK and Unique. Their inference
+ * Ops whose output shape depends on input values: NonZero, Compress, TopK, Unique and
+ * NonMaxSuppression. Their inference
  * reads the value at compile time (a constant, a fed value, or one computed from those: the
  * compiler computes it, compile.c's mark_needed), as Range's does; a plan fed another value is
  * compiled again. The kernels (plugins/cpu/cpu_value_shape.c) find the same shapes at run time
@@ -305,4 +306,149 @@ ses_status_t ses__infer_unique(ses__infer_ctx_t *ctx) {
     if ((st = ses__attrs_set_int(&ctx->kernel_attrs, "axis", axis)) != SES_OK)
         return st;
     return ses__attrs_set_int(&ctx->kernel_attrs, "sorted", sorted);
+}
+
+/* ---- NonMaxSuppression ------------------------------------------------------------------- */
+
+/* Intersection over union of boxes @p a and @p b (4 floats each: corners y1,x1,y2,x2 in any
+ * order, or center x,y and width, height); 0 when either has no area. */
+static double box_iou(const float *a, const float *b, int center) {
+    double ay0, ax0, ay1, ax1, by0, bx0, by1, bx1;
+    if (center) {
+        ax0 = a[0] - a[2] / 2.0, ax1 = a[0] + a[2] / 2.0, ay0 = a[1] - a[3] / 2.0,
+        ay1 = a[1] + a[3] / 2.0;
+        bx0 = b[0] - b[2] / 2.0, bx1 = b[0] + b[2] / 2.0, by0 = b[1] - b[3] / 2.0,
+        by1 = b[1] + b[3] / 2.0;
+    } else {
+        ay0 = a[0] < a[2] ? a[0] : a[2], ay1 = a[0] < a[2] ? a[2] : a[0];
+        ax0 = a[1] < a[3] ? a[1] : a[3], ax1 = a[1] < a[3] ? a[3] : a[1];
+        by0 = b[0] < b[2] ? b[0] : b[2], by1 = b[0] < b[2] ? b[2] : b[0];
+        bx0 = b[1] < b[3] ? b[1] : b[3], bx1 = b[1] < b[3] ? b[3] : b[1];
+    }
+    const double area_a = (ay1 - ay0) * (ax1 - ax0), area_b = (by1 - by0) * (bx1 - bx0);
+    if (area_a <= 0 || area_b <= 0)
+        return 0.0;
+    const double ih = (ay1 < by1 ? ay1 : by1) - (ay0 > by0 ? ay0 : by0);
+    const double iw = (ax1 < bx1 ? ax1 : bx1) - (ax0 > bx0 ? ax0 : bx0);
+    const double inter = ih > 0 && iw > 0 ? ih * iw : 0.0;
+    return inter / (area_a + area_b - inter);
+}
+
+/* How many boxes one batch entry and class selects: scores above the threshold, highest first
+ * (ties to the lower index), each dropped when its IoU with a selected one is above iou_th. */
+static int64_t nms_count(const float *boxes, const float *scores, int64_t n, int center,
+                         int64_t max_out, double iou_th, int has_st, double st, int64_t *order) {
+    int64_t k = 0, selected = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (has_st && !(scores[i] > st))
+            continue;
+        int64_t j = k++;
+        while (j > 0 && scores[order[j - 1]] < scores[i]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    for (int64_t q = 0; q < k && selected < max_out; q++) {
+        int keep = 1;
+        for (int64_t s = 0; s < selected && keep; s++)
+            keep = box_iou(&boxes[order[q] * 4], &boxes[order[s] * 4], center) <= iou_th;
+        if (keep)
+            order[selected++] = order[q]; /* selected ones move to the front, in order */
+    }
+    return selected;
+}
+
+/* A scalar or 1-element optional input @p index read as double (floats) or int64. */
+static ses_status_t nms_scalar(const ses__infer_ctx_t *ctx, size_t index, const char *name,
+                               uint32_t allowed, int *present, double *f, int64_t *i) {
+    const unsigned char *p;
+    ses_status_t st;
+    *present = ses__op_has_input(ctx, index);
+    if (!*present)
+        return SES_OK;
+    if ((st = ses__op_check_dtype(ctx, index, name, allowed)) != SES_OK)
+        return st;
+    if (ses__type_count(&ctx->inputs[index]) != 1 || ctx->inputs[index].rank > 1)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "%s must be a scalar or hold one value, got %s",
+                            name, ses__tstr(&ctx->inputs[index]).s);
+    if ((st = known_value(ctx, index, name, &p)) != SES_OK)
+        return st;
+    if (ctx->inputs[index].dtype == SES_I64) {
+        memcpy(i, p, 8);
+    } else {
+        float v;
+        memcpy(&v, p, 4);
+        *f = v;
+    }
+    return SES_OK;
+}
+
+ses_status_t ses__infer_nms(ses__infer_ctx_t *ctx) {
+    const ses__type_t *b = &ctx->inputs[0], *s = &ctx->inputs[1];
+    const unsigned char *bp, *sp;
+    int64_t center, max_out = 0, total = 0;
+    double iou_th = 0.0, score_th = 0.0, unused_f;
+    int has_max, has_iou, has_st;
+    int64_t unused_i;
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "boxes", SES__DT(SES_F32));
+
+    if (st == SES_OK)
+        st = ses__op_check_dtype(ctx, 1, "scores", SES__DT(SES_F32));
+    if (st == SES_OK)
+        st = ses__op_attr_flag(ctx, "center_point_box", 0, &center);
+    if (st != SES_OK)
+        return st;
+    if (b->rank != 3 || b->dims[2] != 4 || s->rank != 3 || s->dims[0] != b->dims[0] ||
+        s->dims[2] != b->dims[1])
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "boxes %s must be [batch, boxes, 4] and scores %s [batch, classes, "
+                            "boxes]",
+                            ses__tstr(b).s, ses__tstr(s).s);
+    if ((st = nms_scalar(ctx, 2, "max_output_boxes_per_class", SES__DT(SES_I64), &has_max,
+                         &unused_f, &max_out)) != SES_OK ||
+        (st = nms_scalar(ctx, 3, "iou_threshold", SES__DT(SES_F32), &has_iou, &iou_th,
+                         &unused_i)) != SES_OK ||
+        (st = nms_scalar(ctx, 4, "score_threshold", SES__DT(SES_F32), &has_st, &score_th,
+                         &unused_i)) != SES_OK ||
+        (st = known_value(ctx, 0, "boxes", &bp)) != SES_OK ||
+        (st = known_value(ctx, 1, "scores", &sp)) != SES_OK)
+        return st;
+    if (!has_max || max_out < 0)
+        max_out = 0;
+    if (has_iou && (iou_th < 0.0 || iou_th > 1.0))
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "iou_threshold %g must be in [0, 1]",
+                            iou_th);
+    const int64_t batch = b->dims[0], n = b->dims[1], classes = s->dims[1];
+    if (max_out > 0 && n > 0 && batch * classes > 0) {
+        float *bx = ses__malloc((size_t)(batch * n * 4 + batch * classes * n) * sizeof(float));
+        int64_t *order = ses__malloc((size_t)n * sizeof *order);
+        if (!bx || !order) {
+            free(bx);
+            free(order);
+            return ses__op_fail(ctx, SES_OUT_OF_MEMORY, "out of memory for %" PRId64 " boxes", n);
+        }
+        float *sc = bx + batch * n * 4;
+        memcpy(bx, bp, (size_t)(batch * n * 4) * sizeof(float));
+        memcpy(sc, sp, (size_t)(batch * classes * n) * sizeof(float));
+        for (int64_t q = 0; q < batch; q++)
+            for (int64_t c = 0; c < classes; c++)
+                total += nms_count(bx + q * n * 4, sc + (q * classes + c) * n, n, (int)center,
+                                   max_out, iou_th, has_st, score_th, order);
+        free(bx);
+        free(order);
+    }
+    ctx->outputs[0].dtype = SES_I64;
+    ctx->outputs[0].rank = 2;
+    ctx->outputs[0].dims[0] = total;
+    ctx->outputs[0].dims[1] = 3;
+    /* The kernel reads boxes and scores; the rest as attributes. */
+    ctx->kernel_inputs = UINT64_C(3);
+    if ((st = ses__attrs_set_int(&ctx->kernel_attrs, "center_point_box", center)) != SES_OK ||
+        (st = ses__attrs_set_int(&ctx->kernel_attrs, "max_output_boxes_per_class", max_out)) !=
+            SES_OK ||
+        (st = ses__attrs_set_float(&ctx->kernel_attrs, "iou_threshold", iou_th)) != SES_OK ||
+        (st = ses__attrs_set_int(&ctx->kernel_attrs, "has_score_threshold", has_st)) != SES_OK)
+        return st;
+    return ses__attrs_set_float(&ctx->kernel_attrs, "score_threshold", score_th);
 }
