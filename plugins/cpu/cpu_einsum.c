@@ -43,7 +43,7 @@ int32_t cpu__einsum(const cpu__call_t *call) {
                               y->rank);
     for (uint32_t k = 0; k < call->n_in; k++) {
         const cpu__tensor_t *x = &call->in[k];
-        char name[8];
+        char name[24];
         int64_t s = 1;
         snprintf(name, sizeof name, "in%" PRIu32, k);
         if ((st = cpu__attr_ints(call, name, labels, CPU__MAX_RANK, &n)) != SES_DRV_OK)

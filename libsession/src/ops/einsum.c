@@ -211,7 +211,7 @@ ses_status_t ses__infer_einsum(ses__infer_ctx_t *ctx) {
         const term_t *t = &terms[k];
         const int64_t e = t->ellipsis < 0 ? 0 : (int64_t)x->rank - t->n_letters;
         int64_t labels[SES_MAX_RANK];
-        char name[8];
+        char name[24];
         for (uint32_t d = 0; d < x->rank; d++) {
             if (t->ellipsis >= 0 && (int64_t)d >= t->ellipsis && (int64_t)d < t->ellipsis + e)
                 labels[d] = remap[N_LETTERS + n_ell - e + ((int64_t)d - t->ellipsis)];
