@@ -450,6 +450,7 @@ enum cpu__op {
     CPU__OP_NMS, /* NonMaxSuppression */
     CPU__OP_REVERSESEQUENCE, /* cpu_reverse_sequence.c */
     CPU__OP_EINSUM,          /* cpu_einsum.c */
+    CPU__OP_TFIDF,           /* cpu_tfidf.c: TfIdfVectorizer */
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -999,5 +1000,7 @@ int32_t cpu__nms(const cpu__call_t *call);      /* NonMaxSuppression: boxes, sco
 int32_t cpu__reverse_sequence(const cpu__call_t *call); /* ReverseSequence */
 /* cpu_einsum.c (general entries) */
 int32_t cpu__einsum(const cpu__call_t *call); /* Einsum, 1 to 3 inputs */
+/* cpu_tfidf.c (general entries) */
+int32_t cpu__tfidf(const cpu__call_t *call); /* TfIdfVectorizer */
 
 #endif /* SES_CPU_INTERNAL_H */

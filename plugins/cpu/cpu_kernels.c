@@ -525,7 +525,11 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__ALL(CPU__G_REVERSE_SEQUENCE, G)       \
     CPU__NUMBERS(CPU__G_EINSUM, G)             \
     G(NonMaxSuppression_f32, "NonMaxSuppression", "f32,f32->i64", cpu__nms, CPU__OP_NMS, 0, 2, \
-      (SES_DRV_DTYPE_F32, SES_DRV_DTYPE_F32), 1, SES_DRV_DTYPE_I64, 0)
+      (SES_DRV_DTYPE_F32, SES_DRV_DTYPE_F32), 1, SES_DRV_DTYPE_I64, 0) \
+    G(TfIdfVectorizer_i32, "TfIdfVectorizer", "i32->f32", cpu__tfidf, CPU__OP_TFIDF, 0, 1,   \
+      (SES_DRV_DTYPE_I32), 1, SES_DRV_DTYPE_F32, 0)                                         \
+    G(TfIdfVectorizer_i64, "TfIdfVectorizer", "i64->f32", cpu__tfidf, CPU__OP_TFIDF, 0, 1,   \
+      (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_F32, 0)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -567,6 +571,7 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__reverse_sequence NULL
 #define CPU__REUSE_cpu__einsum NULL
 #define CPU__REUSE_cpu__nms NULL
+#define CPU__REUSE_cpu__tfidf NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -641,6 +646,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__reverse_sequence(what) NULL
 #define CPU__GSTATE_cpu__einsum(what) NULL
 #define CPU__GSTATE_cpu__nms(what) NULL
+#define CPU__GSTATE_cpu__tfidf(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

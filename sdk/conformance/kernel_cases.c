@@ -872,6 +872,18 @@ static const char *const nms[] = {
     "[3,20,4]@pos [3,2,20] max=i64:[20]",
     NULL,
 };
+/* Tokens 0..8 (class9) against a pool of four 1-grams and three 2-grams. */
+#define TFIDF_POOL "pool_int64s=[2,3,5,4,5,6,7,8,6,7] ngram_counts=[0,4] ngram_indexes=[0,1,2,3,4,5,6]"
+static const char *const tfidf[] = {
+    "[12]@class9 mode=TF min_gram_length=2 max_gram_length=2 max_skip_count=0 " TFIDF_POOL,
+    "[2,6]@class9 mode=TF min_gram_length=1 max_gram_length=2 max_skip_count=5 " TFIDF_POOL,
+    "[3,40]@class9 mode=IDF min_gram_length=1 max_gram_length=2 max_skip_count=2 " TFIDF_POOL
+    " weights=[0.5,1.0,1.5,2.0,2.5,3.0,3.5]",
+    "[200]@class9 mode=TFIDF min_gram_length=1 max_gram_length=2 max_skip_count=3 " TFIDF_POOL
+    " weights=[0.5,1.0,1.5,2.0,2.5,3.0,3.5]",
+    "[0]@class9 mode=TF min_gram_length=1 max_gram_length=2 max_skip_count=0 " TFIDF_POOL,
+    NULL,
+};
 
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
@@ -1007,6 +1019,7 @@ static const ses_conf_op_cases_t table[] = {
     {"TopK", EXACT, topk},
     {"Unique", EXACT, unique},
     {"NonMaxSuppression", EXACT, nms},
+    {"TfIdfVectorizer", ROUNDED, tfidf},
     {"ReverseSequence", EXACT, reverse_sequence},
     {"Einsum", SUMS, einsum},
 };

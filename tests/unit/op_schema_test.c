@@ -161,6 +161,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "ReverseSequence",
         /* einsum.c (tested in cpu_einsum_test.c) */
         "Einsum",
+        /* tfidf.c (tested in cpu_tfidf_test.c) */
+        "TfIdfVectorizer",
     };
     size_t n = ses__op_schema_count();
 

@@ -10,6 +10,7 @@
 #include "value_shape.h"
 #include "reverse_sequence.h"
 #include "einsum.h"
+#include "tfidf.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
 
@@ -190,6 +191,8 @@ static const ses__op_schema_t schemas[] = {
     {"ReverseSequence", 2, 2, 1, 1, 0, ses__infer_reverse_sequence},
     /* einsum.c */
     {"Einsum", 1, 3, 1, 1, 0, ses__infer_einsum},
+    /* tfidf.c */
+    {"TfIdfVectorizer", 1, 1, 1, 1, 0, ses__infer_tfidf},
 };
 #pragma GCC diagnostic pop
 
