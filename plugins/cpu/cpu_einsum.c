@@ -55,12 +55,10 @@ int32_t cpu__einsum(const cpu__call_t *call) {
                                   name, n, k, x->rank);
         for (uint32_t d = x->rank; d-- > 0;) {
             const int64_t l = labels[d];
-            if (l < 0 || l >= (int64_t)n_labels ||
-                (x->dims[d] != sizes[l] && x->dims[d] != 1))
-                return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                      "input %" PRIu32 " dimension %" PRIu32
-                                      " does not fit its label",
-                                      k, d);
+            if (l < 0 || l >= (int64_t)n_labels || (x->dims[d] != sizes[l] && x->dims[d] != 1))
+                return cpu__call_fail(
+                    call, SES_DRV_INVALID_ARGUMENT,
+                    "input %" PRIu32 " dimension %" PRIu32 " does not fit its label", k, d);
             if (x->dims[d] != 1)
                 stride[k][l] += s; /* a repeated label adds its strides: the diagonal */
             s *= x->dims[d];
@@ -115,10 +113,18 @@ int32_t cpu__einsum(const cpu__call_t *call) {
     }
     for (uint64_t q = 0; q < y->count; q++) {
         switch (y->dtype) {
-        case SES_DRV_DTYPE_F32: ((float *)(void *)y->data)[q] = (float)fsum[q]; break;
-        case SES_DRV_DTYPE_F64: ((double *)(void *)y->data)[q] = fsum[q]; break;
-        case SES_DRV_DTYPE_I32: ((int32_t *)(void *)y->data)[q] = (int32_t)isum[q]; break;
-        default: ((int64_t *)(void *)y->data)[q] = isum[q]; break;
+            case SES_DRV_DTYPE_F32:
+                ((float *)(void *)y->data)[q] = (float)fsum[q];
+                break;
+            case SES_DRV_DTYPE_F64:
+                ((double *)(void *)y->data)[q] = fsum[q];
+                break;
+            case SES_DRV_DTYPE_I32:
+                ((int32_t *)(void *)y->data)[q] = (int32_t)isum[q];
+                break;
+            default:
+                ((int64_t *)(void *)y->data)[q] = isum[q];
+                break;
         }
     }
     free(fsum);

@@ -59,9 +59,9 @@ int32_t cpu__tfidf(const cpu__call_t *call) {
         goto done;
     const int64_t rows = x->rank == 2 ? x->dims[0] : 1, len = x->dims[x->rank - 1];
     const int64_t width = y->dims[y->rank - 1];
-    if (min_n < 1 || max_n < min_n || (uint64_t)max_n > n_starts || (x->rank != 1 && x->rank != 2) ||
-        y->rank != x->rank || (x->rank == 2 && y->dims[0] != rows) ||
-        (weights && n_weights != n_indexes)) {
+    if (min_n < 1 || max_n < min_n || (uint64_t)max_n > n_starts ||
+        (x->rank != 1 && x->rank != 2) || y->rank != x->rank ||
+        (x->rank == 2 && y->dims[0] != rows) || (weights && n_weights != n_indexes)) {
         st = cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                             "the gram lengths, ngram_counts, weights and shapes disagree");
         goto done;
@@ -69,8 +69,8 @@ int32_t cpu__tfidf(const cpu__call_t *call) {
     for (uint64_t i = 0; i < n_indexes; i++)
         if (indexes[i] < 0 || indexes[i] >= width) {
             st = cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                "ngram_indexes[%" PRIu64 "] %" PRId64 " is outside the output",
-                                i, indexes[i]);
+                                "ngram_indexes[%" PRIu64 "] %" PRId64 " is outside the output", i,
+                                indexes[i]);
             goto done;
         }
     counts = calloc((size_t)(n_indexes ? n_indexes : 1), sizeof *counts);
@@ -86,8 +86,9 @@ int32_t cpu__tfidf(const cpu__call_t *call) {
             const int64_t to = n < (int64_t)n_starts ? starts[n] : (int64_t)n_pool;
             int64_t first = 0;
             for (int64_t k = 0; k < n - 1; k++)
-                first += ((k + 1 < (int64_t)n_starts ? starts[k + 1] : (int64_t)n_pool) -
-                          starts[k]) / (k + 1);
+                first +=
+                    ((k + 1 < (int64_t)n_starts ? starts[k + 1] : (int64_t)n_pool) - starts[k]) /
+                    (k + 1);
             if (from < 0 || to > (int64_t)n_pool || to < from)
                 continue;
             for (int64_t s = 0; s <= (n == 1 ? 0 : skip); s++)

@@ -1,7 +1,7 @@
 /*
  * Kernels of the ops whose output shape depends on input values (libsession infers it from the
- * values at compile time): NonZero, Compress, TopK and Unique. Each checks that the output it was given
- * is the shape the values make, and fails naming both when not.
+ * values at compile time): NonZero, Compress, TopK and Unique. Each checks that the output it was
+ * given is the shape the values make, and fails naming both when not.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -17,11 +17,16 @@ static int nonzero_at(const cpu__tensor_t *t, uint64_t k) {
     uint64_t bits = 0;
 
     switch (t->dtype) {
-    case SES_DRV_DTYPE_F32: return *(const float *)(const void *)p != 0.0f;
-    case SES_DRV_DTYPE_F64: return *(const double *)(const void *)p != 0.0;
-    case SES_DRV_DTYPE_F16:
-    case SES_DRV_DTYPE_BF16: return (*(const uint16_t *)(const void *)p & 0x7fffu) != 0;
-    default: memcpy(&bits, p, t->esize); return bits != 0;
+        case SES_DRV_DTYPE_F32:
+            return *(const float *)(const void *)p != 0.0f;
+        case SES_DRV_DTYPE_F64:
+            return *(const double *)(const void *)p != 0.0;
+        case SES_DRV_DTYPE_F16:
+        case SES_DRV_DTYPE_BF16:
+            return (*(const uint16_t *)(const void *)p & 0x7fffu) != 0;
+        default:
+            memcpy(&bits, p, t->esize);
+            return bits != 0;
     }
 }
 
@@ -157,10 +162,9 @@ int32_t cpu__topk(const cpu__call_t *call) {
                               axis, x->rank);
     for (uint32_t d = 0; d < x->rank; d++) {
         if (d != (uint32_t)axis && v->dims[d] != x->dims[d])
-            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "Values differ from X in dimension %" PRIu32
-                                  ", which is not the axis",
-                                  d);
+            return cpu__call_fail(
+                call, SES_DRV_INVALID_ARGUMENT,
+                "Values differ from X in dimension %" PRIu32 ", which is not the axis", d);
         if (d < (uint32_t)axis)
             outer *= x->dims[d];
         else if (d > (uint32_t)axis)
@@ -187,10 +191,18 @@ int32_t cpu__topk(const cpu__call_t *call) {
                 const uint64_t at = (uint64_t)((o * n + j) * inner + in);
                 idx[j] = j;
                 switch (x->dtype) {
-                case SES_DRV_DTYPE_F32: fkeys[j] = ((const float *)(const void *)x->data)[at]; break;
-                case SES_DRV_DTYPE_F64: fkeys[j] = ((const double *)(const void *)x->data)[at]; break;
-                case SES_DRV_DTYPE_I32: ikeys[j] = ((const int32_t *)(const void *)x->data)[at]; break;
-                default: ikeys[j] = ((const int64_t *)(const void *)x->data)[at]; break;
+                    case SES_DRV_DTYPE_F32:
+                        fkeys[j] = ((const float *)(const void *)x->data)[at];
+                        break;
+                    case SES_DRV_DTYPE_F64:
+                        fkeys[j] = ((const double *)(const void *)x->data)[at];
+                        break;
+                    case SES_DRV_DTYPE_I32:
+                        ikeys[j] = ((const int32_t *)(const void *)x->data)[at];
+                        break;
+                    default:
+                        ikeys[j] = ((const int64_t *)(const void *)x->data)[at];
+                        break;
                 }
             }
             sort_indices(&keys, idx, tmp, n);
@@ -217,28 +229,30 @@ typedef struct rows {
 static int element_cmp(const cpu__tensor_t *x, int64_t a, int64_t b) {
     const void *pa = x->data + (size_t)a * x->esize, *pb = x->data + (size_t)b * x->esize;
     switch (x->dtype) {
-    case SES_DRV_DTYPE_F32:
-    case SES_DRV_DTYPE_F64: {
-        const double u = x->dtype == SES_DRV_DTYPE_F32 ? *(const float *)pa : *(const double *)pa;
-        const double v = x->dtype == SES_DRV_DTYPE_F32 ? *(const float *)pb : *(const double *)pb;
-        if (isnan(u) || isnan(v))
-            return (isnan(u) != 0) - (isnan(v) != 0);
-        return (u > v) - (u < v);
-    }
-    case SES_DRV_DTYPE_I32: {
-        const int32_t u = *(const int32_t *)pa, v = *(const int32_t *)pb;
-        return (u > v) - (u < v);
-    }
-    case SES_DRV_DTYPE_I64: {
-        const int64_t u = *(const int64_t *)pa, v = *(const int64_t *)pb;
-        return (u > v) - (u < v);
-    }
-    default: {
-        uint64_t u = 0, v = 0;
-        memcpy(&u, pa, x->esize);
-        memcpy(&v, pb, x->esize);
-        return (u > v) - (u < v);
-    }
+        case SES_DRV_DTYPE_F32:
+        case SES_DRV_DTYPE_F64: {
+            const double u =
+                x->dtype == SES_DRV_DTYPE_F32 ? *(const float *)pa : *(const double *)pa;
+            const double v =
+                x->dtype == SES_DRV_DTYPE_F32 ? *(const float *)pb : *(const double *)pb;
+            if (isnan(u) || isnan(v))
+                return (isnan(u) != 0) - (isnan(v) != 0);
+            return (u > v) - (u < v);
+        }
+        case SES_DRV_DTYPE_I32: {
+            const int32_t u = *(const int32_t *)pa, v = *(const int32_t *)pb;
+            return (u > v) - (u < v);
+        }
+        case SES_DRV_DTYPE_I64: {
+            const int64_t u = *(const int64_t *)pa, v = *(const int64_t *)pb;
+            return (u > v) - (u < v);
+        }
+        default: {
+            uint64_t u = 0, v = 0;
+            memcpy(&u, pa, x->esize);
+            memcpy(&v, pb, x->esize);
+            return (u > v) - (u < v);
+        }
     }
 }
 
@@ -261,7 +275,8 @@ static void sort_rows(const rows_t *r, const int64_t *first, int64_t *idx, int64
             int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
             int64_t a = lo, b = mid, o = lo;
             while (a < mid && b < hi) {
-                int b_first = first ? first[idx[b]] < first[idx[a]] : row_cmp(r, idx[b], idx[a]) < 0;
+                int b_first =
+                    first ? first[idx[b]] < first[idx[a]] : row_cmp(r, idx[b], idx[a]) < 0;
                 tmp[o++] = b_first ? idx[b++] : idx[a++];
             }
             while (a < mid)

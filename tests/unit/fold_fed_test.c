@@ -36,17 +36,15 @@ static ses_edge_t binary(ses_graph_t *g, const char *type, ses_edge_t a, ses_edg
 static ses_edge_t ints(ses_graph_t *g, size_t rank, const int64_t *v, int64_t n) {
     ses_tensor_t *t = NULL;
     ses_edge_t e;
-    assert_int_equal(ses_tensor_create_from(SES_I64, rank, rank ? &n : NULL, v,
-                                            (size_t)n * sizeof(int64_t), &t),
-                     SES_OK);
+    assert_int_equal(
+        ses_tensor_create_from(SES_I64, rank, rank ? &n : NULL, v, (size_t)n * sizeof(int64_t), &t),
+        SES_OK);
     assert_int_equal(ses_graph_constant(g, NULL, t, &e), SES_OK);
     ses_tensor_release(t);
     return e;
 }
 
-static ses_edge_t scalar(ses_graph_t *g, int64_t v) {
-    return ints(g, 0, &v, 1);
-}
+static ses_edge_t scalar(ses_graph_t *g, int64_t v) { return ints(g, 0, &v, 1); }
 
 static ses_tensor_t *i64_scalar(int64_t v) {
     ses_tensor_t *t = NULL;

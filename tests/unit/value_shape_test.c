@@ -1,9 +1,10 @@
 /*
- * NonZero, Compress, TopK, Unique and NonMaxSuppression (ops/value_shape.c, plugins/cpu/cpu_value_shape.c): output shapes
- * that depend on input values, read at compile time from constants, fed values or values the
- * compiler computes from them. Results are checked against hand-computed values; a fed value
- * that changes between runs of one plan gives the new shape; an input computed from a variable
- * is refused naming the node; bad dtypes, ranks, axes and K are refused naming the node.
+ * NonZero, Compress, TopK, Unique and NonMaxSuppression (ops/value_shape.c,
+ * plugins/cpu/cpu_value_shape.c): output shapes that depend on input values, read at compile time
+ * from constants, fed values or values the compiler computes from them. Results are checked against
+ * hand-computed values; a fed value that changes between runs of one plan gives the new shape; an
+ * input computed from a variable is refused naming the node; bad dtypes, ranks, axes and K are
+ * refused naming the node.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -28,8 +29,7 @@ static ses_edge_t op(ses_graph_t *g, const char *type, const char *name, const s
     return ses_node_output(n, 0);
 }
 
-static ses_tensor_t *tensor(ses_dtype_t dtype, size_t rank, const int64_t *dims,
-                            const void *data) {
+static ses_tensor_t *tensor(ses_dtype_t dtype, size_t rank, const int64_t *dims, const void *data) {
     ses_tensor_t *t = NULL;
     assert_int_equal(ses_tensor_create(dtype, rank, dims, &t), SES_OK);
     if (ses_tensor_bytes(t))
@@ -483,8 +483,8 @@ static void unique_refuses_a_variable_dependent_input_a_bad_axis_and_dtype(void 
 
 /* ---- NonMaxSuppression -------------------------------------------------------------------- */
 
-static const float nms_boxes[24] = {0, 0,    1, 1,   0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
-                                    0, 10,   1, 11,  0, 10.1f, 1, 11.1f, 0, 100,   1, 101};
+static const float nms_boxes[24] = {0, 0,  1, 1,  0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
+                                    0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100,   1, 101};
 
 /* NonMaxSuppression "nms" of the six boxes of ONNX's examples with @p scores fed, max 3 and
  * IoU 0.5, with score_threshold @p st when @p has_st; the selected indices. */
@@ -497,10 +497,9 @@ static ses_tensor_t *nms(const float *scores, int has_st, float st) {
 
     assert_int_equal(ses_graph_create(&g), SES_OK);
     assert_int_equal(ses_graph_placeholder(g, "scores", SES_F32, 3, sd, &sc), SES_OK);
-    const ses_edge_t in[5] = {constant(g, SES_F32, 3, bd, nms_boxes), sc,
-                              constant(g, SES_I64, 1, &one, &three),
-                              constant(g, SES_F32, 1, &one, &half),
-                              constant(g, SES_F32, 1, &one, &st)};
+    const ses_edge_t in[5] = {
+        constant(g, SES_F32, 3, bd, nms_boxes), sc, constant(g, SES_I64, 1, &one, &three),
+        constant(g, SES_F32, 1, &one, &half), constant(g, SES_F32, 1, &one, &st)};
     ses_edge_t y = op(g, "NonMaxSuppression", "nms", in, has_st ? 5 : 4, NULL, 0, 1);
     ses_session_t *s = open_session(g);
     const ses_feed_t f = {sc, sv};

@@ -82,8 +82,8 @@ ses_status_t ses__infer_einsum(ses__infer_ctx_t *ctx) {
     for (;;) {
         char what[32];
         if (n_terms == MAX_TERMS)
-            return ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                                "equation \"%s\": more than %d input terms", eq, MAX_TERMS);
+            return ses__op_fail(ctx, SES_UNIMPLEMENTED, "equation \"%s\": more than %d input terms",
+                                eq, MAX_TERMS);
         snprintf(what, sizeof what, "term %zu", n_terms);
         if ((st = parse_term(ctx, &p, what, &terms[n_terms++])) != SES_OK)
             return st;
@@ -114,10 +114,9 @@ ses_status_t ses__infer_einsum(ses__infer_ctx_t *ctx) {
         const term_t *t = &terms[k];
         const int64_t named = t->n_letters;
         if (t->ellipsis < 0 ? x->rank != (uint32_t)named : x->rank < (uint32_t)named)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "term %zu names %d dimensions%s, but input %zu is %s", k,
-                                t->n_letters, t->ellipsis < 0 ? "" : " and \"...\"", k,
-                                ses__tstr(x).s);
+            return ses__op_fail(
+                ctx, SES_INVALID_ARGUMENT, "term %zu names %d dimensions%s, but input %zu is %s", k,
+                t->n_letters, t->ellipsis < 0 ? "" : " and \"...\"", k, ses__tstr(x).s);
         const int64_t e = t->ellipsis < 0 ? 0 : (int64_t)x->rank - named;
         if (e > n_ell)
             n_ell = e;
@@ -126,11 +125,10 @@ ses_status_t ses__infer_einsum(ses__infer_ctx_t *ctx) {
             const int64_t dim = x->dims[i < t->ellipsis || t->ellipsis < 0 ? i : i + e];
             seen[l]++;
             if (size[l] >= 0 && size[l] != dim)
-                return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                    "label '%c' is %" PRId64 " in one place and %" PRId64
-                                    " in input %zu %s",
-                                    l < 26 ? 'A' + l : 'a' + (l - 26), size[l], dim, k,
-                                    ses__tstr(x).s);
+                return ses__op_fail(
+                    ctx, SES_INVALID_ARGUMENT,
+                    "label '%c' is %" PRId64 " in one place and %" PRId64 " in input %zu %s",
+                    l < 26 ? 'A' + l : 'a' + (l - 26), size[l], dim, k, ses__tstr(x).s);
             size[l] = dim;
         }
     }
@@ -179,8 +177,8 @@ ses_status_t ses__infer_einsum(ses__infer_ctx_t *ctx) {
         for (int l = 0; l < N_LETTERS; l++)
             if (seen[l] == 1) {
                 if (out_rank == SES_MAX_RANK)
-                    return ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                                        "the output has more than %d dims", SES_MAX_RANK);
+                    return ses__op_fail(ctx, SES_UNIMPLEMENTED, "the output has more than %d dims",
+                                        SES_MAX_RANK);
                 out_labels[out_rank++] = l;
             }
     }
@@ -216,9 +214,9 @@ ses_status_t ses__infer_einsum(ses__infer_ctx_t *ctx) {
             if (t->ellipsis >= 0 && (int64_t)d >= t->ellipsis && (int64_t)d < t->ellipsis + e)
                 labels[d] = remap[N_LETTERS + n_ell - e + ((int64_t)d - t->ellipsis)];
             else
-                labels[d] = remap[t->letters[(int64_t)d < t->ellipsis || t->ellipsis < 0
-                                                 ? (int64_t)d
-                                                 : (int64_t)d - e]];
+                labels[d] =
+                    remap[t->letters[(int64_t)d < t->ellipsis || t->ellipsis < 0 ? (int64_t)d
+                                                                                 : (int64_t)d - e]];
         }
         snprintf(name, sizeof name, "in%zu", k);
         if ((st = ses__attrs_set_ints(&ctx->kernel_attrs, name, labels, x->rank)) != SES_OK)

@@ -39,10 +39,12 @@ ses_status_t ses__infer_tfidf(ses__infer_ctx_t *ctx) {
         return st;
     if (ses__attrs_get_string(ctx->attrs, "mode", &mode) <= 0 || !mode)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute mode (STRING) is required");
-    mode_code = !strcmp(mode, "TF") ? 0 : !strcmp(mode, "IDF") ? 1 : !strcmp(mode, "TFIDF") ? 2 : -1;
+    mode_code = !strcmp(mode, "TF")      ? 0
+                : !strcmp(mode, "IDF")   ? 1
+                : !strcmp(mode, "TFIDF") ? 2
+                                         : -1;
     if (mode_code < 0)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "mode \"%s\" is not TF, IDF or TFIDF",
-                            mode);
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "mode \"%s\" is not TF, IDF or TFIDF", mode);
     if (x->rank < 1 || x->rank > 2)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "X must be 1-D or 2-D, got %s",
                             ses__tstr(x).s);

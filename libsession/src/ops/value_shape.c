@@ -21,25 +21,25 @@ static int nonzero_at(const unsigned char *p, ses_dtype_t dtype, int64_t k) {
     uint64_t bits = 0;
 
     switch (dtype) {
-    case SES_F32: {
-        float f;
-        memcpy(&f, p + k * 4, 4);
-        return f != 0.0f;
-    }
-    case SES_F64: {
-        double d;
-        memcpy(&d, p + k * 8, 8);
-        return d != 0.0;
-    }
-    case SES_F16:
-    case SES_BF16: {
-        uint16_t h;
-        memcpy(&h, p + k * 2, 2);
-        return (h & 0x7fffu) != 0;
-    }
-    default:
-        memcpy(&bits, p + (size_t)k * size, size);
-        return bits != 0;
+        case SES_F32: {
+            float f;
+            memcpy(&f, p + k * 4, 4);
+            return f != 0.0f;
+        }
+        case SES_F64: {
+            double d;
+            memcpy(&d, p + k * 8, 8);
+            return d != 0.0;
+        }
+        case SES_F16:
+        case SES_BF16: {
+            uint16_t h;
+            memcpy(&h, p + k * 2, 2);
+            return (h & 0x7fffu) != 0;
+        }
+        default:
+            memcpy(&bits, p + (size_t)k * size, size);
+            return bits != 0;
     }
 }
 
@@ -99,10 +99,9 @@ ses_status_t ses__infer_compress(ses__infer_ctx_t *ctx) {
         return st;
     along = axis < 0 ? ses__type_count(x) : x->dims[axis];
     if (c->dims[0] > along)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "condition %s is longer than the %" PRId64 " %s of input %s",
-                            ses__tstr(c).s, along, axis < 0 ? "elements" : "entries along axis",
-                            ses__tstr(x).s);
+        return ses__op_fail(
+            ctx, SES_INVALID_ARGUMENT, "condition %s is longer than the %" PRId64 " %s of input %s",
+            ses__tstr(c).s, along, axis < 0 ? "elements" : "entries along axis", ses__tstr(x).s);
     if ((st = known_value(ctx, 1, "condition", &p)) != SES_OK)
         return st;
     for (int64_t k = 0; k < c->dims[0]; k++)
@@ -145,7 +144,8 @@ ses_status_t ses__infer_topk(ses__infer_ctx_t *ctx) {
         return st;
     if (k < 0 || k > x->dims[axis])
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "K is %" PRId64 ": it must be in [0, %" PRId64 "], the size of axis "
+                            "K is %" PRId64 ": it must be in [0, %" PRId64
+                            "], the size of axis "
                             "%" PRId64 " of X %s",
                             k, x->dims[axis], axis, ses__tstr(x).s);
     ctx->outputs[0] = *x;
@@ -174,41 +174,41 @@ typedef struct rows {
 static int element_cmp(const rows_t *r, int64_t a, int64_t b) {
     const unsigned char *pa = r->p + (size_t)a * r->esize, *pb = r->p + (size_t)b * r->esize;
     switch (r->dtype) {
-    case SES_F32:
-    case SES_F64: {
-        double x, y;
-        if (r->dtype == SES_F32) {
-            float fx, fy;
-            memcpy(&fx, pa, 4);
-            memcpy(&fy, pb, 4);
-            x = fx;
-            y = fy;
-        } else {
+        case SES_F32:
+        case SES_F64: {
+            double x, y;
+            if (r->dtype == SES_F32) {
+                float fx, fy;
+                memcpy(&fx, pa, 4);
+                memcpy(&fy, pb, 4);
+                x = fx;
+                y = fy;
+            } else {
+                memcpy(&x, pa, 8);
+                memcpy(&y, pb, 8);
+            }
+            if (x != x || y != y)
+                return (x != x) - (y != y);
+            return (x > y) - (x < y);
+        }
+        case SES_I32: {
+            int32_t x, y;
+            memcpy(&x, pa, 4);
+            memcpy(&y, pb, 4);
+            return (x > y) - (x < y);
+        }
+        case SES_I64: {
+            int64_t x, y;
             memcpy(&x, pa, 8);
             memcpy(&y, pb, 8);
+            return (x > y) - (x < y);
         }
-        if (x != x || y != y)
-            return (x != x) - (y != y);
-        return (x > y) - (x < y);
-    }
-    case SES_I32: {
-        int32_t x, y;
-        memcpy(&x, pa, 4);
-        memcpy(&y, pb, 4);
-        return (x > y) - (x < y);
-    }
-    case SES_I64: {
-        int64_t x, y;
-        memcpy(&x, pa, 8);
-        memcpy(&y, pb, 8);
-        return (x > y) - (x < y);
-    }
-    default: {
-        uint64_t x = 0, y = 0;
-        memcpy(&x, pa, r->esize);
-        memcpy(&y, pb, r->esize);
-        return (x > y) - (x < y);
-    }
+        default: {
+            uint64_t x = 0, y = 0;
+            memcpy(&x, pa, r->esize);
+            memcpy(&y, pb, r->esize);
+            return (x > y) - (x < y);
+        }
     }
 }
 
@@ -370,8 +370,9 @@ static ses_status_t nms_scalar(const ses__infer_ctx_t *ctx, size_t index, const 
     if ((st = ses__op_check_dtype(ctx, index, name, allowed)) != SES_OK)
         return st;
     if (ses__type_count(&ctx->inputs[index]) != 1 || ctx->inputs[index].rank > 1)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "%s must be a scalar or hold one value, got %s",
-                            name, ses__tstr(&ctx->inputs[index]).s);
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "%s must be a scalar or hold one value, got %s", name,
+                            ses__tstr(&ctx->inputs[index]).s);
     if ((st = known_value(ctx, index, name, &p)) != SES_OK)
         return st;
     if (ctx->inputs[index].dtype == SES_I64) {
