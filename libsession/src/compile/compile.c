@@ -329,8 +329,7 @@ static ses_status_t fold_shape(builder_t *b, const ses_node_t *node, const ses_n
 
     *out_done = 0;
     if ((!b->fold && !is_needed(b, node)) || b->probing || b->trial || node->n_inputs != 1 ||
-        node->n_outputs != 1 ||
-        (strcmp(node->op, "Shape") != 0 && strcmp(node->op, "Size") != 0))
+        node->n_outputs != 1 || (strcmp(node->op, "Shape") != 0 && strcmp(node->op, "Size") != 0))
         return SES_OK;
     if (slot->blocked) {
         /* [N, C/16, H, W, 16] stands for [N, C, H, W]. */
@@ -413,8 +412,7 @@ static void why_unknown(const builder_t *b, ses_edge_t e, char *out, size_t size
         if (n->kind != SES__NODE_OP)
             break;
         if (ses__fold_is_random(n->op)) {
-            snprintf(out, size, "it depends on %s \"%s\", whose values are random", n->op,
-                     n->name);
+            snprintf(out, size, "it depends on %s \"%s\", whose values are random", n->op, n->name);
             return;
         }
         if (!ses__fold_candidate(n)) {
@@ -1031,7 +1029,8 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
         if (known && reads_fed && b->types_only) {
             ses__attrs_clear(&ctx.kernel_attrs);
             b->deferred = 1;
-            return ses__fail(SES_UNAVAILABLE, "%s \"%s\": computes from fed values a value that "
+            return ses__fail(SES_UNAVAILABLE,
+                             "%s \"%s\": computes from fed values a value that "
                              "shapes the plan; it is compiled at the first run",
                              node->op, node->name);
         }

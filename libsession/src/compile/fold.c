@@ -79,10 +79,9 @@ static void free_buffers(const ses__device_ctx_t *dev, ses_drv_buffer_t **buffer
             dev->api->free(dev->handle, buffers[i]);
 }
 
-ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node,
-                           const char *signature, const void *const *in_values,
-                           const ses__type_t *const *in_types, const ses__type_t *out_types,
-                           int needed, ses_tensor_t **out_tensors) {
+ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node, const char *signature,
+                           const void *const *in_values, const ses__type_t *const *in_types,
+                           const ses__type_t *out_types, int needed, ses_tensor_t **out_tensors) {
     const ses__device_ctx_t *dev = &s->devices[s->n_devices - 1];
     const size_t n_in = drv_node->n_inputs, n_out = drv_node->n_outputs;
     ses_drv_buffer_t *buffers[SES__MAX_INPUTS + SES__MAX_OUTPUTS] = {NULL};
@@ -99,8 +98,8 @@ ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node,
     /* With other devices than the CPU, a folded value a kernel there reads would cross to it
      * at every run (folded values are the plan's, not the session's resident constants): only
      * values the size of shapes are folded there, unless inference needs the value. */
-    const int64_t max = s->n_devices == 1 || needed ? SES__FOLD_MAX_ELEMENTS
-                                                    : SES__FOLD_MAX_ELEMENTS_SHARED;
+    const int64_t max =
+        s->n_devices == 1 || needed ? SES__FOLD_MAX_ELEMENTS : SES__FOLD_MAX_ELEMENTS_SHARED;
     for (size_t o = 0; o < n_out; o++) {
         const int64_t n = count_of(&out_types[o]);
         if (n < 0 || n > max)

@@ -416,10 +416,9 @@ ses_status_t ses__fold_shape(const ses_node_t *node, const ses__type_t *in, ses_
  * empty, an output too large, no CPU kernel, or the kernel refusing or failing. @p needed: the
  * value is one inference must read, allowed SES__FOLD_MAX_ELEMENTS in every session.
  */
-ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node,
-                           const char *signature, const void *const *in_values,
-                           const ses__type_t *const *in_types, const ses__type_t *out_types,
-                           int needed, ses_tensor_t **out_tensors);
+ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node, const char *signature,
+                           const void *const *in_values, const ses__type_t *const *in_types,
+                           const ses__type_t *out_types, int needed, ses_tensor_t **out_tensors);
 
 /** Offsets for every arena slot of @p c, reusing memory once a value's last reader ran. */
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);
