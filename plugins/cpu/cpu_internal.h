@@ -487,6 +487,15 @@ enum cpu__op {
     CPU__OP_LRN,
     CPU__OP_MVN,
     CPU__OP_ROIALIGN,
+    /* Output shapes that depend on input values (cpu_value_shape.c), general entries */
+    CPU__OP_NONZERO,
+    CPU__OP_COMPRESS,
+    CPU__OP_TOPK,
+    CPU__OP_UNIQUE,
+    CPU__OP_NMS, /* NonMaxSuppression */
+    CPU__OP_REVERSESEQUENCE, /* cpu_reverse_sequence.c */
+    CPU__OP_EINSUM,          /* cpu_einsum.c */
+    CPU__OP_TFIDF,           /* cpu_tfidf.c: TfIdfVectorizer */
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -1058,5 +1067,17 @@ int32_t cpu__instance_norm(const cpu__call_t *call);    /* InstanceNormalization
 int32_t cpu__lrn(const cpu__call_t *call);              /* LRN */
 int32_t cpu__mvn(const cpu__call_t *call);              /* MeanVarianceNormalization */
 int32_t cpu__roi_align(const cpu__call_t *call);        /* RoiAlign */
+/* cpu_value_shape.c: output shapes that depend on input values (general entries) */
+int32_t cpu__nonzero(const cpu__call_t *call);  /* NonZero */
+int32_t cpu__compress(const cpu__call_t *call); /* Compress */
+int32_t cpu__topk(const cpu__call_t *call);     /* TopK: Values and Indices */
+int32_t cpu__unique(const cpu__call_t *call);   /* Unique: Y and 0 to 3 of its index outputs */
+int32_t cpu__nms(const cpu__call_t *call);      /* NonMaxSuppression: boxes, scores */
+/* cpu_reverse_sequence.c (general entry) */
+int32_t cpu__reverse_sequence(const cpu__call_t *call); /* ReverseSequence */
+/* cpu_einsum.c (general entries) */
+int32_t cpu__einsum(const cpu__call_t *call); /* Einsum, 1 to 3 inputs */
+/* cpu_tfidf.c (general entries) */
+int32_t cpu__tfidf(const cpu__call_t *call); /* TfIdfVectorizer */
 
 #endif /* SES_CPU_INTERNAL_H */

@@ -660,6 +660,40 @@ CPU__KERNELS(CPU__DEFINE)
       CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
     G(MaxPoolI_##T, "MaxPool", #T "->" #T ",i64", cpu__max_pool_indices, CPU__OP_MAXPOOL_INDICES, \
       0, 1, CPU__T1(T), 2, CPU__DT_##T, SES_DRV_DTYPE_I64)
+/* Output shapes that depend on input values (cpu_value_shape.c): NonZero and Compress at every
+ * dtype, TopK (X only: K is the outputs' size) at the number dtypes. */
+#define CPU__G_VALUE_SHAPE_ALL(G, T)                                                              \
+    G(NonZero_##T, "NonZero", #T "->i64", cpu__nonzero, CPU__OP_NONZERO, 0, 1, CPU__T1(T), 1,     \
+      SES_DRV_DTYPE_I64, 0)                                                                       \
+    G(Compress_##T, "Compress", #T ",bool->" #T, cpu__compress, CPU__OP_COMPRESS, 0, 2,           \
+      (CPU__DT_##T, SES_DRV_DTYPE_BOOL), 1, CPU__DT_##T, 0)
+#define CPU__G_VALUE_SHAPE_NUMBER(G, T)                                                           \
+    G(TopK_##T, "TopK", #T "->" #T ",i64", cpu__topk, CPU__OP_TOPK, 0, 1, CPU__T1(T), 2,          \
+      CPU__DT_##T, SES_DRV_DTYPE_I64)
+
+/* Unique with 1 to 4 outputs: Y, then indices, inverse_indices and counts (i64). */
+#define CPU__G_UNIQUE(G, T)                                                                       \
+    G(Unique1_##T, "Unique", #T "->" #T, cpu__unique, CPU__OP_UNIQUE, 0, 1, CPU__T1(T), 1,        \
+      CPU__DT_##T, 0)                                                                             \
+    G(Unique2_##T, "Unique", #T "->" #T ",i64", cpu__unique, CPU__OP_UNIQUE, 0, 1, CPU__T1(T), 2, \
+      CPU__DT_##T, SES_DRV_DTYPE_I64)                                                             \
+    G(Unique3_##T, "Unique", #T "->" #T ",i64,i64", cpu__unique, CPU__OP_UNIQUE, 0, 1,            \
+      CPU__T1(T), 3, CPU__DT_##T, CPU__LIST(SES_DRV_DTYPE_I64, SES_DRV_DTYPE_I64))                \
+    G(Unique4_##T, "Unique", #T "->" #T ",i64,i64,i64", cpu__unique, CPU__OP_UNIQUE, 0, 1,        \
+      CPU__T1(T), 4, CPU__DT_##T,                                                                 \
+      CPU__LIST(SES_DRV_DTYPE_I64, SES_DRV_DTYPE_I64, SES_DRV_DTYPE_I64))
+
+#define CPU__G_REVERSE_SEQUENCE(G, T)                                                             \
+    G(ReverseSequence_##T, "ReverseSequence", #T ",i64->" #T, cpu__reverse_sequence,              \
+      CPU__OP_REVERSESEQUENCE, 0, 2, (CPU__DT_##T, SES_DRV_DTYPE_I64), 1, CPU__DT_##T, 0)
+
+#define CPU__G_EINSUM(G, T)                                                                       \
+    G(Einsum1_##T, "Einsum", #T "->" #T, cpu__einsum, CPU__OP_EINSUM, 0, 1, CPU__T1(T), 1,        \
+      CPU__DT_##T, 0)                                                                             \
+    G(Einsum2_##T, "Einsum", #T "," #T "->" #T, cpu__einsum, CPU__OP_EINSUM, 0, 2, CPU__T2(T), 1, \
+      CPU__DT_##T, 0)                                                                             \
+    G(Einsum3_##T, "Einsum", #T "," #T "," #T "->" #T, cpu__einsum, CPU__OP_EINSUM, 0, 3,         \
+      CPU__T3(T), 1, CPU__DT_##T, 0)
 
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
@@ -679,7 +713,19 @@ CPU__KERNELS(CPU__DEFINE)
     /* g-convfam */                            \
     CPU__FLOATS(CPU__G_CONVFAM_FLOAT, G)       \
     CPU__ALL(CPU__G_CONVFAM_ANY, G)            \
-    CPU__G_CONVFAM_BYTES(G, i8) CPU__G_CONVFAM_BYTES(G, u8)
+    CPU__G_CONVFAM_BYTES(G, i8) CPU__G_CONVFAM_BYTES(G, u8) \
+    /* g-dyn */                                \
+    CPU__ALL(CPU__G_VALUE_SHAPE_ALL, G)        \
+    CPU__NUMBERS(CPU__G_VALUE_SHAPE_NUMBER, G) \
+    CPU__BASIC(CPU__G_UNIQUE, G)               \
+    CPU__ALL(CPU__G_REVERSE_SEQUENCE, G)       \
+    CPU__NUMBERS(CPU__G_EINSUM, G)             \
+    G(NonMaxSuppression_f32, "NonMaxSuppression", "f32,f32->i64", cpu__nms, CPU__OP_NMS, 0, 2, \
+      (SES_DRV_DTYPE_F32, SES_DRV_DTYPE_F32), 1, SES_DRV_DTYPE_I64, 0) \
+    G(TfIdfVectorizer_i32, "TfIdfVectorizer", "i32->f32", cpu__tfidf, CPU__OP_TFIDF, 0, 1,   \
+      (SES_DRV_DTYPE_I32), 1, SES_DRV_DTYPE_F32, 0)                                         \
+    G(TfIdfVectorizer_i64, "TfIdfVectorizer", "i64->f32", cpu__tfidf, CPU__OP_TFIDF, 0, 1,   \
+      (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_F32, 0)
 
 /* group g-act: the window generators and MelWeightMatrix, from their first input (an integer
  * scalar whose value gave the output's shape at compile time) to a float T. General entries:
@@ -744,6 +790,14 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__lrn NULL
 #define CPU__REUSE_cpu__mvn NULL
 #define CPU__REUSE_cpu__roi_align NULL
+#define CPU__REUSE_cpu__nonzero NULL
+#define CPU__REUSE_cpu__compress NULL
+#define CPU__REUSE_cpu__topk NULL
+#define CPU__REUSE_cpu__unique NULL
+#define CPU__REUSE_cpu__reverse_sequence NULL
+#define CPU__REUSE_cpu__einsum NULL
+#define CPU__REUSE_cpu__nms NULL
+#define CPU__REUSE_cpu__tfidf NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -829,6 +883,14 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__lrn(what) NULL
 #define CPU__GSTATE_cpu__mvn(what) NULL
 #define CPU__GSTATE_cpu__roi_align(what) NULL
+#define CPU__GSTATE_cpu__nonzero(what) NULL
+#define CPU__GSTATE_cpu__compress(what) NULL
+#define CPU__GSTATE_cpu__topk(what) NULL
+#define CPU__GSTATE_cpu__unique(what) NULL
+#define CPU__GSTATE_cpu__reverse_sequence(what) NULL
+#define CPU__GSTATE_cpu__einsum(what) NULL
+#define CPU__GSTATE_cpu__nms(what) NULL
+#define CPU__GSTATE_cpu__tfidf(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -816,6 +816,74 @@ static const char *const range[] = {
     "[]@small []@pos []@pos", "[]@pos []@small []@nz", "[]@small []@small []@nz",
     "[]@pos []@pos []@nz", NULL,
 };
+/* Output shapes that depend on input values (read at compile time): small values make zeros
+ * and ties; bool conditions select some of the entries; K is a constant. */
+static const char *const nonzero[] = {
+    "[2,3]@small", "[7,9,5]@small", "[0]", "[1]@small", "[6]@bool", "[256,256]@small", NULL,
+};
+static const char *const compress[] = {
+    "[5,4] [5]@bool axis=0", "[5,4] [3]@bool axis=1", "[3,4] [7]@bool",
+    "[0,3] [0]@bool axis=0", "[2,3,4] [3]@bool axis=-2", "[256,256] [256]@bool axis=1", NULL,
+};
+static const char *const topk[] = {
+    "[5,4]@small K=i64:[2]",
+    "[5,4]@small K=i64:[3] axis=0 largest=0",
+    "[7,9,5] K=i64:[9] axis=1",
+    "[3,0] K=i64:[0]",
+    "[100]@small K=i64:[100]",
+    "[64,1000] K=i64:[5] sorted=1",
+    NULL,
+};
+static const char *const unique[] = {
+    "[12]@small", "[3,4]@small axis=1", "[4,3]@small axis=0 sorted=0", "[0]",
+    "[2,3,4]@small axis=-1", "[1000]@small sorted=0", "[6]@somenan", NULL,
+};
+/* input, sequence_lens (classN: lengths in [0, N), N one more than the time axis's size);
+ * batch and time axes both ways. */
+static const char *const reverse_sequence[] = {
+    "[4,4] [4]@class5",
+    "[4,4] [4]@class5 batch_axis=0 time_axis=1",
+    "[3,2,5] [2]@class4",
+    "[2,6,3] [2]@class7 batch_axis=0 time_axis=1",
+    "[0,2] [2]@class1",
+    "[64,32,16] [32]@class65",
+    NULL,
+};
+/* Equations without spaces (a token each): transpose, sums, matmul, batch matmul with a
+ * diagonal, implicit outputs, three inputs, an empty dimension. */
+static const char *const einsum[] = {
+    "[3,4] equation=ij->ji",
+    "[3,4] equation=ij->i",
+    "[5,5] equation=ii",
+    "[3,4] [4,5] equation=ij,jk",
+    "[2,3,3] [2,3,4] equation=bii,bik->bk",
+    "[2,3] [3,4] [4,2] equation=ij,jk,kl->il",
+    "[0,3] [3,2] equation=ij,jk->ik",
+    "[16,32] [32,24] equation=ik,kj->ij",
+    NULL,
+};
+/* boxes, scores, then max_output_boxes_per_class as a constant (the thresholds keep their
+ * defaults: any overlap suppresses, no score is filtered); corners and centers. */
+static const char *const nms[] = {
+    "[1,6,4] [1,2,6]",
+    "[2,8,4]@unit [2,3,8] max=i64:[3]",
+    "[1,0,4] [1,1,0] max=i64:[2]",
+    "[1,50,4] [1,1,50]@small max=i64:[10] center_point_box=1",
+    "[3,20,4]@pos [3,2,20] max=i64:[20]",
+    NULL,
+};
+/* Tokens 0..8 (class9) against a pool of four 1-grams and three 2-grams. */
+#define TFIDF_POOL "pool_int64s=[2,3,5,4,5,6,7,8,6,7] ngram_counts=[0,4] ngram_indexes=[0,1,2,3,4,5,6]"
+static const char *const tfidf[] = {
+    "[12]@class9 mode=TF min_gram_length=2 max_gram_length=2 max_skip_count=0 " TFIDF_POOL,
+    "[2,6]@class9 mode=TF min_gram_length=1 max_gram_length=2 max_skip_count=5 " TFIDF_POOL,
+    "[3,40]@class9 mode=IDF min_gram_length=1 max_gram_length=2 max_skip_count=2 " TFIDF_POOL
+    " weights=[0.5,1.0,1.5,2.0,2.5,3.0,3.5]",
+    "[200]@class9 mode=TFIDF min_gram_length=1 max_gram_length=2 max_skip_count=3 " TFIDF_POOL
+    " weights=[0.5,1.0,1.5,2.0,2.5,3.0,3.5]",
+    "[0]@class9 mode=TF min_gram_length=1 max_gram_length=2 max_skip_count=0 " TFIDF_POOL,
+    NULL,
+};
 
 /* g-rnnq: the recurrent layers. X [seq, batch, input] (layout 0), W, R, then B, sequence_lens
  * (lengths 0 to seq), initial_h, initial_c, P; an absent input in the middle is an empty "like"
@@ -1244,6 +1312,15 @@ static const ses_conf_op_cases_t table[] = {
     {"LRN", LIBM, lrn},
     {"MeanVarianceNormalization", LIBM, mvn},
     {"RoiAlign", SUMS, roi_align},
+    /* output shapes that depend on input values */
+    {"NonZero", EXACT, nonzero},
+    {"Compress", EXACT, compress},
+    {"TopK", EXACT, topk},
+    {"Unique", EXACT, unique},
+    {"NonMaxSuppression", EXACT, nms},
+    {"TfIdfVectorizer", ROUNDED, tfidf},
+    {"ReverseSequence", EXACT, reverse_sequence},
+    {"Einsum", SUMS, einsum},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

@@ -19,7 +19,7 @@
 #define MAX_ARGS 9 /* QLinearConv with its bias */
 #define MAX_RANK 8
 #define MAX_VALUES 16
-#define MAX_ATTRS 6
+#define MAX_ATTRS 10 /* TfIdfVectorizer's cases have 8 */
 
 typedef struct arg {
     int is_const; /* an i64 constant (shape-like) input rather than random data */

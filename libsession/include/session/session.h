@@ -68,8 +68,10 @@ typedef struct ses_session_options {
     /* 1 (default): a node whose inputs are all known when the plan is compiled (constants, fed
      * values the plan reads, values folded before it) is computed then, once, on the CPU, and
      * Shape and Size from their input's type: chains that compute shapes reach the ops that
-     * read them (Reshape's shape, Slice's ends) as known values. 0: every node runs each time.
-     * The environment variable SESSION_FOLD=0 (or off) forces 0. */
+     * read them (Reshape's shape, Slice's ends) as known values. 0: every node runs each time,
+     * except those computing a value shape inference needs (computed at compile time whatever
+     * this option, from the fed values if need be). The environment variable SESSION_FOLD=0 (or
+     * off) forces 0. */
     uint32_t fold;
 } ses_session_options_t;
 

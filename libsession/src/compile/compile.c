@@ -49,6 +49,10 @@ typedef struct builder {
      * ids from next_id on, below id_limit (slot_of's size). */
     int layout;
     int fold; /* constant folding (fold.c): the session's option */
+    /* needed[id] (graph nodes only): inference needs the value of an output of node id, or of
+     * a node computed from it, so it is folded over fed values too (mark_needed). */
+    unsigned char *needed;
+    size_t n_needed;
     const ses_node_t *variant; /* the variant compile_variant is compiling, or NULL */
     size_t next_id;
     size_t id_limit;
@@ -56,6 +60,11 @@ typedef struct builder {
 } builder_t;
 
 /* ---- small helpers ---------------------------------------------------------------------- */
+
+/* Whether inference needs the value @p node computes (directly or through its consumers). */
+static int is_needed(const builder_t *b, const ses_node_t *node) {
+    return node->id < b->n_needed && b->needed[node->id];
+}
 
 static const char *device_name(const ses_session_t *s, size_t d) {
     return ses_device_name(s->devices[d].device);
@@ -319,8 +328,8 @@ static ses_status_t fold_shape(builder_t *b, const ses_node_t *node, const ses_n
     ses_status_t st;
 
     *out_done = 0;
-    if (!b->fold || b->probing || b->trial || node->n_inputs != 1 || node->n_outputs != 1 ||
-        (strcmp(node->op, "Shape") != 0 && strcmp(node->op, "Size") != 0))
+    if ((!b->fold && !is_needed(b, node)) || b->probing || b->trial || node->n_inputs != 1 ||
+        node->n_outputs != 1 || (strcmp(node->op, "Shape") != 0 && strcmp(node->op, "Size") != 0))
         return SES_OK;
     if (slot->blocked) {
         /* [N, C/16, H, W, 16] stands for [N, C, H, W]. */
@@ -345,6 +354,90 @@ static ses_status_t fold_shape(builder_t *b, const ses_node_t *node, const ses_n
         return st;
     *out_done = 1;
     return add_folded(b, node, out_node, &value);
+}
+
+/*
+ * Marks the nodes whose outputs inference needs the values of: those an input of a value_inputs
+ * position reads (Range's limit, Reshape's shape), and, going up, every node they are computed
+ * from, up to constants, fed edges, variables and Shape or Size (known from a type). Folding
+ * computes them at compile time even from fed values (the plan then depends on those values).
+ * Walked in reverse plan order, so that every consumer is marked before its producers.
+ */
+static ses_status_t mark_needed(builder_t *b, const ses__pruned_t *pruned) {
+    const ses_plan_t *plan = b->plan;
+
+    b->n_needed = b->s->graph->n_nodes;
+    b->needed = ses__calloc(b->n_needed + 1, 1);
+    if (!b->needed)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
+    for (size_t k = pruned->n_nodes; k-- > 0;) {
+        const ses_node_t *n = pruned->nodes[k];
+        int whole;
+        if (n->kind != SES__NODE_OP || !n->schema)
+            continue;
+        /* Shape and Size read their input's type only. */
+        whole = is_needed(b, n) && strcmp(n->op, "Shape") != 0 && strcmp(n->op, "Size") != 0;
+        for (size_t i = 0; i < n->n_inputs; i++) {
+            const ses_edge_t e = n->inputs[i];
+            if (!whole && !(i < 64 && (n->schema->value_inputs & (UINT64_C(1) << i))))
+                continue;
+            if (e.node->kind != SES__NODE_OP ||
+                ses__fed_index(plan->fed, plan->n_fed, e) != SIZE_MAX)
+                continue;
+            if (e.node->id < b->n_needed)
+                b->needed[e.node->id] = 1;
+        }
+    }
+    return SES_OK;
+}
+
+/*
+ * Why the value of the computed edge @p e is unknown at compile time, into @p out: walks up from
+ * it to what stopped folding (a variable, a random op, a device-fed value, a node too large or
+ * without a CPU kernel).
+ */
+static void why_unknown(const builder_t *b, ses_edge_t e, char *out, size_t size) {
+    for (size_t steps = 0; steps <= b->id_limit; steps++) {
+        const ses_node_t *n = e.node;
+        size_t key = n->id * SES__MAX_OUTPUTS + e.index, next = SIZE_MAX;
+        const ses__slot_t *slot = b->slot_of[key] ? &b->c->slots[b->slot_of[key] - 1] : NULL;
+        if (slot && slot->kind == SES__SLOT_VARIABLE) {
+            snprintf(out, size, "it depends on variable \"%s\"", n->name);
+            return;
+        }
+        if (slot && slot->kind == SES__SLOT_FEED) {
+            snprintf(out, size, "it depends on \"%s\", fed a device tensor", n->name);
+            return;
+        }
+        if (n->kind != SES__NODE_OP)
+            break;
+        if (ses__fold_is_random(n->op)) {
+            snprintf(out, size, "it depends on %s \"%s\", whose values are random", n->op, n->name);
+            return;
+        }
+        if (!ses__fold_candidate(n)) {
+            snprintf(out, size, "it depends on %s \"%s\", which is not computed at compile time",
+                     n->op, n->name);
+            return;
+        }
+        for (size_t i = 0; i < n->n_inputs && next == SIZE_MAX; i++) {
+            const ses_edge_t in = n->inputs[i];
+            size_t k = in.node->id * SES__MAX_OUTPUTS + in.index;
+            const ses__slot_t *s = b->slot_of[k] ? &b->c->slots[b->slot_of[k] - 1] : NULL;
+            if (s && s->kind != SES__SLOT_CONSTANT &&
+                !(s->kind == SES__SLOT_FEED && !b->feeds[s->feed_index]->home))
+                next = i;
+        }
+        if (next == SIZE_MAX) {
+            snprintf(out, size,
+                     "it depends on %s \"%s\", which was not computed at compile time (an output "
+                     "over %d elements, or no CPU kernel for it)",
+                     n->op, n->name, SES__FOLD_MAX_ELEMENTS);
+            return;
+        }
+        e = n->inputs[next];
+    }
+    snprintf(out, size, "it is computed at run time");
 }
 
 /* A fed value that inference reads shapes the plan: keep a copy, so that a run fed another
@@ -752,7 +845,8 @@ static ses_status_t compile_variant(builder_t *b, const ses_node_t *n, const ses
     ses_status_t st;
 
     *out_done = 0;
-    if (!b->layout || n->n_inputs < 1 || (st = home_slot(b, n->inputs[0], &x)) != SES_OK)
+    if (!b->layout || n->n_inputs < 1 || is_needed(b, n) ||
+        (st = home_slot(b, n->inputs[0], &x)) != SES_OK)
         return SES_OK; /* an input not there yet is the node's own compile's to report */
     op = ses__layout_variant(n, c->slots[x].blocked);
     if (!op)
@@ -861,6 +955,17 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
     if (st != SES_OK) {
         ses__attrs_clear(&ctx.kernel_attrs);
         b->rejected = b->trial;
+        /* A value inference needed is not known: say what keeps it from being known (a variable,
+         * a value computed at run time, a device tensor fed). */
+        for (size_t i = 0; i < node->n_inputs && i < 64; i++) {
+            char why[400], message[2048];
+            if (!(node->schema->value_inputs & (UINT64_C(1) << i)) || values[i] ||
+                !ses__type_count(&in_types[i]))
+                continue;
+            why_unknown(b, node->inputs[i], why, sizeof why);
+            snprintf(message, sizeof message, "%s", ses_last_error());
+            return ses__fail(st, "%s; %s", message, why);
+        }
         return st;
     }
     if (node->schema->host_op) {
@@ -904,19 +1009,45 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
         }
     }
     /* Every input known now: computed once here (fold.c), when the CPU has a kernel for it. */
-    if (b->fold && !b->probing && !b->trial && ses__fold_candidate(node)) {
+    const int needed = is_needed(b, node);
+    if ((b->fold || needed) && !b->probing && !b->trial && ses__fold_candidate(node)) {
         const void *kernel_values[SES__MAX_INPUTS];
         ses_tensor_t *folded[SES__MAX_OUTPUTS];
-        int known = 1;
-        /* Constants only: a fed value changes from run to run, and folding over it would
-         * compile the plan again for every new one. */
-        for (size_t i = 0; i < node->n_inputs && known; i++)
-            known = values[i] != NULL && c->slots[in_slots[i]].kind == SES__SLOT_CONSTANT;
+        int known = 1, reads_fed = 0;
+        /* Constants only, unless inference needs the value: a fed value changes from run to
+         * run, and folding over it compiles the plan again for every new one. */
+        for (size_t i = 0; i < node->n_inputs && known; i++) {
+            const ses__slot_kind_t kind = c->slots[in_slots[i]].kind;
+            if (kind == SES__SLOT_FEED) {
+                /* Compiling ahead of a run, a fed value is not there yet. */
+                reads_fed = 1;
+                known = needed && (values[i] != NULL || b->types_only);
+            } else {
+                known = kind == SES__SLOT_CONSTANT && values[i] != NULL;
+            }
+        }
+        if (known && reads_fed && b->types_only) {
+            ses__attrs_clear(&ctx.kernel_attrs);
+            b->deferred = 1;
+            return ses__fail(SES_UNAVAILABLE,
+                             "%s \"%s\": computes from fed values a value that "
+                             "shapes the plan; it is compiled at the first run",
+                             node->op, node->name);
+        }
         for (size_t i = 0; i < n_kernel_in && known; i++)
             kernel_values[i] = values[kernel_in[i]];
         if (known && ses__fold_run(b->s, &drv_node, signature, kernel_values, kernel_in_types,
-                                   ctx.outputs, folded) == SES_OK) {
+                                   ctx.outputs, needed, folded) == SES_OK) {
             ses__attrs_clear(&ctx.kernel_attrs);
+            st = SES_OK;
+            for (size_t i = 0; i < node->n_inputs && st == SES_OK; i++)
+                if (c->slots[in_slots[i]].kind == SES__SLOT_FEED)
+                    st = remember_value(b, in_slots[i]);
+            if (st != SES_OK) {
+                for (size_t o = 0; o < node->n_outputs; o++)
+                    ses_tensor_release(folded[o]);
+                return st;
+            }
             return add_folded(b, node, out_node, folded);
         }
     }
@@ -1250,13 +1381,19 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     ses_status_t st;
 
     b->pruned = pruned;
+    if ((st = mark_needed(b, pruned)) != SES_OK)
+        return st;
     for (size_t i = 0; i < pruned->n_nodes; i++) {
         const ses_node_t *n = pruned->nodes[i];
         ses__fusion_t *f;
+        int needed = 0;
         if (n->kind != SES__NODE_OP)
             continue;
         f = ses__fusion_of(&b->fusions, n);
-        if (!f) {
+        /* A chain a needed value comes from is folded node by node, never fused. */
+        for (size_t m = 0; f && m < f->n_members; m++)
+            needed |= is_needed(b, f->members[m]);
+        if (!f || needed) {
             st = compile_one(b, n);
         } else if (n != f->members[f->n_members - 1]) {
             continue; /* decided at the chain's last member */
@@ -1388,6 +1525,7 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
     else
         st = build(&b, &pruned);
     free(b.slot_of);
+    free(b.needed);
     free(b.per_device);
     free(b.summary);
     ses__fusions_clear(&b.fusions);

@@ -6,7 +6,10 @@
  * Unsqueeze -> Concat -> Reshape's shape or Slice's ends) therefore reach the ops that read them
  * as known values, as ONNX Runtime's folding makes them. A plan is compiled again when a fed
  * shape changes, so the folded values follow. Fed values are not folded over: they change from
- * run to run, and each new one would compile the plan again.
+ * run to run, and each new one would compile the plan again; except where the value of an edge
+ * computed from them is needed by inference (Range's limit, Reshape's shape, NonZero's input):
+ * the nodes computing it are then folded over the fed values too, which the plan keeps a copy of,
+ * so that a run fed other values compiles it again (compile.c, mark_needed).
  *
  * Not folded: ops without outputs or that the runtime runs itself, random ops, outputs above
  * SES__FOLD_MAX_ELEMENTS (weights stay shared, not copied per plan; SES__FOLD_MAX_ELEMENTS_SHARED
@@ -21,7 +24,7 @@
 #include "plan.h"
 
 /* Ops whose result must differ from run to run. */
-static int is_random(const char *op) {
+int ses__fold_is_random(const char *op) {
     return !strncmp(op, "Random", 6) || !strcmp(op, "Dropout") || !strcmp(op, "Multinomial") ||
            !strcmp(op, "Bernoulli");
 }
@@ -39,7 +42,7 @@ static int64_t count_of(const ses__type_t *t) {
 
 int ses__fold_candidate(const ses_node_t *node) {
     return node->schema && !node->schema->host_op && !node->schema->inplace_inputs &&
-           node->n_outputs > 0 && !is_random(node->op) && !ses_node_device(node);
+           node->n_outputs > 0 && !ses__fold_is_random(node->op) && !ses_node_device(node);
 }
 
 ses_status_t ses__fold_shape(const ses_node_t *node, const ses__type_t *in, ses_tensor_t **out) {
@@ -76,10 +79,9 @@ static void free_buffers(const ses__device_ctx_t *dev, ses_drv_buffer_t **buffer
             dev->api->free(dev->handle, buffers[i]);
 }
 
-ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node,
-                           const char *signature, const void *const *in_values,
-                           const ses__type_t *const *in_types, const ses__type_t *out_types,
-                           ses_tensor_t **out_tensors) {
+ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node, const char *signature,
+                           const void *const *in_values, const ses__type_t *const *in_types,
+                           const ses__type_t *out_types, int needed, ses_tensor_t **out_tensors) {
     const ses__device_ctx_t *dev = &s->devices[s->n_devices - 1];
     const size_t n_in = drv_node->n_inputs, n_out = drv_node->n_outputs;
     ses_drv_buffer_t *buffers[SES__MAX_INPUTS + SES__MAX_OUTPUTS] = {NULL};
@@ -95,8 +97,9 @@ ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node,
         return SES_UNIMPLEMENTED;
     /* With other devices than the CPU, a folded value a kernel there reads would cross to it
      * at every run (folded values are the plan's, not the session's resident constants): only
-     * values the size of shapes are folded there. */
-    const int64_t max = s->n_devices == 1 ? SES__FOLD_MAX_ELEMENTS : SES__FOLD_MAX_ELEMENTS_SHARED;
+     * values the size of shapes are folded there, unless inference needs the value. */
+    const int64_t max =
+        s->n_devices == 1 || needed ? SES__FOLD_MAX_ELEMENTS : SES__FOLD_MAX_ELEMENTS_SHARED;
     for (size_t o = 0; o < n_out; o++) {
         const int64_t n = count_of(&out_types[o]);
         if (n < 0 || n > max)

@@ -317,6 +317,8 @@ void ses__resident_variables_free(ses_session_t *s);
 
 /** Whether @p node may be folded at all: it has outputs, is deterministic, runs as a kernel. */
 int ses__fold_candidate(const ses_node_t *node);
+/** Whether @p op's result differs from run to run (RandomNormal, Dropout, ...): never folded. */
+int ses__fold_is_random(const char *op);
 /**
  * Shape or Size @p node of a value of type @p in, as a new tensor in @p out; SES_UNIMPLEMENTED
  * (no message) when a dimension is unknown.
@@ -326,12 +328,12 @@ ses_status_t ses__fold_shape(const ses_node_t *node, const ses__type_t *in, ses_
  * Runs @p drv_node (kernel @p signature) now on the session's CPU device, its inputs the host
  * bytes @p in_values of types @p in_types, into new tensors @p out_tensors of @p out_types.
  * SES_UNIMPLEMENTED (no message, nothing made) when it cannot be folded: a value unknown or
- * empty, an output too large, no CPU kernel, or the kernel refusing or failing.
+ * empty, an output too large, no CPU kernel, or the kernel refusing or failing. @p needed: the
+ * value is one inference must read, allowed SES__FOLD_MAX_ELEMENTS in every session.
  */
-ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node,
-                           const char *signature, const void *const *in_values,
-                           const ses__type_t *const *in_types, const ses__type_t *out_types,
-                           ses_tensor_t **out_tensors);
+ses_status_t ses__fold_run(ses_session_t *s, const ses_drv_node_t *drv_node, const char *signature,
+                           const void *const *in_values, const ses__type_t *const *in_types,
+                           const ses__type_t *out_types, int needed, ses_tensor_t **out_tensors);
 
 /** Offsets for every arena slot of @p c, reusing memory once a value's last reader ran. */
 ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c);

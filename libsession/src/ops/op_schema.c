@@ -8,6 +8,10 @@
 #include "cnn.h"
 #include "infer.h"
 #include "spatial.h"
+#include "value_shape.h"
+#include "reverse_sequence.h"
+#include "einsum.h"
+#include "tfidf.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
 
@@ -237,6 +241,18 @@ static const ses__op_schema_t schemas[] = {
     {"LRN", 1, 1, 1, 1, 0, ses__infer_lrn},
     {"MeanVarianceNormalization", 1, 1, 1, 1, 0, ses__infer_mvn},
     {"RoiAlign", 3, 3, 1, 1, 0, ses__infer_roi_align},
+    /* value_shape.c: output shapes that depend on input values, read at compile time */
+    {"NonZero", 1, 1, 1, 1, BIT(0), ses__infer_nonzero},
+    {"Compress", 2, 2, 1, 1, BIT(1), ses__infer_compress},
+    {"TopK", 2, 2, 2, 2, BIT(1), ses__infer_topk},
+    {"Unique", 1, 1, 1, 4, BIT(0), ses__infer_unique},
+    {"NonMaxSuppression", 2, 5, 1, 1, BIT(0) | BIT(1) | BIT(2) | BIT(3) | BIT(4), ses__infer_nms},
+    /* reverse_sequence.c */
+    {"ReverseSequence", 2, 2, 1, 1, 0, ses__infer_reverse_sequence},
+    /* einsum.c */
+    {"Einsum", 1, 3, 1, 1, 0, ses__infer_einsum},
+    /* tfidf.c */
+    {"TfIdfVectorizer", 1, 1, 1, 1, 0, ses__infer_tfidf},
 };
 #pragma GCC diagnostic pop
 
