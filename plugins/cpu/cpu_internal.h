@@ -442,6 +442,10 @@ enum cpu__op {
     CPU__OP_NCHWC_GLOBALAVGPOOL,
     CPU__OP_NCHWC_GLOBALMAXPOOL,
     CPU__OP_NCHWC_REORDER_OUTPUT,
+    /* group g-resize (cpu_resize.c), general entries */
+    CPU__OP_RESIZE,
+    CPU__OP_RESIZEGRAD,
+    CPU__OP_GRIDSAMPLE,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -564,6 +568,10 @@ int32_t cpu__attr_float(const cpu__call_t *call, const char *key, double def, do
  */
 int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, uint32_t max,
                        uint32_t *out_count);
+
+/** Required FLOATS attribute @p key, as cpu__attr_ints. */
+int32_t cpu__attr_floats(const cpu__call_t *call, const char *key, double *out, uint32_t max,
+                         uint32_t *out_count);
 
 /**
  * Non-zero when the host's should_abort says the calling thread's eval should stop. Only for
@@ -980,5 +988,10 @@ int32_t cpu__nchwc_reorder_output(const cpu__call_t *call); /* NchwcReorderOutpu
  * value at fault otherwise.
  */
 int32_t cpu__nchwc_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+
+/* cpu_resize.c (group g-resize; general entries) */
+int32_t cpu__resize(const cpu__call_t *call);      /* Resize */
+int32_t cpu__resize_grad(const cpu__call_t *call); /* ResizeGrad */
+int32_t cpu__grid_sample(const cpu__call_t *call); /* GridSample */
 
 #endif /* SES_CPU_INTERNAL_H */

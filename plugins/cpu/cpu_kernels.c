@@ -474,6 +474,16 @@ CPU__KERNELS(CPU__DEFINE)
     G(NchwcReorderOutput_##T, "NchwcReorderOutput", #T "->" #T, cpu__nchwc_reorder_output,        \
       CPU__OP_NCHWC_REORDER_OUTPUT, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0)
 
+/* group g-resize (cpu_resize.c): Resize (X alone; roi, scales and sizes are attributes by then),
+ * its gradient (dY alone) and GridSample (X, grid), at a float dtype T. */
+#define CPU__G_RESIZE(G, T)                                                                       \
+    G(Resize_##T, "Resize", #T "->" #T, cpu__resize, CPU__OP_RESIZE, 0, 1, CPU__T1(T), 1,         \
+      CPU__DT_##T, 0)                                                                             \
+    G(ResizeGrad_##T, "ResizeGrad", #T "->" #T, cpu__resize_grad, CPU__OP_RESIZEGRAD, 0, 1,       \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(GridSample_##T, "GridSample", #T "," #T "->" #T, cpu__grid_sample, CPU__OP_GRIDSAMPLE, 0,   \
+      2, CPU__T2(T), 1, CPU__DT_##T, 0)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -483,7 +493,8 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__NUMBERS(CPU__G_CNN_NUMBER, G)         \
     CPU__ALL(CPU__G_SHAPE, G)                  \
     G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
-      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0)
+      CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
+    CPU__FLOATS(CPU__G_RESIZE, G)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
@@ -518,6 +529,10 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__size NULL
 #define CPU__REUSE_cpu__constant_of_shape NULL
 #define CPU__REUSE_cpu__range NULL
+/* group g-resize */
+#define CPU__REUSE_cpu__resize NULL
+#define CPU__REUSE_cpu__resize_grad NULL
+#define CPU__REUSE_cpu__grid_sample NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -585,6 +600,10 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__size(what) NULL
 #define CPU__GSTATE_cpu__constant_of_shape(what) NULL
 #define CPU__GSTATE_cpu__range(what) NULL
+/* group g-resize */
+#define CPU__GSTATE_cpu__resize(what) NULL
+#define CPU__GSTATE_cpu__resize_grad(what) NULL
+#define CPU__GSTATE_cpu__grid_sample(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -219,5 +219,9 @@ ses_status_t ses__infer_reduce_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_gather_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_slice_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_concat_grad(ses__infer_ctx_t *ctx);
+/* resize.c (group g-resize) */
+ses_status_t ses__infer_resize(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_resize_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_grid_sample(ses__infer_ctx_t *ctx);
 
 #endif /* SES_OPS_INFER_H */

@@ -1,0 +1,462 @@
+/*
+ * Resize, ResizeGrad and GridSample (general entries, f32 and f64), with the attributes the host
+ * normalized (libsession/src/ops/resize.c): Resize's mode, coord, nearest_mode, cubic_coeff_a,
+ * exclude_outside, extrapolation_value, and per axis scales, lengths and roi.
+ *
+ * Resize is separable: along each axis an output index reads at most 4 input indices with
+ * weights (nearest 1, linear 2, cubic 4), worked out from the output index alone, and an output
+ * element is the sum over the product of its axes' taps. The kernel walks the output in
+ * row-major order and recomputes an axis's taps only when that axis's index moves. ResizeGrad
+ * walks the same taps and adds dY's elements, weighted, onto dX.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+/* libsession/src/ops/resize.c's codes. */
+enum { RZ_NEAREST = 0, RZ_LINEAR = 1, RZ_CUBIC = 2 };
+enum {
+    RZ_HALF_PIXEL = 0,
+    RZ_HALF_PIXEL_SYMMETRIC = 1,
+    RZ_PYTORCH_HALF_PIXEL = 2,
+    RZ_ALIGN_CORNERS = 3,
+    RZ_ASYMMETRIC = 4,
+    RZ_TF_HALF_PIXEL_FOR_NN = 5,
+    RZ_TF_CROP_AND_RESIZE = 6,
+};
+enum { RZ_ROUND_PREFER_FLOOR = 0, RZ_ROUND_PREFER_CEIL = 1, RZ_FLOOR = 2, RZ_CEIL = 3 };
+
+/* One Resize node's parameters, with X's and Y's dims. */
+typedef struct cpu__rz {
+    uint32_t rank;
+    int64_t mode, coord, nearest, exclude;
+    double cubic_a, extrapolation;
+    int64_t in[CPU__MAX_RANK], out[CPU__MAX_RANK];
+    double scales[CPU__MAX_RANK], lengths[CPU__MAX_RANK], roi[2 * CPU__MAX_RANK];
+} cpu__rz_t;
+
+/* An axis's taps at one output index: n input indices and weights; n < 0: extrapolate. */
+typedef struct cpu__rz_taps {
+    int n;
+    int64_t idx[4];
+    double w[4];
+} cpu__rz_taps_t;
+
+static int32_t cpu__rz_floats(const cpu__call_t *call, const char *key, double *out,
+                              uint32_t want) {
+    uint32_t n = 0;
+    int32_t st = cpu__attr_floats(call, key, out, want, &n);
+    if (st != SES_DRV_OK)
+        return st;
+    if (n != want)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "attribute %s holds %" PRIu32 " values; X's rank needs %" PRIu32,
+                              key, n, want);
+    return SES_DRV_OK;
+}
+
+/* Reads the attributes and checks @p x (X) against @p y (Y): same rank, and an axis of Y not
+ * empty only where X's is not. */
+static int32_t cpu__rz_read(const cpu__call_t *call, const cpu__tensor_t *x,
+                            const cpu__tensor_t *y, cpu__rz_t *p) {
+    int32_t st;
+
+    if ((st = cpu__check_rank(call, "X", x)) != SES_DRV_OK)
+        return st;
+    if (x->rank != y->rank)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "X has rank %" PRIu32 " and Y rank %" PRIu32 "; they must agree",
+                              x->rank, y->rank);
+    memset(p, 0, sizeof *p);
+    p->rank = x->rank;
+    if ((st = cpu__attr_int(call, "mode", 0, 0, &p->mode)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "coord", 0, 0, &p->coord)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "nearest_mode", 1, 0, &p->nearest)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "exclude_outside", 1, 0, &p->exclude)) != SES_DRV_OK ||
+        (st = cpu__attr_float(call, "cubic_coeff_a", -0.75, &p->cubic_a)) != SES_DRV_OK ||
+        (st = cpu__attr_float(call, "extrapolation_value", 0.0, &p->extrapolation)) !=
+            SES_DRV_OK ||
+        (st = cpu__rz_floats(call, "scales", p->scales, p->rank)) != SES_DRV_OK ||
+        (st = cpu__rz_floats(call, "lengths", p->lengths, p->rank)) != SES_DRV_OK ||
+        (st = cpu__rz_floats(call, "roi", p->roi, 2 * p->rank)) != SES_DRV_OK)
+        return st;
+    if (p->mode < RZ_NEAREST || p->mode > RZ_CUBIC || p->coord < RZ_HALF_PIXEL ||
+        p->coord > RZ_TF_CROP_AND_RESIZE || p->nearest < 0 || p->nearest > RZ_CEIL)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "mode %" PRId64 ", coord %" PRId64 " or nearest_mode %" PRId64
+                              " is out of range",
+                              p->mode, p->coord, p->nearest);
+    for (uint32_t d = 0; d < p->rank; d++) {
+        p->in[d] = x->dims[d];
+        p->out[d] = y->dims[d];
+        if (p->out[d] > 0 && (p->in[d] == 0 || !(p->scales[d] > 0.0)))
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "axis %" PRIu32 ": Y has %" PRId64 " elements but X %" PRId64
+                                  " (scale %g)",
+                                  d, p->out[d], p->in[d], p->scales[d]);
+    }
+    return SES_DRV_OK;
+}
+
+static int64_t cpu__rz_clamp(int64_t i, int64_t n) {
+    return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+/* The cubic convolution kernel at distance @p s (0 <= s <= 2) with coefficient @p a. */
+static double cpu__rz_cubic(double s, double a) {
+    if (s <= 1.0)
+        return ((a + 2.0) * s - (a + 3.0)) * s * s + 1.0;
+    return ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a;
+}
+
+/* Axis @p d's taps at output index @p o. */
+static void cpu__rz_axis(const cpu__rz_t *p, uint32_t d, int64_t o, cpu__rz_taps_t *t) {
+    const double in = (double)p->in[d], s = p->scales[d], len = p->lengths[d];
+    const double xo = (double)o;
+    double x;
+
+    switch (p->coord) {
+    case RZ_HALF_PIXEL_SYMMETRIC: {
+        const double adjustment = (double)p->out[d] / (s * in);
+        const double center = in / 2.0;
+        x = center * (1.0 - adjustment) + (xo + 0.5) / s - 0.5;
+        break;
+    }
+    case RZ_PYTORCH_HALF_PIXEL: x = len > 1.0 ? (xo + 0.5) / s - 0.5 : 0.0; break;
+    case RZ_ALIGN_CORNERS: x = len == 1.0 ? 0.0 : xo * (in - 1.0) / (len - 1.0); break;
+    case RZ_ASYMMETRIC: x = xo / s; break;
+    case RZ_TF_HALF_PIXEL_FOR_NN: x = (xo + 0.5) / s; break;
+    case RZ_TF_CROP_AND_RESIZE: {
+        const double start = p->roi[d], end = p->roi[p->rank + d];
+        if (len == 1.0)
+            x = (end - start) * (in - 1.0) / 2.0;
+        else
+            x = xo * (end - start) * (in - 1.0) / (len - 1.0);
+        x += start * (in - 1.0);
+        if (x < 0.0 || x > in - 1.0) {
+            t->n = -1;
+            return;
+        }
+        break;
+    }
+    default: x = (xo + 0.5) / s - 0.5; break;
+    }
+
+    const double f = floor(x), r = x - f;
+    const int64_t i = (int64_t)f, n = p->in[d];
+    if (p->mode == RZ_NEAREST) {
+        int64_t k = i;
+        if (r > 0.0) {
+            switch (p->nearest) {
+            case RZ_ROUND_PREFER_CEIL: k = r < 0.5 ? i : i + 1; break;
+            case RZ_FLOOR: k = i; break;
+            case RZ_CEIL: k = i + 1; break;
+            default: k = r <= 0.5 ? i : i + 1; break;
+            }
+        }
+        t->n = 1;
+        t->idx[0] = cpu__rz_clamp(k, n);
+        t->w[0] = 1.0;
+        return;
+    }
+    int64_t first;
+    int count;
+    double w[4];
+    if (p->mode == RZ_LINEAR) {
+        first = i;
+        count = 2;
+        w[0] = 1.0 - r;
+        w[1] = r;
+    } else {
+        first = i - 1;
+        count = 4;
+        w[0] = cpu__rz_cubic(r + 1.0, p->cubic_a);
+        w[1] = cpu__rz_cubic(r, p->cubic_a);
+        w[2] = cpu__rz_cubic(1.0 - r, p->cubic_a);
+        w[3] = cpu__rz_cubic(2.0 - r, p->cubic_a);
+        if (p->exclude) {
+            double sum = 0.0;
+            for (int k = 0; k < 4; k++) {
+                if (first + k < 0 || first + k >= n)
+                    w[k] = 0.0;
+                sum += w[k];
+            }
+            for (int k = 0; k < 4 && sum != 0.0; k++)
+                w[k] /= sum;
+        }
+    }
+    /* Taps of weight 0 read nothing (an axis resized by 1 keeps one tap per index). */
+    t->n = 0;
+    for (int k = 0; k < count; k++) {
+        if (w[k] == 0.0)
+            continue;
+        t->idx[t->n] = cpu__rz_clamp(first + k, n);
+        t->w[t->n] = w[k];
+        t->n++;
+    }
+}
+
+/* What a walk over Y's elements does with each: Resize reads X, ResizeGrad writes dX. */
+typedef struct cpu__rz_walk {
+    const cpu__rz_t *p;
+    const unsigned char *src; /* Resize: X; ResizeGrad: dY */
+    unsigned char *dst;       /* Resize: Y; ResizeGrad: dX */
+    int f64;
+    int grad;
+} cpu__rz_walk_t;
+
+static double cpu__rz_load(const unsigned char *base, int64_t i, int f64) {
+    return f64 ? ((const double *)(const void *)base)[i] : ((const float *)(const void *)base)[i];
+}
+
+/* The sum over the taps of axes d.. of X at @p offset (elements of the axes before d), or, for
+ * the gradient, @p g times each weight added onto dX there. */
+static double cpu__rz_taps_sum(const cpu__rz_walk_t *c, const cpu__rz_taps_t *taps, uint32_t d,
+                               int64_t offset, double g) {
+    const cpu__rz_t *p = c->p;
+    const cpu__rz_taps_t *t = &taps[d];
+    double sum = 0.0;
+
+    for (int k = 0; k < t->n; k++) {
+        const int64_t at = offset * p->in[d] + t->idx[k];
+        if (d + 1 < p->rank) {
+            sum += t->w[k] * cpu__rz_taps_sum(c, taps, d + 1, at, g * t->w[k]);
+        } else if (c->grad) {
+            if (c->f64)
+                ((double *)(void *)c->dst)[at] += g * t->w[k];
+            else
+                ((float *)(void *)c->dst)[at] += (float)(g * t->w[k]);
+        } else {
+            sum += t->w[k] * cpu__rz_load(c->src, at, c->f64);
+        }
+    }
+    return sum;
+}
+
+/* Y's elements [begin, end) in row-major order. */
+static void cpu__rz_run(void *ctx, uint64_t begin, uint64_t end) {
+    const cpu__rz_walk_t *c = ctx;
+    const cpu__rz_t *p = c->p;
+    const uint32_t rank = p->rank;
+    int64_t pos[CPU__MAX_RANK];
+    cpu__rz_taps_t taps[CPU__MAX_RANK];
+    uint64_t rest = begin;
+    int outside = 0;
+
+    if (begin >= end)
+        return;
+    for (uint32_t d = rank; d-- > 0;) {
+        pos[d] = (int64_t)(rest % (uint64_t)p->out[d]);
+        rest /= (uint64_t)p->out[d];
+    }
+    for (uint32_t d = 0; d < rank; d++)
+        cpu__rz_axis(p, d, pos[d], &taps[d]);
+    for (uint64_t q = begin; q < end; q++) {
+        outside = 0;
+        for (uint32_t d = 0; d < rank; d++)
+            outside |= taps[d].n < 0;
+        if (c->grad) {
+            if (!outside)
+                cpu__rz_taps_sum(c, taps, 0, 0, cpu__rz_load(c->src, (int64_t)q, c->f64));
+        } else {
+            const double v = outside ? p->extrapolation : cpu__rz_taps_sum(c, taps, 0, 0, 1.0);
+            if (c->f64)
+                ((double *)(void *)c->dst)[q] = v;
+            else
+                ((float *)(void *)c->dst)[q] = (float)v;
+        }
+        /* Next index: the last axis moves; carries move the ones before it. */
+        uint32_t d = rank;
+        while (d-- > 0) {
+            if (++pos[d] < p->out[d]) {
+                cpu__rz_axis(p, d, pos[d], &taps[d]);
+                break;
+            }
+            pos[d] = 0;
+            cpu__rz_axis(p, d, 0, &taps[d]);
+        }
+    }
+}
+
+int32_t cpu__resize(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *y = &call->outs[0];
+    cpu__rz_t p;
+    int32_t st;
+
+    if ((st = cpu__rz_read(call, x, y, &p)) != SES_DRV_OK)
+        return st;
+    if (y->count == 0)
+        return SES_DRV_OK;
+    if (p.rank == 0) {
+        memcpy(y->data, x->data, y->esize);
+        return SES_DRV_OK;
+    }
+    cpu__rz_walk_t c = {&p, x->data, y->data, x->dtype == SES_DRV_DTYPE_F64, 0};
+    uint64_t cost = 1;
+    for (uint32_t d = 0; d < p.rank; d++)
+        cost *= p.mode == RZ_NEAREST ? 1 : p.mode == RZ_LINEAR ? 2 : 4;
+    cpu__parallel(call, y->count, cost + p.rank, cpu__rz_run, &c);
+    return SES_DRV_OK;
+}
+
+int32_t cpu__resize_grad(const cpu__call_t *call) {
+    const cpu__tensor_t *dy = &call->in[0], *dx = &call->outs[0];
+    cpu__rz_t p;
+    int32_t st;
+
+    if ((st = cpu__rz_read(call, dx, dy, &p)) != SES_DRV_OK)
+        return st;
+    memset(dx->data, 0, (size_t)dx->count * dx->esize);
+    if (dy->count == 0)
+        return SES_DRV_OK;
+    if (p.rank == 0) {
+        memcpy(dx->data, dy->data, dx->esize);
+        return SES_DRV_OK;
+    }
+    /* One thread: outputs share the inputs they add onto. */
+    cpu__rz_walk_t c = {&p, dy->data, dx->data, dy->dtype == SES_DRV_DTYPE_F64, 1};
+    cpu__rz_run(&c, 0, dy->count);
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * GridSample: X [N, C, H, W] read at grid [N, Ho, Wo, 2]'s (x, y), as torch's grid_sample
+ * ------------------------------------------------------------------------------------------- */
+
+enum { GS_LINEAR = 0, GS_NEAREST = 1, GS_CUBIC = 2 };
+enum { GS_ZEROS = 0, GS_BORDER = 1, GS_REFLECTION = 2 };
+
+typedef struct cpu__gs {
+    const cpu__tensor_t *x, *grid, *y;
+    int64_t mode, padding, align;
+    int f64;
+} cpu__gs_t;
+
+/* A grid coordinate in [-1, 1] to a pixel coordinate along an axis of @p size. */
+static double cpu__gs_unnormalize(double v, int64_t size, int64_t align) {
+    return align ? (v + 1.0) / 2.0 * (double)(size - 1) : ((v + 1.0) * (double)size - 1.0) / 2.0;
+}
+
+/* @p v reflected into [lo2 / 2, hi2 / 2] (bounds given doubled). */
+static double cpu__gs_reflect(double v, double lo2, double hi2) {
+    if (lo2 == hi2)
+        return 0.0;
+    const double lo = lo2 / 2.0, span = (hi2 - lo2) / 2.0;
+    v = fabs(v - lo);
+    const double extra = fmod(v, span);
+    const int64_t flips = (int64_t)floor(v / span);
+    return flips % 2 == 0 ? extra + lo : span - extra + lo;
+}
+
+/* The padding mode applied to pixel coordinate @p v along an axis of @p size. */
+static double cpu__gs_pad(const cpu__gs_t *g, double v, int64_t size) {
+    if (g->padding == GS_BORDER) {
+        v = fmin((double)(size - 1), fmax(v, 0.0));
+    } else if (g->padding == GS_REFLECTION) {
+        v = g->align ? cpu__gs_reflect(v, 0.0, 2.0 * (double)(size - 1))
+                     : cpu__gs_reflect(v, -1.0, 2.0 * (double)size - 1.0);
+        v = fmin((double)(size - 1), fmax(v, 0.0));
+    }
+    return v;
+}
+
+/* X's plane @p plane at (iy, ix), 0 outside. */
+static double cpu__gs_at(const cpu__gs_t *g, const unsigned char *plane, int64_t iy, int64_t ix) {
+    const int64_t h = g->x->dims[2], w = g->x->dims[3];
+    if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+        return 0.0;
+    return cpu__rz_load(plane, iy * w + ix, g->f64);
+}
+
+static void cpu__gs_run(void *ctx, uint64_t begin, uint64_t end) {
+    const cpu__gs_t *g = ctx;
+    const int64_t c_n = g->x->dims[1], h = g->x->dims[2], w = g->x->dims[3];
+    const int64_t ho = g->y->dims[2], wo = g->y->dims[3];
+
+    /* An item is one (n, output pixel); every channel is read at the same place. */
+    for (uint64_t item = begin; item < end; item++) {
+        const int64_t n = (int64_t)item / (ho * wo), pix = (int64_t)item % (ho * wo);
+        const int64_t gi = (n * ho * wo + pix) * 2;
+        const double gx = cpu__rz_load(g->grid->data, gi, g->f64);
+        const double gy = cpu__rz_load(g->grid->data, gi + 1, g->f64);
+        double ix = cpu__gs_unnormalize(gx, w, g->align);
+        double iy = cpu__gs_unnormalize(gy, h, g->align);
+        for (int64_t ch = 0; ch < c_n; ch++) {
+            const size_t plane_at = (size_t)((n * c_n + ch) * h * w) * g->x->esize;
+            const unsigned char *plane = g->x->data + plane_at;
+            double v = 0.0;
+            if (g->mode == GS_CUBIC) {
+                /* Taps around the unpadded coordinate, each padded on its own. */
+                const double fx = floor(ix), fy = floor(iy), tx = ix - fx, ty = iy - fy;
+                double wx[4], wy[4];
+                wx[0] = cpu__rz_cubic(tx + 1.0, -0.75);
+                wx[1] = cpu__rz_cubic(tx, -0.75);
+                wx[2] = cpu__rz_cubic(1.0 - tx, -0.75);
+                wx[3] = cpu__rz_cubic(2.0 - tx, -0.75);
+                wy[0] = cpu__rz_cubic(ty + 1.0, -0.75);
+                wy[1] = cpu__rz_cubic(ty, -0.75);
+                wy[2] = cpu__rz_cubic(1.0 - ty, -0.75);
+                wy[3] = cpu__rz_cubic(2.0 - ty, -0.75);
+                for (int j = 0; j < 4; j++) {
+                    const double py = cpu__gs_pad(g, fy - 1.0 + j, h);
+                    double row = 0.0;
+                    for (int i = 0; i < 4; i++) {
+                        const double px = cpu__gs_pad(g, fx - 1.0 + i, w);
+                        row += wx[i] * cpu__gs_at(g, plane, (int64_t)py, (int64_t)px);
+                    }
+                    v += wy[j] * row;
+                }
+            } else {
+                const double px = cpu__gs_pad(g, ix, w), py = cpu__gs_pad(g, iy, h);
+                if (g->mode == GS_NEAREST) {
+                    v = cpu__gs_at(g, plane, (int64_t)nearbyint(py), (int64_t)nearbyint(px));
+                } else {
+                    const double fx = floor(px), fy = floor(py), tx = px - fx, ty = py - fy;
+                    const int64_t x0 = (int64_t)fx, y0 = (int64_t)fy;
+                    v = (1.0 - ty) * ((1.0 - tx) * cpu__gs_at(g, plane, y0, x0) +
+                                      tx * cpu__gs_at(g, plane, y0, x0 + 1)) +
+                        ty * ((1.0 - tx) * cpu__gs_at(g, plane, y0 + 1, x0) +
+                              tx * cpu__gs_at(g, plane, y0 + 1, x0 + 1));
+                }
+            }
+            const int64_t at = (n * c_n + ch) * ho * wo + pix;
+            if (g->f64)
+                ((double *)(void *)g->y->data)[at] = v;
+            else
+                ((float *)(void *)g->y->data)[at] = (float)v;
+        }
+    }
+}
+
+int32_t cpu__grid_sample(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0], *grid = &call->in[1], *y = &call->outs[0];
+    cpu__gs_t g = {x, grid, y, 0, 0, 0, x->dtype == SES_DRV_DTYPE_F64};
+    int32_t st;
+
+    if ((st = cpu__attr_int(call, "mode", 1, 0, &g.mode)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "padding_mode", 1, 0, &g.padding)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "align_corners", 1, 0, &g.align)) != SES_DRV_OK)
+        return st;
+    if (g.mode < GS_LINEAR || g.mode > GS_CUBIC || g.padding < GS_ZEROS ||
+        g.padding > GS_REFLECTION)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "mode %" PRId64 " or padding_mode %" PRId64 " is out of range",
+                              g.mode, g.padding);
+    if (x->rank != 4 || grid->rank != 4 || y->rank != 4 || grid->dims[0] != x->dims[0] ||
+        grid->dims[3] != 2 || y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1] ||
+        y->dims[2] != grid->dims[1] || y->dims[3] != grid->dims[2])
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "expected X [N, C, H, W], grid [N, Ho, Wo, 2] and Y [N, C, Ho, Wo]");
+    if (y->count == 0)
+        return SES_DRV_OK;
+    if (x->dims[2] == 0 || x->dims[3] == 0) {
+        memset(y->data, 0, (size_t)y->count * y->esize);
+        return SES_DRV_OK;
+    }
+    const uint64_t items = (uint64_t)(y->dims[0] * y->dims[2] * y->dims[3]);
+    cpu__parallel(call, items, (uint64_t)x->dims[1] * (g.mode == GS_CUBIC ? 16 : 4), cpu__gs_run,
+                  &g);
+    return SES_DRV_OK;
+}
