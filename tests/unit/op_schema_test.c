@@ -155,6 +155,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         /* the blocked-layout ops (nchwc.c; tested here and, compiled, in layout_test.c) */
         "NchwcConv", "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
         "NchwcGlobalMaxPool", "NchwcReorderOutput",
+        /* group g-resize (resize.c, tested in cpu_resize_test.c) */
+        "Resize", "ResizeGrad", "GridSample",
     };
     size_t n = ses__op_schema_count();
 
