@@ -31,17 +31,21 @@ enum { RZ_ROUND_PREFER_FLOOR = 0, RZ_ROUND_PREFER_CEIL = 1, RZ_FLOOR = 2, RZ_CEI
 /* One Resize node's parameters, with X's and Y's dims. */
 typedef struct cpu__rz {
     uint32_t rank;
-    int64_t mode, coord, nearest, exclude;
+    int64_t mode, coord, nearest, exclude, antialias;
     double cubic_a, extrapolation;
     int64_t in[CPU__MAX_RANK], out[CPU__MAX_RANK];
     double scales[CPU__MAX_RANK], lengths[CPU__MAX_RANK], roi[2 * CPU__MAX_RANK];
 } cpu__rz_t;
 
+/* The most taps along one axis: 4 (cubic) without antialias; with it, 2 ceil(1 / scale) for
+ * linear and 2 ceil(2 / scale) for cubic, which the host bounds by this (RESIZE_MAX_TAPS). */
+#define CPU__RZ_MAX_TAPS 64
+
 /* An axis's taps at one output index: n input indices and weights; n < 0: extrapolate. */
 typedef struct cpu__rz_taps {
     int n;
-    int64_t idx[4];
-    double w[4];
+    int64_t idx[CPU__RZ_MAX_TAPS];
+    double w[CPU__RZ_MAX_TAPS];
 } cpu__rz_taps_t;
 
 static int32_t cpu__rz_floats(const cpu__call_t *call, const char *key, double *out,
@@ -75,6 +79,7 @@ static int32_t cpu__rz_read(const cpu__call_t *call, const cpu__tensor_t *x,
         (st = cpu__attr_int(call, "coord", 0, 0, &p->coord)) != SES_DRV_OK ||
         (st = cpu__attr_int(call, "nearest_mode", 1, 0, &p->nearest)) != SES_DRV_OK ||
         (st = cpu__attr_int(call, "exclude_outside", 1, 0, &p->exclude)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "antialias", 1, 0, &p->antialias)) != SES_DRV_OK ||
         (st = cpu__attr_float(call, "cubic_coeff_a", -0.75, &p->cubic_a)) != SES_DRV_OK ||
         (st = cpu__attr_float(call, "extrapolation_value", 0.0, &p->extrapolation)) !=
             SES_DRV_OK ||
@@ -96,6 +101,12 @@ static int32_t cpu__rz_read(const cpu__call_t *call, const cpu__tensor_t *x,
                                   "axis %" PRIu32 ": Y has %" PRId64 " elements but X %" PRId64
                                   " (scale %g)",
                                   d, p->out[d], p->in[d], p->scales[d]);
+        const double reach = p->mode == RZ_LINEAR ? 1.0 : 2.0;
+        if (p->antialias && p->mode != RZ_NEAREST && p->scales[d] < 1.0 &&
+            2.0 * ceil(reach / p->scales[d]) > CPU__RZ_MAX_TAPS)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "antialias: axis %" PRIu32 " shrinks by %g, beyond %d taps", d,
+                                  p->scales[d], CPU__RZ_MAX_TAPS);
     }
     return SES_DRV_OK;
 }
@@ -163,8 +174,27 @@ static void cpu__rz_axis(const cpu__rz_t *p, uint32_t d, int64_t o, cpu__rz_taps
     }
     int64_t first;
     int count;
-    double w[4];
-    if (p->mode == RZ_LINEAR) {
+    double w[CPU__RZ_MAX_TAPS];
+    if (p->antialias && s < 1.0) {
+        /* The filter stretched by 1 / s: taps at offsets 1 - k .. k from floor(x), weighed at
+         * their distance times s, then normalized. */
+        const double reach = p->mode == RZ_LINEAR ? 1.0 : 2.0;
+        const int k = (int)ceil(reach / s);
+        double sum = 0.0;
+        first = i + 1 - k;
+        count = 2 * k;
+        for (int j = 0; j < count; j++) {
+            const double a = fabs(((double)(j + 1 - k) - r) * s);
+            w[j] = p->mode == RZ_LINEAR ? fmax(0.0, 1.0 - a)
+                   : a < 2.0            ? cpu__rz_cubic(a, p->cubic_a)
+                                        : 0.0;
+            if (p->exclude && (first + j < 0 || first + j >= n))
+                w[j] = 0.0;
+            sum += w[j];
+        }
+        for (int j = 0; j < count && sum != 0.0; j++)
+            w[j] /= sum;
+    } else if (p->mode == RZ_LINEAR) {
         first = i;
         count = 2;
         w[0] = 1.0 - r;
@@ -295,8 +325,13 @@ int32_t cpu__resize(const cpu__call_t *call) {
     }
     cpu__rz_walk_t c = {&p, x->data, y->data, x->dtype == SES_DRV_DTYPE_F64, 0};
     uint64_t cost = 1;
-    for (uint32_t d = 0; d < p.rank; d++)
-        cost *= p.mode == RZ_NEAREST ? 1 : p.mode == RZ_LINEAR ? 2 : 4;
+    for (uint32_t d = 0; d < p.rank; d++) {
+        const double reach = p.mode == RZ_LINEAR ? 1.0 : 2.0;
+        cost *= p.mode == RZ_NEAREST ? 1
+                : p.antialias && p.scales[d] < 1.0
+                    ? (uint64_t)(2.0 * ceil(reach / p.scales[d]))
+                    : (uint64_t)(2.0 * reach);
+    }
     cpu__parallel(call, y->count, cost + p.rank, cpu__rz_run, &c);
     return SES_DRV_OK;
 }

@@ -833,6 +833,8 @@ static const char *const resize[] = {
     "[5,6] roi=f32:[0.1,-0.2,0.7,1.1] scales=f32:[] sizes=i64:[4,5] mode=linear "
     "coordinate_transformation_mode=tf_crop_and_resize extrapolation_value=2.5",
     "[7] roi=f32:[] scales=f32:[3.0] mode=cubic",
+    "[2,9,11] roi=f32:[] scales=f32:[] sizes=i64:[2,4,3] mode=cubic antialias=1",
+    "[2,9,11] roi=f32:[] scales=f32:[1.0,0.5,0.3] mode=linear antialias=1 exclude_outside=1",
     "[0,4] roi=f32:[] scales=f32:[1.0,2.0] mode=linear",
     "[64,64] roi=f32:[] scales=f32:[4.0,4.0] mode=linear",
     "[6]@nan roi=f32:[] scales=f32:[2.0] mode=linear !nan",

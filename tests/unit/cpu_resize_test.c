@@ -469,25 +469,72 @@ static void resize_axes_and_keep_aspect_ratio_policy_shape_the_output(void **sta
     ses_graph_release(g);
 }
 
-/* ResizeGrad is Resize's transpose: <Resize(x), u> == <x, ResizeGrad(u)> for any x, u. */
+/* Opset 18's antialias, where an axis shrinks: linear and cubic (cubic_coeff_a -0.5) with
+ * exclude_outside against torch.nn.functional.interpolate(antialias=True) (torch 2, float64),
+ * which weighs only the taps inside the input as exclude_outside does; x [1, 1, 7, 9] to
+ * sizes [1, 1, 3, 4]. */
+static void resize_antialias_matches_torch(void **state) {
+    static const double want[2][12] = {
+        {2.63254145090484, 3.75998244897597, 1.00793821326733, 0.190204695316067,
+         10.0405193422144, 11.8324610258328, 9.92684332697736, 9.99945520150454,
+         24.2534042873877, 26.7091093556561, 25.6538704048888, 26.618333009307},
+        {2.05244271064423, 3.47843575688908, 0.252524843512452, -0.560178381604449,
+         9.45882667096742, 11.6286636448545, 9.31969063944121, 9.52548856530401,
+         24.9746027914286, 27.886961853953, 26.5002519808905, 27.7262826425104},
+    };
+    const int64_t dims[4] = {1, 1, 7, 9}, sizes[4] = {1, 1, 3, 4};
+    double x[63];
+
+    (void)state;
+    for (int i = 0; i < 63; i++)
+        x[i] = x_value(i);
+    for (int cubic = 0; cubic <= 1; cubic++) {
+        ses_graph_t *g = NULL;
+        ses_edge_t in[4], y;
+        ses_attr_t a[4] = {ses_attr_string("mode", cubic ? "cubic" : "linear"),
+                           ses_attr_int("antialias", 1), ses_attr_int("exclude_outside", 1),
+                           ses_attr_float("cubic_coeff_a", -0.5)};
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        in[0] = constant(g, SES_F64, 4, dims, x, sizeof x);
+        in[1] = floats_f32(g, 0, NULL);
+        in[2] = in[1];
+        in[3] = ints_i64(g, 4, sizes);
+        assert_int_equal(ses_graph_op(g, "Resize", "aa", in, 4, a, 4, &y), SES_OK);
+        ses_tensor_t *t = eval1(g, y);
+        assert_int_equal(ses_tensor_count(t), 12);
+        for (int i = 0; i < 12; i++) {
+            const double got = ((const double *)ses_tensor_data(t))[i];
+            if (fabs(got - want[cubic][i]) > 1e-12)
+                fail_msg("%s antialias: element %d is %.15g, want %.15g",
+                         cubic ? "cubic" : "linear", i, got, want[cubic][i]);
+        }
+        ses_tensor_release(t);
+        ses_graph_release(g);
+    }
+}
+
+/* ResizeGrad is Resize's transpose: <Resize(x), u> == <x, ResizeGrad(u)> for any x, u (each
+ * mode, and antialiased cubic). */
 static void resize_grad_is_the_adjoint_of_resize(void **state) {
     const int64_t dims[3] = {2, 3, 4};
-    static const char *const modes[3] = {"nearest", "linear", "cubic"};
+    static const char *const modes[4] = {"nearest", "linear", "cubic", "cubic"};
     double x[24];
     (void)state;
     for (int i = 0; i < 24; i++)
         x[i] = x_value(i);
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < 4; m++) {
         const double scales[3] = {1.0, 1.7, 0.6};
         ses_graph_t *g = NULL;
         ses_edge_t in[4], y, u, gin[4], dx;
-        ses_attr_t a[2] = {ses_attr_string("mode", modes[m]),
-                           ses_attr_string("coordinate_transformation_mode", "half_pixel")};
+        /* the last: cubic antialiased where it shrinks */
+        ses_attr_t a[3] = {ses_attr_string("mode", modes[m]),
+                           ses_attr_string("coordinate_transformation_mode", "half_pixel"),
+                           ses_attr_int("antialias", m == 3)};
         assert_int_equal(ses_graph_create(&g), SES_OK);
         in[0] = constant(g, SES_F64, 3, dims, x, sizeof x);
         in[1] = floats_f32(g, 0, NULL);
         in[2] = floats_f32(g, 3, scales);
-        assert_int_equal(ses_graph_op(g, "Resize", NULL, in, 3, a, 2, &y), SES_OK);
+        assert_int_equal(ses_graph_op(g, "Resize", NULL, in, 3, a, 3, &y), SES_OK);
         ses_tensor_t *yt = eval1(g, y);
         const size_t ny = ses_tensor_count(yt);
         double *uv = malloc(ny * sizeof *uv);
@@ -498,7 +545,7 @@ static void resize_grad_is_the_adjoint_of_resize(void **state) {
         gin[1] = in[0];
         gin[2] = in[1];
         gin[3] = in[2];
-        assert_int_equal(ses_graph_op(g, "ResizeGrad", NULL, gin, 4, a, 2, &dx), SES_OK);
+        assert_int_equal(ses_graph_op(g, "ResizeGrad", NULL, gin, 4, a, 3, &dx), SES_OK);
         ses_tensor_t *dxt = eval1(g, dx);
         double lhs = 0.0, rhs = 0.0;
         for (size_t i = 0; i < ny; i++)
@@ -520,7 +567,7 @@ static void resize_errors_name_the_node_and_the_input(void **state) {
     const float x[4] = {1, 2, 3, 4};
     const int32_t xi[4] = {1, 2, 3, 4};
     const int64_t dims[2] = {2, 2}, sizes[2] = {3, 3}, bad_sizes[1] = {3};
-    const double scales[2] = {2, 2}, small[2] = {0.5, 0.5}, bad_scales[3] = {1, 2, 2};
+    const double scales[2] = {2, 2}, small[2] = {1.0, 0.01}, bad_scales[3] = {1, 2, 2};
     ses_graph_t *g = NULL;
     ses_edge_t in[4], y, empty, sz, sc;
 
@@ -590,13 +637,14 @@ static void resize_errors_name_the_node_and_the_input(void **state) {
         const char *parts[] = {"Resize \"nearest\"", "nearest_mode is \"round\""};
         expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
     }
-    /* antialias where linear shrinks is not supported */
+    /* antialias where linear shrinks by 100 would need over 200 taps */
     {
         ses_attr_t a[2] = {ses_attr_string("mode", "linear"), ses_attr_int("antialias", 1)};
         in[2] = floats_f32(g, 2, small);
         assert_int_equal(ses_graph_op(g, "Resize", "aa", in, 3, a, 2, &y), SES_OK);
-        const char *parts[] = {"Resize \"aa\"", "antialias"};
-        expect_error(g, y, SES_UNIMPLEMENTED, parts, 2);
+        const char *parts[] = {"Resize \"aa\"", "antialias: axis 1 shrinks by 0.01",
+                               "taps; at most 64 are supported"};
+        expect_error(g, y, SES_UNIMPLEMENTED, parts, 3);
         in[2] = sc;
     }
     /* X of i32; scales of i64 */
@@ -783,6 +831,7 @@ int main(void) {
         cmocka_unit_test(resize_cubic_options_and_crop_match_the_reference),
         cmocka_unit_test(resize_gives_hand_computed_values),
         cmocka_unit_test(resize_axes_and_keep_aspect_ratio_policy_shape_the_output),
+        cmocka_unit_test(resize_antialias_matches_torch),
         cmocka_unit_test(resize_grad_is_the_adjoint_of_resize),
         cmocka_unit_test(resize_errors_name_the_node_and_the_input),
         cmocka_unit_test(resize_reads_fed_scales),

@@ -3,7 +3,7 @@
  *
  *   op (inputs; attributes)                         kernel (inputs passed; normalized attributes)
  *   Resize(X[, roi, scales, sizes]; mode, ...)      Resize (X; mode, coord, nearest_mode,
- *                                                   cubic_coeff_a, exclude_outside,
+ *                                                   cubic_coeff_a, exclude_outside, antialias,
  *                                                   extrapolation_value, scales, lengths, roi)
  *   ResizeGrad(dY, X[, roi, scales, sizes]; ...)    ResizeGrad (dY; as Resize)
  *   GridSample(X, grid; mode, padding_mode, ...)    GridSample (X, grid; mode, padding_mode,
@@ -25,6 +25,10 @@
 #include "infer.h"
 
 enum { RESIZE_NEAREST = 0, RESIZE_LINEAR = 1, RESIZE_CUBIC = 2 };
+
+/* The most taps along one axis a kernel keeps (plugins/cpu/cpu_resize.c's CPU__RZ_MAX_TAPS):
+ * an antialiased shrink beyond them is refused. */
+#define RESIZE_MAX_TAPS 64
 
 /* The kernels' coord values; plugins/cpu/cpu_resize.c has the same list. */
 enum {
@@ -282,13 +286,20 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
             }
         }
     }
-    /* antialias widens linear and cubic filters where they shrink; nearest ignores it. */
-    for (uint32_t d = 0; antialias && mode != RESIZE_NEAREST && d < rank; d++)
-        if (scales[d] < 1.0)
+    /* antialias widens linear and cubic filters by 1 / scale where an axis shrinks (nearest
+     * ignores it): 2 ceil(1 / scale) taps for linear, 2 ceil(2 / scale) for cubic, of which
+     * kernels keep RESIZE_MAX_TAPS. */
+    if (mode == RESIZE_NEAREST)
+        antialias = 0;
+    for (uint32_t d = 0; antialias && d < rank; d++) {
+        const double reach = mode == RESIZE_LINEAR ? 1.0 : 2.0;
+        if (scales[d] < 1.0 && 2.0 * ceil(reach / scales[d]) > RESIZE_MAX_TAPS)
             return ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                                "attribute antialias = 1 (opset 18) is not supported for %s "
-                                "mode when an axis shrinks (axis %u, scale %g)",
-                                modes[mode], d, scales[d]);
+                                "antialias: axis %u shrinks by %g, which needs %.0f taps; at most "
+                                "%d are supported (scales down to %g for %s)",
+                                d, scales[d], 2.0 * ceil(reach / scales[d]), RESIZE_MAX_TAPS,
+                                2.0 * reach / RESIZE_MAX_TAPS, modes[mode]);
+    }
     for (uint32_t d = 0; d < rank; d++)
         if (out->dims[d] > 0 && !(scales[d] > 0.0))
             return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
@@ -306,6 +317,8 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
         st = ses__attrs_set_float(ka, "cubic_coeff_a", cubic_a);
     if (st == SES_OK)
         st = ses__attrs_set_int(ka, "exclude_outside", exclude);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(ka, "antialias", antialias);
     if (st == SES_OK)
         st = ses__attrs_set_float(ka, "extrapolation_value", extrapolation);
     if (st == SES_OK) {
