@@ -357,15 +357,23 @@ int32_t cpu__resize_grad(const cpu__call_t *call) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * GridSample: X [N, C, H, W] read at grid [N, Ho, Wo, 2]'s (x, y), as torch's grid_sample
+ * GridSample: X [N, C, D1..Dr] read at grid [N, O1..Or, r]'s points, as torch's grid_sample. The
+ * grid's last dimension is in reverse axis order: entry 0 indexes Dr (x, the width), entry r - 1
+ * indexes D1. Linear reads the 2^r corners around a point, nearest one element, cubic (r = 2
+ * only) 4x4.
  * ------------------------------------------------------------------------------------------- */
 
 enum { GS_LINEAR = 0, GS_NEAREST = 1, GS_CUBIC = 2 };
 enum { GS_ZEROS = 0, GS_BORDER = 1, GS_REFLECTION = 2 };
 
+/* The most spatial dims: linear reads 2^r corners per point. */
+#define CPU__GS_MAX_SPATIAL 6
+
 typedef struct cpu__gs {
     const cpu__tensor_t *x, *grid, *y;
     int64_t mode, padding, align;
+    uint32_t r;                    /* spatial dims */
+    int64_t in_plane, out_plane;   /* elements of one channel of X and of Y */
     int f64;
 } cpu__gs_t;
 
@@ -397,66 +405,96 @@ static double cpu__gs_pad(const cpu__gs_t *g, double v, int64_t size) {
     return v;
 }
 
-/* X's plane @p plane at (iy, ix), 0 outside. */
-static double cpu__gs_at(const cpu__gs_t *g, const unsigned char *plane, int64_t iy, int64_t ix) {
-    const int64_t h = g->x->dims[2], w = g->x->dims[3];
-    if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-        return 0.0;
-    return cpu__rz_load(plane, iy * w + ix, g->f64);
+/* The taps of one point: offsets into a channel of X and weights; taps outside are left out
+ * (they read 0). */
+typedef struct cpu__gs_taps {
+    int n;
+    int64_t at[1 << CPU__GS_MAX_SPATIAL];
+    double w[1 << CPU__GS_MAX_SPATIAL];
+} cpu__gs_taps_t;
+
+static void cpu__gs_add(cpu__gs_taps_t *t, const cpu__gs_t *g, const int64_t *idx, double w) {
+    const int64_t *dims = g->x->dims + 2;
+    int64_t at = 0;
+    for (uint32_t a = 0; a < g->r; a++) {
+        if (idx[a] < 0 || idx[a] >= dims[a])
+            return;
+        at = at * dims[a] + idx[a];
+    }
+    t->at[t->n] = at;
+    t->w[t->n] = w;
+    t->n++;
+}
+
+/* The taps at unnormalized coordinates @p u (one per spatial axis, in X's order). */
+static void cpu__gs_taps(const cpu__gs_t *g, const double *u, cpu__gs_taps_t *t) {
+    const int64_t *dims = g->x->dims + 2;
+    int64_t idx[CPU__GS_MAX_SPATIAL];
+
+    t->n = 0;
+    if (g->mode == GS_CUBIC) {
+        /* r = 2: taps around the unpadded coordinate, each padded on its own. */
+        const double fy = floor(u[0]), fx = floor(u[1]), ty = u[0] - fy, tx = u[1] - fx;
+        double wx[4], wy[4];
+        wx[0] = cpu__rz_cubic(tx + 1.0, -0.75);
+        wx[1] = cpu__rz_cubic(tx, -0.75);
+        wx[2] = cpu__rz_cubic(1.0 - tx, -0.75);
+        wx[3] = cpu__rz_cubic(2.0 - tx, -0.75);
+        wy[0] = cpu__rz_cubic(ty + 1.0, -0.75);
+        wy[1] = cpu__rz_cubic(ty, -0.75);
+        wy[2] = cpu__rz_cubic(1.0 - ty, -0.75);
+        wy[3] = cpu__rz_cubic(2.0 - ty, -0.75);
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < 4; i++) {
+                idx[0] = (int64_t)cpu__gs_pad(g, fy - 1.0 + j, dims[0]);
+                idx[1] = (int64_t)cpu__gs_pad(g, fx - 1.0 + i, dims[1]);
+                cpu__gs_add(t, g, idx, wy[j] * wx[i]);
+            }
+        return;
+    }
+    double p[CPU__GS_MAX_SPATIAL];
+    for (uint32_t a = 0; a < g->r; a++)
+        p[a] = cpu__gs_pad(g, u[a], dims[a]);
+    if (g->mode == GS_NEAREST) {
+        for (uint32_t a = 0; a < g->r; a++)
+            idx[a] = (int64_t)nearbyint(p[a]);
+        cpu__gs_add(t, g, idx, 1.0);
+        return;
+    }
+    for (uint32_t corner = 0; corner < (1u << g->r); corner++) {
+        double w = 1.0;
+        for (uint32_t a = 0; a < g->r; a++) {
+            const double f = floor(p[a]), frac = p[a] - f;
+            const int up = (corner >> (g->r - 1 - a)) & 1;
+            idx[a] = (int64_t)f + up;
+            w *= up ? frac : 1.0 - frac;
+        }
+        cpu__gs_add(t, g, idx, w);
+    }
 }
 
 static void cpu__gs_run(void *ctx, uint64_t begin, uint64_t end) {
     const cpu__gs_t *g = ctx;
-    const int64_t c_n = g->x->dims[1], h = g->x->dims[2], w = g->x->dims[3];
-    const int64_t ho = g->y->dims[2], wo = g->y->dims[3];
+    const int64_t channels = g->x->dims[1];
+    const uint32_t r = g->r;
+    cpu__gs_taps_t taps;
 
-    /* An item is one (n, output pixel); every channel is read at the same place. */
+    /* An item is one (n, output point); every channel is read at the same taps. */
     for (uint64_t item = begin; item < end; item++) {
-        const int64_t n = (int64_t)item / (ho * wo), pix = (int64_t)item % (ho * wo);
-        const int64_t gi = (n * ho * wo + pix) * 2;
-        const double gx = cpu__rz_load(g->grid->data, gi, g->f64);
-        const double gy = cpu__rz_load(g->grid->data, gi + 1, g->f64);
-        double ix = cpu__gs_unnormalize(gx, w, g->align);
-        double iy = cpu__gs_unnormalize(gy, h, g->align);
-        for (int64_t ch = 0; ch < c_n; ch++) {
-            const size_t plane_at = (size_t)((n * c_n + ch) * h * w) * g->x->esize;
-            const unsigned char *plane = g->x->data + plane_at;
+        const int64_t n = (int64_t)item / g->out_plane, pix = (int64_t)item % g->out_plane;
+        double u[CPU__GS_MAX_SPATIAL];
+        for (uint32_t k = 0; k < r; k++) {
+            const uint32_t a = r - 1 - k;
+            const double v = cpu__rz_load(g->grid->data, (int64_t)item * r + k, g->f64);
+            u[a] = cpu__gs_unnormalize(v, g->x->dims[2 + a], g->align);
+        }
+        cpu__gs_taps(g, u, &taps);
+        for (int64_t ch = 0; ch < channels; ch++) {
+            const int64_t base = (n * channels + ch) * g->in_plane;
             double v = 0.0;
-            if (g->mode == GS_CUBIC) {
-                /* Taps around the unpadded coordinate, each padded on its own. */
-                const double fx = floor(ix), fy = floor(iy), tx = ix - fx, ty = iy - fy;
-                double wx[4], wy[4];
-                wx[0] = cpu__rz_cubic(tx + 1.0, -0.75);
-                wx[1] = cpu__rz_cubic(tx, -0.75);
-                wx[2] = cpu__rz_cubic(1.0 - tx, -0.75);
-                wx[3] = cpu__rz_cubic(2.0 - tx, -0.75);
-                wy[0] = cpu__rz_cubic(ty + 1.0, -0.75);
-                wy[1] = cpu__rz_cubic(ty, -0.75);
-                wy[2] = cpu__rz_cubic(1.0 - ty, -0.75);
-                wy[3] = cpu__rz_cubic(2.0 - ty, -0.75);
-                for (int j = 0; j < 4; j++) {
-                    const double py = cpu__gs_pad(g, fy - 1.0 + j, h);
-                    double row = 0.0;
-                    for (int i = 0; i < 4; i++) {
-                        const double px = cpu__gs_pad(g, fx - 1.0 + i, w);
-                        row += wx[i] * cpu__gs_at(g, plane, (int64_t)py, (int64_t)px);
-                    }
-                    v += wy[j] * row;
-                }
-            } else {
-                const double px = cpu__gs_pad(g, ix, w), py = cpu__gs_pad(g, iy, h);
-                if (g->mode == GS_NEAREST) {
-                    v = cpu__gs_at(g, plane, (int64_t)nearbyint(py), (int64_t)nearbyint(px));
-                } else {
-                    const double fx = floor(px), fy = floor(py), tx = px - fx, ty = py - fy;
-                    const int64_t x0 = (int64_t)fx, y0 = (int64_t)fy;
-                    v = (1.0 - ty) * ((1.0 - tx) * cpu__gs_at(g, plane, y0, x0) +
-                                      tx * cpu__gs_at(g, plane, y0, x0 + 1)) +
-                        ty * ((1.0 - tx) * cpu__gs_at(g, plane, y0 + 1, x0) +
-                              tx * cpu__gs_at(g, plane, y0 + 1, x0 + 1));
-                }
-            }
-            const int64_t at = (n * c_n + ch) * ho * wo + pix;
+            for (int k = 0; k < taps.n; k++)
+                v += taps.w[k] * cpu__rz_load(g->x->data, base + taps.at[k], g->f64);
+            const int64_t at = (n * channels + ch) * g->out_plane + pix;
             if (g->f64)
                 ((double *)(void *)g->y->data)[at] = v;
             else
@@ -467,7 +505,7 @@ static void cpu__gs_run(void *ctx, uint64_t begin, uint64_t end) {
 
 int32_t cpu__grid_sample(const cpu__call_t *call) {
     const cpu__tensor_t *x = &call->in[0], *grid = &call->in[1], *y = &call->outs[0];
-    cpu__gs_t g = {x, grid, y, 0, 0, 0, x->dtype == SES_DRV_DTYPE_F64};
+    cpu__gs_t g = {x, grid, y, 0, 0, 0, 0, 1, 1, x->dtype == SES_DRV_DTYPE_F64};
     int32_t st;
 
     if ((st = cpu__attr_int(call, "mode", 1, 0, &g.mode)) != SES_DRV_OK ||
@@ -479,19 +517,31 @@ int32_t cpu__grid_sample(const cpu__call_t *call) {
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "mode %" PRId64 " or padding_mode %" PRId64 " is out of range",
                               g.mode, g.padding);
-    if (x->rank != 4 || grid->rank != 4 || y->rank != 4 || grid->dims[0] != x->dims[0] ||
-        grid->dims[3] != 2 || y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1] ||
-        y->dims[2] != grid->dims[1] || y->dims[3] != grid->dims[2])
+    int ok = x->rank >= 3 && x->rank - 2 <= CPU__GS_MAX_SPATIAL && grid->rank == x->rank &&
+             y->rank == x->rank && (g.mode != GS_CUBIC || x->rank == 4);
+    if (ok) {
+        g.r = x->rank - 2;
+        ok = grid->dims[0] == x->dims[0] && grid->dims[x->rank - 1] == (int64_t)g.r &&
+             y->dims[0] == x->dims[0] && y->dims[1] == x->dims[1];
+        for (uint32_t a = 0; ok && a < g.r; a++) {
+            ok = y->dims[2 + a] == grid->dims[1 + a];
+            g.in_plane *= x->dims[2 + a];
+            g.out_plane *= y->dims[2 + a];
+        }
+    }
+    if (!ok)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "expected X [N, C, H, W], grid [N, Ho, Wo, 2] and Y [N, C, Ho, Wo]");
+                              "expected X [N, C, D1..Dr] (r 1 to %d; 2 for cubic), grid [N, "
+                              "O1..Or, r] and Y [N, C, O1..Or]",
+                              CPU__GS_MAX_SPATIAL);
     if (y->count == 0)
         return SES_DRV_OK;
-    if (x->dims[2] == 0 || x->dims[3] == 0) {
+    if (g.in_plane == 0) {
         memset(y->data, 0, (size_t)y->count * y->esize);
         return SES_DRV_OK;
     }
-    const uint64_t items = (uint64_t)(y->dims[0] * y->dims[2] * y->dims[3]);
-    cpu__parallel(call, items, (uint64_t)x->dims[1] * (g.mode == GS_CUBIC ? 16 : 4), cpu__gs_run,
-                  &g);
+    const uint64_t items = (uint64_t)(y->dims[0] * g.out_plane);
+    cpu__parallel(call, items, (uint64_t)x->dims[1] * (g.mode == GS_CUBIC ? 16u : 1u << g.r),
+                  cpu__gs_run, &g);
     return SES_DRV_OK;
 }

@@ -852,7 +852,7 @@ static const char *const resize_grad[] = {
     NULL,
 };
 /* GridSample: X [N, C, H, W], grid [N, Ho, Wo, 2] (unit: in [-1, 1], some pixels beyond with
- * any), each mode and padding. */
+ * any), each mode and padding; volumetric and 1-D (opset 20). */
 static const char *const grid_sample[] = {
     "[1,1,4,5] [1,3,2,2]@unit",
     "[2,3,4,5] [2,3,4,2] align_corners=1",
@@ -861,6 +861,9 @@ static const char *const grid_sample[] = {
     "[2,3,4,5] [2,3,4,2]@unit mode=bicubic padding_mode=border align_corners=1",
     "[2,3,4,5] [2,3,4,2] padding_mode=reflection align_corners=1",
     "[1,2,0,5] [1,3,3,2]",
+    "[2,2,3,4,5] [2,2,3,4,3]@unit mode=linear padding_mode=reflection",
+    "[2,2,3,4,5] [2,2,3,4,3] mode=nearest align_corners=1",
+    "[2,3,7] [2,5,1] padding_mode=border",
     "[2,4,32,32] [2,16,16,2]@unit",
     NULL,
 };

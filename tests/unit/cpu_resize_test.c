@@ -779,11 +779,81 @@ static void grid_sample_matches_torch_in_every_mode_and_padding(void **state) {
         }
 }
 
+/* Opset 20's volumetric GridSample: x [1, 2, 2, 3, 4] (x_value), grid [1, 1, 2, 2, 3] whose
+ * entries are (W, H, D) coordinates; the want rows are torch's (float64) for linear and nearest
+ * with each padding and align_corners. No coordinate falls on a half: torch's 5-D nearest rounds
+ * halves away from zero where its 4-D one (and this driver, on every rank) rounds them to even. */
+static const struct {
+    const char *mode, *padding;
+    int align;
+    double want[8];
+} gs3_cases[] = {
+    {"bilinear", "zeros", 0,
+     {0.392419447590248, 1.68035446644572, 0.331921147396108, 4.55880329141138, 3.80043454720961, 4.43324623166432, 3.32116224800157, 16.2885076318373}},
+    {"bilinear", "zeros", 1,
+     {0.755063090102777, 3.02574895551935, 1.62894367519873, 2.70477988234879, 10.6846351170196, 10.7889101951496, 13.697569445039, 14.5759690344708}},
+    {"bilinear", "border", 0,
+     {1.30806482530083, 3.69308673944115, 1.65960573698054, 4.55880329141138, 12.6681151573654, 9.74339831135014, 16.6058112400078, 16.2885076318373}},
+    {"bilinear", "border", 1,
+     {0.888309517767973, 3.02574895551935, 1.91640432376321, 2.70477988234879, 12.5701589611996, 10.7889101951496, 16.1147875823988, 14.5759690344708}},
+    {"bilinear", "reflection", 0,
+     {1.30806482530083, 3.69308673944115, 1.65960573698054, 4.55880329141138, 12.6681151573654, 9.74339831135014, 16.6058112400078, 16.2885076318373}},
+    {"bilinear", "reflection", 1,
+     {0.893051211662218, 3.02574895551935, 1.7600632160269, 2.70477988234879, 12.6296039111816, 10.7889101951496, 14.7681040538679, 14.5759690344708}},
+    {"nearest", "zeros", 0,
+     {0, 4.174504701631, 0, 5.6187092865898, 0, 10.4759274104046, 0, 15.5869116035986}},
+    {"nearest", "zeros", 1,
+     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236, 8.64460466276841, 17.4239343216335, 15.5869116035986}},
+    {"nearest", "border", 0,
+     {-0.377533187453952, 4.174504701631, 0.86056261224422, 5.6187092865898, 16.8127173649236, 10.4759274104046, 17.4239343216335, 15.5869116035986}},
+    {"nearest", "border", 1,
+     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236, 8.64460466276841, 17.4239343216335, 15.5869116035986}},
+    {"nearest", "reflection", 0,
+     {-0.377533187453952, 4.174504701631, 0.86056261224422, 5.6187092865898, 16.8127173649236, 10.4759274104046, 17.4239343216335, 15.5869116035986}},
+    {"nearest", "reflection", 1,
+     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236, 8.64460466276841, 17.4239343216335, 15.5869116035986}},
+};
+
+static void grid_sample_is_volumetric_as_torch_5d(void **state) {
+    static const double grid[12] = {-1.1, -0.3, 0.2,  0.55, 0.9, -0.8,
+                                    0.05, -0.6, 1.3, 0.7, 0.1, 0.4};
+    const int64_t xd[5] = {1, 2, 2, 3, 4}, gd[5] = {1, 1, 2, 2, 3};
+    double x[48];
+
+    (void)state;
+    for (int i = 0; i < 48; i++)
+        x[i] = x_value(i);
+    for (size_t c = 0; c < sizeof gs3_cases / sizeof gs3_cases[0]; c++) {
+        ses_graph_t *g = NULL;
+        ses_edge_t in[2], y;
+        /* opset 20's name for bilinear */
+        const char *mode = !strcmp(gs3_cases[c].mode, "bilinear") ? "linear" : "nearest";
+        ses_attr_t a[3] = {ses_attr_string("mode", mode),
+                           ses_attr_string("padding_mode", gs3_cases[c].padding),
+                           ses_attr_int("align_corners", gs3_cases[c].align)};
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        in[0] = constant(g, SES_F64, 5, xd, x, sizeof x);
+        in[1] = constant(g, SES_F64, 5, gd, grid, sizeof grid);
+        assert_int_equal(ses_graph_op(g, "GridSample", "gs3", in, 2, a, 3, &y), SES_OK);
+        ses_tensor_t *t = eval1(g, y);
+        assert_int_equal(ses_tensor_rank(t), 5);
+        assert_int_equal(ses_tensor_count(t), 8);
+        for (int i = 0; i < 8; i++) {
+            const double got = ((const double *)ses_tensor_data(t))[i];
+            if (fabs(got - gs3_cases[c].want[i]) > 1e-12)
+                fail_msg("%s %s align_corners %d: element %d is %.15g, want %.15g", mode,
+                         gs3_cases[c].padding, gs3_cases[c].align, i, got, gs3_cases[c].want[i]);
+        }
+        ses_tensor_release(t);
+        ses_graph_release(g);
+    }
+}
+
 static void grid_sample_errors_name_the_node(void **state) {
     const float x[12] = {0}, grid[12] = {0};
     const double gridd[12] = {0};
     const int64_t xd[4] = {1, 1, 3, 4}, gd[4] = {1, 2, 3, 2}, gbad[4] = {1, 2, 2, 3},
-                  x3[3] = {1, 3, 4};
+                  x2[2] = {3, 4};
     ses_graph_t *g = NULL;
     ses_edge_t in[2], y;
 
@@ -794,7 +864,7 @@ static void grid_sample_errors_name_the_node(void **state) {
     assert_int_equal(ses_graph_op(g, "GridSample", "shape", in, 2, NULL, 0, &y), SES_OK);
     {
         const char *parts[] = {"GridSample \"shape\"", "grid f32[1,2,2,3]",
-                               "[N, H_out, W_out, 2]"};
+                               "[N, O1..Or, r] with X's N and r = 2"};
         expect_error(g, y, SES_INVALID_ARGUMENT, parts, 3);
     }
     in[1] = constant(g, SES_F64, 4, gd, gridd, sizeof gridd);
@@ -816,11 +886,22 @@ static void grid_sample_errors_name_the_node(void **state) {
         const char *parts[] = {"GridSample \"mode\"", "attribute mode is \"area\""};
         expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
     }
-    in[0] = constant(g, SES_F32, 3, x3, x, sizeof x);
+    in[0] = constant(g, SES_F32, 2, x2, x, sizeof x);
     assert_int_equal(ses_graph_op(g, "GridSample", "rank", in, 2, NULL, 0, &y), SES_OK);
     {
-        const char *parts[] = {"GridSample \"rank\"", "X must be 4-D"};
-        expect_error(g, y, SES_UNIMPLEMENTED, parts, 2);
+        const char *parts[] = {"GridSample \"rank\"", "X must be [N, C, D1, ...]"};
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+    }
+    /* cubic is 4-D only */
+    {
+        const float x5[12] = {0}, g5[12] = {0};
+        const int64_t d5[5] = {1, 1, 2, 2, 3}, gd5[5] = {1, 1, 2, 2, 3};
+        ses_edge_t in5[2] = {constant(g, SES_F32, 5, d5, x5, sizeof x5),
+                             constant(g, SES_F32, 5, gd5, g5, sizeof g5)};
+        ses_attr_t a = ses_attr_string("mode", "cubic");
+        assert_int_equal(ses_graph_op(g, "GridSample", "cubic3", in5, 2, &a, 1, &y), SES_OK);
+        const char *parts[] = {"GridSample \"cubic3\"", "cubic mode takes a 4-D X"};
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
     }
     ses_graph_release(g);
 }
@@ -836,6 +917,7 @@ int main(void) {
         cmocka_unit_test(resize_errors_name_the_node_and_the_input),
         cmocka_unit_test(resize_reads_fed_scales),
         cmocka_unit_test(grid_sample_matches_torch_in_every_mode_and_padding),
+        cmocka_unit_test(grid_sample_is_volumetric_as_torch_5d),
         cmocka_unit_test(grid_sample_errors_name_the_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,8 +6,9 @@
  *                                                   cubic_coeff_a, exclude_outside, antialias,
  *                                                   extrapolation_value, scales, lengths, roi)
  *   ResizeGrad(dY, X[, roi, scales, sizes]; ...)    ResizeGrad (dY; as Resize)
- *   GridSample(X, grid; mode, padding_mode, ...)    GridSample (X, grid; mode, padding_mode,
- *                                                   align_corners)
+ *   GridSample(X, grid; mode, padding_mode, ...)    GridSample (X, grid; mode 0 linear, 1 nearest,
+ *                                                   2 cubic; padding_mode 0 zeros, 1 border,
+ *                                                   2 reflection; align_corners)
  *
  * Resize's roi, scales and sizes are shape-like: inference reads them (a constant or a fed
  * value) and gives the kernel, per axis of X, the scale its coordinate transform divides by
@@ -29,6 +30,10 @@ enum { RESIZE_NEAREST = 0, RESIZE_LINEAR = 1, RESIZE_CUBIC = 2 };
 /* The most taps along one axis a kernel keeps (plugins/cpu/cpu_resize.c's CPU__RZ_MAX_TAPS):
  * an antialiased shrink beyond them is refused. */
 #define RESIZE_MAX_TAPS 64
+
+/* The most spatial dimensions GridSample takes (plugins/cpu/cpu_resize.c's
+ * CPU__GS_MAX_SPATIAL): linear reads 2^r corners. */
+#define GRID_SAMPLE_MAX_SPATIAL 6
 
 /* The kernels' coord values; plugins/cpu/cpu_resize.c has the same list. */
 enum {
@@ -369,8 +374,9 @@ ses_status_t ses__infer_resize_grad(ses__infer_ctx_t *ctx) {
     return SES_OK;
 }
 
-/* GridSample (opset 16; opset 20's names linear and cubic too): X [N, C, H, W], grid
- * [N, H_out, W_out, 2] of (x, y) in [-1, 1], Y [N, C, H_out, W_out]. */
+/* GridSample (opsets 16 and 20): X [N, C, D1..Dr], grid [N, O1..Or, r] of points in [-1, 1]
+ * (entry 0 along Dr), Y [N, C, O1..Or]; cubic takes r = 2 only. Opset 20's mode names linear
+ * and cubic are opset 16's bilinear and bicubic. */
 ses_status_t ses__infer_grid_sample(ses__infer_ctx_t *ctx) {
     static const char *const modes[] = {"bilinear", "nearest", "bicubic", "linear", "cubic"};
     static const char *const paddings[] = {"zeros", "border", "reflection"};
@@ -392,22 +398,32 @@ ses_status_t ses__infer_grid_sample(ses__infer_ctx_t *ctx) {
         st = ses__op_attr_flag(ctx, "align_corners", 0, &align);
     if (st != SES_OK)
         return st;
-    if (x->rank != 4)
-        return ses__op_fail(ctx, x->rank > 2 ? SES_UNIMPLEMENTED : SES_INVALID_ARGUMENT,
-                            "X must be 4-D [N, C, H, W] (other ranks are not supported), got %s",
-                            ses__tstr(x).s);
-    if (grid->rank != 4 || grid->dims[0] != x->dims[0] || grid->dims[3] != 2)
+    mode = mode == 3 ? 0 : mode == 4 ? 2 : mode; /* 0 linear, 1 nearest, 2 cubic */
+    if (x->rank < 3)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "grid %s must be [N, H_out, W_out, 2] with X's N: X is %s",
-                            ses__tstr(grid).s, ses__tstr(x).s);
+                            "X must be [N, C, D1, ...] with a spatial dimension or more, got %s",
+                            ses__tstr(x).s);
+    if (x->rank > 2 + GRID_SAMPLE_MAX_SPATIAL)
+        return ses__op_fail(ctx, SES_UNIMPLEMENTED,
+                            "X %s has %u spatial dimensions; at most %d are supported",
+                            ses__tstr(x).s, x->rank - 2, GRID_SAMPLE_MAX_SPATIAL);
+    if (mode == 2 && x->rank != 4)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "cubic mode takes a 4-D X [N, C, H, W] only, got %s", ses__tstr(x).s);
+    int ok = grid->rank == x->rank && grid->dims[0] == x->dims[0] &&
+             grid->dims[grid->rank - 1] == (int64_t)x->rank - 2;
+    if (!ok)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "grid %s must be [N, O1..Or, r] with X's N and r = %u, its spatial "
+                            "dimensions: X is %s",
+                            ses__tstr(grid).s, x->rank - 2, ses__tstr(x).s);
     out->dtype = x->dtype;
-    out->rank = 4;
+    out->rank = x->rank;
     out->dims[0] = x->dims[0];
     out->dims[1] = x->dims[1];
-    out->dims[2] = grid->dims[1];
-    out->dims[3] = grid->dims[2];
-    /* modes: 0 linear, 1 nearest, 2 cubic */
-    st = ses__attrs_set_int(&ctx->kernel_attrs, "mode", mode == 3 ? 0 : mode == 4 ? 2 : mode);
+    for (uint32_t a = 2; a < x->rank; a++)
+        out->dims[a] = grid->dims[a - 1];
+    st = ses__attrs_set_int(&ctx->kernel_attrs, "mode", mode);
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "padding_mode", padding);
     if (st == SES_OK)
