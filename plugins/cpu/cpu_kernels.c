@@ -484,6 +484,11 @@ CPU__KERNELS(CPU__DEFINE)
     G(GridSample_##T, "GridSample", #T "," #T "->" #T, cpu__grid_sample, CPU__OP_GRIDSAMPLE, 0,   \
       2, CPU__T2(T), 1, CPU__DT_##T, 0)
 
+/* Resize of an integer dtype T: nearest only (the body refuses the other modes). */
+#define CPU__G_RESIZE_NEAREST(G, T)                                                               \
+    G(Resize_##T, "Resize", #T "->" #T, cpu__resize, CPU__OP_RESIZE, 0, 1, CPU__T1(T), 1,         \
+      CPU__DT_##T, 0)
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -494,7 +499,8 @@ CPU__KERNELS(CPU__DEFINE)
     CPU__ALL(CPU__G_SHAPE, G)                  \
     G(ConstantOfShape_bool, "ConstantOfShape", "i64->bool", cpu__constant_of_shape, \
       CPU__OP_CONSTANTOFSHAPE, 0, 1, (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_BOOL, 0) \
-    CPU__FLOATS(CPU__G_RESIZE, G)
+    CPU__FLOATS(CPU__G_RESIZE, G) CPU__G_RESIZE_NEAREST(G, i8) CPU__G_RESIZE_NEAREST(G, u8)      \
+    CPU__G_RESIZE_NEAREST(G, i32) CPU__G_RESIZE_NEAREST(G, i64)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)

@@ -1,5 +1,6 @@
 /*
- * Resize, ResizeGrad and GridSample (general entries, f32 and f64), with the attributes the host
+ * Resize, ResizeGrad and GridSample (general entries, f32 and f64; Resize's nearest also i8, u8,
+ * i32 and i64, a copy of each element), with the attributes the host
  * normalized (libsession/src/ops/resize.c): Resize's mode, coord, nearest_mode, cubic_coeff_a,
  * exclude_outside, extrapolation_value, and per axis scales, lengths and roi.
  *
@@ -235,6 +236,8 @@ typedef struct cpu__rz_walk {
     unsigned char *dst;       /* Resize: Y; ResizeGrad: dX */
     int f64;
     int grad;
+    size_t esize;
+    unsigned char fill[8]; /* nearest: extrapolation_value in Y's dtype */
 } cpu__rz_walk_t;
 
 static double cpu__rz_load(const unsigned char *base, int64_t i, int f64) {
@@ -287,7 +290,14 @@ static void cpu__rz_run(void *ctx, uint64_t begin, uint64_t end) {
         outside = 0;
         for (uint32_t d = 0; d < rank; d++)
             outside |= taps[d].n < 0;
-        if (c->grad) {
+        if (p->mode == RZ_NEAREST && !c->grad) {
+            /* One tap per axis: a copy of the element, in any dtype. */
+            int64_t at = 0;
+            for (uint32_t d = 0; !outside && d < rank; d++)
+                at = at * p->in[d] + taps[d].idx[0];
+            memcpy(c->dst + q * c->esize, outside ? c->fill : c->src + (uint64_t)at * c->esize,
+                   c->esize);
+        } else if (c->grad) {
             if (!outside)
                 cpu__rz_taps_sum(c, taps, 0, 0, cpu__rz_load(c->src, (int64_t)q, c->f64));
         } else {
@@ -310,6 +320,47 @@ static void cpu__rz_run(void *ctx, uint64_t begin, uint64_t end) {
     }
 }
 
+/* extrapolation_value in @p dtype (integers: truncated and saturated) into c->fill. */
+static void cpu__rz_fill(cpu__rz_walk_t *c, uint32_t dtype, double v) {
+    const double lo = dtype == SES_DRV_DTYPE_I8    ? -128.0
+                      : dtype == SES_DRV_DTYPE_U8  ? 0.0
+                      : dtype == SES_DRV_DTYPE_I32 ? -2147483648.0
+                                                   : -9.2e18;
+    const double hi = dtype == SES_DRV_DTYPE_I8    ? 127.0
+                      : dtype == SES_DRV_DTYPE_U8  ? 255.0
+                      : dtype == SES_DRV_DTYPE_I32 ? 2147483647.0
+                                                   : 9.2e18;
+    const double t = v != v ? 0.0 : fmin(hi, fmax(lo, v));
+    switch (dtype) {
+    case SES_DRV_DTYPE_F32: {
+        const float f = (float)v;
+        memcpy(c->fill, &f, 4);
+        break;
+    }
+    case SES_DRV_DTYPE_F64: memcpy(c->fill, &v, 8); break;
+    case SES_DRV_DTYPE_I8: {
+        const int8_t i = (int8_t)t;
+        memcpy(c->fill, &i, 1);
+        break;
+    }
+    case SES_DRV_DTYPE_U8: {
+        const uint8_t u = (uint8_t)t;
+        memcpy(c->fill, &u, 1);
+        break;
+    }
+    case SES_DRV_DTYPE_I32: {
+        const int32_t i = (int32_t)t;
+        memcpy(c->fill, &i, 4);
+        break;
+    }
+    default: {
+        const int64_t i = (int64_t)t;
+        memcpy(c->fill, &i, 8);
+        break;
+    }
+    }
+}
+
 int32_t cpu__resize(const cpu__call_t *call) {
     const cpu__tensor_t *x = &call->in[0], *y = &call->outs[0];
     cpu__rz_t p;
@@ -323,7 +374,12 @@ int32_t cpu__resize(const cpu__call_t *call) {
         memcpy(y->data, x->data, y->esize);
         return SES_DRV_OK;
     }
-    cpu__rz_walk_t c = {&p, x->data, y->data, x->dtype == SES_DRV_DTYPE_F64, 0};
+    cpu__rz_walk_t c = {&p, x->data, y->data, x->dtype == SES_DRV_DTYPE_F64, 0, x->esize, {0}};
+    if (x->dtype != SES_DRV_DTYPE_F32 && x->dtype != SES_DRV_DTYPE_F64 && p.mode != RZ_NEAREST)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "mode %" PRId64 " needs a float X; integers take nearest only",
+                              p.mode);
+    cpu__rz_fill(&c, x->dtype, p.extrapolation);
     uint64_t cost = 1;
     for (uint32_t d = 0; d < p.rank; d++) {
         const double reach = p.mode == RZ_LINEAR ? 1.0 : 2.0;
@@ -351,7 +407,7 @@ int32_t cpu__resize_grad(const cpu__call_t *call) {
         return SES_DRV_OK;
     }
     /* One thread: outputs share the inputs they add onto. */
-    cpu__rz_walk_t c = {&p, dy->data, dx->data, dy->dtype == SES_DRV_DTYPE_F64, 1};
+    cpu__rz_walk_t c = {&p, dy->data, dx->data, dy->dtype == SES_DRV_DTYPE_F64, 1, dy->esize, {0}};
     cpu__rz_run(&c, 0, dy->count);
     return SES_DRV_OK;
 }

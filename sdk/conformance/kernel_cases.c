@@ -818,7 +818,8 @@ static const char *const range[] = {
 };
 
 /* group g-resize. Resize: X, then roi and scales (f32, empty when not used) and sizes: up and
- * down, each mode and coordinate transform, 1-D to 4-D, empty, large. */
+ * down, each mode and coordinate transform, 1-D to 4-D, empty, large (the integer entries take
+ * the nearest cases). */
 static const char *const resize[] = {
     "[1,1,4,4] roi=f32:[] scales=f32:[1.0,1.0,2.0,2.0]",
     "[2,3,5,4] roi=f32:[] scales=f32:[1.0,1.0,0.6,1.5] mode=linear",
@@ -833,6 +834,8 @@ static const char *const resize[] = {
     "[5,6] roi=f32:[0.1,-0.2,0.7,1.1] scales=f32:[] sizes=i64:[4,5] mode=linear "
     "coordinate_transformation_mode=tf_crop_and_resize extrapolation_value=2.5",
     "[7] roi=f32:[] scales=f32:[3.0] mode=cubic",
+    "[5,6] roi=f32:[0.1,-0.2,0.7,1.1] scales=f32:[] sizes=i64:[4,5] nearest_mode=floor "
+    "coordinate_transformation_mode=tf_crop_and_resize extrapolation_value=3.0",
     "[2,9,11] roi=f32:[] scales=f32:[] sizes=i64:[2,4,3] mode=cubic antialias=1",
     "[2,9,11] roi=f32:[] scales=f32:[1.0,0.5,0.3] mode=linear antialias=1 exclude_outside=1",
     "[0,4] roi=f32:[] scales=f32:[1.0,2.0] mode=linear",

@@ -7,6 +7,7 @@
  * that name the node and the input or attribute at fault.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -513,6 +514,52 @@ static void resize_antialias_matches_torch(void **state) {
     }
 }
 
+/* Integer X (quantized models) by nearest: each element copied, u8 and i64; tf_crop_and_resize's
+ * extrapolation_value saturates to the dtype (300 is 255 in u8). */
+static void resize_nearest_copies_integers(void **state) {
+    const uint8_t x8[4] = {10, 200, 30, 255};
+    const int64_t x64[4] = {-5, INT64_C(1) << 40, 7, -(INT64_C(1) << 50)};
+    const int64_t dims[2] = {2, 2}, sizes[2] = {3, 3};
+    const double scales[2] = {1, 2}, roi[4] = {0, 0, 1, 1.5};
+    const uint8_t want8[8] = {10, 10, 200, 200, 30, 30, 255, 255};
+    ses_graph_t *g = NULL;
+    ses_edge_t in[4], y;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = constant(g, SES_U8, 2, dims, x8, sizeof x8);
+    in[1] = floats_f32(g, 0, NULL);
+    in[2] = floats_f32(g, 2, scales);
+    assert_int_equal(ses_graph_op(g, "Resize", "u8", in, 3, NULL, 0, &y), SES_OK);
+    ses_tensor_t *t = eval1(g, y);
+    assert_int_equal(ses_tensor_dtype(t), SES_U8);
+    assert_memory_equal(ses_tensor_data(t), want8, sizeof want8);
+    ses_tensor_release(t);
+    in[0] = constant(g, SES_I64, 2, dims, x64, sizeof x64);
+    assert_int_equal(ses_graph_op(g, "Resize", "i64", in, 3, NULL, 0, &y), SES_OK);
+    t = eval1(g, y);
+    const int64_t *v = ses_tensor_data(t);
+    assert_int_equal(v[2], INT64_C(1) << 40);
+    assert_int_equal(v[7], -(INT64_C(1) << 50));
+    ses_tensor_release(t);
+    /* columns from 0 to 1.5 of 2: x_original 0, 0.75, 1.5 (outside) */
+    {
+        ses_attr_t a[2] = {ses_attr_string("coordinate_transformation_mode", "tf_crop_and_resize"),
+                           ses_attr_float("extrapolation_value", 300.0)};
+        in[0] = constant(g, SES_U8, 2, dims, x8, sizeof x8);
+        in[1] = floats_f32(g, 4, roi);
+        in[2] = floats_f32(g, 0, NULL);
+        in[3] = ints_i64(g, 2, sizes);
+        assert_int_equal(ses_graph_op(g, "Resize", "crop", in, 4, a, 2, &y), SES_OK);
+        t = eval1(g, y);
+        /* rows: x_original 0, 0.5 (round_prefer_floor: 0), 1 */
+        const uint8_t want[9] = {10, 200, 255, 10, 200, 255, 30, 255, 255};
+        assert_memory_equal(ses_tensor_data(t), want, sizeof want);
+        ses_tensor_release(t);
+    }
+    ses_graph_release(g);
+}
+
 /* ResizeGrad is Resize's transpose: <Resize(x), u> == <x, ResizeGrad(u)> for any x, u (each
  * mode, and antialiased cubic). */
 static void resize_grad_is_the_adjoint_of_resize(void **state) {
@@ -647,12 +694,18 @@ static void resize_errors_name_the_node_and_the_input(void **state) {
         expect_error(g, y, SES_UNIMPLEMENTED, parts, 3);
         in[2] = sc;
     }
-    /* X of i32; scales of i64 */
+    /* X of i32 linear (integers take nearest only), of i16; scales of i64 */
     {
         ses_edge_t bad[3] = {constant(g, SES_I32, 2, dims, xi, sizeof xi), empty, sc};
-        assert_int_equal(ses_graph_op(g, "Resize", "int", bad, 3, NULL, 0, &y), SES_OK);
-        const char *parts[] = {"Resize \"int\"", "X"};
-        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
+        ses_attr_t a = ses_attr_string("mode", "linear");
+        assert_int_equal(ses_graph_op(g, "Resize", "int", bad, 3, &a, 1, &y), SES_OK);
+        const char *parts[] = {"Resize \"int\"", "linear mode of an integer X (i32[2,2])"};
+        expect_error(g, y, SES_UNIMPLEMENTED, parts, 2);
+        const int16_t x16[4] = {1, 2, 3, 4};
+        bad[0] = constant(g, SES_I16, 2, dims, x16, sizeof x16);
+        assert_int_equal(ses_graph_op(g, "Resize", "i16", bad, 3, NULL, 0, &y), SES_OK);
+        const char *parts16[] = {"Resize \"i16\"", "X", "i16"};
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts16, 3);
         bad[0] = in[0];
         bad[2] = sz;
         assert_int_equal(ses_graph_op(g, "Resize", "scales_dtype", bad, 3, NULL, 0, &y), SES_OK);
@@ -913,6 +966,7 @@ int main(void) {
         cmocka_unit_test(resize_gives_hand_computed_values),
         cmocka_unit_test(resize_axes_and_keep_aspect_ratio_policy_shape_the_output),
         cmocka_unit_test(resize_antialias_matches_torch),
+        cmocka_unit_test(resize_nearest_copies_integers),
         cmocka_unit_test(resize_grad_is_the_adjoint_of_resize),
         cmocka_unit_test(resize_errors_name_the_node_and_the_input),
         cmocka_unit_test(resize_reads_fed_scales),

@@ -136,9 +136,17 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
     int axes_present = 0, seen[SES_MAX_RANK] = {0};
     ses_status_t st;
 
-    st = ses__op_check_dtype(ctx, xi, "X", SES__DT_FLOAT);
+    /* Integers (quantized models) take nearest only, a copy; ResizeGrad takes floats. */
+    st = ses__op_check_dtype(ctx, xi, "X",
+                             SES__DT_FLOAT | (xi == 0 ? SES__DT(SES_I8) | SES__DT(SES_U8) |
+                                                            SES__DT(SES_I32) | SES__DT(SES_I64)
+                                                      : 0));
     if (st == SES_OK)
         st = string_choice(ctx, "mode", "nearest", modes, 3, "nearest, linear or cubic", &mode);
+    if (st == SES_OK && mode != RESIZE_NEAREST && !(SES__DT(x->dtype) & SES__DT_FLOAT))
+        st = ses__op_fail(ctx, SES_UNIMPLEMENTED,
+                          "%s mode of an integer X (%s) is not supported; nearest is",
+                          modes[mode], ses__tstr(x).s);
     if (st == SES_OK)
         st = string_choice(ctx, "coordinate_transformation_mode", "half_pixel", coords, 7,
                            "half_pixel, half_pixel_symmetric, pytorch_half_pixel, "
