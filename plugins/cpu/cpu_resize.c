@@ -57,15 +57,15 @@ static int32_t cpu__rz_floats(const cpu__call_t *call, const char *key, double *
         return st;
     if (n != want)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "attribute %s holds %" PRIu32 " values; X's rank needs %" PRIu32,
-                              key, n, want);
+                              "attribute %s holds %" PRIu32 " values; X's rank needs %" PRIu32, key,
+                              n, want);
     return SES_DRV_OK;
 }
 
 /* Reads the attributes and checks @p x (X) against @p y (Y): same rank, and an axis of Y not
  * empty only where X's is not. */
-static int32_t cpu__rz_read(const cpu__call_t *call, const cpu__tensor_t *x,
-                            const cpu__tensor_t *y, cpu__rz_t *p) {
+static int32_t cpu__rz_read(const cpu__call_t *call, const cpu__tensor_t *x, const cpu__tensor_t *y,
+                            cpu__rz_t *p) {
     int32_t st;
 
     if ((st = cpu__check_rank(call, "X", x)) != SES_DRV_OK)
@@ -82,8 +82,7 @@ static int32_t cpu__rz_read(const cpu__call_t *call, const cpu__tensor_t *x,
         (st = cpu__attr_int(call, "exclude_outside", 1, 0, &p->exclude)) != SES_DRV_OK ||
         (st = cpu__attr_int(call, "antialias", 1, 0, &p->antialias)) != SES_DRV_OK ||
         (st = cpu__attr_float(call, "cubic_coeff_a", -0.75, &p->cubic_a)) != SES_DRV_OK ||
-        (st = cpu__attr_float(call, "extrapolation_value", 0.0, &p->extrapolation)) !=
-            SES_DRV_OK ||
+        (st = cpu__attr_float(call, "extrapolation_value", 0.0, &p->extrapolation)) != SES_DRV_OK ||
         (st = cpu__rz_floats(call, "scales", p->scales, p->rank)) != SES_DRV_OK ||
         (st = cpu__rz_floats(call, "lengths", p->lengths, p->rank)) != SES_DRV_OK ||
         (st = cpu__rz_floats(call, "roi", p->roi, 2 * p->rank)) != SES_DRV_OK)
@@ -383,10 +382,9 @@ int32_t cpu__resize(const cpu__call_t *call) {
     uint64_t cost = 1;
     for (uint32_t d = 0; d < p.rank; d++) {
         const double reach = p.mode == RZ_LINEAR ? 1.0 : 2.0;
-        cost *= p.mode == RZ_NEAREST ? 1
-                : p.antialias && p.scales[d] < 1.0
-                    ? (uint64_t)(2.0 * ceil(reach / p.scales[d]))
-                    : (uint64_t)(2.0 * reach);
+        cost *= p.mode == RZ_NEAREST               ? 1
+                : p.antialias && p.scales[d] < 1.0 ? (uint64_t)(2.0 * ceil(reach / p.scales[d]))
+                                                   : (uint64_t)(2.0 * reach);
     }
     cpu__parallel(call, y->count, cost + p.rank, cpu__rz_run, &c);
     return SES_DRV_OK;
@@ -428,8 +426,8 @@ enum { GS_ZEROS = 0, GS_BORDER = 1, GS_REFLECTION = 2 };
 typedef struct cpu__gs {
     const cpu__tensor_t *x, *grid, *y;
     int64_t mode, padding, align;
-    uint32_t r;                    /* spatial dims */
-    int64_t in_plane, out_plane;   /* elements of one channel of X and of Y */
+    uint32_t r;                  /* spatial dims */
+    int64_t in_plane, out_plane; /* elements of one channel of X and of Y */
     int f64;
 } cpu__gs_t;
 

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-/* ---- helpers ---------------------------------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------------------------------- */
 
 static ses_edge_t constant(ses_graph_t *g, ses_dtype_t dtype, size_t rank, const int64_t *dims,
                            const void *values, size_t bytes) {
@@ -77,7 +77,7 @@ static void expect_error(ses_graph_t *g, ses_edge_t fetch, ses_status_t status,
     ses_session_destroy(s);
 }
 
-/* ---- Resize and its reference ------------------------------------------------------------------ */
+/* ---- Resize and its reference ---------------------------------------------------------------- */
 
 #define MAXR 4
 
@@ -212,9 +212,9 @@ static int ref_axis(const rcase_t *c, size_t d, int64_t o, int64_t n_out, double
         coeff[0] = ((A * (ratio + 1) - 5 * A) * (ratio + 1) + 8 * A) * (ratio + 1) - 4 * A;
         coeff[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
         coeff[2] = ((A + 2) * (1 - ratio) - (A + 3)) * (1 - ratio) * (1 - ratio) + 1;
-        coeff[3] = ((A * ((1 - ratio) + 1) - 5 * A) * ((1 - ratio) + 1) + 8 * A) *
-                       ((1 - ratio) + 1) -
-                   4 * A;
+        coeff[3] =
+            ((A * ((1 - ratio) + 1) - 5 * A) * ((1 - ratio) + 1) + 8 * A) * ((1 - ratio) + 1) -
+            4 * A;
     } else if (is_mode(c->mode, "linear", "nearest")) {
         coeff[0] = 1 - ratio;
         coeff[1] = ratio;
@@ -326,8 +326,8 @@ static void check_against_reference(const rcase_t *c, ses_dtype_t dtype) {
         if (fabs(got - want[q]) > tol)
             fail_msg("%s %s %s (%s): element %lld is %.12g, want %.12g",
                      c->mode ? c->mode : "nearest", c->coord ? c->coord : "half_pixel",
-                     c->nearest ? c->nearest : "", dtype == SES_F64 ? "f64" : "f32",
-                     (long long)q, got, want[q]);
+                     c->nearest ? c->nearest : "", dtype == SES_F64 ? "f64" : "f32", (long long)q,
+                     got, want[q]);
     }
     free(want);
     ses_tensor_release(t);
@@ -337,9 +337,9 @@ static void check_against_reference(const rcase_t *c, ses_dtype_t dtype) {
 /* Every mode with every coordinate transform, up and down, by scales and by sizes, 2-D to
  * 4-D, f32 and f64, against the reference. */
 static void resize_matches_the_reference_in_every_mode_and_transform(void **state) {
-    static const char *const coords[] = {"half_pixel",    "half_pixel_symmetric",
+    static const char *const coords[] = {"half_pixel",         "half_pixel_symmetric",
                                          "pytorch_half_pixel", "align_corners",
-                                         "asymmetric",    "tf_half_pixel_for_nn"};
+                                         "asymmetric",         "tf_half_pixel_for_nn"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     static const char *const modes[] = {"nearest", "linear", "cubic"};
@@ -349,14 +349,29 @@ static void resize_matches_the_reference_in_every_mode_and_transform(void **stat
             if (m != 0 && !strcmp(coords[k], "tf_half_pixel_for_nn"))
                 continue;
             for (size_t nm = 0; nm < (m == 0 ? 4u : 1u); nm++) {
-                rcase_t up = {4, {1, 2, 3, 4}, modes[m], coords[k], m == 0 ? nearests[nm] : NULL,
-                              0, 0, 0, 4, {1, 1, 1.7, 2.5}, 0, {0}, 0, {0}};
+                rcase_t up = {4,
+                              {1, 2, 3, 4},
+                              modes[m],
+                              coords[k],
+                              m == 0 ? nearests[nm] : NULL,
+                              0,
+                              0,
+                              0,
+                              4,
+                              {1, 1, 1.7, 2.5},
+                              0,
+                              {0},
+                              0,
+                              {0}};
                 rcase_t down = {3, {2, 7, 5}, modes[m], coords[k], m == 0 ? nearests[nm] : NULL,
-                                0, 0, 0, 4, {1, 0.6, 0.45}, 0, {0}, 0, {0}};
+                                0, 0,         0,        4,         {1, 0.6, 0.45},
+                                0, {0},       0,        {0}};
                 rcase_t sizes = {2, {5, 4}, modes[m], coords[k], m == 0 ? nearests[nm] : NULL,
-                                 0, 0, 0, 0, {0}, 2, {3, 7}, 0, {0}};
+                                 0, 0,      0,        0,         {0},
+                                 2, {3, 7}, 0,        {0}};
                 rcase_t one = {2, {3, 4}, modes[m], coords[k], m == 0 ? nearests[nm] : NULL,
-                               0, 0, 0, 0, {0}, 2, {1, 1}, 0, {0}};
+                               0, 0,      0,        0,         {0},
+                               2, {1, 1}, 0,        {0}};
                 down.n_scales = 3;
                 for (int f64 = 0; f64 <= 1; f64++) {
                     ses_dtype_t dt = f64 ? SES_F64 : SES_F32;
@@ -373,16 +388,28 @@ static void resize_matches_the_reference_in_every_mode_and_transform(void **stat
  * extrapolation_value, by sizes and by scales (whose output length the roi shortens). */
 static void resize_cubic_options_and_crop_match_the_reference(void **state) {
     rcase_t cubic_up = {2, {4, 4}, "cubic", NULL, NULL, -0.5, 1, 0, 2, {1.5, 0.8}, 0, {0}, 0, {0}};
-    rcase_t cubic_align = {2, {4, 5}, "cubic", "align_corners", NULL, -0.5, 1, 0, 0, {0},
-                           2, {6, 3}, 0, {0}};
-    rcase_t crop = {4, {1, 1, 4, 4}, "linear", "tf_crop_and_resize", NULL, 0, 0, 0, 0, {0},
-                    4, {1, 1, 3, 3}, 8, {0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8}};
-    rcase_t crop_out = {4, {1, 1, 4, 4}, "linear", "tf_crop_and_resize", NULL, 0, 0, 10.0, 0,
-                        {0}, 4, {1, 1, 3, 3}, 8, {0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7}};
-    rcase_t crop_scales = {2, {5, 6}, "cubic", "tf_crop_and_resize", NULL, 0, 0, -1.0, 2,
-                           {2.0, 1.5}, 0, {0}, 4, {0.1, -0.2, 0.7, 1.1}};
-    rcase_t crop_nearest = {2, {5, 6}, "nearest", "tf_crop_and_resize", "ceil", 0, 0, 3.0, 2,
-                            {1.0, 2.0}, 0, {0}, 4, {0.2, 0.0, 0.9, 1.0}};
+    rcase_t cubic_align = {2, {4, 5}, "cubic", "align_corners", NULL, -0.5, 1, 0,
+                           0, {0},    2,       {6, 3},          0,    {0}};
+    rcase_t crop = {4,        {1, 1, 4, 4},
+                    "linear", "tf_crop_and_resize",
+                    NULL,     0,
+                    0,        0,
+                    0,        {0},
+                    4,        {1, 1, 3, 3},
+                    8,        {0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8}};
+    rcase_t crop_out = {4,        {1, 1, 4, 4},
+                        "linear", "tf_crop_and_resize",
+                        NULL,     0,
+                        0,        10.0,
+                        0,        {0},
+                        4,        {1, 1, 3, 3},
+                        8,        {0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7}};
+    rcase_t crop_scales = {
+        2, {5, 6}, "cubic", "tf_crop_and_resize", NULL, 0, 0, -1.0, 2, {2.0, 1.5},
+        0, {0},    4,       {0.1, -0.2, 0.7, 1.1}};
+    rcase_t crop_nearest = {
+        2, {5, 6}, "nearest", "tf_crop_and_resize", "ceil", 0, 0, 3.0, 2, {1.0, 2.0},
+        0, {0},    4,         {0.2, 0.0, 0.9, 1.0}};
     (void)state;
     for (int f64 = 0; f64 <= 1; f64++) {
         ses_dtype_t dt = f64 ? SES_F64 : SES_F32;
@@ -476,12 +503,12 @@ static void resize_axes_and_keep_aspect_ratio_policy_shape_the_output(void **sta
  * sizes [1, 1, 3, 4]. */
 static void resize_antialias_matches_torch(void **state) {
     static const double want[2][12] = {
-        {2.63254145090484, 3.75998244897597, 1.00793821326733, 0.190204695316067,
-         10.0405193422144, 11.8324610258328, 9.92684332697736, 9.99945520150454,
-         24.2534042873877, 26.7091093556561, 25.6538704048888, 26.618333009307},
+        {2.63254145090484, 3.75998244897597, 1.00793821326733, 0.190204695316067, 10.0405193422144,
+         11.8324610258328, 9.92684332697736, 9.99945520150454, 24.2534042873877, 26.7091093556561,
+         25.6538704048888, 26.618333009307},
         {2.05244271064423, 3.47843575688908, 0.252524843512452, -0.560178381604449,
-         9.45882667096742, 11.6286636448545, 9.31969063944121, 9.52548856530401,
-         24.9746027914286, 27.886961853953, 26.5002519808905, 27.7262826425104},
+         9.45882667096742, 11.6286636448545, 9.31969063944121, 9.52548856530401, 24.9746027914286,
+         27.886961853953, 26.5002519808905, 27.7262826425104},
     };
     const int64_t dims[4] = {1, 1, 7, 9}, sizes[4] = {1, 1, 3, 4};
     double x[63];
@@ -631,8 +658,10 @@ static void resize_errors_name_the_node_and_the_input(void **state) {
     in[3] = sz;
     assert_int_equal(ses_graph_op(g, "Resize", "both", in, 4, NULL, 0, &y), SES_OK);
     {
-        const char *parts[] = {"Resize \"both\"", "exactly one of input 2 (scales) and input 3 "
-                                                  "(sizes)", "both are"};
+        const char *parts[] = {"Resize \"both\"",
+                               "exactly one of input 2 (scales) and input 3 "
+                               "(sizes)",
+                               "both are"};
         expect_error(g, y, SES_INVALID_ARGUMENT, parts, 3);
     }
     /* neither */
@@ -739,8 +768,7 @@ static void resize_reads_fed_scales(void **state) {
     in[1] = floats_f32(g, 0, NULL);
     assert_int_equal(ses_graph_placeholder(g, "scales", SES_F32, 1, sdims, &in[2]), SES_OK);
     assert_int_equal(ses_graph_op(g, "Resize", "fed", in, 3, NULL, 0, &y), SES_OK);
-    assert_int_equal(ses_tensor_create_from(SES_F32, 1, sdims, scales, sizeof scales, &st),
-                     SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 1, sdims, scales, sizeof scales, &st), SES_OK);
     assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
     const ses_feed_t feed = {in[2], st};
     if (ses_session_eval(s, &y, 1, &feed, 1, NULL, 0, &out) != SES_OK)
@@ -754,12 +782,13 @@ static void resize_reads_fed_scales(void **state) {
     ses_graph_release(g);
 }
 
-/* ---- GridSample -------------------------------------------------------------------------------- */
+/* ---- GridSample ------------------------------------------------------------------------------ */
 
 /* x [1, 1, 3, 4] = i * i * 0.1 - i, grid [1, 2, 3, 2]; the want rows are what
  * torch.nn.functional.grid_sample gave (torch 2, float64) for each mode, padding and
  * align_corners. */
-static const double gs_grid[12] = {-1.2, -0.9, 0.3, 0.55, 1.1, -1.3, 0.0, 0.0, -0.71, 1.4, 0.95, 0.2};
+static const double gs_grid[12] = {-1.2, -0.9, 0.3,   0.55, 1.1,  -1.3,
+                                   0.0,  0.0,  -0.71, 1.4,  0.95, 0.2};
 static const struct {
     const char *mode, *padding;
     int align;
@@ -777,18 +806,33 @@ static const struct {
     {"nearest", "border", 1, {0, 0, -2.1, -2.4, -1.6, -2.1}},
     {"nearest", "reflection", 0, {0, 0, -2.1, -2.4, -1.6, -2.1}},
     {"nearest", "reflection", 1, {0, 0, -2.1, -2.4, -1.6, -2.1}},
-    {"bicubic", "zeros", 0, {0.0264776484374996, -0.231362860546873, -0.024029282812499, -2.4875,
-                             0.0996329159999994, -0.6353532}},
-    {"bicubic", "zeros", 1, {-0.0471703312500017, -1.19005110585937, -1.357239253125, -2.4875,
-                             -0.8170499471625, -1.614550475}},
-    {"bicubic", "border", 0, {0.27284889375, -0.249119885156248, -2.12369233125, -2.4875,
-                              -1.5587936, -1.1411688}},
-    {"bicubic", "border", 1, {-0.109612050000002, -1.182765440625, -2.14780963125, -2.4875,
-                              -1.256891107525, -1.566750059375}},
-    {"bicubic", "reflection", 0, {0.47946375, -0.249119885156248, -2.18323875, -2.4875,
-                                  -1.6442133056, -1.097148}},
-    {"bicubic", "reflection", 1, {-0.1737906, -0.943569993749998, -2.241153975, -2.4875,
-                                  -1.8833422038, -1.4651964875}},
+    {"bicubic",
+     "zeros",
+     0,
+     {0.0264776484374996, -0.231362860546873, -0.024029282812499, -2.4875, 0.0996329159999994,
+      -0.6353532}},
+    {"bicubic",
+     "zeros",
+     1,
+     {-0.0471703312500017, -1.19005110585937, -1.357239253125, -2.4875, -0.8170499471625,
+      -1.614550475}},
+    {"bicubic",
+     "border",
+     0,
+     {0.27284889375, -0.249119885156248, -2.12369233125, -2.4875, -1.5587936, -1.1411688}},
+    {"bicubic",
+     "border",
+     1,
+     {-0.109612050000002, -1.182765440625, -2.14780963125, -2.4875, -1.256891107525,
+      -1.566750059375}},
+    {"bicubic",
+     "reflection",
+     0,
+     {0.47946375, -0.249119885156248, -2.18323875, -2.4875, -1.6442133056, -1.097148}},
+    {"bicubic",
+     "reflection",
+     1,
+     {-0.1737906, -0.943569993749998, -2.241153975, -2.4875, -1.8833422038, -1.4651964875}},
 };
 
 static void grid_sample_matches_torch_in_every_mode_and_padding(void **state) {
@@ -841,35 +885,70 @@ static const struct {
     int align;
     double want[8];
 } gs3_cases[] = {
-    {"bilinear", "zeros", 0,
-     {0.392419447590248, 1.68035446644572, 0.331921147396108, 4.55880329141138, 3.80043454720961, 4.43324623166432, 3.32116224800157, 16.2885076318373}},
-    {"bilinear", "zeros", 1,
-     {0.755063090102777, 3.02574895551935, 1.62894367519873, 2.70477988234879, 10.6846351170196, 10.7889101951496, 13.697569445039, 14.5759690344708}},
-    {"bilinear", "border", 0,
-     {1.30806482530083, 3.69308673944115, 1.65960573698054, 4.55880329141138, 12.6681151573654, 9.74339831135014, 16.6058112400078, 16.2885076318373}},
-    {"bilinear", "border", 1,
-     {0.888309517767973, 3.02574895551935, 1.91640432376321, 2.70477988234879, 12.5701589611996, 10.7889101951496, 16.1147875823988, 14.5759690344708}},
-    {"bilinear", "reflection", 0,
-     {1.30806482530083, 3.69308673944115, 1.65960573698054, 4.55880329141138, 12.6681151573654, 9.74339831135014, 16.6058112400078, 16.2885076318373}},
-    {"bilinear", "reflection", 1,
-     {0.893051211662218, 3.02574895551935, 1.7600632160269, 2.70477988234879, 12.6296039111816, 10.7889101951496, 14.7681040538679, 14.5759690344708}},
-    {"nearest", "zeros", 0,
+    {"bilinear",
+     "zeros",
+     0,
+     {0.392419447590248, 1.68035446644572, 0.331921147396108, 4.55880329141138, 3.80043454720961,
+      4.43324623166432, 3.32116224800157, 16.2885076318373}},
+    {"bilinear",
+     "zeros",
+     1,
+     {0.755063090102777, 3.02574895551935, 1.62894367519873, 2.70477988234879, 10.6846351170196,
+      10.7889101951496, 13.697569445039, 14.5759690344708}},
+    {"bilinear",
+     "border",
+     0,
+     {1.30806482530083, 3.69308673944115, 1.65960573698054, 4.55880329141138, 12.6681151573654,
+      9.74339831135014, 16.6058112400078, 16.2885076318373}},
+    {"bilinear",
+     "border",
+     1,
+     {0.888309517767973, 3.02574895551935, 1.91640432376321, 2.70477988234879, 12.5701589611996,
+      10.7889101951496, 16.1147875823988, 14.5759690344708}},
+    {"bilinear",
+     "reflection",
+     0,
+     {1.30806482530083, 3.69308673944115, 1.65960573698054, 4.55880329141138, 12.6681151573654,
+      9.74339831135014, 16.6058112400078, 16.2885076318373}},
+    {"bilinear",
+     "reflection",
+     1,
+     {0.893051211662218, 3.02574895551935, 1.7600632160269, 2.70477988234879, 12.6296039111816,
+      10.7889101951496, 14.7681040538679, 14.5759690344708}},
+    {"nearest",
+     "zeros",
+     0,
      {0, 4.174504701631, 0, 5.6187092865898, 0, 10.4759274104046, 0, 15.5869116035986}},
-    {"nearest", "zeros", 1,
-     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236, 8.64460466276841, 17.4239343216335, 15.5869116035986}},
-    {"nearest", "border", 0,
-     {-0.377533187453952, 4.174504701631, 0.86056261224422, 5.6187092865898, 16.8127173649236, 10.4759274104046, 17.4239343216335, 15.5869116035986}},
-    {"nearest", "border", 1,
-     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236, 8.64460466276841, 17.4239343216335, 15.5869116035986}},
-    {"nearest", "reflection", 0,
-     {-0.377533187453952, 4.174504701631, 0.86056261224422, 5.6187092865898, 16.8127173649236, 10.4759274104046, 17.4239343216335, 15.5869116035986}},
-    {"nearest", "reflection", 1,
-     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236, 8.64460466276841, 17.4239343216335, 15.5869116035986}},
+    {"nearest",
+     "zeros",
+     1,
+     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236,
+      8.64460466276841, 17.4239343216335, 15.5869116035986}},
+    {"nearest",
+     "border",
+     0,
+     {-0.377533187453952, 4.174504701631, 0.86056261224422, 5.6187092865898, 16.8127173649236,
+      10.4759274104046, 17.4239343216335, 15.5869116035986}},
+    {"nearest",
+     "border",
+     1,
+     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236,
+      8.64460466276841, 17.4239343216335, 15.5869116035986}},
+    {"nearest",
+     "reflection",
+     0,
+     {-0.377533187453952, 4.174504701631, 0.86056261224422, 5.6187092865898, 16.8127173649236,
+      10.4759274104046, 17.4239343216335, 15.5869116035986}},
+    {"nearest",
+     "reflection",
+     1,
+     {-0.377533187453952, 2.97095979615637, 0.86056261224422, 5.6187092865898, 16.8127173649236,
+      8.64460466276841, 17.4239343216335, 15.5869116035986}},
 };
 
 static void grid_sample_is_volumetric_as_torch_5d(void **state) {
-    static const double grid[12] = {-1.1, -0.3, 0.2,  0.55, 0.9, -0.8,
-                                    0.05, -0.6, 1.3, 0.7, 0.1, 0.4};
+    static const double grid[12] = {-1.1, -0.3, 0.2, 0.55, 0.9, -0.8,
+                                    0.05, -0.6, 1.3, 0.7,  0.1, 0.4};
     const int64_t xd[5] = {1, 2, 2, 3, 4}, gd[5] = {1, 1, 2, 2, 3};
     double x[48];
 

@@ -87,8 +87,8 @@ static ses_status_t read_floats(const ses__infer_ctx_t *ctx, size_t index, const
     if (st != SES_OK)
         return st;
     if (t->rank != 1)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu (%s) must be 1-D, got %s",
-                            index, name, ses__tstr(t).s);
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu (%s) must be 1-D, got %s", index,
+                            name, ses__tstr(t).s);
     if (n > (int64_t)cap)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "input %zu (%s) has %lld values; at most %zu are allowed here", index,
@@ -117,10 +117,9 @@ static ses_status_t read_floats(const ses__infer_ctx_t *ctx, size_t index, const
  */
 static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type_t *out) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
-    static const char *const coords[] = {"half_pixel",    "half_pixel_symmetric",
-                                         "pytorch_half_pixel", "align_corners",
-                                         "asymmetric",    "tf_half_pixel_for_nn",
-                                         "tf_crop_and_resize"};
+    static const char *const coords[] = {
+        "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
@@ -145,8 +144,8 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
         st = string_choice(ctx, "mode", "nearest", modes, 3, "nearest, linear or cubic", &mode);
     if (st == SES_OK && mode != RESIZE_NEAREST && !(SES__DT(x->dtype) & SES__DT_FLOAT))
         st = ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                          "%s mode of an integer X (%s) is not supported; nearest is",
-                          modes[mode], ses__tstr(x).s);
+                          "%s mode of an integer X (%s) is not supported; nearest is", modes[mode],
+                          ses__tstr(x).s);
     if (st == SES_OK)
         st = string_choice(ctx, "coordinate_transformation_mode", "half_pixel", coords, 7,
                            "half_pixel, half_pixel_symmetric, pytorch_half_pixel, "
@@ -187,8 +186,8 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
             if (st != SES_OK)
                 return st;
             if (seen[axes[k]]++)
-                return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute axes names axis %lld twice",
-                                    (long long)axes[k]);
+                return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                    "attribute axes names axis %lld twice", (long long)axes[k]);
         }
     } else {
         for (size_t k = 0; k < n_axes; k++)
@@ -374,9 +373,8 @@ ses_status_t ses__infer_resize_grad(ses__infer_ctx_t *ctx) {
     for (uint32_t d = 0; ok && d < y.rank; d++)
         ok = dy->dims[d] == y.dims[d];
     if (!ok)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "dY %s must have the shape Resize gives, %s", ses__tstr(dy).s,
-                            ses__tstr(&y).s);
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "dY %s must have the shape Resize gives, %s",
+                            ses__tstr(dy).s, ses__tstr(&y).s);
     ctx->outputs[0] = ctx->inputs[1];
     ctx->kernel_inputs = 0x1;
     return SES_OK;
@@ -400,8 +398,8 @@ ses_status_t ses__infer_grid_sample(ses__infer_ctx_t *ctx) {
         st = string_choice(ctx, "mode", "bilinear", modes, 5,
                            "bilinear, nearest, bicubic, linear or cubic", &mode);
     if (st == SES_OK)
-        st = string_choice(ctx, "padding_mode", "zeros", paddings, 3,
-                           "zeros, border or reflection", &padding);
+        st = string_choice(ctx, "padding_mode", "zeros", paddings, 3, "zeros, border or reflection",
+                           &padding);
     if (st == SES_OK)
         st = ses__op_attr_flag(ctx, "align_corners", 0, &align);
     if (st != SES_OK)
