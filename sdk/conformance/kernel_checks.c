@@ -677,8 +677,8 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
             float f[MAX_VALUES];
             for (int64_t i = 0; i < a->dims[0]; i++)
                 f[i] = (float)a->floats[i];
-            st = ses_tensor_create_from(SES_F32, 1, a->dims, f,
-                                        (size_t)a->dims[0] * sizeof(float), &t);
+            st = ses_tensor_create_from(SES_F32, 1, a->dims, f, (size_t)a->dims[0] * sizeof(float),
+                                        &t);
             if (st == SES_OK)
                 st = ses_graph_constant(b->graph, a->name, t, &inputs[k]);
             ses_tensor_release(t);
