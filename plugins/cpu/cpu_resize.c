@@ -12,6 +12,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -228,93 +229,213 @@ static void cpu__rz_axis(const cpu__rz_t *p, uint32_t d, int64_t o, cpu__rz_taps
     }
 }
 
-/* What a walk over Y's elements does with each: Resize reads X, ResizeGrad writes dX. */
+static double cpu__rz_load(const unsigned char *base, int64_t i, int f64) {
+    return f64 ? ((const double *)(const void *)base)[i] : ((const float *)(const void *)base)[i];
+}
+
+/*
+ * Every axis's taps, worked out once per launch: for axis d and output index o, cnt[d][o] taps
+ * (-1: outside, extrapolate) at idx[d][o * t + k] with weights w[d][o * t + k], t = max[d].
+ */
+typedef struct cpu__rz_table {
+    int max[CPU__MAX_RANK];
+    int *cnt[CPU__MAX_RANK];
+    int64_t *idx[CPU__MAX_RANK];
+    double *w[CPU__MAX_RANK];
+    void *block;
+} cpu__rz_table_t;
+
+static int32_t cpu__rz_table(const cpu__call_t *call, const cpu__rz_t *p, cpu__rz_table_t *t) {
+    size_t bytes = 0;
+    cpu__rz_taps_t taps;
+
+    memset(t, 0, sizeof *t);
+    for (uint32_t d = 0; d < p->rank; d++) {
+        const double reach = p->mode == RZ_LINEAR ? 1.0 : 2.0;
+        t->max[d] = p->mode == RZ_NEAREST                ? 1
+                    : p->antialias && p->scales[d] < 1.0 ? (int)(2.0 * ceil(reach / p->scales[d]))
+                                                         : (int)(2.0 * reach);
+        bytes += (size_t)p->out[d] * (sizeof(int) + (size_t)t->max[d] * 16u);
+    }
+    t->block = malloc(bytes ? bytes : 1);
+    if (!t->block)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "no memory for %zu bytes of taps",
+                              bytes);
+    /* Doubles and int64s first, then the counts: each part stays aligned. */
+    unsigned char *at = t->block;
+    for (uint32_t d = 0; d < p->rank; d++) {
+        t->w[d] = (double *)(void *)at;
+        at += (size_t)p->out[d] * (size_t)t->max[d] * 8u;
+        t->idx[d] = (int64_t *)(void *)at;
+        at += (size_t)p->out[d] * (size_t)t->max[d] * 8u;
+    }
+    for (uint32_t d = 0; d < p->rank; d++) {
+        t->cnt[d] = (int *)(void *)at;
+        at += (size_t)p->out[d] * sizeof(int);
+    }
+    for (uint32_t d = 0; d < p->rank; d++)
+        for (int64_t o = 0; o < p->out[d]; o++) {
+            cpu__rz_axis(p, d, o, &taps);
+            t->cnt[d][o] = taps.n;
+            for (int k = 0; k < taps.n; k++) {
+                t->idx[d][o * t->max[d] + k] = taps.idx[k];
+                t->w[d][o * t->max[d] + k] = taps.w[k];
+            }
+        }
+    return SES_DRV_OK;
+}
+
+/* What a walk over Y's rows (the last axis) does: Resize reads X, ResizeGrad writes dX. */
 typedef struct cpu__rz_walk {
     const cpu__rz_t *p;
+    const cpu__rz_table_t *t;
     const unsigned char *src; /* Resize: X; ResizeGrad: dY */
     unsigned char *dst;       /* Resize: Y; ResizeGrad: dX */
     int f64;
     int grad;
     size_t esize;
-    unsigned char fill[8]; /* nearest: extrapolation_value in Y's dtype */
+    unsigned char fill[8]; /* extrapolation_value in Y's dtype */
+    size_t max_combos;     /* the product of the taps of every axis but the last */
+    /* Room for max_combos combinations when they exceed CPU__RZ_COMBOS (one thread then) */
+    int64_t *heap_off;
+    double *heap_w;
 } cpu__rz_walk_t;
 
-static double cpu__rz_load(const unsigned char *base, int64_t i, int f64) {
-    return f64 ? ((const double *)(const void *)base)[i] : ((const float *)(const void *)base)[i];
-}
+/* The outer tap combinations a task keeps on its stack; more run on one thread from the heap. */
+#define CPU__RZ_COMBOS 256
 
-/* The sum over the taps of axes d.. of X at @p offset (elements of the axes before d), or, for
- * the gradient, @p g times each weight added onto dX there. */
-static double cpu__rz_taps_sum(const cpu__rz_walk_t *c, const cpu__rz_taps_t *taps, uint32_t d,
-                               int64_t offset, double g) {
+/*
+ * The outer taps of row @p row (Y's index over every axis but the last): each combination of one
+ * tap per outer axis, as the offset of an X row (in rows) and the product of the weights. Returns
+ * their count, or -1 when an outer axis is outside.
+ */
+static int64_t cpu__rz_combos(const cpu__rz_walk_t *c, uint64_t row, int64_t *off, double *w) {
     const cpu__rz_t *p = c->p;
-    const cpu__rz_taps_t *t = &taps[d];
-    double sum = 0.0;
+    const cpu__rz_table_t *t = c->t;
+    int64_t pos[CPU__MAX_RANK], n = 1;
 
-    for (int k = 0; k < t->n; k++) {
-        const int64_t at = offset * p->in[d] + t->idx[k];
-        if (d + 1 < p->rank) {
-            sum += t->w[k] * cpu__rz_taps_sum(c, taps, d + 1, at, g * t->w[k]);
-        } else if (c->grad) {
-            if (c->f64)
-                ((double *)(void *)c->dst)[at] += g * t->w[k];
-            else
-                ((float *)(void *)c->dst)[at] += (float)(g * t->w[k]);
-        } else {
-            sum += t->w[k] * cpu__rz_load(c->src, at, c->f64);
-        }
+    for (uint32_t d = p->rank - 1; d-- > 0;) {
+        pos[d] = (int64_t)(row % (uint64_t)p->out[d]);
+        row /= (uint64_t)p->out[d];
     }
-    return sum;
+    off[0] = 0;
+    w[0] = 1.0;
+    for (uint32_t d = 0; d + 1 < p->rank; d++) {
+        const int m = t->cnt[d][pos[d]];
+        const int64_t *idx = t->idx[d] + pos[d] * t->max[d];
+        const double *wd = t->w[d] + pos[d] * t->max[d];
+        if (m < 0)
+            return -1;
+        /* Expand in place from the back: entry j becomes entries j * m .. j * m + m - 1. */
+        for (int64_t j = n; j-- > 0;)
+            for (int k = m; k-- > 0;) {
+                off[j * m + k] = off[j] * p->in[d] + idx[k];
+                w[j * m + k] = w[j] * wd[k];
+            }
+        n *= m;
+    }
+    return n;
 }
 
-/* Y's elements [begin, end) in row-major order. */
+/* Resize's float rows [begin, end), T the element type. */
+#define CPU__RZ_ROWS(T)                                       \
+    do {                                                      \
+        const T *x = (const T *)(const void *)c->src;         \
+        for (uint64_t row = begin; row < end; row++) {        \
+            T *y = (T *)(void *)c->dst + row * (uint64_t)ol;  \
+            const int64_t n = cpu__rz_combos(c, row, off, w); \
+            for (int64_t o = 0; o < ol; o++) {                \
+                const int m = cnt[o];                         \
+                if (n < 0 || m < 0) {                         \
+                    y[o] = (T)p->extrapolation;               \
+                    continue;                                 \
+                }                                             \
+                const int64_t *ix = idx + o * tmax;           \
+                const double *wx = wl + o * tmax;             \
+                double v = 0.0;                               \
+                for (int64_t j = 0; j < n; j++) {             \
+                    const T *xr = x + off[j] * il;            \
+                    double r = 0.0;                           \
+                    for (int k = 0; k < m; k++)               \
+                        r += wx[k] * (double)xr[ix[k]];       \
+                    v += w[j] * r;                            \
+                }                                             \
+                y[o] = (T)v;                                  \
+            }                                                 \
+        }                                                     \
+    } while (0)
+
+/* Resize's nearest rows, elements of T copied. */
+#define CPU__RZ_COPY(T)                                         \
+    do {                                                        \
+        const T *x = (const T *)(const void *)c->src;           \
+        T fill;                                                 \
+        memcpy(&fill, c->fill, sizeof fill);                    \
+        for (uint64_t row = begin; row < end; row++) {          \
+            T *y = (T *)(void *)c->dst + row * (uint64_t)ol;    \
+            const int64_t n = cpu__rz_combos(c, row, off, w);   \
+            const T *xr = x + (n < 0 ? 0 : off[0] * il);        \
+            for (int64_t o = 0; o < ol; o++)                    \
+                y[o] = n < 0 || cnt[o] < 0 ? fill : xr[idx[o]]; \
+        }                                                       \
+    } while (0)
+
 static void cpu__rz_run(void *ctx, uint64_t begin, uint64_t end) {
     const cpu__rz_walk_t *c = ctx;
     const cpu__rz_t *p = c->p;
-    const uint32_t rank = p->rank;
-    int64_t pos[CPU__MAX_RANK];
-    cpu__rz_taps_t taps[CPU__MAX_RANK];
-    uint64_t rest = begin;
-    int outside = 0;
+    const uint32_t last = p->rank - 1;
+    const int64_t ol = p->out[last], il = p->in[last];
+    const int tmax = c->t->max[last];
+    const int *cnt = c->t->cnt[last];
+    const int64_t *idx = c->t->idx[last];
+    const double *wl = c->t->w[last];
+    int64_t off_stack[CPU__RZ_COMBOS];
+    double w_stack[CPU__RZ_COMBOS];
+    int64_t *off = c->heap_off ? c->heap_off : off_stack;
+    double *w = c->heap_w ? c->heap_w : w_stack;
 
     if (begin >= end)
         return;
-    for (uint32_t d = rank; d-- > 0;) {
-        pos[d] = (int64_t)(rest % (uint64_t)p->out[d]);
-        rest /= (uint64_t)p->out[d];
-    }
-    for (uint32_t d = 0; d < rank; d++)
-        cpu__rz_axis(p, d, pos[d], &taps[d]);
-    for (uint64_t q = begin; q < end; q++) {
-        outside = 0;
-        for (uint32_t d = 0; d < rank; d++)
-            outside |= taps[d].n < 0;
-        if (p->mode == RZ_NEAREST && !c->grad) {
-            /* One tap per axis: a copy of the element, in any dtype. */
-            int64_t at = 0;
-            for (uint32_t d = 0; !outside && d < rank; d++)
-                at = at * p->in[d] + taps[d].idx[0];
-            memcpy(c->dst + q * c->esize, outside ? c->fill : c->src + (uint64_t)at * c->esize,
-                   c->esize);
-        } else if (c->grad) {
-            if (!outside)
-                cpu__rz_taps_sum(c, taps, 0, 0, cpu__rz_load(c->src, (int64_t)q, c->f64));
-        } else {
-            const double v = outside ? p->extrapolation : cpu__rz_taps_sum(c, taps, 0, 0, 1.0);
-            if (c->f64)
-                ((double *)(void *)c->dst)[q] = v;
-            else
-                ((float *)(void *)c->dst)[q] = (float)v;
+    if (p->mode == RZ_NEAREST) {
+        switch (c->esize) {
+        case 1: CPU__RZ_COPY(uint8_t); break;
+        case 2: CPU__RZ_COPY(uint16_t); break;
+        case 4: CPU__RZ_COPY(uint32_t); break;
+        default: CPU__RZ_COPY(uint64_t); break;
         }
-        /* Next index: the last axis moves; carries move the ones before it. */
-        uint32_t d = rank;
-        while (d-- > 0) {
-            if (++pos[d] < p->out[d]) {
-                cpu__rz_axis(p, d, pos[d], &taps[d]);
-                break;
-            }
-            pos[d] = 0;
-            cpu__rz_axis(p, d, 0, &taps[d]);
+    } else if (c->f64) {
+        CPU__RZ_ROWS(double);
+    } else {
+        CPU__RZ_ROWS(float);
+    }
+}
+
+/* ResizeGrad over every dY row, on one thread: rows share the dX elements they add onto. */
+static void cpu__rz_grad_run(const cpu__rz_walk_t *c, int64_t *off, double *w) {
+    const cpu__rz_t *p = c->p;
+    const uint32_t last = p->rank - 1;
+    const int64_t ol = p->out[last], il = p->in[last];
+    const int tmax = c->t->max[last];
+    uint64_t rows = 1;
+
+    for (uint32_t d = 0; d < last; d++)
+        rows *= (uint64_t)p->out[d];
+    for (uint64_t row = 0; row < rows; row++) {
+        const int64_t n = cpu__rz_combos(c, row, off, w);
+        if (n < 0)
+            continue;
+        for (int64_t o = 0; o < ol; o++) {
+            const int m = c->t->cnt[last][o];
+            const double g = cpu__rz_load(c->src, (int64_t)row * ol + o, c->f64);
+            for (int64_t j = 0; j < n; j++)
+                for (int k = 0; k < m; k++) {
+                    const int64_t at = off[j] * il + c->t->idx[last][o * tmax + k];
+                    const double v = g * w[j] * c->t->w[last][o * tmax + k];
+                    if (c->f64)
+                        ((double *)(void *)c->dst)[at] += v;
+                    else
+                        ((float *)(void *)c->dst)[at] += (float)v;
+                }
         }
     }
 }
@@ -360,39 +481,74 @@ static void cpu__rz_fill(cpu__rz_walk_t *c, uint32_t dtype, double v) {
     }
 }
 
+/* The walk of @p p over src and dst with its tap table; the table's memory is the caller's to
+ * free (table->block) on success. */
+static int32_t cpu__rz_walk(const cpu__call_t *call, const cpu__rz_t *p, cpu__rz_table_t *table,
+                            const cpu__tensor_t *src, const cpu__tensor_t *dst, int grad,
+                            cpu__rz_walk_t *c) {
+    int32_t st = cpu__rz_table(call, p, table);
+    if (st != SES_DRV_OK)
+        return st;
+    memset(c, 0, sizeof *c);
+    c->p = p;
+    c->t = table;
+    c->src = src->data;
+    c->dst = dst->data;
+    c->f64 = src->dtype == SES_DRV_DTYPE_F64;
+    c->grad = grad;
+    c->esize = src->esize;
+    c->max_combos = 1;
+    for (uint32_t d = 0; d + 1 < p->rank; d++)
+        c->max_combos *= (size_t)table->max[d];
+    cpu__rz_fill(c, src->dtype, p->extrapolation);
+    return SES_DRV_OK;
+}
+
 int32_t cpu__resize(const cpu__call_t *call) {
     const cpu__tensor_t *x = &call->in[0], *y = &call->outs[0];
     cpu__rz_t p;
+    cpu__rz_table_t table;
+    cpu__rz_walk_t c;
     int32_t st;
 
     if ((st = cpu__rz_read(call, x, y, &p)) != SES_DRV_OK)
         return st;
+    if (x->dtype != SES_DRV_DTYPE_F32 && x->dtype != SES_DRV_DTYPE_F64 && p.mode != RZ_NEAREST)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "mode %" PRId64 " needs a float X; integers take nearest only",
+                              p.mode);
     if (y->count == 0)
         return SES_DRV_OK;
     if (p.rank == 0) {
         memcpy(y->data, x->data, y->esize);
         return SES_DRV_OK;
     }
-    cpu__rz_walk_t c = {&p, x->data, y->data, x->dtype == SES_DRV_DTYPE_F64, 0, x->esize, {0}};
-    if (x->dtype != SES_DRV_DTYPE_F32 && x->dtype != SES_DRV_DTYPE_F64 && p.mode != RZ_NEAREST)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "mode %" PRId64 " needs a float X; integers take nearest only",
-                              p.mode);
-    cpu__rz_fill(&c, x->dtype, p.extrapolation);
-    uint64_t cost = 1;
-    for (uint32_t d = 0; d < p.rank; d++) {
-        const double reach = p.mode == RZ_LINEAR ? 1.0 : 2.0;
-        cost *= p.mode == RZ_NEAREST               ? 1
-                : p.antialias && p.scales[d] < 1.0 ? (uint64_t)(2.0 * ceil(reach / p.scales[d]))
-                                                   : (uint64_t)(2.0 * reach);
+    if ((st = cpu__rz_walk(call, &p, &table, x, y, 0, &c)) != SES_DRV_OK)
+        return st;
+    const uint64_t cost = (uint64_t)c.max_combos * (uint64_t)table.max[p.rank - 1];
+    const uint64_t rows = y->count / (uint64_t)p.out[p.rank - 1];
+    if (c.max_combos <= CPU__RZ_COMBOS) {
+        cpu__parallel(call, rows, cost * (uint64_t)p.out[p.rank - 1] + 16, cpu__rz_run, &c);
+    } else {
+        c.heap_off = malloc(c.max_combos * sizeof *c.heap_off);
+        c.heap_w = malloc(c.max_combos * sizeof *c.heap_w);
+        if (c.heap_off && c.heap_w)
+            cpu__rz_run(&c, 0, rows);
+        else
+            st = cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "no memory for %zu tap combinations",
+                                c.max_combos);
+        free(c.heap_off);
+        free(c.heap_w);
     }
-    cpu__parallel(call, y->count, cost + p.rank, cpu__rz_run, &c);
-    return SES_DRV_OK;
+    free(table.block);
+    return st;
 }
 
 int32_t cpu__resize_grad(const cpu__call_t *call) {
     const cpu__tensor_t *dy = &call->in[0], *dx = &call->outs[0];
     cpu__rz_t p;
+    cpu__rz_table_t table;
+    cpu__rz_walk_t c;
     int32_t st;
 
     if ((st = cpu__rz_read(call, dx, dy, &p)) != SES_DRV_OK)
@@ -404,9 +560,20 @@ int32_t cpu__resize_grad(const cpu__call_t *call) {
         memcpy(dx->data, dy->data, dx->esize);
         return SES_DRV_OK;
     }
-    /* One thread: outputs share the inputs they add onto. */
-    cpu__rz_walk_t c = {&p, dy->data, dx->data, dy->dtype == SES_DRV_DTYPE_F64, 1, dy->esize, {0}};
-    cpu__rz_run(&c, 0, dy->count);
+    if ((st = cpu__rz_walk(call, &p, &table, dy, dx, 1, &c)) != SES_DRV_OK)
+        return st;
+    int64_t *off = malloc(c.max_combos * sizeof *off);
+    double *w = malloc(c.max_combos * sizeof *w);
+    if (!off || !w) {
+        free(off);
+        free(w);
+        free(table.block);
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "no memory for the taps");
+    }
+    cpu__rz_grad_run(&c, off, w);
+    free(off);
+    free(w);
+    free(table.block);
     return SES_DRV_OK;
 }
 

@@ -587,6 +587,50 @@ static void resize_nearest_copies_integers(void **state) {
     ses_graph_release(g);
 }
 
+/* Antialiased cubic shrinking two outer axes by 5 has 20 x 20 tap combinations per row, more
+ * than a task keeps on its stack (the one-thread path): the same as resizing the transposed
+ * tensor, whose shrinking axes are the last two. */
+static void resize_many_outer_taps_match_the_transposed_resize(void **state) {
+    const int64_t dims[3] = {30, 30, 4}, tdims[3] = {4, 30, 30};
+    const double scales[3] = {0.2, 0.2, 1.0}, tscales[3] = {1.0, 0.2, 0.2};
+    double x[3600], xt[3600];
+    ses_graph_t *g = NULL;
+    ses_edge_t in[3], tin[3], y, ty, back;
+    ses_attr_t a[2] = {ses_attr_string("mode", "cubic"), ses_attr_int("antialias", 1)};
+
+    (void)state;
+    for (int i = 0; i < 30; i++)
+        for (int j = 0; j < 30; j++)
+            for (int k = 0; k < 4; k++) {
+                x[(i * 30 + j) * 4 + k] = x_value((i * 30 + j) * 4 + k);
+                xt[(k * 30 + i) * 30 + j] = x[(i * 30 + j) * 4 + k];
+            }
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    in[0] = constant(g, SES_F64, 3, dims, x, sizeof x);
+    in[1] = floats_f32(g, 0, NULL);
+    in[2] = floats_f32(g, 3, scales);
+    tin[0] = constant(g, SES_F64, 3, tdims, xt, sizeof xt);
+    tin[1] = in[1];
+    tin[2] = floats_f32(g, 3, tscales);
+    assert_int_equal(ses_graph_op(g, "Resize", "outer", in, 3, a, 2, &y), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Resize", "inner", tin, 3, a, 2, &ty), SES_OK);
+    const int64_t back_perm[3] = {1, 2, 0};
+    ses_attr_t p = ses_attr_ints("perm", back_perm, 3);
+    assert_int_equal(ses_graph_op(g, "Transpose", "back", &ty, 1, &p, 1, &back), SES_OK);
+    ses_tensor_t *t1 = eval1(g, y), *t2 = eval1(g, back);
+    assert_int_equal(ses_tensor_count(t1), 6 * 6 * 4);
+    assert_int_equal(ses_tensor_count(t2), 6 * 6 * 4);
+    for (size_t i = 0; i < 144; i++) {
+        const double u = ((const double *)ses_tensor_data(t1))[i];
+        const double v = ((const double *)ses_tensor_data(t2))[i];
+        if (fabs(u - v) > 1e-12 * fmax(1.0, fabs(v)))
+            fail_msg("element %zu: %.15g by outer axes, %.15g by inner ones", i, u, v);
+    }
+    ses_tensor_release(t1);
+    ses_tensor_release(t2);
+    ses_graph_release(g);
+}
+
 /* ResizeGrad is Resize's transpose: <Resize(x), u> == <x, ResizeGrad(u)> for any x, u (each
  * mode, and antialiased cubic). */
 static void resize_grad_is_the_adjoint_of_resize(void **state) {
@@ -1046,6 +1090,7 @@ int main(void) {
         cmocka_unit_test(resize_axes_and_keep_aspect_ratio_policy_shape_the_output),
         cmocka_unit_test(resize_antialias_matches_torch),
         cmocka_unit_test(resize_nearest_copies_integers),
+        cmocka_unit_test(resize_many_outer_taps_match_the_transposed_resize),
         cmocka_unit_test(resize_grad_is_the_adjoint_of_resize),
         cmocka_unit_test(resize_errors_name_the_node_and_the_input),
         cmocka_unit_test(resize_reads_fed_scales),
