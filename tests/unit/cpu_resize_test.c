@@ -826,6 +826,41 @@ static void resize_reads_fed_scales(void **state) {
     ses_graph_release(g);
 }
 
+/* An exported model's sizes computed from X's shape (Shape -> Mul -> Resize's sizes), as
+ * torch.onnx writes interpolate(scale_factor=2): folded at compile time, so Resize reads it. */
+static void resize_reads_sizes_computed_from_the_shape(void **state) {
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    const int64_t dims[4] = {1, 1, 2, 3}, two[4] = {1, 1, 2, 2}, four[1] = {4};
+    const char *cpu = "cpu";
+    ses_graph_t *g = NULL;
+    ses_session_t *s = NULL;
+    ses_tensor_t *xt = NULL, *out = NULL;
+    ses_edge_t in[4], shape, y;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, dims, &in[0]), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Shape", "shape", &in[0], 1, NULL, 0, &shape), SES_OK);
+    ses_edge_t mul[2] = {shape, constant(g, SES_I64, 1, four, two, sizeof two)};
+    assert_int_equal(ses_graph_op(g, "Mul", "sizes", mul, 2, NULL, 0, &in[3]), SES_OK);
+    in[1] = floats_f32(g, 0, NULL);
+    in[2] = in[1];
+    assert_int_equal(ses_graph_op(g, "Resize", "computed", in, 4, NULL, 0, &y), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 4, dims, x, sizeof x, &xt), SES_OK);
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    const ses_feed_t feed = {in[0], xt};
+    if (ses_session_eval(s, &y, 1, &feed, 1, NULL, 0, &out) != SES_OK)
+        fail_msg("eval: %s", ses_last_error());
+    assert_int_equal(ses_tensor_dims(out)[2], 4);
+    assert_int_equal(ses_tensor_dims(out)[3], 6);
+    const float row0[6] = {1, 1, 2, 2, 3, 3};
+    assert_memory_equal(ses_tensor_data(out), row0, sizeof row0);
+    ses_tensor_release(out);
+    ses_tensor_release(xt);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
 /* ---- GridSample ------------------------------------------------------------------------------ */
 
 /* x [1, 1, 3, 4] = i * i * 0.1 - i, grid [1, 2, 3, 2]; the want rows are what
@@ -1094,6 +1129,7 @@ int main(void) {
         cmocka_unit_test(resize_grad_is_the_adjoint_of_resize),
         cmocka_unit_test(resize_errors_name_the_node_and_the_input),
         cmocka_unit_test(resize_reads_fed_scales),
+        cmocka_unit_test(resize_reads_sizes_computed_from_the_shape),
         cmocka_unit_test(grid_sample_matches_torch_in_every_mode_and_padding),
         cmocka_unit_test(grid_sample_is_volumetric_as_torch_5d),
         cmocka_unit_test(grid_sample_errors_name_the_node),
