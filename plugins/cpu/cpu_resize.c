@@ -147,7 +147,7 @@ static void cpu__rz_axis(const cpu__rz_t *p, uint32_t d, int64_t o, cpu__rz_taps
         else
             x = xo * (end - start) * (in - 1.0) / (len - 1.0);
         x += start * (in - 1.0);
-        if (x < 0.0 || x > in - 1.0) {
+        if (!(x >= 0.0 && x <= in - 1.0)) { /* NaN too: the host checks roi, not every sum */
             t->n = -1;
             return;
         }
@@ -708,6 +708,10 @@ static void cpu__gs_run(void *ctx, uint64_t begin, uint64_t end) {
             const uint32_t a = r - 1 - k;
             const double v = cpu__rz_load(g->grid->data, (int64_t)item * r + k, g->f64);
             u[a] = cpu__gs_unnormalize(v, g->x->dims[2 + a], g->align);
+            /* Keep floor's result in range of an int64: a point beyond 1e15 pixels is as far
+             * outside as 1e15 (zeros reads nothing there, border the edge), and a NaN one is
+             * taken as far before the first pixel. */
+            u[a] = u[a] != u[a] ? -1e15 : fmin(1e15, fmax(-1e15, u[a]));
         }
         cpu__gs_taps(g, u, &taps);
         for (int64_t ch = 0; ch < channels; ch++) {

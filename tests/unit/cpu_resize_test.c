@@ -785,7 +785,17 @@ static void resize_errors_name_the_node_and_the_input(void **state) {
         const char *parts2[] = {"Resize \"scales_dtype\"", "scales"};
         expect_error(g, y, SES_INVALID_ARGUMENT, parts2, 2);
     }
-    /* sizes fed, not constant: fine; a scales value that is 0 */
+    /* a roi value that is not finite */
+    {
+        const double bad_roi[4] = {0, NAN, 1, 1};
+        ses_attr_t a = ses_attr_string("coordinate_transformation_mode", "tf_crop_and_resize");
+        ses_edge_t r[3] = {in[0], floats_f32(g, 4, bad_roi), sc};
+        assert_int_equal(ses_graph_op(g, "Resize", "nanroi", r, 3, &a, 1, &y), SES_OK);
+        const char *parts[] = {"Resize \"nanroi\"", "input 1 (roi) value 1 is nan",
+                               "must be finite"};
+        expect_error(g, y, SES_INVALID_ARGUMENT, parts, 3);
+    }
+    /* a scales value that is 0 */
     {
         const double zero[2] = {1, 0};
         in[2] = floats_f32(g, 2, zero);
@@ -1060,6 +1070,35 @@ static void grid_sample_is_volumetric_as_torch_5d(void **state) {
     }
 }
 
+/* Points far outside or NaN read nothing with zeros padding and the edge with border (no
+ * undefined conversion of a huge coordinate): x [1, 1, 3, 4] = 1..12 at rows 1 and 1.3. */
+static void grid_sample_takes_far_and_nan_points(void **state) {
+    const float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    const float grid[6] = {NAN, 0.0f, 1e30f, 0.0f, -INFINITY, 0.2f};
+    const int64_t xd[4] = {1, 1, 3, 4}, gd[4] = {1, 1, 3, 2};
+    static const char *const paddings[2] = {"zeros", "border"};
+    const float want[2][3] = {{0, 0, 0}, {5, 8, 6.2f}};
+
+    (void)state;
+    for (int p = 0; p < 2; p++) {
+        ses_graph_t *g = NULL;
+        ses_edge_t in[2], y;
+        ses_attr_t a = ses_attr_string("padding_mode", paddings[p]);
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        in[0] = constant(g, SES_F32, 4, xd, x, sizeof x);
+        in[1] = constant(g, SES_F32, 4, gd, grid, sizeof grid);
+        assert_int_equal(ses_graph_op(g, "GridSample", "far", in, 2, &a, 1, &y), SES_OK);
+        ses_tensor_t *t = eval1(g, y);
+        for (int i = 0; i < 3; i++) {
+            const float got = ((const float *)ses_tensor_data(t))[i];
+            if (fabsf(got - want[p][i]) > 1e-5f)
+                fail_msg("%s: element %d is %g, want %g", paddings[p], i, got, want[p][i]);
+        }
+        ses_tensor_release(t);
+        ses_graph_release(g);
+    }
+}
+
 static void grid_sample_errors_name_the_node(void **state) {
     const float x[12] = {0}, grid[12] = {0};
     const double gridd[12] = {0};
@@ -1132,6 +1171,7 @@ int main(void) {
         cmocka_unit_test(resize_reads_sizes_computed_from_the_shape),
         cmocka_unit_test(grid_sample_matches_torch_in_every_mode_and_padding),
         cmocka_unit_test(grid_sample_is_volumetric_as_torch_5d),
+        cmocka_unit_test(grid_sample_takes_far_and_nan_points),
         cmocka_unit_test(grid_sample_errors_name_the_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -213,6 +213,11 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
                                 "input %zu (roi) has %zu values; it needs 2 per resized axis "
                                 "(%zu): X is %s",
                                 xi + 1, n, 2 * n_axes, ses__tstr(x).s);
+        for (size_t k = 0; k < 2 * n_axes; k++)
+            if (!isfinite(given_roi[k]))
+                return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                    "input %zu (roi) value %zu is %g; it must be finite", xi + 1, k,
+                                    given_roi[k]);
         for (size_t k = 0; k < n_axes; k++) {
             roi[axes[k]] = given_roi[k];
             roi[rank + axes[k]] = given_roi[n_axes + k];
