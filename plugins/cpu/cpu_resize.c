@@ -103,7 +103,7 @@ static int32_t cpu__rz_read(const cpu__call_t *call, const cpu__tensor_t *x, con
                                   " (scale %g)",
                                   d, p->out[d], p->in[d], p->scales[d]);
         const double reach = p->mode == RZ_LINEAR ? 1.0 : 2.0;
-        if (p->antialias && p->mode != RZ_NEAREST && p->scales[d] < 1.0 &&
+        if (p->antialias && p->mode != RZ_NEAREST && p->out[d] > 0 && p->scales[d] < 1.0 &&
             2.0 * ceil(reach / p->scales[d]) > CPU__RZ_MAX_TAPS)
             return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                                   "antialias: axis %" PRIu32 " shrinks by %g, beyond %d taps", d,
@@ -252,9 +252,10 @@ static int32_t cpu__rz_table(const cpu__call_t *call, const cpu__rz_t *p, cpu__r
     memset(t, 0, sizeof *t);
     for (uint32_t d = 0; d < p->rank; d++) {
         const double reach = p->mode == RZ_LINEAR ? 1.0 : 2.0;
-        t->max[d] = p->mode == RZ_NEAREST                ? 1
-                    : p->antialias && p->scales[d] < 1.0 ? (int)(2.0 * ceil(reach / p->scales[d]))
-                                                         : (int)(2.0 * reach);
+        t->max[d] = p->mode == RZ_NEAREST ? 1
+                    : p->antialias && p->scales[d] > 0.0 && p->scales[d] < 1.0
+                        ? (int)(2.0 * ceil(reach / p->scales[d]))
+                        : (int)(2.0 * reach);
         bytes += (size_t)p->out[d] * (sizeof(int) + (size_t)t->max[d] * 16u);
     }
     t->block = malloc(bytes ? bytes : 1);

@@ -717,7 +717,8 @@ static void empty_and_truncated_files_are_refused(void **state) {
 }
 
 /* group g-resize: Upsample of op set 7 carries its scales as an attribute; the importer makes it
- * Resize with asymmetric coordinates, nearest taking the floor: x [4] scaled by 2. */
+ * Resize with asymmetric coordinates, nearest taking the floor: x [4] scaled by 2 (mode
+ * "bilinear", op set 1's name, is linear). */
 static void an_upsample_of_op_set_7_is_resize_with_asymmetric_coordinates(void **state) {
     static const char *const nodes[] = {"Upsample:x:y"};
     const float scales[1] = {2.0f};
@@ -732,7 +733,8 @@ static void an_upsample_of_op_set_7_is_resize_with_asymmetric_coordinates(void *
     built_t b;
 
     (void)state;
-    for (int linear = 0; linear <= 1; linear++) {
+    /* nearest, linear, and linear as op set 1 named it */
+    for (int linear = 0; linear <= 2; linear++) {
         build(&b, nodes, 1, "y");
         b.opset.version = 7;
         onnx__attribute_proto__init(&attr_scales);
@@ -746,8 +748,8 @@ static void an_upsample_of_op_set_7_is_resize_with_asymmetric_coordinates(void *
         attr_mode.has_type = 1;
         attr_mode.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
         attr_mode.has_s = 1;
-        attr_mode.s.data = (uint8_t *)(linear ? "linear" : "nearest");
-        attr_mode.s.len = linear ? 6 : 7;
+        attr_mode.s.data = (uint8_t *)(linear == 2 ? "bilinear" : linear ? "linear" : "nearest");
+        attr_mode.s.len = strlen((const char *)attr_mode.s.data);
         b.nodes[0].n_attribute = 2;
         b.nodes[0].attribute = attrs;
         assert_int_equal(import_built(&b, NULL, &m), SES_OK);

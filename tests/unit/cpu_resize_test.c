@@ -537,6 +537,13 @@ static void resize_antialias_matches_torch(void **state) {
                          cubic ? "cubic" : "linear", i, got, want[cubic][i]);
         }
         ses_tensor_release(t);
+        /* to an empty axis (scale 0): nothing to widen, no error */
+        const int64_t empty_sizes[4] = {1, 1, 3, 0};
+        in[3] = ints_i64(g, 4, empty_sizes);
+        assert_int_equal(ses_graph_op(g, "Resize", "aa0", in, 4, a, 4, &y), SES_OK);
+        t = eval1(g, y);
+        assert_int_equal(ses_tensor_count(t), 0);
+        ses_tensor_release(t);
         ses_graph_release(g);
     }
 }
@@ -757,15 +764,17 @@ static void resize_errors_name_the_node_and_the_input(void **state) {
         const char *parts[] = {"Resize \"nearest\"", "nearest_mode is \"round\""};
         expect_error(g, y, SES_INVALID_ARGUMENT, parts, 2);
     }
-    /* antialias where linear shrinks by 100 would need over 200 taps */
+    /* antialias where linear shrinks [1, 300] by 100 would need over 200 taps */
     {
+        static const float wide[300];
+        const int64_t wide_dims[2] = {1, 300};
         ses_attr_t a[2] = {ses_attr_string("mode", "linear"), ses_attr_int("antialias", 1)};
-        in[2] = floats_f32(g, 2, small);
-        assert_int_equal(ses_graph_op(g, "Resize", "aa", in, 3, a, 2, &y), SES_OK);
+        ses_edge_t aa[3] = {constant(g, SES_F32, 2, wide_dims, wide, sizeof wide), empty,
+                            floats_f32(g, 2, small)};
+        assert_int_equal(ses_graph_op(g, "Resize", "aa", aa, 3, a, 2, &y), SES_OK);
         const char *parts[] = {"Resize \"aa\"", "antialias: axis 1 shrinks by 0.01",
                                "taps; at most 64 are supported"};
         expect_error(g, y, SES_UNIMPLEMENTED, parts, 3);
-        in[2] = sc;
     }
     /* X of i32 linear (integers take nearest only), of i16; scales of i64 */
     {

@@ -310,7 +310,7 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
         antialias = 0;
     for (uint32_t d = 0; antialias && d < rank; d++) {
         const double reach = mode == RESIZE_LINEAR ? 1.0 : 2.0;
-        if (scales[d] < 1.0 && 2.0 * ceil(reach / scales[d]) > RESIZE_MAX_TAPS)
+        if (out->dims[d] > 0 && scales[d] < 1.0 && 2.0 * ceil(reach / scales[d]) > RESIZE_MAX_TAPS)
             return ses__op_fail(ctx, SES_UNIMPLEMENTED,
                                 "antialias: axis %u shrinks by %g, which needs %.0f taps; at most "
                                 "%d are supported (scales down to %g for %s)",

@@ -619,6 +619,11 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             st = ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
         } else {
             attrs.list = list;
+            /* Upsample of op set 1 named linear over two axes "bilinear". */
+            for (size_t i = 0; i < attrs.count; i++)
+                if (!strcmp(list[i].name, "mode") && list[i].type == SES_ATTR_STRING &&
+                    (!strcmp(list[i].s, "bilinear") || !strcmp(list[i].s, "trilinear")))
+                    list[i].s = "linear";
             list[attrs.count++] = ses_attr_string("coordinate_transformation_mode", "asymmetric");
             list[attrs.count++] = ses_attr_string("nearest_mode", "floor");
         }
