@@ -496,6 +496,10 @@ enum cpu__op {
     CPU__OP_REVERSESEQUENCE, /* cpu_reverse_sequence.c */
     CPU__OP_EINSUM,          /* cpu_einsum.c */
     CPU__OP_TFIDF,           /* cpu_tfidf.c: TfIdfVectorizer */
+    /* group g-resize (cpu_resize.c), general entries */
+    CPU__OP_RESIZE,
+    CPU__OP_RESIZEGRAD,
+    CPU__OP_GRIDSAMPLE,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -618,6 +622,10 @@ int32_t cpu__attr_float(const cpu__call_t *call, const char *key, double def, do
  */
 int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, uint32_t max,
                        uint32_t *out_count);
+
+/** Required FLOATS attribute @p key, as cpu__attr_ints. */
+int32_t cpu__attr_floats(const cpu__call_t *call, const char *key, double *out, uint32_t max,
+                         uint32_t *out_count);
 
 /**
  * Non-zero when the host's should_abort says the calling thread's eval should stop. Only for
@@ -1079,5 +1087,9 @@ int32_t cpu__reverse_sequence(const cpu__call_t *call); /* ReverseSequence */
 int32_t cpu__einsum(const cpu__call_t *call); /* Einsum, 1 to 3 inputs */
 /* cpu_tfidf.c (general entries) */
 int32_t cpu__tfidf(const cpu__call_t *call); /* TfIdfVectorizer */
+/* cpu_resize.c (group g-resize; general entries) */
+int32_t cpu__resize(const cpu__call_t *call);      /* Resize */
+int32_t cpu__resize_grad(const cpu__call_t *call); /* ResizeGrad */
+int32_t cpu__grid_sample(const cpu__call_t *call); /* GridSample */
 
 #endif /* SES_CPU_INTERNAL_H */

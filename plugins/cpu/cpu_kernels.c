@@ -694,6 +694,20 @@ CPU__KERNELS(CPU__DEFINE)
       CPU__DT_##T, 0)                                                                             \
     G(Einsum3_##T, "Einsum", #T "," #T "," #T "->" #T, cpu__einsum, CPU__OP_EINSUM, 0, 3,         \
       CPU__T3(T), 1, CPU__DT_##T, 0)
+/* group g-resize (cpu_resize.c): Resize (X alone; roi, scales and sizes are attributes by then),
+ * its gradient (dY alone) and GridSample (X, grid), at a float dtype T. */
+#define CPU__G_RESIZE(G, T)                                                                       \
+    G(Resize_##T, "Resize", #T "->" #T, cpu__resize, CPU__OP_RESIZE, 0, 1, CPU__T1(T), 1,         \
+      CPU__DT_##T, 0)                                                                             \
+    G(ResizeGrad_##T, "ResizeGrad", #T "->" #T, cpu__resize_grad, CPU__OP_RESIZEGRAD, 0, 1,       \
+      CPU__T1(T), 1, CPU__DT_##T, 0)                                                              \
+    G(GridSample_##T, "GridSample", #T "," #T "->" #T, cpu__grid_sample, CPU__OP_GRIDSAMPLE, 0,   \
+      2, CPU__T2(T), 1, CPU__DT_##T, 0)
+
+/* Resize of an integer dtype T: nearest only (the body refuses the other modes). */
+#define CPU__G_RESIZE_NEAREST(G, T)                                                               \
+    G(Resize_##T, "Resize", #T "->" #T, cpu__resize, CPU__OP_RESIZE, 0, 1, CPU__T1(T), 1,         \
+      CPU__DT_##T, 0)
 
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
@@ -725,7 +739,10 @@ CPU__KERNELS(CPU__DEFINE)
     G(TfIdfVectorizer_i32, "TfIdfVectorizer", "i32->f32", cpu__tfidf, CPU__OP_TFIDF, 0, 1,   \
       (SES_DRV_DTYPE_I32), 1, SES_DRV_DTYPE_F32, 0)                                         \
     G(TfIdfVectorizer_i64, "TfIdfVectorizer", "i64->f32", cpu__tfidf, CPU__OP_TFIDF, 0, 1,   \
-      (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_F32, 0)
+      (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_F32, 0)                                         \
+    /* group g-resize */                                                                    \
+    CPU__FLOATS(CPU__G_RESIZE, G) CPU__G_RESIZE_NEAREST(G, i8) CPU__G_RESIZE_NEAREST(G, u8)      \
+    CPU__G_RESIZE_NEAREST(G, i32) CPU__G_RESIZE_NEAREST(G, i64)
 
 /* group g-act: the window generators and MelWeightMatrix, from their first input (an integer
  * scalar whose value gave the output's shape at compile time) to a float T. General entries:
@@ -798,6 +815,10 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__einsum NULL
 #define CPU__REUSE_cpu__nms NULL
 #define CPU__REUSE_cpu__tfidf NULL
+/* group g-resize */
+#define CPU__REUSE_cpu__resize NULL
+#define CPU__REUSE_cpu__resize_grad NULL
+#define CPU__REUSE_cpu__grid_sample NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -891,6 +912,10 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__einsum(what) NULL
 #define CPU__GSTATE_cpu__nms(what) NULL
 #define CPU__GSTATE_cpu__tfidf(what) NULL
+/* group g-resize */
+#define CPU__GSTATE_cpu__resize(what) NULL
+#define CPU__GSTATE_cpu__resize_grad(what) NULL
+#define CPU__GSTATE_cpu__grid_sample(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

@@ -1117,6 +1117,24 @@ int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, u
     return SES_DRV_OK;
 }
 
+int32_t cpu__attr_floats(const cpu__call_t *call, const char *key, double *out, uint32_t max,
+                         uint32_t *out_count) {
+    uint64_t count = max;
+    int32_t st = cpu__attr(call, key, SES_DRV_ATTR_FLOATS, &count, out);
+
+    if (st == SES_DRV_NOT_FOUND)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "attribute %s is missing", key);
+    if (st != SES_DRV_OK)
+        return st;
+    if (count > max)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "attribute %s holds %" PRIu64 " values; at most %" PRIu32
+                              " fit this op's rank",
+                              key, count, max);
+    *out_count = (uint32_t)count;
+    return SES_DRV_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Cancellation
  * ------------------------------------------------------------------------------------------- */

@@ -859,6 +859,60 @@ static void old_prelu_takes_its_slope_per_channel(void **state) {
     unbuild(&b);
 }
 
+/* group g-resize: Upsample of op set 7 carries its scales as an attribute; the importer makes it
+ * Resize with asymmetric coordinates, nearest taking the floor: x [4] scaled by 2 (mode
+ * "bilinear", op set 1's name, is linear). */
+static void an_upsample_of_op_set_7_is_resize_with_asymmetric_coordinates(void **state) {
+    static const char *const nodes[] = {"Upsample:x:y"};
+    const float scales[1] = {2.0f};
+    Onnx__AttributeProto attr_scales, attr_mode, *attrs[2] = {&attr_scales, &attr_mode};
+    const float x[4] = {1, 2, 3, 4};
+    const float want_nearest[8] = {1, 1, 2, 2, 3, 3, 4, 4};
+    const float want_linear[8] = {1, 1.5f, 2, 2.5f, 3, 3.5f, 4, 4};
+    const int64_t xd[1] = {4};
+    ses_onnx_model_t *m = NULL;
+    ses_session_t *s = NULL;
+    ses_tensor_t *xt = NULL, *y = NULL;
+    built_t b;
+
+    (void)state;
+    /* nearest, linear, and linear as op set 1 named it */
+    for (int linear = 0; linear <= 2; linear++) {
+        build(&b, nodes, 1, "y");
+        b.opset.version = 7;
+        onnx__attribute_proto__init(&attr_scales);
+        attr_scales.name = "scales";
+        attr_scales.has_type = 1;
+        attr_scales.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+        attr_scales.n_floats = 1;
+        attr_scales.floats = (float *)scales;
+        onnx__attribute_proto__init(&attr_mode);
+        attr_mode.name = "mode";
+        attr_mode.has_type = 1;
+        attr_mode.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+        attr_mode.has_s = 1;
+        attr_mode.s.data = (uint8_t *)(linear == 2 ? "bilinear" : linear ? "linear" : "nearest");
+        attr_mode.s.len = strlen((const char *)attr_mode.s.data);
+        b.nodes[0].n_attribute = 2;
+        b.nodes[0].attribute = attrs;
+        assert_int_equal(import_built(&b, NULL, &m), SES_OK);
+        assert_int_equal(ses_session_open(ses_onnx_model_graph(m), NULL, 0, NULL, &s), SES_OK);
+        assert_int_equal(ses_tensor_create_from(SES_F32, 1, xd, x, sizeof x, &xt), SES_OK);
+        const ses_feed_t feed = {ses_onnx_model_input(m, 0), xt};
+        const ses_edge_t out = ses_onnx_model_output(m, 0);
+        if (ses_session_eval(s, &out, 1, &feed, 1, NULL, 0, &y) != SES_OK)
+            fail_msg("eval: %s", ses_last_error());
+        assert_int_equal(ses_tensor_count(y), 8);
+        assert_memory_equal(ses_tensor_data(y), linear ? want_linear : want_nearest,
+                            sizeof want_nearest);
+        ses_tensor_release(y);
+        ses_tensor_release(xt);
+        ses_session_destroy(s);
+        ses_onnx_model_destroy(m);
+        unbuild(&b);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_mlp_matches_numpy),
@@ -877,6 +931,7 @@ int main(void) {
         cmocka_unit_test(npy_round_trips_and_refuses_broken_headers),
         cmocka_unit_test(large_initializers_read_from_a_file_keep_their_values),
         cmocka_unit_test(an_old_pad_takes_its_attributes_as_inputs),
+        cmocka_unit_test(an_upsample_of_op_set_7_is_resize_with_asymmetric_coordinates),
         cmocka_unit_test(empty_and_truncated_files_are_refused),
         cmocka_unit_test(old_broadcast_aligns_b_at_axis),
         cmocka_unit_test(old_prelu_takes_its_slope_per_channel),

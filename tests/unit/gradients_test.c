@@ -358,6 +358,52 @@ static ses_status_t b_conv_transpose_1d(ses_graph_t *g, const ses_edge_t *x, ses
     return ses_graph_op(g, "ConvTranspose", NULL, x, 2, a, 3, y);
 }
 
+/* group g-resize: Resize(x, roi, scales[, sizes]) with x [1, 2, 3] (3-D: the cases' rank
+ * limit), resized along the last two axes, by scales or by sizes. */
+static ses_status_t b_resize(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y, const char *mode,
+                             const char *coord, const float *scales, const int64_t *sizes) {
+    int64_t one[1] = {3}, none[1] = {0};
+    ses_tensor_t *t = NULL;
+    ses_edge_t in[4];
+    ses_attr_t a[2] = {ses_attr_string("mode", mode),
+                       ses_attr_string("coordinate_transformation_mode", coord)};
+
+    in[0] = x[0];
+    assert_int_equal(ses_tensor_create(SES_F32, 1, none, &t), SES_OK);
+    assert_int_equal(ses_graph_constant(g, NULL, t, &in[1]), SES_OK);
+    ses_tensor_release(t);
+    if (scales) {
+        assert_int_equal(ses_tensor_create_from(SES_F32, 1, one, scales, 3 * sizeof *scales, &t),
+                         SES_OK);
+        assert_int_equal(ses_graph_constant(g, NULL, t, &in[2]), SES_OK);
+        ses_tensor_release(t);
+        return ses_graph_op(g, "Resize", NULL, in, 3, a, 2, y);
+    }
+    in[2] = in[1];
+    in[3] = const_i64(g, 3, sizes);
+    return ses_graph_op(g, "Resize", NULL, in, 4, a, 2, y);
+}
+
+static ses_status_t b_resize_linear_up(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const float scales[3] = {1.0f, 2.0f, 1.5f};
+    return b_resize(g, x, y, "linear", "half_pixel", scales, NULL);
+}
+
+static ses_status_t b_resize_linear_down(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t sizes[3] = {1, 3, 3};
+    return b_resize(g, x, y, "linear", "align_corners", NULL, sizes);
+}
+
+static ses_status_t b_resize_nearest(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const int64_t sizes[3] = {1, 5, 2};
+    return b_resize(g, x, y, "nearest", "asymmetric", NULL, sizes);
+}
+
+static ses_status_t b_resize_cubic(ses_graph_t *g, const ses_edge_t *x, ses_edge_t *y) {
+    static const float scales[3] = {1.0f, 1.5f, 0.8f};
+    return b_resize(g, x, y, "cubic", "pytorch_half_pixel", scales, NULL);
+}
+
 #define X(r, d0, d1, d2, dom) {r, {d0, d1, d2, 0}, dom}
 
 static const gcase_t cases[] = {
@@ -451,6 +497,11 @@ static const gcase_t cases[] = {
      2,
      {X(3, 1, 2, 3, ANY), X(3, 2, 3, 2, ANY)},
      b_conv_transpose_1d},
+    /* group g-resize */
+    {"Resize linear half_pixel upsampling by scales", 1, {X(3, 1, 2, 3, ANY)}, b_resize_linear_up},
+    {"Resize linear align_corners to sizes", 1, {X(3, 1, 4, 5, ANY)}, b_resize_linear_down},
+    {"Resize nearest asymmetric to sizes", 1, {X(3, 1, 2, 3, ANY)}, b_resize_nearest},
+    {"Resize cubic pytorch_half_pixel", 1, {X(3, 1, 4, 5, ANY)}, b_resize_cubic},
 };
 
 /* ---- the check ---------------------------------------------------------------------------- */

@@ -178,6 +178,8 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "Einsum",
         /* tfidf.c (tested in cpu_tfidf_test.c) */
         "TfIdfVectorizer",
+        /* group g-resize (resize.c, tested in cpu_resize_test.c) */
+        "Resize", "ResizeGrad", "GridSample",
     };
     size_t n = ses__op_schema_count();
 

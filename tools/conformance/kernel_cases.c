@@ -1133,6 +1133,60 @@ static const char *const mvn[] = {
     "[2,3,4] axes=[0,2]", "[8,16,32,32]",           NULL,
 };
 
+/* group g-resize. Resize: X, then roi and scales (f32, empty when not used) and sizes: up and
+ * down, each mode and coordinate transform, 1-D to 4-D, empty, large (the integer entries take
+ * the nearest cases). */
+static const char *const resize[] = {
+    "[1,1,4,4] roi=f32:[] scales=f32:[1.0,1.0,2.0,2.0]",
+    "[2,3,5,4] roi=f32:[] scales=f32:[1.0,1.0,0.6,1.5] mode=linear",
+    "[2,3,5,4] roi=f32:[] scales=f32:[] sizes=i64:[2,3,7,3] mode=cubic",
+    "[3,5] roi=f32:[] scales=f32:[2.5,0.5] mode=linear coordinate_transformation_mode=align_corners",
+    "[3,5] roi=f32:[] scales=f32:[] sizes=i64:[1,9] mode=cubic exclude_outside=1 "
+    "cubic_coeff_a=-0.5 coordinate_transformation_mode=pytorch_half_pixel",
+    "[4,6] roi=f32:[] scales=f32:[1.5,1.5] nearest_mode=ceil "
+    "coordinate_transformation_mode=asymmetric",
+    "[4,6] roi=f32:[] scales=f32:[0.5,0.7] nearest_mode=round_prefer_ceil "
+    "coordinate_transformation_mode=half_pixel_symmetric",
+    "[5,6] roi=f32:[0.1,-0.2,0.7,1.1] scales=f32:[] sizes=i64:[4,5] mode=linear "
+    "coordinate_transformation_mode=tf_crop_and_resize extrapolation_value=2.5",
+    "[7] roi=f32:[] scales=f32:[3.0] mode=cubic",
+    "[5,6] roi=f32:[0.1,-0.2,0.7,1.1] scales=f32:[] sizes=i64:[4,5] nearest_mode=floor "
+    "coordinate_transformation_mode=tf_crop_and_resize extrapolation_value=3.0",
+    "[2,9,11] roi=f32:[] scales=f32:[] sizes=i64:[2,4,3] mode=cubic antialias=1",
+    "[2,9,11] roi=f32:[] scales=f32:[1.0,0.5,0.3] mode=linear antialias=1 exclude_outside=1",
+    "[0,4] roi=f32:[] scales=f32:[1.0,2.0] mode=linear",
+    "[64,64] roi=f32:[] scales=f32:[4.0,4.0] mode=linear",
+    "[6]@nan roi=f32:[] scales=f32:[2.0] mode=linear !nan",
+    NULL,
+};
+/* dY, X (its shape), then Resize's inputs: the Resize cases backwards. */
+static const char *const resize_grad[] = {
+    "[1,1,8,8] [1,1,4,4]@like roi=f32:[] scales=f32:[1.0,1.0,2.0,2.0]",
+    "[2,3,3,6] [2,3,5,4]@like roi=f32:[] scales=f32:[1.0,1.0,0.6,1.5] mode=linear",
+    "[2,3,7,3] [2,3,5,4]@like roi=f32:[] scales=f32:[] sizes=i64:[2,3,7,3] mode=cubic",
+    "[5,6] [5,6]@like roi=f32:[0.1,-0.2,0.7,1.1] scales=f32:[] sizes=i64:[5,6] mode=linear "
+    "coordinate_transformation_mode=tf_crop_and_resize",
+    "[0,8] [0,4]@like roi=f32:[] scales=f32:[1.0,2.0] mode=linear",
+    "[256,256] [64,64]@like roi=f32:[] scales=f32:[4.0,4.0] mode=linear",
+    NULL,
+};
+/* GridSample: X [N, C, H, W], grid [N, Ho, Wo, 2] (unit: in [-1, 1], some pixels beyond with
+ * any), each mode and padding; volumetric and 1-D (opset 20). */
+static const char *const grid_sample[] = {
+    "[1,1,4,5] [1,3,2,2]@unit",
+    "[2,3,4,5] [2,3,4,2] align_corners=1",
+    "[2,3,4,5] [2,3,4,2] mode=nearest padding_mode=border",
+    "[2,3,4,5] [2,3,4,2] mode=bicubic padding_mode=reflection",
+    "[2,3,4,5] [2,3,4,2]@unit mode=bicubic padding_mode=border align_corners=1",
+    "[2,3,4,5] [2,3,4,2] padding_mode=reflection align_corners=1",
+    "[1,2,0,5] [1,3,3,2]",
+    "[2,2,3,4,5] [2,2,3,4,3]@unit mode=linear padding_mode=reflection",
+    "[2,2,3,4,5] [2,2,3,4,3] mode=nearest align_corners=1",
+    "[2,3,7] [2,5,1] padding_mode=border",
+    "[2,4,32,32] [2,16,16,2]@unit",
+    NULL,
+};
+
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
     {"Reshape", EXACT, reshape},
@@ -1321,6 +1375,10 @@ static const ses_conf_op_cases_t table[] = {
     {"TfIdfVectorizer", ROUNDED, tfidf},
     {"ReverseSequence", EXACT, reverse_sequence},
     {"Einsum", SUMS, einsum},
+    /* group g-resize */
+    {"Resize", SUMS, resize},
+    {"ResizeGrad", SUMS, resize_grad},
+    {"GridSample", SUMS, grid_sample},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

@@ -19,6 +19,7 @@
  *                  outputs that update inputs in place (SGD, Momentum, Adam): the op runs once
  *                  as a target and the variables are compared afterwards;
  *   shape=i64:[4,-1]   a constant i64 input (a shape-like input, resolved at compile time);
+ *   scales=f32:[1.0,2.0]  roi=f32:[]   a constant f32 input, possibly empty (Resize's);
  *   axis=1  alpha=0.5  perm=[1,0]  reduction=sum   an INT, FLOAT (has a '.'), INTS or STRING
  *                  (starts with a letter) attribute; activation_params=[0.0,6.0] a FLOATS one
  *                  (a list with a '.');

@@ -29,6 +29,8 @@ typedef struct arg {
     int64_t dims[MAX_RANK];
     char domain[16];
     int64_t values[MAX_VALUES]; /* is_const: the constant's values (rank 1, dims[0] of them) */
+    int is_f32;                 /* is_const: an f32 constant ("f32:[...]"), values in floats */
+    double floats[MAX_VALUES];
     char name[32];
 } arg_t;
 
@@ -179,6 +181,20 @@ static int parse_case(const char *text, kcase_t *c) {
                 snprintf(a->name, sizeof a->name, "like%zu", c->n_args - 1);
             else
                 snprintf(a->name, sizeof a->name, "in%zu", c->n_data++);
+        } else if (eq && !strncmp(eq + 1, "f32:", 4)) {
+            /* An f32 constant input (Resize's roi and scales), possibly empty. */
+            arg_t *a;
+            size_t count;
+            if (c->n_args == MAX_ARGS)
+                return 0;
+            a = &c->args[c->n_args++];
+            a->is_const = 1;
+            a->is_f32 = 1;
+            if (!parse_floats(eq + 5, a->floats, MAX_VALUES, &count))
+                return 0;
+            a->rank = 1;
+            a->dims[0] = (int64_t)count;
+            snprintf(a->name, sizeof a->name, "%.*s", (int)(eq - token), token);
         } else if (eq && !strncmp(eq + 1, "i64:", 4)) {
             arg_t *a;
             size_t count;
@@ -657,7 +673,16 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
     for (size_t k = 0; k < c->n_args; k++) {
         const arg_t *a = &c->args[k];
         ses_tensor_t *t = NULL;
-        if (a->is_const) {
+        if (a->is_const && a->is_f32) {
+            float f[MAX_VALUES];
+            for (int64_t i = 0; i < a->dims[0]; i++)
+                f[i] = (float)a->floats[i];
+            st = ses_tensor_create_from(SES_F32, 1, a->dims, f, (size_t)a->dims[0] * sizeof(float),
+                                        &t);
+            if (st == SES_OK)
+                st = ses_graph_constant(b->graph, a->name, t, &inputs[k]);
+            ses_tensor_release(t);
+        } else if (a->is_const) {
             st = ses_tensor_create_from(SES_I64, 1, a->dims, a->values,
                                         (size_t)a->dims[0] * sizeof(int64_t), &t);
             if (st == SES_OK)

@@ -263,5 +263,9 @@ ses_status_t ses__infer_qlinear_conv(ses__infer_ctx_t *ctx);
 /* cnn.c: Conv's shape and kernel attributes of X (input @p xi) and W (@p wi) whatever their
  * dtypes, for the integer convolutions; @p out_y gets the shape (its dtype X's). */
 ses_status_t ses__conv_shape(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ses__type_t *out_y);
+/* resize.c (group g-resize) */
+ses_status_t ses__infer_resize(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_resize_grad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_grid_sample(ses__infer_ctx_t *ctx);
 
 #endif /* SES_OPS_INFER_H */

@@ -253,6 +253,11 @@ static const ses__op_schema_t schemas[] = {
     {"Einsum", 1, 3, 1, 1, 0, ses__infer_einsum},
     /* tfidf.c */
     {"TfIdfVectorizer", 1, 1, 1, 1, 0, ses__infer_tfidf},
+    /* resize.c (group g-resize): Resize and its gradient read roi, scales and sizes at compile
+     * time; GridSample. */
+    {"Resize", 1, 4, 1, 1, BIT(1) | BIT(2) | BIT(3), ses__infer_resize},
+    {"ResizeGrad", 2, 5, 1, 1, BIT(2) | BIT(3) | BIT(4), ses__infer_resize_grad},
+    {"GridSample", 2, 2, 1, 1, 0, ses__infer_grid_sample},
 };
 #pragma GCC diagnostic pop
 

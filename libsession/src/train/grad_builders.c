@@ -752,6 +752,29 @@ static ses_status_t grad_conv_transpose(ses__grad_ctx_t *c, const ses_node_t *n,
     return SES_OK;
 }
 
+/* group g-resize: Resize(X[, roi, scales, sizes]): ResizeGrad spreads dY back onto X with the
+ * weights each output read X with (every mode; roi, scales and sizes get none). */
+static ses_status_t grad_resize(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
+                                ses_edge_t *dx) {
+    static const char *const names[] = {"mode",
+                                        "coordinate_transformation_mode",
+                                        "nearest_mode",
+                                        "cubic_coeff_a",
+                                        "exclude_outside",
+                                        "extrapolation_value",
+                                        "keep_aspect_ratio_policy",
+                                        "axes",
+                                        "antialias"};
+    ses_attr_t attrs[9];
+    ses_edge_t in[5];
+    size_t k = forward_attrs(n, names, 9, attrs);
+
+    in[0] = dy[0];
+    for (size_t i = 0; i < n->n_inputs && i < 4; i++)
+        in[i + 1] = IN(i);
+    return ses__grad_op(c, "ResizeGrad", in, n->n_inputs + 1, attrs, k, &dx[0]);
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 static const ses__grad_builder_t builders[] = {
@@ -836,6 +859,8 @@ static const ses__grad_builder_t builders[] = {
     {"Shape", NULL},
     {"ConstantOfShape", NULL},
     {"Range", NULL},
+    /* group g-resize */
+    {"Resize", grad_resize},
 };
 
 const ses__grad_builder_t *ses__grad_builder_find(const char *op) {

@@ -137,6 +137,14 @@ static ses_status_t const_i64(importer_t *im, const int64_t *v, size_t n, ses_ed
     return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
 }
 
+/* An f32 [0]: what stands for a left-out optional input before a given one. */
+static ses_status_t const_empty_f32(importer_t *im, ses_edge_t *out_edge) {
+    int64_t dims[1] = {0};
+    ses_tensor_t *t;
+    ses_status_t st = ses_tensor_create(SES_F32, 1, dims, &t);
+    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
+}
+
 static ses_status_t const_f32(importer_t *im, float v, ses_edge_t *out_edge) {
     ses_tensor_t *t;
     ses_status_t st = ses_tensor_create_from(SES_F32, 0, NULL, &v, sizeof v, &t);
@@ -708,6 +716,14 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             p.n_inputs++;
             continue;
         }
+        if (!*n->input[i] && !strcmp(op, "Resize") && i < 3) {
+            /* Resize's roi and scales may be left out before a later input: an empty tensor
+             * stands for them (the schema reads an empty roi, scales or sizes as absent). */
+            if ((st = const_empty_f32(im, &p.inputs[p.n_inputs])) != SES_OK)
+                return st;
+            p.n_inputs++;
+            continue;
+        }
         if (!*n->input[i]) {
             size_t j = i;
             while (j < n->n_input && !*n->input[j])
@@ -789,6 +805,36 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             (st = const_f32(im, value->f, &p.inputs[p.n_inputs++])) != SES_OK)
             return st;
     }
+    /* Upsample (op sets 7 and 9) and Resize of op set 10 take X and scales; they are Resize
+     * with an empty roi, asymmetric coordinates and nearest taking the floor. Op set 7 carries
+     * the scales as an attribute. */
+    int old_resize = !strcmp(op, "Upsample") || (!strcmp(op, "Resize") && opset < 11);
+    if (old_resize) {
+        const Onnx__AttributeProto *scales = attr_find(n, "scales");
+        ses_edge_t x = p.inputs[0];
+        if (p.n_inputs < 1)
+            return ses__fail(SES_INVALID_ARGUMENT, "%s: input 0 (X) is required", label);
+        p.skip[p.n_skip++] = "scales";
+        if (scales) {
+            int64_t dims[1] = {(int64_t)scales->n_floats};
+            ses_tensor_t *t;
+            st = ses_tensor_create_from(SES_F32, 1, dims, scales->floats,
+                                        scales->n_floats * sizeof(float), &t);
+            if (st == SES_OK)
+                st = add_constant(im, NULL, t, &p.inputs[1]);
+            if (st != SES_OK)
+                return st;
+            p.n_inputs = 2;
+        }
+        if (p.n_inputs != 2)
+            return ses__fail(SES_INVALID_ARGUMENT, "%s: wants X and scales", label);
+        p.inputs[2] = p.inputs[1];
+        if ((st = const_empty_f32(im, &p.inputs[1])) != SES_OK)
+            return st;
+        p.inputs[0] = x;
+        p.n_inputs = 3;
+        op = "Resize";
+    }
     if (!strcmp(op, "Clip") && opset < 11) {
         const Onnx__AttributeProto *lo = attr_find(n, "min"), *hi = attr_find(n, "max");
         p.skip[p.n_skip++] = "min";
@@ -804,6 +850,21 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
     if (st == SES_OK && !strcmp(op, "DFT") && opset >= 20 && p.n_inputs < 3 &&
         !attr_find(n, "axis"))
         attrs.list[attrs.count++] = ses_attr_int("axis", -2);
+    if (st == SES_OK && old_resize) {
+        ses_attr_t *list = ses__realloc(attrs.list, (attrs.count + 2) * sizeof *list);
+        if (!list) {
+            st = ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+        } else {
+            attrs.list = list;
+            /* Upsample of op set 1 named linear over two axes "bilinear". */
+            for (size_t i = 0; i < attrs.count; i++)
+                if (!strcmp(list[i].name, "mode") && list[i].type == SES_ATTR_STRING &&
+                    (!strcmp(list[i].s, "bilinear") || !strcmp(list[i].s, "trilinear")))
+                    list[i].s = "linear";
+            list[attrs.count++] = ses_attr_string("coordinate_transformation_mode", "asymmetric");
+            list[attrs.count++] = ses_attr_string("nearest_mode", "floor");
+        }
+    }
     if (st == SES_OK && is_reduce_with_axes_attribute(op) && opset >= 18) {
         st = input_to_ints_attr(im, n, 1, label, &attrs);
         if (p.n_inputs > 1)
@@ -840,7 +901,8 @@ static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
         const char *op = n->op_type ? n->op_type : "";
         int known =
             (is_default_domain(n->domain) &&
-             (!strcmp(op, "Constant") || !strcmp(op, "Scatter") || ses__onnx_is_sequence_op(op) ||
+             (!strcmp(op, "Constant") || !strcmp(op, "Scatter") || !strcmp(op, "Upsample") ||
+              ses__onnx_is_sequence_op(op) ||
               (*op && ses__op_schema_find(op) && !ses__op_schema_find(op)->host_op &&
                strcmp(op, "SelectInput") != 0))) ||
             (n->domain && !strcmp(n->domain, "ai.onnx.preview.training") &&
