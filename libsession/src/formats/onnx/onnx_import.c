@@ -150,6 +150,14 @@ static ses_status_t const_f32(importer_t *im, float v, ses_edge_t *out_edge) {
     return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
 }
 
+/* An empty f32 tensor ([0]): what stands in for an optional input left out before a given one. */
+static ses_status_t const_empty(importer_t *im, ses_edge_t *out_edge) {
+    const int64_t dims[1] = {0};
+    ses_tensor_t *t;
+    ses_status_t st = ses_tensor_create_from(SES_F32, 1, dims, NULL, 0, &t);
+    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
+}
+
 /* ---- attributes --------------------------------------------------------------------------- */
 
 /* A node's attributes converted, with the storage they point into. */
@@ -470,18 +478,17 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         return import_constant(im, n, label);
     memset(&p, 0, sizeof p);
     p.op = op;
-    /* Inputs: "" is an absent optional input; only trailing ones can be left out here, and
-     * Clip's min (its lowest value stands in, when x's dtype is known). */
+    /* Inputs: "" is an absent optional input; only trailing ones can be left out here, and the
+     * middle ones of the ops whose schemas take an empty tensor for an absent input (Clip's min,
+     * Pad's constant_value): an empty constant stands in for them. */
     for (size_t i = 0; i < n->n_input; i++) {
         const value_t *v;
-        if (!*n->input[i] && !strcmp(op, "Clip") && i == 1 && n->n_input == 3 && p.n_inputs == 1) {
-            const value_t *x = find(im, n->input[0]);
-            if (x && x->dtype == SES_F32) {
-                if ((st = const_f32(im, -3.402823466e38f, &p.inputs[p.n_inputs])) != SES_OK)
-                    return st;
-                p.n_inputs++;
-                continue;
-            }
+        if (!*n->input[i] && (!strcmp(op, "Clip") || !strcmp(op, "Pad")) && i > 0 &&
+            i + 1 < n->n_input && p.n_inputs == i) {
+            if ((st = const_empty(im, &p.inputs[p.n_inputs])) != SES_OK)
+                return st;
+            p.n_inputs++;
+            continue;
         }
         if (!*n->input[i]) {
             size_t j = i;
