@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <session/session.h>
+#include <session/train.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -538,6 +539,50 @@ static void dropout_training_follows_numpys_stream_and_continues_it(void **state
     ses_graph_release(g);
 }
 
+/* The gradient of Dropout in training mode is dy scaled where the mask kept, 0 elsewhere: it
+ * reads the same run's mask. Without a mask output it is refused, naming the node. */
+static void dropout_training_gradient_follows_the_mask(void **state) {
+    const float x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    const float ratio = 0.75f;
+    const uint8_t yes = 1;
+    ses_graph_t *g = NULL;
+    ses_node_t *node = NULL;
+    ses_edge_t dx = {NULL, 0};
+    const ses_attr_t seed = ses_attr_int("seed", 3);
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    ses_edge_t in[3] = {vec(g, SES_F32, 10, x), constant(g, SES_F32, 0, NULL, &ratio),
+                        constant(g, SES_BOOL, 0, NULL, &yes)};
+    assert_int_equal(ses_graph_add_node(g, "Dropout", "drop", in, 3, &seed, 1, 2, &node), SES_OK);
+    const ses_edge_t y = ses_node_output(node, 0);
+    if (ses_gradients(g, NULL, &y, 1, &in[0], 1, NULL, &dx) != SES_OK)
+        fail_msg("gradients: %s", ses_last_error());
+    const ses_edge_t fetch[3] = {y, ses_node_output(node, 1), dx};
+    ses_tensor_t *got[3] = {NULL};
+    eval_in(NULL, g, fetch, 3, got);
+    const uint8_t *mask = ses_tensor_data(got[1]);
+    double want_y[10], want_dx[10];
+    int kept = 0;
+    for (int i = 0; i < 10; i++) {
+        want_y[i] = mask[i] ? x[i] * 4.0 : 0.0;
+        want_dx[i] = mask[i] ? 4.0 : 0.0;
+        kept += mask[i];
+    }
+    assert_true(kept > 0 && kept < 10); /* seed 3 keeps some and drops some */
+    expect_near(got[0], SES_F32, 10, want_y, 0);
+    expect_near(got[2], SES_F32, 10, want_dx, 0);
+    ses_tensor_release(got[1]);
+
+    ses_edge_t y1 = op(g, "Dropout", "drop1", in, 3, &seed, 1);
+    assert_int_equal(ses_gradients(g, NULL, &y1, 1, &in[0], 1, NULL, &dx), SES_UNIMPLEMENTED);
+    if (!strstr(ses_last_error(),
+                "Dropout \"drop1\": the gradient of its training mode needs "
+                "the mask output"))
+        fail_msg("message: %s", ses_last_error());
+    ses_graph_release(g);
+}
+
 static void bernoulli_and_random_like_ops_draw_numpys_values_for_a_seed(void **state) {
     const double p[10] = {0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6};
     const double edge[4] = {0, 1, 0, 1};
@@ -624,6 +669,7 @@ int main(void) {
         cmocka_unit_test(eye_like_puts_ones_on_diagonal_k_in_the_asked_dtype),
         cmocka_unit_test(batch_norm_training_uses_the_batch_statistics_and_blends_the_running_ones),
         cmocka_unit_test(dropout_training_follows_numpys_stream_and_continues_it),
+        cmocka_unit_test(dropout_training_gradient_follows_the_mask),
         cmocka_unit_test(bernoulli_and_random_like_ops_draw_numpys_values_for_a_seed),
         cmocka_unit_test(unseeded_random_ops_differ_between_nodes),
     };
