@@ -596,9 +596,9 @@ static ses_status_t grad_dropout(ses__grad_ctx_t *c, const ses_node_t *n, const 
     ses_edge_t one, ratio, inv, scale, mask, t, in[3];
     const ses_node_t *training = n->n_inputs > 2 ? IN(2).node : NULL;
 
-    if (!training || (training->kind == SES__NODE_CONSTANT &&
-                      ses_tensor_count(training->value) == 1 &&
-                      *(const uint8_t *)ses_tensor_data(training->value) == 0)) {
+    if (!training ||
+        (training->kind == SES__NODE_CONSTANT && ses_tensor_count(training->value) == 1 &&
+         *(const uint8_t *)ses_tensor_data(training->value) == 0)) {
         dx[0] = dy[0];
         return SES_OK;
     }
