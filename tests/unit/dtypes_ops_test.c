@@ -655,6 +655,38 @@ static void unseeded_random_ops_differ_between_nodes(void **state) {
     ses_graph_release(g);
 }
 
+/* The inputs and attributes the new forms refuse, each named with the node. */
+static void bad_inputs_are_named_with_the_node(void **state) {
+    const float f[2] = {1, 2};
+    const uint8_t u[2] = {1, 2}, t[2] = {1, 0};
+    const int32_t i[2] = {1, 2};
+    ses_graph_t *g = NULL;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    ses_edge_t ef = vec(g, SES_F32, 2, f), eu = vec(g, SES_U8, 2, u), eb = vec(g, SES_BOOL, 2, t),
+               ei = vec(g, SES_I32, 2, i);
+    expect_error(g, op(g, "Pow", "pb", (const ses_edge_t[]){ef, eb}, 2, NULL, 0),
+                 SES_INVALID_ARGUMENT, "Pow \"pb\": input 1 (Y) is bool[2]", "allowed dtypes");
+    expect_error(g, op(g, "Pow", "pu", (const ses_edge_t[]){eu, eu}, 2, NULL, 0),
+                 SES_INVALID_ARGUMENT, "Pow \"pu\": input 0 (X) is u8[2]", "allowed dtypes");
+    expect_error(g, op(g, "Bernoulli", "bi", &ei, 1, NULL, 0), SES_INVALID_ARGUMENT,
+                 "Bernoulli \"bi\": input 0 (input) is i32[2]", "allowed dtypes");
+    const ses_attr_t neg[2] = {ses_attr_float("scale", -1.0), ses_attr_int("dtype", 1)};
+    expect_error(g, op(g, "RandomNormalLike", "rn", &ei, 1, neg, 2), SES_INVALID_ARGUMENT,
+                 "RandomNormalLike \"rn\": attribute scale is -1; it must be >= 0", NULL);
+    const ses_attr_t inf_seed = ses_attr_float("seed", INFINITY);
+    expect_error(g, op(g, "Bernoulli", "bs", &ef, 1, &inf_seed, 1), SES_INVALID_ARGUMENT,
+                 "Bernoulli \"bs\": attribute seed is inf; it must be finite", NULL);
+    const ses_attr_t bad_dtype = ses_attr_int("dtype", 99);
+    expect_error(g, op(g, "RandomUniformLike", "rd", &ef, 1, &bad_dtype, 1), SES_INVALID_ARGUMENT,
+                 "RandomUniformLike \"rd\": attribute dtype is 99, not an ONNX TensorProto dtype",
+                 NULL);
+    expect_error(g, op(g, "Clip", "cb", &eb, 1, NULL, 0), SES_INVALID_ARGUMENT,
+                 "Clip \"cb\": input 0 (input) is bool[2]", "allowed dtypes");
+    ses_graph_release(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cast_to_f16_rounds_once_to_nearest_even),
@@ -672,6 +704,7 @@ int main(void) {
         cmocka_unit_test(dropout_training_gradient_follows_the_mask),
         cmocka_unit_test(bernoulli_and_random_like_ops_draw_numpys_values_for_a_seed),
         cmocka_unit_test(unseeded_random_ops_differ_between_nodes),
+        cmocka_unit_test(bad_inputs_are_named_with_the_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
