@@ -2000,7 +2000,16 @@ int32_t cpu__clip(const cpu__call_t *call) {
     case SES_DRV_DTYPE_F32: CPU__CLIP(float); break;
     case SES_DRV_DTYPE_F64: CPU__CLIP(double); break;
     case SES_DRV_DTYPE_I32: CPU__CLIP(int32_t); break;
-    default: CPU__CLIP(int64_t); break;
+    case SES_DRV_DTYPE_I64: CPU__CLIP(int64_t); break;
+    case SES_DRV_DTYPE_I8: CPU__CLIP(int8_t); break;
+    case SES_DRV_DTYPE_I16: CPU__CLIP(int16_t); break;
+    case SES_DRV_DTYPE_U8: CPU__CLIP(uint8_t); break;
+    case SES_DRV_DTYPE_U16: CPU__CLIP(uint16_t); break;
+    case SES_DRV_DTYPE_U32: CPU__CLIP(uint32_t); break;
+    case SES_DRV_DTYPE_U64: CPU__CLIP(uint64_t); break;
+    default:
+        return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s",
+                              cpu__dtype_label(x->dtype));
     }
     return SES_DRV_OK;
 }

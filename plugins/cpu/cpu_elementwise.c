@@ -321,8 +321,13 @@ int32_t cpu__binary(const cpu__call_t *call) {
                                 &variant)) != SES_DRV_OK)
             return st;
         row = cpu__number_row(code, dtype, variant);
+        if (!row)
+            row = cpu__dtypes_binary_row(code, dtype, call->in[1].dtype, variant);
     } else {
         row = cpu__binary_row(code, dtype);
+        /* Pow's exponent may have its own dtype (cpu_dtypes.c has those loops). */
+        if (!row || call->in[1].dtype != dtype)
+            row = cpu__dtypes_binary_row(code, dtype, call->in[1].dtype, 0);
     }
     if (!row)
         return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s", cpu__dtype_label(dtype));
@@ -375,6 +380,8 @@ int32_t cpu__compare(const cpu__call_t *call) {
     if (call->out.count == 0)
         return SES_DRV_OK;
     cpu__row_fn row = cpu__compare_row(call->spec->code, call->in[0].dtype);
+    if (!row)
+        row = cpu__dtypes_binary_row(call->spec->code, call->in[0].dtype, call->in[1].dtype, 0);
     if (!row)
         return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s",
                               cpu__dtype_label(call->in[0].dtype));
@@ -489,6 +496,8 @@ static int cpu__broadcasts_to_out(const cpu__call_t *call, uint32_t n) {
 int32_t cpu__min_max(const cpu__call_t *call) {
     const uint32_t n = call->n_in;
     cpu__row_fn row = cpu__number_row(call->spec->code, call->out.dtype, 0);
+    if (!row) /* f16, bf16: cpu_dtypes.c */
+        row = cpu__dtypes_binary_row(call->spec->code, call->out.dtype, call->out.dtype, 0);
     cpu__row_fn copy = cpu__second_row(call->out.esize);
     uint32_t first = 0;
     cpu__strided_t s;
@@ -537,18 +546,20 @@ int32_t cpu__min_max(const cpu__call_t *call) {
  * ------------------------------------------------------------------------------------------- */
 
 cpu__row_fn cpu__elementwise_row(const cpu__spec_t *spec, uint64_t *out_cost) {
-    const int int_div = spec->code == CPU__OP_DIV &&
-                        (spec->out == SES_DRV_DTYPE_I32 || spec->out == SES_DRV_DTYPE_I64);
+    const int int_div = spec->code == CPU__OP_DIV && cpu__is_integer(spec->out);
     /* Mod and BitShift pick their loop by an attribute, which the spec does not have. */
     const int by_attr = spec->code == CPU__OP_MOD || spec->code == CPU__OP_BITSHIFT;
 
     *out_cost = 1;
     if (spec->body == cpu__binary && !int_div && !by_attr) {
+        cpu__row_fn row = spec->in[1] == spec->out ? cpu__binary_row(spec->code, spec->out) : NULL;
         *out_cost = cpu__binary_cost(spec->code);
-        return cpu__binary_row(spec->code, spec->out);
+        return row ? row : cpu__dtypes_binary_row(spec->code, spec->in[0], spec->in[1], 0);
     }
-    if (spec->body == cpu__compare)
-        return cpu__compare_row(spec->code, spec->in[0]);
+    if (spec->body == cpu__compare) {
+        cpu__row_fn row = cpu__compare_row(spec->code, spec->in[0]);
+        return row ? row : cpu__dtypes_binary_row(spec->code, spec->in[0], spec->in[1], 0);
+    }
     if (spec->body == cpu__where)
         return cpu__where_row(cpu__dtype_size(spec->out));
     return NULL;
@@ -926,9 +937,12 @@ int32_t cpu__cast(const cpu__call_t *call) {
             cpu__dtype_label(call->out.dtype), call->out.dtype);
     int from_i = cpu__cast_index(call->in[0].dtype);
     int to_i = cpu__cast_index(call->out.dtype);
-    if (from_i < 0 || to_i < 0)
+    /* The other pairs (f16, bf16, i8, i16, u16, u32, u64) are cpu_cast.c's. */
+    cpu__map_fn fn = from_i >= 0 && to_i >= 0 ? cpu__casts[from_i][to_i]
+                                              : cpu__cast_loop(call->in[0].dtype, call->out.dtype);
+    if (!fn)
         return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for %s->%s",
                               cpu__dtype_label(call->in[0].dtype),
                               cpu__dtype_label(call->out.dtype));
-    return cpu__map_run(call, cpu__casts[from_i][to_i], NULL, 1);
+    return cpu__map_run(call, fn, NULL, 1);
 }

@@ -500,6 +500,15 @@ enum cpu__op {
     CPU__OP_RESIZE,
     CPU__OP_RESIZEGRAD,
     CPU__OP_GRIDSAMPLE,
+    /* g-dtypes */
+    CPU__OP_GREATEREQUAL,
+    CPU__OP_LESSEQUAL,
+    CPU__OP_EYELIKE,
+    CPU__OP_BATCHNORM_TRAIN,
+    CPU__OP_DROPOUT_TRAIN,
+    CPU__OP_BERNOULLI,
+    CPU__OP_RANDOMUNIFORMLIKE,
+    CPU__OP_RANDOMNORMALLIKE,
 };
 
 /** The most inputs an op of this driver takes, variadic ops (Concat) aside. */
@@ -1091,5 +1100,25 @@ int32_t cpu__tfidf(const cpu__call_t *call); /* TfIdfVectorizer */
 int32_t cpu__resize(const cpu__call_t *call);      /* Resize */
 int32_t cpu__resize_grad(const cpu__call_t *call); /* ResizeGrad */
 int32_t cpu__grid_sample(const cpu__call_t *call); /* GridSample */
+/* g-dtypes: the dtype gaps (cpu_cast.c, cpu_dtypes.c) */
+/** A Cast loop: @p n elements of @p in converted into @p out (@p params unused). */
+typedef void (*cpu__cast_fn)(void *out, const void *in, size_t n, const void *params);
+/** The Cast loop from dtype @p from to dtype @p to (any two of the driver's), or NULL. */
+cpu__cast_fn cpu__cast_loop(uint32_t from, uint32_t to);
+/**
+ * The elementwise loops cpu_elementwise.c lacks, for op @p code with inputs of dtypes @p a and
+ * @p b: Add Sub Mul Div on i8 i16 u8 u16 u32 u64, Min Max Mod (@p variant: fmod) on f16 and
+ * bf16, Pow with any exponent dtype, GreaterOrEqual and LessOrEqual on every number dtype.
+ * NULL when there is none.
+ */
+cpu__row_fn cpu__dtypes_binary_row(uint32_t code, uint32_t a, uint32_t b, int64_t variant);
+/* General entries: cpu_eye_like.c, cpu_batch_norm_train.c, cpu_random.c */
+int32_t cpu__eye_like(const cpu__call_t *call);         /* EyeLike */
+int32_t cpu__batch_norm_train(const cpu__call_t *call); /* BatchNormalization, training_mode 1 */
+/* Dropout (training_mode 1), Bernoulli, RandomUniformLike, RandomNormalLike: per-node state, a
+ * random stream (cpu_random.c) */
+int32_t cpu__random(const cpu__call_t *call);
+int32_t cpu__random_create(ses_drv_device_t *device, const ses_drv_node_t *node, void **out_state);
+void cpu__random_destroy(ses_drv_device_t *device, void *state);
 
 #endif /* SES_CPU_INTERNAL_H */

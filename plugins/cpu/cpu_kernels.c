@@ -127,6 +127,48 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__E_ONE_HOT_FROM(X, Op, CODE, BODY, I) \
     CPU__BASIC_TO(CPU__E_ONE_HOT, X, Op, CODE, BODY, I)
 
+/* g-dtypes: the dtype gaps (cpu_cast.c, cpu_dtypes.c). Each list has its own name, so that
+ * one may be expanded inside another. */
+/* clang-format off */
+#define CPU__SMALL_INTS(M, ...)                                                             \
+    M(__VA_ARGS__, i8) M(__VA_ARGS__, i16) M(__VA_ARGS__, u8) M(__VA_ARGS__, u16)           \
+    M(__VA_ARGS__, u32) M(__VA_ARGS__, u64)
+#define CPU__HALVES(M, ...) M(__VA_ARGS__, f16) M(__VA_ARGS__, bf16)
+/* The dtypes cpu_elementwise.c's Cast table lacks, as targets and as sources. */
+#define CPU__CAST_NEW_TO(M, ...)                                                            \
+    M(__VA_ARGS__, f16) M(__VA_ARGS__, bf16) M(__VA_ARGS__, i8) M(__VA_ARGS__, i16)         \
+    M(__VA_ARGS__, u16) M(__VA_ARGS__, u32) M(__VA_ARGS__, u64)
+#define CPU__CAST_NEW_FROM(M, ...)                                                          \
+    M(__VA_ARGS__, f16) M(__VA_ARGS__, bf16) M(__VA_ARGS__, i8) M(__VA_ARGS__, i16)         \
+    M(__VA_ARGS__, u16) M(__VA_ARGS__, u32) M(__VA_ARGS__, u64)
+#define CPU__ALL_TO(M, ...)                                                                 \
+    M(__VA_ARGS__, f32) M(__VA_ARGS__, f64) M(__VA_ARGS__, f16) M(__VA_ARGS__, bf16)        \
+    M(__VA_ARGS__, i8) M(__VA_ARGS__, i16) M(__VA_ARGS__, i32) M(__VA_ARGS__, i64)          \
+    M(__VA_ARGS__, u8) M(__VA_ARGS__, u16) M(__VA_ARGS__, u32) M(__VA_ARGS__, u64)          \
+    M(__VA_ARGS__, bool)
+/* Pow's exponents besides the base's own dtype: every integer, and the other float. */
+#define CPU__POW_INT_EXPS(M, ...)                                                           \
+    M(__VA_ARGS__, i8) M(__VA_ARGS__, i16) M(__VA_ARGS__, i32) M(__VA_ARGS__, i64)          \
+    M(__VA_ARGS__, u8) M(__VA_ARGS__, u16) M(__VA_ARGS__, u32) M(__VA_ARGS__, u64)
+/* clang-format on */
+#define CPU__E_CAST_TO_NEW(X, Op, CODE, BODY, A) CPU__CAST_NEW_TO(CPU__E_CAST, X, Op, CODE, BODY, A)
+#define CPU__E_CAST_TO_ALL(X, Op, CODE, BODY, A) CPU__ALL_TO(CPU__E_CAST, X, Op, CODE, BODY, A)
+/* Pow with base B and exponent E (ONNX's T and T1). */
+#define CPU__E_POW(X, Op, CODE, BODY, B, E)                                                  \
+    X(Op##_##B##_##E, #Op, #B "," #E "->" #B, BODY, CODE, 2, 0, CPU__DT_##B, CPU__DT_##E, 0, \
+      CPU__DT_##B)
+#define CPU__DPOW_ENTRIES(X)                                             \
+    CPU__POW_INT_EXPS(CPU__E_POW, X, Pow, CPU__OP_POW, cpu__binary, f32) \
+    CPU__E_POW(X, Pow, CPU__OP_POW, cpu__binary, f32, f64)               \
+    CPU__POW_INT_EXPS(CPU__E_POW, X, Pow, CPU__OP_POW, cpu__binary, f64) \
+    CPU__E_POW(X, Pow, CPU__OP_POW, cpu__binary, f64, f32)               \
+    CPU__E_POW(X, Pow, CPU__OP_POW, cpu__binary, i32, f32)               \
+    CPU__E_POW(X, Pow, CPU__OP_POW, cpu__binary, i32, f64)               \
+    CPU__POW_INT_EXPS(CPU__E_POW, X, Pow, CPU__OP_POW, cpu__binary, i32) \
+    CPU__E_POW(X, Pow, CPU__OP_POW, cpu__binary, i64, f32)               \
+    CPU__E_POW(X, Pow, CPU__OP_POW, cpu__binary, i64, f64)               \
+    CPU__POW_INT_EXPS(CPU__E_POW, X, Pow, CPU__OP_POW, cpu__binary, i64)
+
 /* The whole table, in the order get_kernels returns it. */
 #define CPU__KERNELS(X)                                                        \
     CPU__ALL(CPU__E_UNARY, X, Identity, CPU__OP_COPY, cpu__copy)               \
@@ -258,7 +300,20 @@ const char *cpu__dtype_label(uint32_t dtype) {
     CPU__FLOATS(CPU__E_UNARY, X, Det, CPU__OP_DET, cpu__det)                                       \
     CPU__FLOATS(CPU__E_UNARY, X, DFT, CPU__OP_DFT, cpu__dft)                                       \
     CPU__FLOATS(CPU__E_UNARY, X, STFT, CPU__OP_STFT, cpu__stft)                                    \
-    CPU__FLOATS(CPU__E_WINDOWED, X, STFT, CPU__OP_STFT, cpu__stft)
+    CPU__FLOATS(CPU__E_WINDOWED, X, STFT, CPU__OP_STFT, cpu__stft)                              \
+    /* g-dtypes */                                                                            \
+    CPU__BASIC(CPU__E_CAST_TO_NEW, X, Cast, CPU__OP_CAST, cpu__cast)                          \
+    CPU__CAST_NEW_FROM(CPU__E_CAST_TO_ALL, X, Cast, CPU__OP_CAST, cpu__cast)                  \
+    CPU__SMALL_INTS(CPU__E_BINARY, X, Add, CPU__OP_ADD, cpu__binary)                          \
+    CPU__SMALL_INTS(CPU__E_BINARY, X, Sub, CPU__OP_SUB, cpu__binary)                          \
+    CPU__SMALL_INTS(CPU__E_BINARY, X, Mul, CPU__OP_MUL, cpu__binary)                          \
+    CPU__SMALL_INTS(CPU__E_BINARY, X, Div, CPU__OP_DIV, cpu__binary)                          \
+    CPU__DPOW_ENTRIES(X)                                                                      \
+    CPU__HALVES(CPU__E_VARIADIC, X, Min, CPU__OP_MIN, cpu__min_max)                           \
+    CPU__HALVES(CPU__E_VARIADIC, X, Max, CPU__OP_MAX, cpu__min_max)                           \
+    CPU__HALVES(CPU__E_BINARY, X, Mod, CPU__OP_MOD, cpu__binary)                              \
+    CPU__ALL_NUMBERS(CPU__E_COMPARE, X, GreaterOrEqual, CPU__OP_GREATEREQUAL, cpu__compare)   \
+    CPU__ALL_NUMBERS(CPU__E_COMPARE, X, LessOrEqual, CPU__OP_LESSEQUAL, cpu__compare)
 
 /*
  * Which families prepare per-node state in create: the elementwise ones, whose work on small
@@ -709,6 +764,55 @@ CPU__KERNELS(CPU__DEFINE)
     G(Resize_##T, "Resize", #T "->" #T, cpu__resize, CPU__OP_RESIZE, 0, 1, CPU__T1(T), 1,         \
       CPU__DT_##T, 0)
 
+/* g-dtypes: Clip on the narrow and unsigned integers (cpu_cnn.c's body). */
+#define CPU__G_CLIP(G, T)                                                                         \
+    G(Clip_##T, "Clip", #T "->" #T, cpu__clip, CPU__OP_CLIP, 0, 1, CPU__T1(T), 1, CPU__DT_##T, 0) \
+    G(Clip1_##T, "Clip", #T "," #T "->" #T, cpu__clip, CPU__OP_CLIP, 0, 2, CPU__T2(T), 1,         \
+      CPU__DT_##T, 0)                                                                             \
+    G(Clip2_##T, "Clip", #T "," #T "," #T "->" #T, cpu__clip, CPU__OP_CLIP, 0, 3, CPU__T3(T), 1,  \
+      CPU__DT_##T, 0)
+
+/* g-dtypes: EyeLike from any dtype A to any B; Bernoulli from a float A to any B; the random
+ * ops from any A to a float B; Dropout's training form at data T and ratio R, without and with
+ * the mask; BatchNormalization's training form (3 inputs giving Y, 5 giving Y and one or both
+ * running statistics). */
+#define CPU__G_EYE_LIKE(G, A, B)                                                                 \
+    G(EyeLike_##A##_##B, "EyeLike", #A "->" #B, cpu__eye_like, CPU__OP_EYELIKE, 0, 1, CPU__T1(A), \
+      1, CPU__DT_##B, 0)
+#define CPU__G_EYE_LIKE_FROM(G, A) CPU__ALL_TO(CPU__G_EYE_LIKE, G, A)
+#define CPU__G_BERNOULLI(G, A, B)                                                           \
+    G(Bernoulli_##A##_##B, "Bernoulli", #A "->" #B, cpu__random, CPU__OP_BERNOULLI, 0, 1, \
+      CPU__T1(A), 1, CPU__DT_##B, 0)
+#define CPU__G_BERNOULLI_FROM(G, A) CPU__ALL_TO(CPU__G_BERNOULLI, G, A)
+#define CPU__G_RANDOM_LIKE(G, A, B)                                                            \
+    G(RandomUniformLike_##A##_##B, "RandomUniformLike", #A "->" #B, cpu__random,               \
+      CPU__OP_RANDOMUNIFORMLIKE, 0, 1, CPU__T1(A), 1, CPU__DT_##B, 0)                          \
+    G(RandomNormalLike_##A##_##B, "RandomNormalLike", #A "->" #B, cpu__random,                 \
+      CPU__OP_RANDOMNORMALLIKE, 0, 1, CPU__T1(A), 1, CPU__DT_##B, 0)
+/* clang-format off */
+#define CPU__RANDOM_TO(M, ...) \
+    M(__VA_ARGS__, f32) M(__VA_ARGS__, f64) M(__VA_ARGS__, f16) M(__VA_ARGS__, bf16)
+#define CPU__DROPOUT_RATIOS(M, ...) M(__VA_ARGS__, f32) M(__VA_ARGS__, f64)
+/* clang-format on */
+#define CPU__G_RANDOM_LIKE_FROM(G, A) CPU__RANDOM_TO(CPU__G_RANDOM_LIKE, G, A)
+#define CPU__G_DROPOUT_TRAIN(G, T, R)                                                           \
+    G(DropoutTrain_##T##_##R, "Dropout", #T "," #R "->" #T, cpu__random, CPU__OP_DROPOUT_TRAIN, \
+      0, 2, (CPU__DT_##T, CPU__DT_##R), 1, CPU__DT_##T, 0)                                      \
+    G(DropoutTrainMask_##T##_##R, "Dropout", #T "," #R "->" #T ",bool", cpu__random,            \
+      CPU__OP_DROPOUT_TRAIN, 0, 2, (CPU__DT_##T, CPU__DT_##R), 2, CPU__DT_##T,                  \
+      SES_DRV_DTYPE_BOOL)
+#define CPU__G_DROPOUT_TRAIN_DATA(G, T) CPU__DROPOUT_RATIOS(CPU__G_DROPOUT_TRAIN, G, T)
+#define CPU__T5(T) (CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T, CPU__DT_##T)
+#define CPU__G_BATCH_NORM_TRAIN(G, T)                                                            \
+    G(BatchNormTrain_##T, "BatchNormalization", #T "," #T "," #T "->" #T, cpu__batch_norm_train, \
+      CPU__OP_BATCHNORM_TRAIN, 0, 3, CPU__T3(T), 1, CPU__DT_##T, 0)                              \
+    G(BatchNormTrain2_##T, "BatchNormalization",                                                 \
+      #T "," #T "," #T "," #T "," #T "->" #T "," #T, cpu__batch_norm_train,                      \
+      CPU__OP_BATCHNORM_TRAIN, 0, 5, CPU__T5(T), 2, CPU__DT_##T, CPU__DT_##T)                    \
+    G(BatchNormTrain3_##T, "BatchNormalization",                                                 \
+      #T "," #T "," #T "," #T "," #T "->" #T "," #T "," #T, cpu__batch_norm_train,               \
+      CPU__OP_BATCHNORM_TRAIN, 0, 5, CPU__T5(T), 3, CPU__DT_##T, CPU__SPLIT_REST3(T))
+
 /* The general entries, in the order get_kernels returns them (after CPU__KERNELS). */
 #define CPU__GENERAL_KERNELS(G)                \
     CPU__FLOATS(CPU__G_SCE_LABELS, G)          \
@@ -742,7 +846,14 @@ CPU__KERNELS(CPU__DEFINE)
       (SES_DRV_DTYPE_I64), 1, SES_DRV_DTYPE_F32, 0)                                         \
     /* group g-resize */                                                                    \
     CPU__FLOATS(CPU__G_RESIZE, G) CPU__G_RESIZE_NEAREST(G, i8) CPU__G_RESIZE_NEAREST(G, u8)      \
-    CPU__G_RESIZE_NEAREST(G, i32) CPU__G_RESIZE_NEAREST(G, i64)
+    CPU__G_RESIZE_NEAREST(G, i32) CPU__G_RESIZE_NEAREST(G, i64)                                   \
+    /* g-dtypes */                             \
+    CPU__SMALL_INTS(CPU__G_CLIP, G)            \
+    CPU__ALL(CPU__G_EYE_LIKE_FROM, G)          \
+    CPU__FLOATS(CPU__G_BERNOULLI_FROM, G)      \
+    CPU__ALL(CPU__G_RANDOM_LIKE_FROM, G)       \
+    CPU__FLOATS(CPU__G_DROPOUT_TRAIN_DATA, G)  \
+    CPU__FLOATS(CPU__G_BATCH_NORM_TRAIN, G)
 
 /* group g-act: the window generators and MelWeightMatrix, from their first input (an integer
  * scalar whose value gave the output's shape at compile time) to a float T. General entries:
@@ -819,6 +930,10 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__resize NULL
 #define CPU__REUSE_cpu__resize_grad NULL
 #define CPU__REUSE_cpu__grid_sample NULL
+/* g-dtypes */
+#define CPU__REUSE_cpu__eye_like NULL
+#define CPU__REUSE_cpu__random NULL
+#define CPU__REUSE_cpu__batch_norm_train NULL
 
 #define CPU__DEFINE_GENERAL(id, OP, SIG, BODY, CODE, INPLACE, N_IN, INS, N_OUT, OUT0, OUT1) \
     static const cpu__spec_t cpu__spec_##id = {                                            \
@@ -916,6 +1031,10 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__resize(what) NULL
 #define CPU__GSTATE_cpu__resize_grad(what) NULL
 #define CPU__GSTATE_cpu__grid_sample(what) NULL
+/* g-dtypes: the random ops keep their stream (cpu_random.c) */
+#define CPU__GSTATE_cpu__eye_like(what) NULL
+#define CPU__GSTATE_cpu__random(what) cpu__random_##what
+#define CPU__GSTATE_cpu__batch_norm_train(what) NULL
 
 /* An entry with no supports_node (every general op), and one with the fused ops' check. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)

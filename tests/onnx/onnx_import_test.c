@@ -721,6 +721,51 @@ static void an_old_pad_takes_its_attributes_as_inputs(void **state) {
     }
 }
 
+/* g-dtypes: Clip's min left out ("") before a given max imports (an empty constant stands in for
+ * it, which Clip takes for absent), as ONNX's test_clip_default_*_max do; other ops still refuse
+ * a middle input left out, naming it. */
+static void a_middle_optional_input_left_out_imports_for_clip(void **state) {
+    static const char *const nodes[] = {"Clip:x,w:y"};
+    char *clip_in[3] = {"x", "", "w"};
+    const float x[4] = {1, 2, 3, 4}, want[4] = {1, 2, 2.5f, 2.5f};
+    const int64_t xd[1] = {4};
+    ses_onnx_model_t *m = NULL;
+    ses_session_t *s = NULL;
+    ses_tensor_t *xt = NULL, *y = NULL;
+    built_t b;
+
+    (void)state;
+    build(&b, nodes, 1, "y");
+    add_initializer(&b, 1, 0, 0);
+    b.init.n_dims = 0; /* a scalar max of 2.5 */
+    b.init_data[0] = 2.5f;
+    b.init.n_float_data = 1;
+    b.init.float_data = b.init_data;
+    b.nodes[0].input = clip_in;
+    b.nodes[0].n_input = 3;
+    if (import_built(&b, NULL, &m) != SES_OK)
+        fail_msg("import: %s", ses_last_error());
+    assert_int_equal(ses_session_open(ses_onnx_model_graph(m), NULL, 0, NULL, &s), SES_OK);
+    assert_int_equal(ses_tensor_create_from(SES_F32, 1, xd, x, sizeof x, &xt), SES_OK);
+    const ses_feed_t feed = {ses_onnx_model_input(m, 0), xt};
+    const ses_edge_t out = ses_onnx_model_output(m, 0);
+    if (ses_session_eval(s, &out, 1, &feed, 1, NULL, 0, &y) != SES_OK)
+        fail_msg("eval: %s", ses_last_error());
+    assert_memory_equal(ses_tensor_data(y), want, sizeof want);
+    ses_tensor_release(y);
+    ses_tensor_release(xt);
+    ses_session_destroy(s);
+    ses_onnx_model_destroy(m);
+
+    /* Gemm's C is its last input; an op whose middle input is left out is still refused. */
+    free(b.nodes[0].op_type);
+    b.nodes[0].op_type = strdup("Gemm");
+    expect_error(&b, SES_UNIMPLEMENTED, "input 1 is left out but a later one is given");
+    b.nodes[0].input = b.node_in[0];
+    b.nodes[0].n_input = 2;
+    unbuild(&b);
+}
+
 /* The mapped file path refuses an empty file and a truncated one as the in-memory path does, and
  * a tensor file likewise. */
 static void empty_and_truncated_files_are_refused(void **state) {
@@ -932,6 +977,7 @@ int main(void) {
         cmocka_unit_test(large_initializers_read_from_a_file_keep_their_values),
         cmocka_unit_test(an_old_pad_takes_its_attributes_as_inputs),
         cmocka_unit_test(an_upsample_of_op_set_7_is_resize_with_asymmetric_coordinates),
+        cmocka_unit_test(a_middle_optional_input_left_out_imports_for_clip),
         cmocka_unit_test(empty_and_truncated_files_are_refused),
         cmocka_unit_test(old_broadcast_aligns_b_at_axis),
         cmocka_unit_test(old_prelu_takes_its_slope_per_channel),

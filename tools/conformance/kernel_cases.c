@@ -732,6 +732,15 @@ static const char *const batch_norm[] = {
     "[2,3,5] [3] [3] [3] [3]@pos",
     "[0,3,2] [3] [3] [3] [3]@pos",
     "[8,64,16,16] [64] [64] [64] [64]@pos",
+    /* g-dtypes: training mode (the batch's statistics; Y alone from X, scale and B, or Y and
+     * the running statistics from all five) */
+    "[2,3,4,4] [3] [3] training_mode=1",
+    "[2,3] [3] [3] epsilon=0.01 training_mode=1",
+    "[0,3,2] [3] [3] training_mode=1",
+    "[2,3,4,4] [3] [3] [3] [3]@pos training_mode=1",
+    "[2,3,5] [3] [3] [3] [3]@pos training_mode=1 momentum=0.8",
+    "[0,3,2] [3] [3] [3] [3]@pos training_mode=1",
+    "[8,64,16,16] [64] [64] [64] [64]@pos training_mode=1",
     NULL,
 };
 /* X, Scale[, B] (Y and any of Mean and InvStdDev): the axis last, inner, first, epsilon, empty
@@ -760,7 +769,15 @@ static const char *const layer_norm_grad[] = {
 };
 /* Dropout with its mask output (the inference form: the data, and all true). */
 static const char *const dropout[] = {
-    "[2,3]", "[]", "[0]", "[7,9,5]", "[65536]", NULL,
+    "[2,3]", "[]", "[0]", "[7,9,5]", "[65536]",
+    /* g-dtypes: training mode, data and ratio, seeded (the CPU's stream is numpy's legacy
+     * MT19937: seed s drops where np.random.seed(s); np.random.uniform(size=shape) < ratio) */
+    "[2,3] []@prob training_mode=bool:[1] seed=1",
+    "[] []@prob training_mode=bool:[1] seed=2",
+    "[0] []@prob training_mode=bool:[1] seed=3",
+    "[7,9,5] []@prob training_mode=bool:[1] seed=0",
+    "[65536] []@prob training_mode=bool:[1] seed=7",
+    NULL,
 };
 /* data, pads, then constant_value and axes where given. */
 static const char *const pad[] = {
@@ -1187,6 +1204,25 @@ static const char *const grid_sample[] = {
     NULL,
 };
 
+/* g-dtypes: EyeLike's input gives only the shape (its values are never read); the random ops
+ * are seeded, so that a driver drawing the CPU's stream (numpy's legacy MT19937, see
+ * plugins/cpu/cpu_random.c) gives the same values. */
+static const char *const eye_like[] = {
+    "[3,4]", "[4,4] k=1", "[3,5] k=-2", "[2,3] k=7", "[0,3]", "[256,256] k=3", NULL,
+};
+static const char *const bernoulli[] = {
+    "[2,3]@prob seed=1.0", "[]@prob seed=2.0", "[0]@prob seed=0.0", "[7,9,5]@prob seed=5.0",
+    "[65536]@prob seed=3.0", NULL,
+};
+static const char *const random_uniform_like[] = {
+    "[2,3] seed=1.0", "[] low=-2.0 high=3.0 seed=2.0", "[0] seed=0.0",
+    "[7,9,5] low=1.0 high=1.5 seed=5.0", "[65536] seed=3.0", NULL,
+};
+static const char *const random_normal_like[] = {
+    "[2,3] seed=1.0", "[] mean=-2.0 scale=3.0 seed=2.0", "[0] seed=0.0",
+    "[7,9,5] mean=1.0 scale=0.5 seed=5.0", "[65536] seed=3.0", NULL,
+};
+
 static const ses_conf_op_cases_t table[] = {
     {"Identity", EXACT, identity},
     {"Reshape", EXACT, reshape},
@@ -1379,6 +1415,13 @@ static const ses_conf_op_cases_t table[] = {
     {"Resize", SUMS, resize},
     {"ResizeGrad", SUMS, resize_grad},
     {"GridSample", SUMS, grid_sample},
+    /* g-dtypes */
+    {"GreaterOrEqual", EXACT, compare},
+    {"LessOrEqual", EXACT, compare},
+    {"EyeLike", EXACT, eye_like},
+    {"Bernoulli", EXACT, bernoulli},
+    {"RandomUniformLike", ROUNDED, random_uniform_like},
+    {"RandomNormalLike", LIBM, random_normal_like},
 };
 
 const ses_conf_op_cases_t *ses_conf_find_cases(const char *op) {

@@ -5,7 +5,8 @@
  *   [2,3]          a data input of that shape (dtype from the kernel's signature, in order);
  *   [2,3]@pos      ... with values from a domain: any (default), pos (0.1..4), nz (|x| in
  *                  0.5..4), small (integers -2..2, so that ties and equal values occur),
- *                  unit (-1..1), exp (-2..2), cast (multiples of 0.25 in 0..100), idxN (indices
+ *                  unit (-1..1), exp (-2..2), prob (0..0.95: probabilities, ratios), cast
+ *                  (multiples of 0.25 in 0..100), idxN (indices
  *                  in [-N, N)), classN (class labels in [0, N)), bool (0 or 1), and the
  *                  NaN domains, for float dtypes only (a case with them is skipped for
  *                  integer signatures): nan (every element NaN), nanrow (one NaN in each row
@@ -20,6 +21,7 @@
  *                  as a target and the variables are compared afterwards;
  *   shape=i64:[4,-1]   a constant i64 input (a shape-like input, resolved at compile time);
  *   scales=f32:[1.0,2.0]  roi=f32:[]   a constant f32 input, possibly empty (Resize's);
+ *   training_mode=bool:[1]   a constant bool input, likewise;
  *   axis=1  alpha=0.5  perm=[1,0]  reduction=sum   an INT, FLOAT (has a '.'), INTS or STRING
  *                  (starts with a letter) attribute; activation_params=[0.0,6.0] a FLOATS one
  *                  (a list with a '.');

@@ -22,7 +22,8 @@
 #define MAX_ATTRS 10 /* TfIdfVectorizer's cases have 8 */
 
 typedef struct arg {
-    int is_const; /* an i64 constant (shape-like) input rather than random data */
+    int is_const; /* an i64 (or bool) constant (shape-like) input rather than random data */
+    int is_bool;  /* is_const: a bool constant ("bool:[1]"), else i64 */
     int is_like;  /* "@like": data the kernel does not receive, of the output's dtype */
     int is_var;   /* "+var": a variable (an in-place update op writes it), compared after */
     size_t rank;
@@ -195,14 +196,15 @@ static int parse_case(const char *text, kcase_t *c) {
             a->rank = 1;
             a->dims[0] = (int64_t)count;
             snprintf(a->name, sizeof a->name, "%.*s", (int)(eq - token), token);
-        } else if (eq && !strncmp(eq + 1, "i64:", 4)) {
+        } else if (eq && (!strncmp(eq + 1, "i64:", 4) || !strncmp(eq + 1, "bool:", 5))) {
             arg_t *a;
             size_t count;
             if (c->n_args == MAX_ARGS)
                 return 0;
             a = &c->args[c->n_args++];
             a->is_const = 1;
-            if (!parse_list(eq + 5, a->values, MAX_VALUES, &count))
+            a->is_bool = eq[1] == 'b';
+            if (!parse_list(eq + (a->is_bool ? 6 : 5), a->values, MAX_VALUES, &count))
                 return 0;
             a->rank = 1;
             a->dims[0] = (int64_t)count;
@@ -432,6 +434,8 @@ static double draw(uint64_t *rng, const char *domain, ses_dtype_t d) {
     }
     if (!strcmp(domain, "small"))
         return (double)integer(rng, u ? 0 : -2, 2);
+    if (!strcmp(domain, "prob")) /* probabilities and Dropout's ratio */
+        return f ? uniform(rng, 0.0, 0.95) : (double)integer(rng, 0, 1);
     if (!strcmp(domain, "cast"))
         return f ? 0.25 * (double)integer(rng, 0, 400) : (double)integer(rng, 0, 100);
     if (!strcmp(domain, "pos"))
@@ -682,6 +686,14 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
             if (st == SES_OK)
                 st = ses_graph_constant(b->graph, a->name, t, &inputs[k]);
             ses_tensor_release(t);
+        } else if (a->is_const && a->is_bool) {
+            uint8_t bits[MAX_VALUES];
+            for (int64_t i = 0; i < a->dims[0]; i++)
+                bits[i] = a->values[i] != 0;
+            st = ses_tensor_create_from(SES_BOOL, 1, a->dims, bits, (size_t)a->dims[0], &t);
+            if (st == SES_OK)
+                st = ses_graph_constant(b->graph, a->name, t, &inputs[k]);
+            ses_tensor_release(t);
         } else if (a->is_const) {
             st = ses_tensor_create_from(SES_I64, 1, a->dims, a->values,
                                         (size_t)a->dims[0] * sizeof(int64_t), &t);
@@ -749,6 +761,10 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
     }
     if (!strcmp(op, "Cast"))
         attrs[n_attrs++] = ses_attr_int("to", cast_codes[sig->out[0]]);
+    /* The ops whose output dtype is their "dtype" attribute (an ONNX number too). */
+    if (!strcmp(op, "EyeLike") || !strcmp(op, "Bernoulli") || !strcmp(op, "RandomUniformLike") ||
+        !strcmp(op, "RandomNormalLike"))
+        attrs[n_attrs++] = ses_attr_int("dtype", cast_codes[sig->out[0]]);
     st = ses_graph_add_node(b->graph, op, "node", inputs, c->n_args, attrs, n_attrs, sig->n_out,
                             &node);
     if (st != SES_OK)

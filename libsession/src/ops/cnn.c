@@ -19,8 +19,13 @@
  *   AveragePoolGrad(dy, X; as AveragePool)       AveragePoolGrad (dy; window, count_include_pad)
  *   GlobalAveragePool(X), GlobalMaxPool(X)       ReduceMean, ReduceMax (axes 2.., keepdims 1)
  *   GlobalAveragePoolGrad(dy, X)                 ReduceGrad (axes 2.., scale 1/count)
- *   BatchNormalization(X, scale, B, mean, var)   BatchNormalization (all five; epsilon)
- *   Dropout(data[, ratio, training_mode])        Identity, or Dropout (data) with the mask
+ *   BatchNormalization(X, scale, B, mean, var)   BatchNormalization (all five; epsilon), and
+ *                                                with training_mode 1 (epsilon, momentum,
+ *                                                training_mode): X, scale, B giving Y, or all
+ *                                                five giving Y and running_mean[, running_var]
+ *   Dropout(data[, ratio, training_mode])        Identity, or Dropout (data) with the mask;
+ *                                                training: Dropout (data, ratio; has_seed,
+ *                                                seed) giving the output[, mask]
  *   LayerNormalization(X, Scale[, B]; axis, ...) LayerNormalization (all; axis, epsilon)
  *   LayerNormalizationGrad(dY, X, Scale; ...)    LayerNormalizationGrad (all; axis, epsilon,
  *                                                input: 0 dX, 1 dScale)
@@ -599,7 +604,7 @@ ses_status_t ses__infer_batch_norm(ses__infer_ctx_t *ctx) {
     static const char *const names[] = {"X", "scale", "B", "input_mean", "input_var"};
     const ses__type_t *x = &ctx->inputs[0];
     int64_t training;
-    double epsilon;
+    double epsilon, momentum = 0.9;
     ses_status_t st;
 
     st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);
@@ -608,13 +613,22 @@ ses_status_t ses__infer_batch_norm(ses__infer_ctx_t *ctx) {
                           ses__tstr(x).s);
     if (st == SES_OK)
         st = ses__op_attr_flag(ctx, "training_mode", 0, &training);
-    if (st == SES_OK && (training || ctx->n_outputs > 1))
-        st = ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                          "only the inference form is supported (training_mode 0, output Y "
-                          "only)");
+    if (st == SES_OK && !training && ctx->n_outputs > 1)
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                          "outputs running_mean and running_var exist only in training mode "
+                          "(training_mode 1); asked for %zu outputs with training_mode 0",
+                          ctx->n_outputs);
     if (st == SES_OK)
         st = ses__op_attr_float(ctx, "epsilon", 1e-5, &epsilon);
-    for (size_t i = 1; st == SES_OK && i < 5; i++) {
+    if (st == SES_OK && training)
+        st = ses__op_attr_float(ctx, "momentum", 0.9, &momentum);
+    /* ONNX gives all five inputs; the training form normalizes with the batch's statistics, so
+     * for Y alone we also take X, scale and B (a libsession extension). */
+    if (st == SES_OK && ctx->n_inputs != 5 && (!training || ctx->n_outputs > 1))
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                          "takes 5 inputs (X, scale, B, input_mean, input_var)%s; got %zu",
+                          training ? " to give running_mean and running_var" : "", ctx->n_inputs);
+    for (size_t i = 1; st == SES_OK && i < ctx->n_inputs; i++) {
         const ses__type_t *p = &ctx->inputs[i];
         st = ses__op_check_same_dtype(ctx, 0, "X", i, names[i]);
         if (st == SES_OK && (p->rank != 1 || p->dims[0] != x->dims[1]))
@@ -625,6 +639,20 @@ ses_status_t ses__infer_batch_norm(ses__infer_ctx_t *ctx) {
     if (st != SES_OK)
         return st;
     ctx->outputs[0] = *x;
+    if (training) {
+        /* The training form normalizes with the batch's statistics: with Y alone it needs
+         * neither input_mean nor input_var, and its kernel (3 inputs) is told apart from the
+         * inference one (5) by its signature; running_mean and running_var blend them in. */
+        for (size_t i = 1; i < ctx->n_outputs; i++)
+            ctx->outputs[i] = ctx->inputs[2 + i];
+        if (ctx->n_outputs == 1)
+            ctx->kernel_inputs = 0x7;
+        st = ses__attrs_set_float(&ctx->kernel_attrs, "momentum", momentum);
+        if (st == SES_OK)
+            st = ses__attrs_set_int(&ctx->kernel_attrs, "training_mode", 1);
+        if (st != SES_OK)
+            return st;
+    }
     return ses__attrs_set_float(&ctx->kernel_attrs, "epsilon", epsilon);
 }
 
@@ -678,23 +706,46 @@ static ses_status_t read_scalar(ses__infer_ctx_t *ctx, size_t index, const char 
 }
 
 ses_status_t ses__infer_dropout(ses__infer_ctx_t *ctx) {
+    int64_t training = 0;
     ses_status_t st = ses__op_check_dtype(ctx, 0, "data", SES__DT_FLOAT);
 
     if (st == SES_OK && ses__op_has_input(ctx, 1))
         st = ses__op_check_dtype(ctx, 1, "ratio", SES__DT_FLOAT);
+    if (st == SES_OK && ses__op_has_input(ctx, 1) && ses__type_count(&ctx->inputs[1]) != 1)
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input 1 (ratio) must be a scalar, got %s",
+                          ses__tstr(&ctx->inputs[1]).s);
     if (st == SES_OK && ses__op_has_input(ctx, 2)) {
         double f;
-        int64_t training;
         st = ses__op_check_dtype(ctx, 2, "training_mode", SES__DT(SES_BOOL));
         if (st == SES_OK)
             st = read_scalar(ctx, 2, "training_mode", &f, &training);
-        if (st == SES_OK && training)
-            st = ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                              "training_mode is true; only inference (identity) is supported");
     }
+    if (st == SES_OK && training && !ses__op_has_input(ctx, 1))
+        st = ses__op_fail(ctx, SES_UNIMPLEMENTED,
+                          "training_mode is true but input 1 (ratio) is not given; give it "
+                          "(ONNX's default is 0.5)");
     if (st != SES_OK)
         return st;
     ctx->outputs[0] = ctx->inputs[0];
+    if (training) {
+        /* The training form: data and ratio reach the kernel (a signature no inference kernel
+         * has), with the seed: kernels get has_seed and seed modulo 2^32. */
+        int64_t seed = 0;
+        const int has_seed = ses__attrs_find(ctx->attrs, "seed") != NULL;
+        st = ses__op_attr_int(ctx, "seed", 0, &seed);
+        if (st == SES_OK)
+            st = ses__attrs_set_int(&ctx->kernel_attrs, "has_seed", has_seed);
+        if (st == SES_OK)
+            st = ses__attrs_set_int(&ctx->kernel_attrs, "seed", (int64_t)(uint32_t)seed);
+        if (st != SES_OK)
+            return st;
+        ctx->kernel_inputs = 0x3;
+        if (ctx->n_outputs > 1) {
+            ctx->outputs[1] = ctx->inputs[0];
+            ctx->outputs[1].dtype = SES_BOOL;
+        }
+        return SES_OK;
+    }
     ctx->kernel_inputs = 0x1;
     if (ctx->n_outputs == 1) {
         ctx->kernel_op = "Identity";
@@ -947,7 +998,10 @@ ses_status_t ses__infer_pad_grad(ses__infer_ctx_t *ctx) {
 ses_status_t ses__infer_clip(ses__infer_ctx_t *ctx) {
     static const char *const names[] = {"input", "min", "max"};
     int present[3] = {1, 0, 0};
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "input", SES__DT_NUMERIC);
+    ses_status_t st =
+        ses__op_check_dtype(ctx, 0, "input",
+                            SES__DT_NUMERIC | SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_U8) |
+                                SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64));
 
     for (size_t i = 1; st == SES_OK && i < 3; i++) {
         present[i] = given(ctx, i);

@@ -29,14 +29,39 @@ static ses_status_t binary(ses__infer_ctx_t *ctx, uint32_t allowed, ses_dtype_t 
     return st;
 }
 
+/* Every integer dtype, and every number: the ops ONNX defines on all of them (Add Sub Mul Div,
+ * Min, Max, Mod, Sign, GreaterOrEqual, LessOrEqual) take them all; a driver without a kernel for
+ * one refuses it when the plan is compiled. */
+#define DT_INTEGER                                                                                \
+    (SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_I32) | SES__DT(SES_I64) | SES__DT(SES_U8) | \
+     SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
+#define DT_UNSIGNED (SES__DT(SES_U8) | SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
+#define DT_ALL_NUMERIC (SES__DT_FLOAT | DT_INTEGER)
+
 ses_status_t ses__infer_arithmetic(ses__infer_ctx_t *ctx) {
-    return binary(ctx, SES__DT_NUMERIC, SES_DTYPE_INVALID);
+    return binary(ctx, DT_ALL_NUMERIC, SES_DTYPE_INVALID);
 }
 
-/* ONNX lets the exponent have its own dtype; we ask for the base's, so kernels have one
- * signature per dtype. */
+/* Pow: the base (ONNX's T: a float, i32 or i64) gives the output's dtype; the exponent (T1)
+ * may be any number dtype. The two broadcast together. */
 ses_status_t ses__infer_pow(ses__infer_ctx_t *ctx) {
-    return binary(ctx, SES__DT_FLOAT, SES_DTYPE_INVALID);
+    static const size_t indices[] = {0, 1};
+    static const char *const names[] = {"X", "Y"};
+    ses_status_t st;
+
+    st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT | SES__DT(SES_I32) | SES__DT(SES_I64));
+    if (st == SES_OK)
+        st = ses__op_check_dtype(ctx, 1, "Y", DT_ALL_NUMERIC);
+    if (st == SES_OK)
+        st = ses__op_broadcast(ctx, indices, names, 2, &ctx->outputs[0]);
+    if (st == SES_OK)
+        ctx->outputs[0].dtype = ctx->inputs[0].dtype;
+    return st;
+}
+
+/* GreaterOrEqual and LessOrEqual: every number dtype, both inputs the same. */
+ses_status_t ses__infer_compare_or_equal(ses__infer_ctx_t *ctx) {
+    return binary(ctx, DT_ALL_NUMERIC, SES_BOOL);
 }
 
 ses_status_t ses__infer_equal(ses__infer_ctx_t *ctx) {
@@ -118,14 +143,6 @@ ses_status_t ses__infer_prelu(ses__infer_ctx_t *ctx) {
                             ses__tstr(x).s, ses__tstr(&ctx->inputs[1]).s);
     return SES_OK;
 }
-
-/* Every integer dtype, and every number: the ops ONNX defines on all of them (Min, Max, Mod,
- * Sign) take them all; a driver without a kernel for one refuses it when the plan is compiled. */
-#define DT_INTEGER                                                                                \
-    (SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_I32) | SES__DT(SES_I64) | SES__DT(SES_U8) | \
-     SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
-#define DT_UNSIGNED (SES__DT(SES_U8) | SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64))
-#define DT_ALL_NUMERIC (SES__DT_FLOAT | DT_INTEGER)
 
 /* Min and Max: one or more inputs (data_0, data_1, ...) of one dtype, all broadcast together. */
 ses_status_t ses__infer_min_max(ses__infer_ctx_t *ctx) {

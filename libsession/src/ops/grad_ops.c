@@ -140,9 +140,9 @@ ses_status_t ses__infer_reshape_like(ses__infer_ctx_t *ctx) {
 ses_status_t ses__infer_cast_like(ses__infer_ctx_t *ctx) {
     ses_status_t st;
 
-    st = ses__op_check_dtype(ctx, 0, "input", SES__DT_BASIC);
+    st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY);
     if (st == SES_OK)
-        st = ses__op_check_dtype(ctx, 1, "target_type", SES__DT_BASIC);
+        st = ses__op_check_dtype(ctx, 1, "target_type", SES__DT_ANY);
     if (st != SES_OK)
         return st;
     ctx->outputs[0] = ctx->inputs[0];

@@ -267,5 +267,19 @@ ses_status_t ses__conv_shape(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ses__t
 ses_status_t ses__infer_resize(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_resize_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_grid_sample(ses__infer_ctx_t *ctx);
+/* g-dtypes: elementwise.c (GreaterOrEqual LessOrEqual), generators.c (EyeLike and the random
+ * ops) */
+ses_status_t ses__infer_compare_or_equal(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_eye_like(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_bernoulli(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_random_like(ses__infer_ctx_t *ctx);
+/*
+ * cast.c: an ONNX TensorProto dtype number in INT attribute @p name (Cast's to, EyeLike's and
+ * the random ops' dtype) as our dtype; @p fallback when the attribute is absent. An unknown
+ * number is SES_INVALID_ARGUMENT, one we do not support (STRING, COMPLEX64, the float8 types)
+ * SES_UNIMPLEMENTED, both naming the attribute and listing the supported ones.
+ */
+ses_status_t ses__op_attr_onnx_dtype(ses__infer_ctx_t *ctx, const char *name, ses_dtype_t fallback,
+                                     ses_dtype_t *out);
 
 #endif /* SES_OPS_INFER_H */

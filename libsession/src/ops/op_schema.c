@@ -168,7 +168,7 @@ static const ses__op_schema_t schemas[] = {
     {"NchwcGlobalAveragePool", 1, 1, 1, 1, 0, ses__infer_nchwc_global_pool},
     {"NchwcGlobalMaxPool", 1, 1, 1, 1, 0, ses__infer_nchwc_global_pool},
     {"NchwcReorderOutput", 1, 1, 1, 1, 0, ses__infer_nchwc_reorder_output},
-    {"BatchNormalization", 5, 5, 1, 3, 0, ses__infer_batch_norm},
+    {"BatchNormalization", 3, 5, 1, 3, 0, ses__infer_batch_norm},
     {"Dropout", 1, 3, 1, 2, BIT(2), ses__infer_dropout},
     /* LayerNormalization's optional outputs are Mean and InvStdDev. */
     {"LayerNormalization", 2, 3, 1, 3, 0, ses__infer_layer_norm},
@@ -258,6 +258,14 @@ static const ses__op_schema_t schemas[] = {
     {"Resize", 1, 4, 1, 1, BIT(1) | BIT(2) | BIT(3), ses__infer_resize},
     {"ResizeGrad", 2, 5, 1, 1, BIT(2) | BIT(3) | BIT(4), ses__infer_resize_grad},
     {"GridSample", 2, 2, 1, 1, 0, ses__infer_grid_sample},
+    /* g-dtypes: elementwise.c */
+    {"GreaterOrEqual", 2, 2, 1, 1, 0, ses__infer_compare_or_equal},
+    {"LessOrEqual", 2, 2, 1, 1, 0, ses__infer_compare_or_equal},
+    /* g-dtypes: generators.c */
+    {"EyeLike", 1, 1, 1, 1, 0, ses__infer_eye_like},
+    {"Bernoulli", 1, 1, 1, 1, 0, ses__infer_bernoulli},
+    {"RandomUniformLike", 1, 1, 1, 1, 0, ses__infer_random_like},
+    {"RandomNormalLike", 1, 1, 1, 1, 0, ses__infer_random_like},
 };
 #pragma GCC diagnostic pop
 

@@ -588,13 +588,41 @@ static ses_status_t grad_global_average_pool(ses__grad_ctx_t *c, const ses_node_
     return ses__grad_binary(c, "GlobalAveragePoolGrad", dy[0], IN(0), &dx[0]);
 }
 
-/* Dropout in inference is the identity; its mask takes no gradient. */
+/* Dropout in inference is the identity; its mask takes no gradient. In training mode (input 2,
+ * training_mode, not a constant false) the kept elements were scaled by 1 / (1 - ratio) and the
+ * others dropped, as the mask output says: dx = dy * mask * (training_mode ? 1 / (1 - ratio) :
+ * 1). Without the mask output nothing says which elements were kept: refused, naming the node. */
 static ses_status_t grad_dropout(ses__grad_ctx_t *c, const ses_node_t *n, const ses_edge_t *dy,
                                  ses_edge_t *dx) {
-    (void)c;
-    (void)n;
-    dx[0] = dy[0];
-    return SES_OK;
+    ses_edge_t one, ratio, inv, scale, mask, t, in[3];
+    const ses_node_t *training = n->n_inputs > 2 ? IN(2).node : NULL;
+
+    if (!training ||
+        (training->kind == SES__NODE_CONSTANT && ses_tensor_count(training->value) == 1 &&
+         *(const uint8_t *)ses_tensor_data(training->value) == 0)) {
+        dx[0] = dy[0];
+        return SES_OK;
+    }
+    if (n->n_outputs < 2)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "Dropout \"%s\": the gradient of its training mode needs the mask "
+                         "output, to know which elements were kept; give the node 2 outputs",
+                         n->name);
+    TRY(ses__grad_scalar(c, dy[0], 1.0, &one));
+    in[0] = IN(1);
+    in[1] = dy[0];
+    TRY(ses__grad_op(c, "CastLike", in, 2, NULL, 0, &ratio));
+    TRY(ses__grad_binary(c, "Sub", one, ratio, &t));
+    TRY(ses__grad_binary(c, "Div", one, t, &inv));
+    in[0] = IN(2);
+    in[1] = inv;
+    in[2] = one;
+    TRY(ses__grad_op(c, "Where", in, 3, NULL, 0, &scale));
+    in[0] = OUT(1);
+    in[1] = dy[0];
+    TRY(ses__grad_op(c, "CastLike", in, 2, NULL, 0, &mask));
+    TRY(ses__grad_binary(c, "Mul", dy[0], mask, &t));
+    return ses__grad_binary(c, "Mul", t, scale, &dx[0]);
 }
 
 /* LayerNormalization(X, Scale[, B]): LayerNormalizationGrad gives dX (input 0) and dScale (1),

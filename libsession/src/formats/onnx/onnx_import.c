@@ -137,14 +137,6 @@ static ses_status_t const_i64(importer_t *im, const int64_t *v, size_t n, ses_ed
     return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
 }
 
-/* An f32 [0]: what stands for a left-out optional input before a given one. */
-static ses_status_t const_empty_f32(importer_t *im, ses_edge_t *out_edge) {
-    int64_t dims[1] = {0};
-    ses_tensor_t *t;
-    ses_status_t st = ses_tensor_create(SES_F32, 1, dims, &t);
-    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
-}
-
 static ses_status_t const_f32(importer_t *im, float v, ses_edge_t *out_edge) {
     ses_tensor_t *t;
     ses_status_t st = ses_tensor_create_from(SES_F32, 0, NULL, &v, sizeof v, &t);
@@ -160,12 +152,14 @@ static ses_status_t const_empty(importer_t *im, ses_edge_t *out_edge) {
     return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
 }
 
-/* The ops whose optional inputs may be empty tensors (absent): g-rnnq's recurrent layers and
- * quantization ops. */
+/* The ops whose optional inputs may be empty tensors (absent): an input left out before a given
+ * one becomes an empty constant (Clip's min, Pad's constant_value, Resize's roi and scales, the
+ * recurrent layers' and quantization ops' optional inputs). */
 static int takes_empty_inputs(const char *op) {
-    static const char *const ops[] = {"RNN",           "GRU",         "LSTM",
+    static const char *const ops[] = {"RNN",          "GRU",           "LSTM",
                                       "QuantizeLinear", "DequantizeLinear", "MatMulInteger",
-                                      "ConvInteger",   "QLinearConv"};
+                                      "ConvInteger",  "QLinearConv",   "Clip",
+                                      "Pad",          "Resize"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(op, ops[i]))
             return 1;
@@ -687,19 +681,11 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
     }
     memset(&p, 0, sizeof p);
     p.op = op;
-    /* Inputs: "" is an absent optional input; only trailing ones can be left out here, and
-     * Clip's min (its lowest value stands in, when x's dtype is known). */
+    /* Inputs: "" is an absent optional input; only trailing ones can be left out here, and the
+     * middle ones of the ops whose schemas take an empty tensor for an absent input (Clip's min,
+     * Pad's constant_value): an empty constant stands in for them. */
     for (size_t i = 0; i < n->n_input; i++) {
         const value_t *v;
-        if (!*n->input[i] && !strcmp(op, "Clip") && i == 1 && n->n_input == 3 && p.n_inputs == 1) {
-            const value_t *x = find(im, n->input[0]);
-            if (x && x->dtype == SES_F32) {
-                if ((st = const_f32(im, -3.402823466e38f, &p.inputs[p.n_inputs])) != SES_OK)
-                    return st;
-                p.n_inputs++;
-                continue;
-            }
-        }
         /* STFT's window may be left out before frame_length, and DFT's dft_length (op set 20)
          * before axis: an empty constant stands for it, as an empty optional input does
          * everywhere in libsession. */
@@ -712,14 +698,6 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             if (st == SES_OK)
                 st = add_constant(im, NULL, empty, &p.inputs[p.n_inputs]);
             if (st != SES_OK)
-                return st;
-            p.n_inputs++;
-            continue;
-        }
-        if (!*n->input[i] && !strcmp(op, "Resize") && i < 3) {
-            /* Resize's roi and scales may be left out before a later input: an empty tensor
-             * stands for them (the schema reads an empty roi, scales or sizes as absent). */
-            if ((st = const_empty_f32(im, &p.inputs[p.n_inputs])) != SES_OK)
                 return st;
             p.n_inputs++;
             continue;
@@ -829,7 +807,7 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         if (p.n_inputs != 2)
             return ses__fail(SES_INVALID_ARGUMENT, "%s: wants X and scales", label);
         p.inputs[2] = p.inputs[1];
-        if ((st = const_empty_f32(im, &p.inputs[1])) != SES_OK)
+        if ((st = const_empty(im, &p.inputs[1])) != SES_OK)
             return st;
         p.inputs[0] = x;
         p.n_inputs = 3;
