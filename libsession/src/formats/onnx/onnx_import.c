@@ -663,6 +663,9 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
     if (!is_default_domain(n->domain) && !strcmp(n->domain, "ai.onnx.preview.training") &&
         !strcmp(op, "Gradient"))
         return import_gradient(im, n, label);
+    if (!is_default_domain(n->domain) && !strcmp(n->domain, "ai.onnx.preview.training") &&
+        ses__onnx_is_optimizer_op(op))
+        return ses__onnx_optimizer_node(im, n, label);
     if (!strcmp(op, "Constant"))
         return import_constant(im, n, label);
     if (ses__onnx_is_sequence_op(op))
@@ -884,7 +887,7 @@ static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
               (*op && ses__op_schema_find(op) && !ses__op_schema_find(op)->host_op &&
                strcmp(op, "SelectInput") != 0))) ||
             (n->domain && !strcmp(n->domain, "ai.onnx.preview.training") &&
-             !strcmp(op, "Gradient"));
+             (!strcmp(op, "Gradient") || ses__onnx_is_optimizer_op(op)));
         int listed = 0;
         if (known)
             continue;
@@ -1161,6 +1164,12 @@ static ses_status_t import_bytes(const void *data, size_t size, const ses_onnx_o
             model->opset_import[i]->has_version &&
             model->opset_import[i]->version > im.m->opset)
             im.m->opset = model->opset_import[i]->version;
+    /* A model of ai.onnx.preview.training's ops alone (the optimizers) uses no op of the default
+     * domain: any op set will do for it. */
+    for (size_t i = 0; i < model->n_opset_import && im.m->opset < 1; i++)
+        if (model->opset_import[i]->domain &&
+            !strcmp(model->opset_import[i]->domain, "ai.onnx.preview.training"))
+            im.m->opset = 1;
     if (im.m->opset < 1 && model->n_opset_import)
         st = ses__fail(SES_UNIMPLEMENTED,
                        "model: it imports only other domains than ONNX's (%s...), which "

@@ -67,4 +67,11 @@ int ses__onnx_is_sequence_op(const char *op);
  * optional (Identity); @p label names it in messages. */
 ses_status_t ses__onnx_sequence_node(importer_t *im, const Onnx__NodeProto *n, const char *label);
 
+/* Whether op @p op is an optimizer of ai.onnx.preview.training that onnx_optimizers.c builds
+ * (Adagrad, Momentum, Adam). */
+int ses__onnx_is_optimizer_op(const char *op);
+/* Imports optimizer node @p n as elementwise ops, one chain per tensor it updates. */
+ses_status_t ses__onnx_optimizer_node(importer_t *im, const Onnx__NodeProto *n,
+                                      const char *label);
+
 #endif /* SES_ONNX_IMPORTER_H */
