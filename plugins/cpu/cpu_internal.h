@@ -971,6 +971,35 @@ typedef struct cpu__win {
 int32_t cpu__read_window(const cpu__call_t *call, const cpu__tensor_t *x, const cpu__tensor_t *y,
                          cpu__win_t *w);
 
+/* Small helpers of the windowed families (cpu_cnn.c, cpu_pool.c, cpu_norm.c, cpu_pad_shape.c):
+ * the product of n dims; the next row-major coordinates (0 after the last); a tensor zeroed; an
+ * f32 or f64 element as double. */
+static inline int64_t cpu__product(const int64_t *dims, uint32_t n) {
+    int64_t p = 1;
+    for (uint32_t i = 0; i < n; i++)
+        p *= dims[i];
+    return p;
+}
+
+static inline int cpu__next(int64_t *coords, const int64_t *dims, uint32_t n) {
+    for (uint32_t i = n; i-- > 0;) {
+        if (++coords[i] < dims[i])
+            return 1;
+        coords[i] = 0;
+    }
+    return 0;
+}
+
+static inline void cpu__zero(const cpu__tensor_t *t) {
+    if (t->count)
+        memset(t->data, 0, (size_t)(t->count * t->esize));
+}
+
+static inline double cpu__get(uint32_t dtype, const unsigned char *base, int64_t i) {
+    return dtype == SES_DRV_DTYPE_F32 ? (double)((const float *)(const void *)base)[i]
+                                      : ((const double *)(const void *)base)[i];
+}
+
 /** A 2-D pool's geometry: cpu__win_t's two spatial dims, and the interior output columns. */
 typedef struct cpu__pool2d {
     int64_t h, w, oh, ow;   /* input and output rows and columns */

@@ -1,13 +1,17 @@
 /*
- * The normalization kernels of exported CNNs, at f32 and f64: InstanceNormalization (statistics
- * per image and channel), LRN (a window across channels) and MeanVarianceNormalization
- * (statistics over the axes the host normalized). Sums run in double, in a fixed order, one
+ * The normalization kernels, at f32 and f64: BatchNormalization (inference) and Dropout's mask,
+ * LayerNormalization and its gradient (below), InstanceNormalization (statistics per image and
+ * channel), LRN (a window across channels) and MeanVarianceNormalization (statistics over the
+ * axes the host normalized). Sums run in double, in a fixed order, one
  * thread per group of values, so results do not depend on the thread count. General entries.
  */
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -219,5 +223,254 @@ int32_t cpu__mvn(const cpu__call_t *call) {
         return SES_DRV_OK;
     cpu__parallel(call, (uint64_t)j.kept_count, (uint64_t)(3 * j.red_count * (int64_t)x->rank),
                   cpu__mvn_task, &j);
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * BatchNormalization (inference) and Dropout's mask
+ * ------------------------------------------------------------------------------------------- */
+
+int32_t cpu__batch_norm(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    cpu__tensor_t p[4];
+    const cpu__tensor_t *y = &call->outs[0];
+    double eps;
+    int32_t st;
+
+    for (uint32_t i = 0; i < 4; i++)
+        p[i] = cpu__input(call, i + 1);
+    if ((st = cpu__attr_float(call, "epsilon", 1e-5, &eps)) != SES_DRV_OK)
+        return st;
+    int ok = x->rank >= 2 && cpu__same_shape(x, y);
+    for (uint32_t i = 0; ok && i < 4; i++)
+        ok = p[i].rank == 1 && p[i].dims[0] == x->dims[1];
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "X must be [N, C, ...] with Y its shape and each parameter [C]");
+    if (y->count == 0)
+        return SES_DRV_OK;
+    const int64_t c = x->dims[1], inner = (int64_t)x->count / (x->dims[0] * c);
+    for (int64_t plane = 0; plane < x->dims[0] * c; plane++) {
+        const int64_t ch = plane % c;
+        const double scale =
+            cpu__get(x->dtype, p[0].data, ch) / sqrt(cpu__get(x->dtype, p[3].data, ch) + eps);
+        const double shift =
+            cpu__get(x->dtype, p[1].data, ch) - cpu__get(x->dtype, p[2].data, ch) * scale;
+        if (x->dtype == SES_DRV_DTYPE_F32) {
+            const float *in = (const float *)(const void *)x->data + plane * inner;
+            float *out = (float *)(void *)y->data + plane * inner;
+            for (int64_t q = 0; q < inner; q++)
+                out[q] = (float)(in[q] * scale + shift);
+        } else {
+            const double *in = (const double *)(const void *)x->data + plane * inner;
+            double *out = (double *)(void *)y->data + plane * inner;
+            for (int64_t q = 0; q < inner; q++)
+                out[q] = in[q] * scale + shift;
+        }
+    }
+    return SES_DRV_OK;
+}
+
+/* Dropout in inference: the data unchanged, and a mask of all true. */
+int32_t cpu__dropout(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    if (!cpu__same_shape(x, &call->outs[0]) || !cpu__same_shape(x, &call->outs[1]))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "output and mask must have the data's shape");
+    if (x->count) {
+        memcpy(call->outs[0].data, x->data, (size_t)(x->count * x->esize));
+        memset(call->outs[1].data, 1, (size_t)x->count);
+    }
+    return SES_DRV_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * LayerNormalization and LayerNormalizationGrad
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cpu__layer_norm_job {
+    const unsigned char *x, *scale, *bias, *dy; /* bias and dy may be NULL */
+    unsigned char *y, *mean, *inv_std;          /* mean and inv_std may be NULL */
+    int64_t n;                                  /* elements per row: X.dims[axis:] */
+    int64_t rows;
+    double eps;
+} cpu__layer_norm_job_t;
+
+/*
+ * Row r's mean and 1 / sqrt(variance + epsilon), two passes in T (as Softmax sums in T). The
+ * forward task normalizes rows [begin, end) and keeps the statistics when asked; it reads a row
+ * fully before writing it. The dX task computes
+ *   dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale,
+ * and the dScale task (run once, over every column) sums dy * xhat over the rows.
+ */
+#define CPU__LAYER_NORM_TASKS(T, SQRT, suffix)                                                  \
+    static void cpu__layer_norm_stats_##suffix(const T *xr, int64_t n, double eps, T *out_mean, \
+                                               T *out_inv_std) {                                \
+        T m = 0, v = 0;                                                                         \
+        for (int64_t d = 0; d < n; d++)                                                         \
+            m += xr[d];                                                                         \
+        m /= (T)n;                                                                              \
+        for (int64_t d = 0; d < n; d++) {                                                       \
+            const T c = xr[d] - m;                                                              \
+            v += c * c;                                                                         \
+        }                                                                                       \
+        v /= (T)n;                                                                              \
+        *out_mean = m;                                                                          \
+        *out_inv_std = 1 / SQRT(v + (T)eps);                                                    \
+    }                                                                                           \
+    static void cpu__layer_norm_task_##suffix(void *ctx, uint64_t begin, uint64_t end) {        \
+        const cpu__layer_norm_job_t *job = ctx;                                                 \
+        const T *scale = (const T *)(const void *)job->scale;                                   \
+        const T *bias = (const T *)(const void *)job->bias;                                     \
+        const int64_t n = job->n;                                                               \
+        for (uint64_t r = begin; r < end; r++) {                                                \
+            const T *xr = (const T *)(const void *)job->x + r * (uint64_t)n;                    \
+            T *yr = (T *)(void *)job->y + r * (uint64_t)n;                                      \
+            T m, is;                                                                            \
+            cpu__layer_norm_stats_##suffix(xr, n, job->eps, &m, &is);                           \
+            if (job->mean)                                                                      \
+                ((T *)(void *)job->mean)[r] = m;                                                \
+            if (job->inv_std)                                                                   \
+                ((T *)(void *)job->inv_std)[r] = is;                                            \
+            if (bias) {                                                                         \
+                for (int64_t d = 0; d < n; d++)                                                 \
+                    yr[d] = (xr[d] - m) * is * scale[d] + bias[d];                              \
+            } else {                                                                            \
+                for (int64_t d = 0; d < n; d++)                                                 \
+                    yr[d] = (xr[d] - m) * is * scale[d];                                        \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    static void cpu__layer_norm_dx_task_##suffix(void *ctx, uint64_t begin, uint64_t end) {     \
+        const cpu__layer_norm_job_t *job = ctx;                                                 \
+        const T *scale = (const T *)(const void *)job->scale;                                   \
+        const int64_t n = job->n;                                                               \
+        for (uint64_t r = begin; r < end; r++) {                                                \
+            const T *xr = (const T *)(const void *)job->x + r * (uint64_t)n;                    \
+            const T *gr = (const T *)(const void *)job->dy + r * (uint64_t)n;                   \
+            T *dxr = (T *)(void *)job->y + r * (uint64_t)n;                                     \
+            T m, is, a = 0, b = 0;                                                              \
+            cpu__layer_norm_stats_##suffix(xr, n, job->eps, &m, &is);                           \
+            for (int64_t d = 0; d < n; d++) {                                                   \
+                const T g = gr[d] * scale[d];                                                   \
+                a += g;                                                                         \
+                b += g * (xr[d] - m) * is;                                                      \
+            }                                                                                   \
+            a /= (T)n;                                                                          \
+            b /= (T)n;                                                                          \
+            for (int64_t d = 0; d < n; d++)                                                     \
+                dxr[d] = is * (gr[d] * scale[d] - a - (xr[d] - m) * is * b);                    \
+        }                                                                                       \
+    }                                                                                           \
+    static void cpu__layer_norm_dscale_##suffix(const cpu__layer_norm_job_t *job) {             \
+        const int64_t n = job->n;                                                               \
+        T *ds = (T *)(void *)job->y;                                                            \
+        for (int64_t d = 0; d < n; d++)                                                         \
+            ds[d] = 0;                                                                          \
+        for (int64_t r = 0; r < job->rows; r++) {                                               \
+            const T *xr = (const T *)(const void *)job->x + r * n;                              \
+            const T *gr = (const T *)(const void *)job->dy + r * n;                             \
+            T m, is;                                                                            \
+            cpu__layer_norm_stats_##suffix(xr, n, job->eps, &m, &is);                           \
+            for (int64_t d = 0; d < n; d++)                                                     \
+                ds[d] += gr[d] * (xr[d] - m) * is;                                              \
+        }                                                                                       \
+    }
+
+CPU__LAYER_NORM_TASKS(float, sqrtf, f32)
+CPU__LAYER_NORM_TASKS(double, sqrt, f64)
+
+/*
+ * Checks what LayerNormalization and its gradient share: X (input @p xi) of rank 1 or more, the
+ * axis attribute within it, Scale (the input after X) of X's dimensions from axis on. Fills the
+ * job's row count, row length and epsilon.
+ */
+static int32_t cpu__layer_norm_setup(const cpu__call_t *call, uint32_t xi,
+                                     cpu__layer_norm_job_t *job) {
+    const cpu__tensor_t *x = &call->in[xi], *scale = &call->in[xi + 1];
+    int64_t axis = 0;
+    int32_t st;
+    char a[96], b[96];
+
+    memset(job, 0, sizeof *job);
+    if ((st = cpu__attr_int(call, "axis", 0, 0, &axis)) != SES_DRV_OK ||
+        (st = cpu__attr_float(call, "epsilon", 1e-5, &job->eps)) != SES_DRV_OK)
+        return st;
+    int ok = x->rank >= 1 && axis >= 0 && axis < (int64_t)x->rank &&
+             scale->rank == x->rank - (uint32_t)axis;
+    for (uint32_t d = 0; ok && d < scale->rank; d++)
+        ok = scale->dims[d] == x->dims[(uint32_t)axis + d];
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "axis %" PRId64
+                              " must index X %s and Scale %s must have X's "
+                              "dimensions from it on (the host normalizes axis)",
+                              axis, cpu__format_dims(x->dims, x->rank, a, sizeof a),
+                              cpu__format_dims(scale->dims, scale->rank, b, sizeof b));
+    job->n = (int64_t)scale->count;
+    job->rows = job->n ? (int64_t)(x->count / (uint64_t)job->n) : 0;
+    job->x = x->data;
+    job->scale = scale->data;
+    return SES_DRV_OK;
+}
+
+int32_t cpu__layer_norm(const cpu__call_t *call) {
+    const cpu__tensor_t *x = &call->in[0];
+    cpu__layer_norm_job_t job;
+    int32_t st;
+
+    if ((st = cpu__layer_norm_setup(call, 0, &job)) != SES_DRV_OK)
+        return st;
+    int ok = cpu__same_shape(x, &call->outs[0]) &&
+             (call->n_in < 3 || cpu__same_shape(&call->in[1], &call->in[2]));
+    for (uint32_t o = 1; ok && o < call->n_out; o++)
+        ok = call->outs[o].count == (uint64_t)job.rows;
+    if (!ok)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "Y must have X's shape, B Scale's, Mean and InvStdDev one element "
+                              "per row");
+    if (x->count == 0)
+        return SES_DRV_OK;
+    job.bias = call->n_in > 2 ? call->in[2].data : NULL;
+    job.y = call->outs[0].data;
+    job.mean = call->n_out > 1 ? call->outs[1].data : NULL;
+    job.inv_std = call->n_out > 2 ? call->outs[2].data : NULL;
+    cpu__parallel(
+        call, (uint64_t)job.rows, (uint64_t)job.n * 6,
+        x->dtype == SES_DRV_DTYPE_F32 ? cpu__layer_norm_task_f32 : cpu__layer_norm_task_f64, &job);
+    return SES_DRV_OK;
+}
+
+int32_t cpu__layer_norm_grad(const cpu__call_t *call) {
+    const cpu__tensor_t *dy = &call->in[0], *x = &call->in[1];
+    const int f32 = x->dtype == SES_DRV_DTYPE_F32;
+    cpu__layer_norm_job_t job;
+    int64_t input = 0;
+    int32_t st;
+
+    if ((st = cpu__layer_norm_setup(call, 1, &job)) != SES_DRV_OK ||
+        (st = cpu__attr_int(call, "input", 0, 0, &input)) != SES_DRV_OK)
+        return st;
+    if (!cpu__same_shape(dy, x) ||
+        !cpu__same_shape(input == 0 ? x : &call->in[2], &call->outs[0]) || input < 0 || input > 1)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "dY must have X's shape and the output that of input %" PRId64
+                              " (0: X, 1: Scale)",
+                              input);
+    job.dy = dy->data;
+    job.y = call->outs[0].data;
+    if (input == 1) {
+        /* A sum over the rows into each column: one pass, not split (each part would need
+         * every row's statistics again). */
+        if (f32)
+            cpu__layer_norm_dscale_f32(&job);
+        else
+            cpu__layer_norm_dscale_f64(&job);
+        return SES_DRV_OK;
+    }
+    if (x->count == 0)
+        return SES_DRV_OK;
+    cpu__parallel(call, (uint64_t)job.rows, (uint64_t)job.n * 8,
+                  f32 ? cpu__layer_norm_dx_task_f32 : cpu__layer_norm_dx_task_f64, &job);
     return SES_DRV_OK;
 }
