@@ -125,7 +125,8 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
     static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
     const ses__type_t *x = &ctx->inputs[xi];
     const uint32_t rank = x->rank;
-    int64_t mode, coord, nearest, policy, exclude, antialias, axes[SES_MAX_RANK];
+    int64_t mode = 0, coord = 0, nearest = 0, policy = 0, exclude = 0, antialias = 0;
+    int64_t axes[SES_MAX_RANK];
     double cubic_a, extrapolation;
     double given_scales[SES_MAX_RANK], given_roi[2 * SES_MAX_RANK];
     double scales[SES_MAX_RANK], lengths[SES_MAX_RANK], roi[2 * SES_MAX_RANK];
@@ -393,7 +394,7 @@ ses_status_t ses__infer_grid_sample(ses__infer_ctx_t *ctx) {
     static const char *const paddings[] = {"zeros", "border", "reflection"};
     const ses__type_t *x = &ctx->inputs[0], *grid = &ctx->inputs[1];
     ses__type_t *out = &ctx->outputs[0];
-    int64_t mode, padding, align;
+    int64_t mode = 0, padding = 0, align = 0;
     ses_status_t st;
 
     st = ses__op_check_dtype(ctx, 0, "X", SES__DT_FLOAT);

@@ -108,7 +108,7 @@ static ses_status_t adagrad(opt_t *o, const Onnx__NodeProto *n, size_t k, ses_ed
                             ses_edge_t t_float, ses_edge_t *out) {
     const double norm = attr_float(n, "norm_coefficient", 0), eps = attr_float(n, "epsilon", 1e-6),
                  decay = attr_float(n, "decay_factor", 0);
-    ses_edge_t x, g, h, gr, g2, h_new, root, e, denom, td, one, lr, ratio;
+    ses_edge_t x = {0}, g = {0}, h = {0}, gr, g2, h_new, root, e, denom, td, one, lr, ratio;
     ses_status_t st;
 
     if ((st = input(o, n, 2 + k, &x)) || (st = input(o, n, 2 + (n->n_input - 2) / 3 + k, &g)) ||
@@ -132,7 +132,7 @@ static ses_status_t momentum(opt_t *o, const Onnx__NodeProto *n, size_t k, ses_e
     char mode[32];
     const char *m = attr_string(n, "mode", mode, sizeof mode);
     const int nesterov = m && !strcmp(m, "nesterov");
-    ses_edge_t x, g, v, gr, av, b, one, badj, bg, v_new, d, avn;
+    ses_edge_t x = {0}, g = {0}, v = {0}, gr, av, b, one, badj, bg, v_new, d, avn;
     ses_status_t st;
 
     if (m && !nesterov && strcmp(m, "standard"))
@@ -168,8 +168,8 @@ static ses_status_t adam(opt_t *o, const Onnx__NodeProto *n, size_t k, ses_edge_
                  alpha = attr_float(n, "alpha", 0.9), beta = attr_float(n, "beta", 0.999),
                  eps = attr_float(n, "epsilon", 1e-6);
     const size_t count = (n->n_input - 2) / 4;
-    ses_edge_t x, g, v, h, gr, av, ag, v_new, bh, g2, bg, h_new, root, e, denom, ratio, one, a, bt,
-        at, ca, cb, sq, rb, radj, x_new;
+    ses_edge_t x = {0}, g = {0}, v = {0}, h = {0}, gr, av, ag, v_new, bh, g2, bg, h_new, root, e,
+               denom, ratio, one, a, bt, at, ca, cb, sq, rb, radj, x_new;
     ses_status_t st;
 
     if ((st = input(o, n, 2 + k, &x)) || (st = input(o, n, 2 + count + k, &g)) ||
