@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "cpu_eval_util.h"
+
 /* ---- helpers --------------------------------------------------------------------------------- */
 
 static ses_edge_t constant(ses_graph_t *g, ses_dtype_t dtype, size_t rank, const int64_t *dims,
@@ -43,38 +45,6 @@ static ses_edge_t floats_f32(ses_graph_t *g, size_t n, const double *values) {
 static ses_edge_t ints_i64(ses_graph_t *g, size_t n, const int64_t *values) {
     int64_t dims[1] = {(int64_t)n};
     return constant(g, SES_I64, 1, dims, values, n * sizeof *values);
-}
-
-/* Evaluates @p fetch on the CPU; fails the test with the library's message on error. */
-static ses_tensor_t *eval1(ses_graph_t *g, ses_edge_t fetch) {
-    const char *cpu = "cpu";
-    ses_session_t *s = NULL;
-    ses_tensor_t *out = NULL;
-
-    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
-    if (ses_session_eval(s, &fetch, 1, NULL, 0, NULL, 0, &out) != SES_OK)
-        fail_msg("eval: %s", ses_last_error());
-    ses_session_destroy(s);
-    return out;
-}
-
-/* Evaluating @p fetch fails with @p status and a message holding every string in @p parts. */
-static void expect_error(ses_graph_t *g, ses_edge_t fetch, ses_status_t status,
-                         const char *const *parts, size_t n_parts) {
-    const char *cpu = "cpu";
-    ses_session_t *s = NULL;
-    ses_tensor_t *out = NULL;
-    ses_status_t st;
-
-    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
-    st = ses_session_eval(s, &fetch, 1, NULL, 0, NULL, 0, &out);
-    if (st != status)
-        fail_msg("got status %d (want %d): %s", (int)st, (int)status, ses_last_error());
-    for (size_t i = 0; i < n_parts; i++)
-        if (!strstr(ses_last_error(), parts[i]))
-            fail_msg("message lacks \"%s\": %s", parts[i], ses_last_error());
-    assert_null(out);
-    ses_session_destroy(s);
 }
 
 /* ---- Resize and its reference ---------------------------------------------------------------- */
