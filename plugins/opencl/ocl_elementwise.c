@@ -141,9 +141,19 @@ int32_t ocl__k_compare(ses_drv_device_t *device, void *state, const ses_drv_laun
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    cl_int cop = !strcmp(node->op, "Equal") ? 0 : !strcmp(node->op, "Greater") ? 1 : 2;
-    if (node->n_inputs != 2 || node->n_outputs != 1 || in[0].dtype != in[1].dtype)
+    static const char *const ops[] = {"Equal", "Greater", "Less", "And", "Or", "Xor", "Not"};
+    cl_int cop = -1;
+    for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++)
+        if (!strcmp(node->op, ops[i]))
+            cop = i;
+    uint32_t n_in = cop == 6 ? 1 : 2;
+    if (cop < 0 || node->n_inputs != n_in || node->n_outputs != 1)
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a comparison");
+    if (cop == 6)
+        in[1] = in[0]; /* Not reads its input twice */
+    if (in[0].dtype != in[1].dtype || (cop >= 3 && in[0].dtype != SES_DRV_DTYPE_BOOL))
+        return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                              "inputs are not of one dtype (bool for And, Or, Xor, Not)");
     cl_kernel kernel = NULL;
     switch (in[0].dtype) {
         case SES_DRV_DTYPE_F32:
@@ -161,8 +171,8 @@ int32_t ocl__k_compare(ses_drv_device_t *device, void *state, const ses_drv_laun
         case SES_DRV_DTYPE_U8:
             kernel = device->xkernels[OCL_X_COMPARE_U8];
             break;
-        case SES_DRV_DTYPE_BOOL: /* bool is not ordered: Equal only */
-            kernel = cop == 0 ? device->xkernels[OCL_X_COMPARE_U8] : NULL;
+        case SES_DRV_DTYPE_BOOL: /* bool is not ordered: Equal and the logic ops only */
+            kernel = cop == 0 || cop >= 3 ? device->xkernels[OCL_X_COMPARE_U8] : NULL;
             break;
         default:
             break;

@@ -384,13 +384,21 @@ CAST(cast_bool_f32, uchar, float, v ? 1.0f : 0.0f)
  * Comparisons of integers, and Cast between f32 and f64
  * ------------------------------------------------------------------------------------------- */
 
-/* Equal, Greater, Less of T to bool (0 Equal, 1 Greater, 2 Less), with broadcasting. */
+/* Equal, Greater, Less of T to bool (0 Equal, 1 Greater, 2 Less), with broadcasting; on bool
+ * (compare_u8) also the logic ops, any nonzero byte being true: 3 And, 4 Or, 5 Xor, 6 Not (of a;
+ * the caller passes a twice). */
 #define COMPARE(NAME, T)                                                                        \
     kernel void NAME(global const T *a, ulong ao, global const T *b, ulong bo, global uchar *y, \
                      ulong yo, ulong n, bc_t bc, int op) {                                      \
         FOR_EACH(i, n) {                                                                        \
             T u = a[ao + bc_off(&bc, 0, i)], v = b[bo + bc_off(&bc, 1, i)];                     \
-            int r = op == 0 ? u == v : op == 1 ? u > v : u < v;                                 \
+            int r = op == 0   ? u == v                                                          \
+                    : op == 1 ? u > v                                                           \
+                    : op == 2 ? u < v                                                           \
+                    : op == 3 ? (u != 0) && (v != 0)                                            \
+                    : op == 4 ? (u != 0) || (v != 0)                                            \
+                    : op == 5 ? (u != 0) != (v != 0)                                            \
+                              : u == 0;                                                         \
             y[yo + i] = (uchar)(r ? 1 : 0);                                                     \
         }                                                                                       \
     }

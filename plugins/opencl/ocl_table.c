@@ -176,6 +176,11 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     E("Range", "f64,f64,f64->f64", ocl__k_range)
     E("Range", "i32,i32,i32->i32", ocl__k_range)
     E("Range", "i64,i64,i64->i64", ocl__k_range)
+    /* g-ocl: logic ops on bool (compare_u8 with op codes 3..6) */
+    E("And", "bool,bool->bool", ocl__k_compare)
+    E("Or", "bool,bool->bool", ocl__k_compare)
+    E("Xor", "bool,bool->bool", ocl__k_compare)
+    E("Not", "bool->bool", ocl__k_compare)
     /* Last: the entries that need cl_khr_fp64, left out of the table on devices without it. */
     OCL_FP64_KERNELS(E)
 };
