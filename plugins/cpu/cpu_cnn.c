@@ -691,8 +691,9 @@ static int32_t cpu__conv_run_images(const cpu__call_t *call, const cpu__conv_job
  * Conv through oneDNN (cpu_dnnl.c): the path, its state, and the switch
  * ------------------------------------------------------------------------------------------- */
 
-int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, uint32_t *out_dnnl,
-                       uint32_t *out_mode, char *out_desc, size_t desc_size) {
+int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
+                       const ses_drv_options_t *options, uint32_t *out_dnnl, uint32_t *out_mode,
+                       char *out_desc, size_t desc_size) {
     char value[32], why[256];
     uint32_t mode = CPU__CONV_AUTO;
     int32_t st;
@@ -700,7 +701,7 @@ int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, uint
     *out_dnnl = 0;
     *out_mode = CPU__CONV_AUTO;
     out_desc[0] = '\0';
-    if ((st = cpu__read_option(host, ctx, CPU__CONV_OPTION, "auto, dnnl or im2col", value,
+    if ((st = cpu__read_option(host, ctx, options, CPU__CONV_OPTION, "auto, dnnl or im2col", value,
                                sizeof value)) != SES_DRV_OK)
         return st;
     if (value[0] == '\0' || strcmp(value, "auto") == 0)

@@ -209,7 +209,8 @@ static int32_t cpu_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
     if ((st = cpu__gemm_open(host, ctx, gemm, sizeof gemm, &onednn)) != SES_DRV_OK)
         return st;
     /* Then the convolution's path: oneDNN unless the option says im2col. */
-    if ((st = cpu__conv_open(host, ctx, &conv_dnnl, &conv_mode, conv, sizeof conv)) != SES_DRV_OK)
+    if ((st = cpu__conv_open(host, ctx, NULL, &conv_dnnl, &conv_mode, conv, sizeof conv)) !=
+        SES_DRV_OK)
         return st;
 
     driver = calloc(1, sizeof *driver);
@@ -279,14 +280,13 @@ static int32_t cpu_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_c
 
 /* Reads a string option into @p out ("" when unset), naming @p expected in the error. */
 int32_t cpu__read_option(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
-                                const char *key, const char *expected, char *out, size_t size) {
+                         const ses_drv_options_t *options, const char *key, const char *expected,
+                         char *out, size_t size) {
     uint64_t needed = 0;
     int32_t st;
 
     out[0] = '\0';
-    if (!host->get_option)
-        return SES_DRV_OK;
-    st = host->get_option(ctx, key, out, size, &needed);
+    st = ses_drv_util_get_option(host, ctx, options, key, out, size, &needed);
     if (st == SES_DRV_NOT_FOUND) {
         out[0] = '\0';
         return SES_DRV_OK;
@@ -326,16 +326,15 @@ static int cpu__parse_count(const char *value, unsigned long max, unsigned long 
  * How long the pool's idle workers watch for the next job before they sleep: option
  * driver.cpu.spin_us, 0 to CPU__MAX_SPIN_US microseconds, default CPU__SPIN_US_DEFAULT.
  */
-static int32_t cpu__pool_spin(ses_drv_driver_t *driver, uint32_t *out_us) {
+static int32_t cpu__pool_spin(ses_drv_driver_t *driver, const ses_drv_options_t *options,
+                              uint32_t *out_us) {
     char value[32];
     uint64_t size = 0;
     unsigned long n = 0;
 
     *out_us = CPU__SPIN_US_DEFAULT;
-    if (!SES_DRV_UTIL_HOST_HAS(driver->host, get_option))
-        return SES_DRV_OK;
-    int32_t st =
-        driver->host->get_option(driver->ctx, CPU__SPIN_OPTION, value, sizeof value, &size);
+    int32_t st = ses_drv_util_get_option(driver->host, driver->ctx, options, CPU__SPIN_OPTION,
+                                         value, sizeof value, &size);
     if (st == SES_DRV_NOT_FOUND)
         return SES_DRV_OK;
     if (st == SES_DRV_OK) {
@@ -358,7 +357,8 @@ static int32_t cpu__pool_spin(ses_drv_driver_t *driver, uint32_t *out_us) {
  * The size of a device's thread pool: option driver.cpu.threads when set (a whole number from 1
  * to CPU__MAX_THREADS, or 0 for the default), else the number of online CPUs.
  */
-static int32_t cpu__pool_size(ses_drv_driver_t *driver, uint32_t *out_threads) {
+static int32_t cpu__pool_size(ses_drv_driver_t *driver, const ses_drv_options_t *options,
+                              uint32_t *out_threads) {
     char value[32];
     uint64_t size = 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -366,10 +366,8 @@ static int32_t cpu__pool_size(ses_drv_driver_t *driver, uint32_t *out_threads) {
         online > 0 ? (online > CPU__MAX_THREADS ? CPU__MAX_THREADS : (uint32_t)online) : 1;
 
     *out_threads = fallback;
-    if (!SES_DRV_UTIL_HOST_HAS(driver->host, get_option))
-        return SES_DRV_OK;
-    int32_t st =
-        driver->host->get_option(driver->ctx, CPU__THREADS_OPTION, value, sizeof value, &size);
+    int32_t st = ses_drv_util_get_option(driver->host, driver->ctx, options, CPU__THREADS_OPTION,
+                                         value, sizeof value, &size);
     if (st == SES_DRV_NOT_FOUND)
         return SES_DRV_OK;
     if (st == SES_DRV_INVALID_ARGUMENT)
@@ -392,8 +390,15 @@ static int32_t cpu__pool_size(ses_drv_driver_t *driver, uint32_t *out_threads) {
     return SES_DRV_OK;
 }
 
-static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
-                               ses_drv_device_t **out_device) {
+/* Every option the CPU driver reads, for refusing one it does not (DRV-87). */
+static const char *const cpu__options[] = {CPU__THREADS_OPTION, CPU__SPIN_OPTION, CPU__CONV_OPTION,
+                                           CPU__GEMM_OPTION, CPU__GEMM_KERNELS_OPTION};
+
+/* open_device of ABI 1.5: the session's options come in @p options (NULL from open_device: the
+ * host's get_option then answers for the thread that opens the device). */
+static int32_t cpu_open_device_with_options(ses_drv_driver_t *driver, uint32_t ordinal,
+                                            const ses_drv_options_t *options,
+                                            ses_drv_device_t **out_device) {
     ses_drv_device_t *device = NULL;
     uint32_t threads;
     int32_t st;
@@ -410,14 +415,17 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                          "; the cpu driver has 1 device, ordinal 0 (cpu:0)",
                          ordinal);
     uint32_t spin_us;
-    if ((st = cpu__pool_size(driver, &threads)) != SES_DRV_OK ||
-        (st = cpu__pool_spin(driver, &spin_us)) != SES_DRV_OK)
+    if ((st = ses_drv_util_check_options(driver->host, driver->ctx, options, cpu__options,
+                                         sizeof cpu__options / sizeof cpu__options[0])) !=
+            SES_DRV_OK ||
+        (st = cpu__pool_size(driver, options, &threads)) != SES_DRV_OK ||
+        (st = cpu__pool_spin(driver, options, &spin_us)) != SES_DRV_OK)
         return st;
     /* The Conv path is read again here, as the pool's size is, so that a session's own
      * driver.cpu.conv applies to its device (open saw only the options of its time). */
     char conv[CPU__CONV_DESC_MAX];
     uint32_t conv_dnnl = 0, conv_mode = 0;
-    if ((st = cpu__conv_open(driver->host, driver->ctx, &conv_dnnl, &conv_mode, conv,
+    if ((st = cpu__conv_open(driver->host, driver->ctx, options, &conv_dnnl, &conv_mode, conv,
                              sizeof conv)) != SES_DRV_OK)
         return st;
 
@@ -448,6 +456,11 @@ static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
 fail:
     free(device);
     return st;
+}
+
+static int32_t cpu_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
+                               ses_drv_device_t **out_device) {
+    return cpu_open_device_with_options(driver, ordinal, NULL, out_device);
 }
 
 static void cpu_close_device(ses_drv_device_t *device) {
@@ -715,6 +728,7 @@ static const ses_drv_api_t cpu_api = {
     .close = cpu_close,
     .enumerate_devices = cpu_enumerate_devices,
     .open_device = cpu_open_device,
+    .open_device_with_options = cpu_open_device_with_options,
     .close_device = cpu_close_device,
     .get_kernels = cpu__get_kernels,
     .memory_info = cpu_memory_info,

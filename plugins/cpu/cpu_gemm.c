@@ -441,11 +441,11 @@ int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char
 
     out_desc[0] = '\0';
     *out_onednn = 0;
-    if ((st = cpu__read_option(host, ctx, CPU__GEMM_KERNELS_OPTION,
+    if ((st = cpu__read_option(host, ctx, NULL, CPU__GEMM_KERNELS_OPTION,
                                "an OpenBLAS core name such as SkylakeX or Haswell", forced_name,
                                sizeof forced_name)) != SES_DRV_OK ||
-        (st = cpu__read_option(host, ctx, CPU__GEMM_OPTION, "auto, onednn or openblas", library,
-                               sizeof library)) != SES_DRV_OK)
+        (st = cpu__read_option(host, ctx, NULL, CPU__GEMM_OPTION, "auto, onednn or openblas",
+                               library, sizeof library)) != SES_DRV_OK)
         return st;
     if (library[0] != '\0' && strcmp(library, "auto") != 0 && strcmp(library, "onednn") != 0 &&
         strcmp(library, "openblas") != 0)

@@ -191,8 +191,9 @@ int32_t cpu__gemm_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, char
  * (SES_DRV_INVALID_ARGUMENT, naming the accepted ones) and for "dnnl" where oneDNN cannot load
  * (SES_DRV_UNAVAILABLE, saying why). Thread-safe.
  */
-int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, uint32_t *out_dnnl,
-                       uint32_t *out_mode, char *out_desc, size_t desc_size);
+int32_t cpu__conv_open(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
+                       const ses_drv_options_t *options, uint32_t *out_dnnl, uint32_t *out_mode,
+                       char *out_desc, size_t desc_size);
 /**
  * Sizes OpenBLAS's threads to @p threads, the device pool's. OpenBLAS has one thread count per
  * process, so the device opened last sets it. Call only after a successful cpu__gemm_open.
@@ -262,12 +263,14 @@ int32_t cpu__fail(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, int32_t c
                   const char *format, ...) CPU__PRINTF(4, 5);
 
 /**
- * Reads string option @p key through the host's get_option into @p out ("" when it is not set
- * or the host has no get_option). A value longer than @p size is SES_DRV_INVALID_ARGUMENT with a
- * message naming the option and @p expected.
+ * Reads string option @p key into @p out ("" when it is not set): from @p options, the opening
+ * session's (open_device_with_options, ABI 1.5), or NULL for the host's get_option. A value
+ * longer than @p size is SES_DRV_INVALID_ARGUMENT with a message naming the option and
+ * @p expected.
  */
-int32_t cpu__read_option(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx, const char *key,
-                         const char *expected, char *out, size_t size);
+int32_t cpu__read_option(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
+                         const ses_drv_options_t *options, const char *key, const char *expected,
+                         char *out, size_t size);
 
 /** cpu__fail with the host services of @p device's driver instance. */
 int32_t cpu__device_fail(const ses_drv_device_t *device, int32_t code, const char *format, ...)

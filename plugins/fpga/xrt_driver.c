@@ -351,8 +351,12 @@ static void xrt_close_device(ses_drv_device_t *device) {
     free(device);
 }
 
-static int32_t xrt_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
-                               ses_drv_device_t **out_device) {
+/* open_device of ABI 1.5 (DRV-87): the session's options in @p options, or NULL from
+ * open_device (the host's get_option then answers on the opening thread). */
+static int32_t xrt_open_device_with_options(ses_drv_driver_t *driver, uint32_t ordinal,
+                                            const ses_drv_options_t *options,
+                                            ses_drv_device_t **out_device) {
+    static const char *const known[] = {"driver.xrt.xclbin", "driver.xrt.runtime_log"};
     ses_drv_device_t *device = NULL;
     xrt_xkernel_t *found = NULL;
     uint32_t n_found = 0;
@@ -365,6 +369,9 @@ static int32_t xrt_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
         return xrt__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
                          "open_device: out_device is NULL");
     *out_device = NULL;
+    if ((st = ses_drv_util_check_options(driver->host, driver->ctx, options, known, 2)) !=
+        SES_DRV_OK)
+        return st;
     if (ordinal >= driver->n_devices)
         return xrt__fail(driver->host, driver->ctx, SES_DRV_NOT_FOUND,
                          "open_device: no " XRT_NAME " device %" PRIu32 "; there are %" PRIu32,
@@ -377,9 +384,9 @@ static int32_t xrt_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
     device->ordinal = ordinal;
     atomic_init(&device->next_buffer_id, 1);
 
-    /* Session options are visible only now (DRV-29): read the xclbin's path here. */
-    st = driver->host->get_option(driver->ctx, "driver.xrt.xclbin", device->xclbin,
-                                  sizeof device->xclbin, &need);
+    /* Session options are visible only now (DRV-29, DRV-87): read the xclbin's path here. */
+    st = ses_drv_util_get_option(driver->host, driver->ctx, options, "driver.xrt.xclbin",
+                                 device->xclbin, sizeof device->xclbin, &need);
     if (st == SES_DRV_INVALID_ARGUMENT) {
         st = xrt__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
                        "open_device: driver.xrt.xclbin is %" PRIu64 " bytes long; at most %zu",
@@ -457,6 +464,11 @@ fail:
     free(found);
     xrt_close_device(device);
     return st;
+}
+
+static int32_t xrt_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
+                               ses_drv_device_t **out_device) {
+    return xrt_open_device_with_options(driver, ordinal, NULL, out_device);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -722,6 +734,7 @@ static const ses_drv_api_t xrt_api = {
     .close = xrt_close,
     .enumerate_devices = xrt_enumerate_devices,
     .open_device = xrt_open_device,
+    .open_device_with_options = xrt_open_device_with_options,
     .close_device = xrt_close_device,
     .get_kernels = xrt_get_kernels,
     .alloc = xrt_alloc,

@@ -274,15 +274,19 @@ static uint64_t ocl_fnv(uint64_t h, const void *data, size_t n) {
     return h;
 }
 
-/* The cache folder into @p buf, created; 0 when there is none (the cache is then skipped). */
-static int ocl_cache_dir(ses_drv_device_t *device, char *buf, size_t size) {
-    const ses_drv_host_t *host = device->driver->host;
+/* The option naming the program cache's folder ("off": no cache). */
+#define OCL_CACHE_DIR_OPTION "driver.opencl.cache_dir"
+
+/* The cache folder into @p buf, created; 0 when there is none (the cache is then skipped).
+ * @p options: the opening session's (ABI 1.5), or NULL for the host's get_option. */
+static int ocl_cache_dir(ses_drv_device_t *device, const ses_drv_options_t *options, char *buf,
+                         size_t size) {
     uint64_t need = 0;
     char base[3072];
     int n;
 
-    if (host->get_option(device->driver->ctx, "driver.opencl.cache_dir", buf, size, &need) ==
-        SES_DRV_OK) {
+    if (ses_drv_util_get_option(device->driver->host, device->driver->ctx, options,
+                                OCL_CACHE_DIR_OPTION, buf, size, &need) == SES_DRV_OK) {
         if (!strcmp(buf, "off") || !buf[0])
             return 0;
         n = snprintf(base, sizeof base, "%s", buf);
@@ -375,12 +379,13 @@ static int32_t ocl_build_error(ses_drv_device_t *device, cl_program program, cl_
 }
 
 /* Builds (or loads from the cache) the device's program. */
-static int32_t ocl_build_program(ses_drv_device_t *device) {
+static int32_t ocl_build_program(ses_drv_device_t *device,
+                                 const ses_drv_options_t *session_options) {
     const char *options = device->info->correct_div_sqrt
                               ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
                               : "-cl-std=CL1.2";
     char dir[4096], path[4200];
-    int cached = ocl_cache_dir(device, dir, sizeof dir);
+    int cached = ocl_cache_dir(device, session_options, dir, sizeof dir);
     cl_int err;
 
     if (cached) {
@@ -476,8 +481,12 @@ static void ocl_close_device(ses_drv_device_t *device) {
     free(device);
 }
 
-static int32_t ocl_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
-                               ses_drv_device_t **out_device) {
+/* open_device of ABI 1.5 (DRV-87): the session's options in @p options, or NULL from
+ * open_device (the host's get_option then answers on the opening thread). */
+static int32_t ocl_open_device_with_options(ses_drv_driver_t *driver, uint32_t ordinal,
+                                            const ses_drv_options_t *options,
+                                            ses_drv_device_t **out_device) {
+    static const char *const known[] = {OCL_CACHE_DIR_OPTION};
     ses_drv_device_t *device;
     int32_t st;
     cl_int err;
@@ -488,6 +497,9 @@ static int32_t ocl_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
         return ocl__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
                          "open_device: out_device is NULL");
     *out_device = NULL;
+    if ((st = ses_drv_util_check_options(driver->host, driver->ctx, options, known, 1)) !=
+        SES_DRV_OK)
+        return st;
     if (ordinal >= driver->n_devices)
         return ocl__fail(driver->host, driver->ctx, SES_DRV_NOT_FOUND,
                          "open_device: no " OCL_NAME " device %" PRIu32 "; there are %" PRIu32
@@ -520,7 +532,7 @@ static int32_t ocl_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                              device->info->name, ocl__error_name(err));
         goto fail;
     }
-    if ((st = ocl_build_program(device)) != SES_DRV_OK)
+    if ((st = ocl_build_program(device, options)) != SES_DRV_OK)
         goto fail;
     for (int k = 0; k < OCL_K_COUNT; k++) {
         device->kernels[k] = clCreateKernel(device->program, ocl_kernel_names[k], &err);
@@ -539,6 +551,11 @@ static int32_t ocl_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
 fail:
     ocl_close_device(device);
     return st;
+}
+
+static int32_t ocl_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
+                               ses_drv_device_t **out_device) {
+    return ocl_open_device_with_options(driver, ordinal, NULL, out_device);
 }
 
 static int32_t ocl_get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
@@ -779,6 +796,7 @@ static const ses_drv_api_t ocl_api = {
     .close = ocl_close,
     .enumerate_devices = ocl_enumerate_devices,
     .open_device = ocl_open_device,
+    .open_device_with_options = ocl_open_device_with_options,
     .close_device = ocl_close_device,
     .get_kernels = ocl_get_kernels,
     .alloc = ocl_alloc,

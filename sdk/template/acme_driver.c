@@ -64,6 +64,7 @@ struct ses_drv_driver {
 /* One open device. REPLACE: keep your runtime's device, context or queue handles here. */
 struct ses_drv_device {
     ses_drv_driver_t *driver;
+    char fw_path[256]; /* option driver.acme.fw_path; "" when unset. REPLACE: what you read */
 };
 
 /* One buffer. REPLACE: your runtime's allocation handle. */
@@ -175,9 +176,20 @@ static int32_t acme_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
  * Devices
  * ------------------------------------------------------------------------------------------- */
 
-static int32_t acme_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
-                                ses_drv_device_t **out_device) {
+/* The options this driver reads; a session that sets another driver.acme.* is refused. */
+static const char *const acme_options[] = {"driver.acme.fw_path"};
+
+/*
+ * open_device of ABI 1.5 (DRV-87): the opening session's options arrive in @p options; from
+ * open_device (a host of 1.4 or older) @p options is NULL and ses_drv_util_get_option asks the
+ * host's get_option instead, which sees them on this thread only (DRV-29).
+ */
+static int32_t acme_open_device_with_options(ses_drv_driver_t *driver, uint32_t ordinal,
+                                             const ses_drv_options_t *options,
+                                             ses_drv_device_t **out_device) {
     ses_drv_device_t *device;
+    uint64_t need = 0;
+    int32_t st;
 
     if (!driver)
         return SES_DRV_INVALID_ARGUMENT;
@@ -190,13 +202,30 @@ static int32_t acme_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
                          "open_device: no " ACME_NAME " device %" PRIu32
                          "; there is 1, ordinal 0 (" ACME_NAME ":0)",
                          ordinal);
+    if ((st = ses_drv_util_check_options(driver->host, driver->ctx, options, acme_options,
+                                         sizeof acme_options / sizeof acme_options[0])) !=
+        SES_DRV_OK)
+        return st;
     device = calloc(1, sizeof *device);
     if (!device)
         return acme_fail(driver->host, driver->ctx, SES_DRV_OUT_OF_MEMORY,
                          "open_device: out of host memory");
     device->driver = driver;
+    st = ses_drv_util_get_option(driver->host, driver->ctx, options, "driver.acme.fw_path",
+                                 device->fw_path, sizeof device->fw_path, &need);
+    if (st != SES_DRV_OK && st != SES_DRV_NOT_FOUND) {
+        free(device);
+        return acme_fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                         "open_device: driver.acme.fw_path is %" PRIu64 " bytes; at most %zu", need,
+                         sizeof device->fw_path - 1);
+    }
     *out_device = device;
     return SES_DRV_OK;
+}
+
+static int32_t acme_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
+                                ses_drv_device_t **out_device) {
+    return acme_open_device_with_options(driver, ordinal, NULL, out_device);
 }
 
 static void acme_close_device(ses_drv_device_t *device) {
@@ -759,6 +788,7 @@ static const ses_drv_api_t acme_api = {
     .close = acme_close,
     .enumerate_devices = acme_enumerate_devices,
     .open_device = acme_open_device,
+    .open_device_with_options = acme_open_device_with_options,
     .close_device = acme_close_device,
     .get_kernels = acme_get_kernels,
     .memory_info = acme_memory_info,

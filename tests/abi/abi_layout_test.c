@@ -173,7 +173,8 @@ static void kernel_keeps_its_abi_1_0_layout(void **state) {
 static void api_table_keeps_its_abi_1_0_layout(void **state) {
     (void)state;
     SKIP_UNLESS_PINNED_TARGET();
-    SIZE(ses_drv_api_t, 256); /* 208 in 1.0, four graph entries in 1.1, two native in 1.2 */
+    SIZE(ses_drv_api_t, 264); /* 208 in 1.0, four graph entries in 1.1, two native in 1.2,
+                                 open_device_with_options in 1.5 */
     FIELD(ses_drv_api_t, info, 16, 8);
     FIELD(ses_drv_api_t, open, 24, 8);
     FIELD(ses_drv_api_t, close, 32, 8);
@@ -206,6 +207,22 @@ static void api_table_keeps_its_abi_1_0_layout(void **state) {
     /* ABI 1.2 */
     FIELD(ses_drv_api_t, buffer_native, 240, 8);
     FIELD(ses_drv_api_t, import_native, 248, 8);
+    /* ABI 1.5 */
+    FIELD(ses_drv_api_t, open_device_with_options, 256, 8);
+}
+
+static void options_keep_their_abi_1_5_layout(void **state) {
+    (void)state;
+    SKIP_UNLESS_PINNED_TARGET();
+    SIZE(ses_drv_options_t, 48);
+    FIELD(ses_drv_options_t, struct_size, 0, 4);
+    FIELD(ses_drv_options_t, reserved, 4, 4);
+    FIELD(ses_drv_options_t, next, 8, 8);
+    FIELD(ses_drv_options_t, count, 16, 4);
+    FIELD(ses_drv_options_t, reserved1, 20, 4);
+    FIELD(ses_drv_options_t, keys, 24, 8);
+    FIELD(ses_drv_options_t, values, 32, 8);
+    FIELD(ses_drv_options_t, get, 40, 8);
 }
 
 static void negotiate_args_keep_their_abi_1_0_layout(void **state) {
@@ -267,10 +284,10 @@ static void sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table_an
 
 /* -- constants ------------------------------------------------------------------------------ */
 
-static void abi_version_is_1_4_and_the_entry_point_keeps_its_name(void **state) {
+static void abi_version_is_1_5_and_the_entry_point_keeps_its_name(void **state) {
     (void)state;
     assert_int_equal(SES_DRV_ABI_MAJOR, 1);
-    assert_int_equal(SES_DRV_ABI_MINOR, 4);
+    assert_int_equal(SES_DRV_ABI_MINOR, 5);
     assert_string_equal(SES_DRV_NEGOTIATE_SYMBOL, "ses_drv_negotiate");
 }
 
@@ -369,9 +386,11 @@ int main(void) {
         cmocka_unit_test(launch_keeps_its_abi_1_0_layout),
         cmocka_unit_test(kernel_keeps_its_abi_1_0_layout),
         cmocka_unit_test(api_table_keeps_its_abi_1_0_layout),
+        cmocka_unit_test(options_keep_their_abi_1_5_layout),
         cmocka_unit_test(negotiate_args_keep_their_abi_1_0_layout),
-        cmocka_unit_test(sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table_and_node),
-        cmocka_unit_test(abi_version_is_1_4_and_the_entry_point_keeps_its_name),
+        cmocka_unit_test(
+            sizeof_1_0_equals_the_full_size_of_every_struct_but_the_api_table_and_node),
+        cmocka_unit_test(abi_version_is_1_5_and_the_entry_point_keeps_its_name),
         cmocka_unit_test(status_codes_keep_their_values),
         cmocka_unit_test(dtype_codes_keep_their_values),
         cmocka_unit_test(device_kinds_and_memory_kinds_keep_their_values),

@@ -15,8 +15,8 @@
 #   tests/cuda/run-gpu-tests.sh --collect [BUILD_DIR]
 # run on the machine that built BUILD_DIR: copies into BUILD_DIR/carried/ the shared libraries
 # the build outputs need that a bare GPU machine lacks (cjson, ltdl, openblas and its
-# gfortran/quadmath, zlib; never the CUDA ones) and the Fashion-MNIST idx files, so that the
-# folder alone can be carried to a GPU machine with only the CUDA toolkit.
+# gfortran/quadmath, oneDNN and libOpenCL, zlib; never the CUDA ones) and the Fashion-MNIST idx
+# files, so that the folder alone can be carried to a GPU machine with only the CUDA toolkit.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -37,8 +37,9 @@ if [ "$collect" = 1 ]; then
     awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so|/usr/local/cuda|/tmp/|'"$build" |
     while read -r lib; do cp -L "$lib" "$build/carried/lib/"; done
-  # The CPU driver loads OpenBLAS itself (dlopen, after choosing its kernels): no ldd shows it.
-  for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
+  # The CPU driver loads OpenBLAS and oneDNN itself (dlopen, after choosing kernels): no ldd of
+  # the build shows them, so they are copied by name with what they need (libOpenCL for oneDNN).
+  for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libdnnl.so.2 libOpenCL.so.1; do
     path=$(/sbin/ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
     [ -n "$path" ] && cp -L "$path" "$build/carried/lib/"
   done

@@ -47,6 +47,13 @@
  *                              drops NaN (DRV-54)
  *   FAKE_MODE_LAX_CAPS         works, but sets CAP_HOST_VISIBLE without CAP_MAP and has a map
  *                              that works on a device without CAP_MAP (DRV-16, DRV-41)
+ *   FAKE_MODE_OPTIONS          healthy, with ABI 1.5's open_device_with_options (DRV-87). When
+ *                              the option driver.<name>.report is set, opening a device fails on
+ *                              purpose with a message saying which entry the host called and
+ *                              what it saw: the options argument's keys and values, and what
+ *                              options->get and host->get_option answer for driver.<name>.x on
+ *                              a thread of the driver's own (where thread-local options are gone)
+ *   FAKE_MODE_OPTIONS_1_4      the same code speaking ABI 1.4: the host must call open_device
  */
 #include <session/driver.h>
 
@@ -64,7 +71,8 @@
      defined(FAKE_MODE_ADD_WRONG) + defined(FAKE_MODE_GRAPHS) +                             \
      defined(FAKE_MODE_GRAPHS_1_0) + defined(FAKE_MODE_KERNEL_FAILS) +                      \
      defined(FAKE_MODE_ALLOC_NULL) + defined(FAKE_MODE_DEVICE_LOST) +                       \
-     defined(FAKE_MODE_LAX) + defined(FAKE_MODE_LAX_CAPS)) != 1
+     defined(FAKE_MODE_LAX) + defined(FAKE_MODE_LAX_CAPS) + defined(FAKE_MODE_OPTIONS) +    \
+     defined(FAKE_MODE_OPTIONS_1_4)) != 1
 #error "compile fake_driver.c with exactly one -DFAKE_MODE_* flag"
 #endif
 
@@ -97,9 +105,19 @@
 #define FAKE_HAS_MAP 0
 #endif
 
+#if defined(FAKE_MODE_OPTIONS) || defined(FAKE_MODE_OPTIONS_1_4)
+#define FAKE_HAS_OPTIONS 1
+#include <pthread.h>
+#include <stdio.h>
+#else
+#define FAKE_HAS_OPTIONS 0
+#endif
+
 /* The newest minor this fake speaks. */
 #if defined(FAKE_MODE_GRAPHS_1_0)
 #define FAKE_MINOR 0
+#elif defined(FAKE_MODE_OPTIONS_1_4)
+#define FAKE_MINOR 4
 #else
 #define FAKE_MINOR SES_DRV_ABI_MINOR
 #endif
@@ -333,6 +351,69 @@ static int32_t fake_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
 static void fake_close_device(ses_drv_device_t *device) {
     free(device);
 }
+
+#if FAKE_HAS_OPTIONS
+/* One option read on a thread of the fake's own: through options->get when @p options is set,
+ * else through host->get_option. */
+typedef struct fake_probe {
+    ses_drv_driver_t *driver;
+    const ses_drv_options_t *options;
+    char value[64];
+    int32_t code;
+} fake_probe_t;
+
+static void *fake_probe_thread(void *arg) {
+    fake_probe_t *p = arg;
+    uint64_t size = 0;
+
+    p->value[0] = '\0';
+    p->code = p->options ? p->options->get(p->options, "driver." FAKE_NAME ".x", p->value,
+                                           sizeof p->value, &size)
+                         : p->driver->host->get_option(p->driver->ctx, "driver." FAKE_NAME ".x",
+                                                       p->value, sizeof p->value, &size);
+    return NULL;
+}
+
+/* What an open saw, as a failure message, when driver.<name>.report is set (read on the
+ * calling thread); otherwise the device opens as usual. */
+static int32_t fake_open_report(ses_drv_driver_t *driver, uint32_t ordinal,
+                                const ses_drv_options_t *options, ses_drv_device_t **out_device) {
+    char report[8], seen[512] = "", other[64];
+    uint64_t size = 0;
+    fake_probe_t probe = {driver, options, "", 0};
+    pthread_t thread;
+    size_t used = 0;
+
+    if (!driver)
+        return SES_DRV_INVALID_ARGUMENT;
+    if ((options
+             ? options->get(options, "driver." FAKE_NAME ".report", report, sizeof report, &size)
+             : driver->host->get_option(driver->ctx, "driver." FAKE_NAME ".report", report,
+                                        sizeof report, &size)) != SES_DRV_OK)
+        return fake_open_device(driver, ordinal, out_device);
+    for (uint32_t i = 0; options && i < options->count && used < sizeof seen; i++) {
+        int n = snprintf(seen + used, sizeof seen - used, " %s=%s", options->keys[i],
+                         options->values[i]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (pthread_create(&thread, NULL, fake_probe_thread, &probe) != 0)
+        return FAKE_FAIL(driver, SES_DRV_INTERNAL, "%s: pthread_create failed", FAKE_NAME);
+    pthread_join(thread, NULL);
+    snprintf(other, sizeof other, "%s", probe.code == SES_DRV_OK ? probe.value : "not found");
+    if (options)
+        return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT,
+                         "%s report: open_device_with_options, %" PRIu32
+                         " options:%s; x on another thread: %s",
+                         FAKE_NAME, options->count, seen, other);
+    return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT,
+                     "%s report: open_device; x on another thread: %s", FAKE_NAME, other);
+}
+
+static int32_t fake_open_device_old(ses_drv_driver_t *driver, uint32_t ordinal,
+                                    ses_drv_device_t **out_device) {
+    return fake_open_report(driver, ordinal, NULL, out_device);
+}
+#endif
 
 /* -- memory --------------------------------------------------------------------------------- */
 
@@ -1052,7 +1133,12 @@ static const ses_drv_api_t fake_api = {
 #else
     .enumerate_devices = fake_enumerate_devices,
 #endif
+#if FAKE_HAS_OPTIONS
+    .open_device = fake_open_device_old,
+    .open_device_with_options = fake_open_report,
+#else
     .open_device = fake_open_device,
+#endif
     .close_device = fake_close_device,
     .get_kernels = fake_get_kernels,
     .alloc = fake_alloc,

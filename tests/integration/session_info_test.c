@@ -39,7 +39,7 @@ static void it_lists_the_cpu_driver_and_its_device(void **state) {
     assert_int_equal(r.exit_code, 0);
     assert_true(line_containing(r.output, "  cpu ", line, sizeof line));
     assert_non_null(strstr(line, "ready"));
-    assert_non_null(strstr(line, "ABI 1.4"));
+    assert_non_null(strstr(line, "ABI 1.5"));
     assert_true(line_containing(r.output, "cpu:0", line, sizeof line));
     assert_non_null(strstr(line, "cpu"));
     /* The CPU device's name says which convolution path it runs (driver.cpu.conv). */
@@ -225,7 +225,7 @@ static void help_and_version_exit_0(void **state) {
     free(r.output);
     r = session_info(NULL, "--version");
     assert_int_equal(r.exit_code, 0);
-    assert_non_null(strstr(r.output, "driver ABI 1.4"));
+    assert_non_null(strstr(r.output, "driver ABI 1.5"));
     free(r.output);
 }
 

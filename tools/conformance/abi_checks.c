@@ -1296,6 +1296,57 @@ static void check_graphs(abi_t *a, ses_drv_device_t *device, const ses_drv_devic
     api->stream_destroy(device, s);
 }
 
+/* ---- options as an argument (ABI 1.5) ------------------------------------------------------ */
+
+/* Whether the table has ABI 1.5's open_device_with_options (negotiated minor, size, set). */
+static int has_options_entry(const abi_t *a) {
+    return a->minor >= 5 &&
+           a->api->struct_size >=
+               offsetof(ses_drv_api_t, open_device_with_options) + sizeof(void *) &&
+           a->api->open_device_with_options;
+}
+
+/*
+ * Opens device @p i as libsession would: through open_device_with_options with the run's
+ * options when the driver has it (DRV-87), else open_device. With @p extra_key set the options
+ * also carry that key (the check of an unknown option).
+ */
+static int32_t open_like_the_host(abi_t *a, uint32_t i, const char *extra_key,
+                                  ses_drv_device_t **out_device) {
+    ses_conf_options_arg_t o;
+    int32_t st;
+
+    if (!has_options_entry(a))
+        return a->api->open_device(a->driver, i, out_device);
+    if (ses_conf_options_make(&o, &a->ctx, ses_driver_name(a->o->driver), extra_key, "1") != 0)
+        st = SES_DRV_OUT_OF_MEMORY;
+    else
+        st = a->api->open_device_with_options(a->driver, i, &o.pub, out_device);
+    ses_conf_options_free(&o);
+    return st;
+}
+
+/* A key of the driver's own name that no driver reads should be refused, with a message. */
+static void check_unknown_option(abi_t *a, uint32_t i) {
+    char key[160];
+    ses_drv_device_t *device = NULL;
+
+    if (!has_options_entry(a))
+        return;
+    snprintf(key, sizeof key, "driver.%s.no_such_option_of_session_driver_test",
+             ses_driver_name(a->o->driver));
+    ses_conf_host_reset();
+    int32_t st = open_like_the_host(a, i, key, &device);
+    if (st == SES_DRV_OK) {
+        a->api->close_device(device);
+        ses_conf_add(a->r, "device", "open_device_with_options refuses an unknown option",
+                     SES_CONF_SKIP, "it accepted %s; DRV-87 recommends refusing it", key);
+        return;
+    }
+    expect(a, "device", "open_device_with_options refuses an unknown option", st,
+           SES_DRV_INVALID_ARGUMENT);
+}
+
 /* ---- the run ----------------------------------------------------------------------------- */
 
 void ses_conf_run_abi(const ses_conf_options_t *o, ses_conf_report_t *r, char ***out_kernels,
@@ -1325,8 +1376,9 @@ void ses_conf_run_abi(const ses_conf_options_t *o, ses_conf_report_t *r, char **
 
         snprintf(name, sizeof name, "open_device %s:%" PRIu32, ses_driver_name(o->driver), i);
         ses_conf_host_reset();
-        if (!expect(&a, "device", name, a.api->open_device(a.driver, i, &device), SES_DRV_OK))
+        if (!expect(&a, "device", name, open_like_the_host(&a, i, NULL, &device), SES_DRV_OK))
             continue;
+        check_unknown_option(&a, i);
         check_kernel_table(&a, device, i, out_kernels, out_n_kernels);
         check_alloc(&a, device, &a.descs[i]);
         check_copies(&a, device, &a.descs[i]);

@@ -135,4 +135,20 @@ uint32_t ses_conf_host_calls(void);
 /** How many log lines drivers sent (any thread), and the last one. */
 uint32_t ses_conf_host_log_count(void);
 
+/**
+ * open_device_with_options' argument (ABI 1.5, DRV-87) as libsession would pass it: the entries of
+ * @p ctx's options that name driver @p name, then @p extra_key = @p extra_value when not NULL;
+ * get answers as get_option does for @p ctx. Returns 0, or -1 out of memory (free it anyway).
+ */
+typedef struct ses_conf_options_arg {
+    ses_drv_options_t pub; /* first: get finds the rest from it */
+    ses_drv_host_ctx_t *ctx;
+    char **keys;
+    const char **values;
+} ses_conf_options_arg_t;
+
+int ses_conf_options_make(ses_conf_options_arg_t *o, ses_drv_host_ctx_t *ctx, const char *name,
+                          const char *extra_key, const char *extra_value);
+void ses_conf_options_free(ses_conf_options_arg_t *o);
+
 #endif /* SES_CONFORMANCE_H */

@@ -112,6 +112,53 @@ static int32_t host_should_abort(ses_drv_host_ctx_t *ctx) {
     return 0;
 }
 
+/* open_device_with_options' get: get_option for the context the options were made from. */
+static int32_t options_get(const ses_drv_options_t *options, const char *key, char *buffer,
+                           uint64_t buffer_size, uint64_t *out_size) {
+    const ses_conf_options_arg_t *o = (const ses_conf_options_arg_t *)(const void *)options;
+
+    if (!options)
+        return host_error(NULL, SES_DRV_INVALID_ARGUMENT, "options->get: NULL options");
+    return host_get_option(o->ctx, key, buffer, buffer_size, out_size);
+}
+
+int ses_conf_options_make(ses_conf_options_arg_t *o, ses_drv_host_ctx_t *ctx, const char *name,
+                          const char *extra_key, const char *extra_value) {
+    size_t n_prefix = strlen("driver.") + strlen(name) + 1, n = ctx->n_options + 1;
+
+    memset(o, 0, sizeof *o);
+    o->pub.struct_size = sizeof o->pub;
+    o->pub.get = options_get;
+    o->ctx = ctx;
+    o->keys = calloc(n, sizeof *o->keys);
+    o->values = calloc(n, sizeof *o->values);
+    if (!o->keys || !o->values)
+        return -1;
+    o->pub.keys = (const char *const *)o->keys;
+    o->pub.values = o->values;
+    for (size_t i = 0; i < ctx->n_options; i++) {
+        const char *entry = ctx->options[i], *equals = strchr(entry, '=');
+        if (!equals || strncmp(entry, "driver.", 7) != 0 ||
+            strncmp(entry + 7, name, n_prefix - 8) || entry[n_prefix - 1] != '.' ||
+            !(o->keys[o->pub.count] = strndup(entry, (size_t)(equals - entry))))
+            continue;
+        o->values[o->pub.count++] = equals + 1;
+    }
+    if (extra_key) {
+        if (!(o->keys[o->pub.count] = strdup(extra_key)))
+            return -1;
+        o->values[o->pub.count++] = extra_value;
+    }
+    return 0;
+}
+
+void ses_conf_options_free(ses_conf_options_arg_t *o) {
+    for (uint32_t i = 0; i < o->pub.count; i++)
+        free(o->keys[i]);
+    free(o->keys);
+    free(o->values);
+}
+
 const ses_drv_host_t ses_conf_host = {
     .struct_size = sizeof(ses_drv_host_t),
     .log = host_log,

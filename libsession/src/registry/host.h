@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include <session/driver.h>
+#include <session/registry.h>
 
 /** Host services given to every driver. */
 extern const ses_drv_host_t ses__host_services;
@@ -26,6 +27,16 @@ int ses__host_take_message(char *buffer, size_t size);
  * NULL: none). Sessions set it while their devices open.
  */
 void ses__host_set_session_options(const char *const *options, size_t n_options);
+
+/**
+ * Opens @p device for a session whose options are @p options ("key=value" strings): through
+ * open_device_with_options when the driver chose ABI minor 5 and sets it (DRV-87), the options
+ * of that driver passed in; else through open_device, whose host->get_option sees them on this
+ * thread only (ses__host_set_session_options). Returns the driver's code; a message it attached
+ * is taken with ses__host_take_message.
+ */
+int32_t ses__host_open_device(const ses_device_t *device, const char *const *options,
+                              size_t n_options, ses_drv_device_t **out_handle);
 
 /**
  * Makes host->should_abort on the calling thread read @p flag (NULL: never abort). Sessions set

@@ -133,7 +133,8 @@ static ses_status_t open_device(ses_session_t *s, const ses_device_t *device) {
     d->device = device;
     d->driver = driver;
     d->api = api;
-    rc = api->open_device(driver->instance, ses_device_ordinal(device), &d->handle);
+    rc = ses__host_open_device(device, (const char *const *)s->driver_options, s->n_driver_options,
+                               &d->handle);
     if (rc == SES_DRV_OK)
         rc = api->get_kernels(d->handle, &d->kernels, &d->n_kernels, &d->kernel_stride);
     if (rc != SES_DRV_OK) {

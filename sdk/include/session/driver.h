@@ -44,7 +44,7 @@ extern "C" {
 /** The ABI major this header describes. A different major is a different, incompatible ABI. */
 #define SES_DRV_ABI_MAJOR 1
 /** The newest ABI minor this header describes. Minors only append fields and entries. */
-#define SES_DRV_ABI_MINOR 4
+#define SES_DRV_ABI_MINOR 5
 
 /** The one symbol a driver exports. */
 #define SES_DRV_NEGOTIATE_SYMBOL "ses_drv_negotiate"
@@ -218,6 +218,34 @@ typedef struct ses_drv_host {
     int32_t (*should_abort)(ses_drv_host_ctx_t *ctx);
     /* ABI 1.1 and later append here. */
 } ses_drv_host_t;
+
+/**
+ * ABI 1.5: the options of the session that opens a device, passed to open_device_with_options.
+ * Owned by the host; valid for that call only (a driver copies what it keeps). Reading it needs
+ * no thread-local state, so a driver may read it on any thread during the call.
+ */
+typedef struct ses_drv_options {
+    uint32_t struct_size;
+    uint32_t reserved;
+    const void *next;
+    /* ABI 1.5 */
+    /** How many options the session set for this driver: keys[i] = values[i]. */
+    uint32_t count;
+    uint32_t reserved1;
+    /** count full keys, "driver.<this driver's name>.<option>", in the order the session set
+     *  them (a key set twice appears twice; the later one wins), so that a driver can refuse
+     *  options it does not know. */
+    const char *const *keys;
+    /** count values, UTF-8, NUL-terminated. */
+    const char *const *values;
+    /**
+     * Looks up @p key as ses_drv_host_t.get_option does (the session's options, then the
+     * environment, then the manifest; the same codes and sizing), reading the session's options
+     * from this struct rather than from the calling thread.
+     */
+    int32_t (*get)(const struct ses_drv_options *options, const char *key, char *buffer,
+                   uint64_t buffer_size, uint64_t *out_size);
+} ses_drv_options_t;
 
 /* ---------------------------------------------------------------------------------------------
  * What a driver describes.
@@ -542,7 +570,17 @@ typedef struct ses_drv_api {
     int32_t (*import_native)(ses_drv_device_t *device, void *native, uint64_t bytes,
                              ses_drv_buffer_t **out_buffer);
 
-    /* ABI 1.3 and later append here. */
+    /* ABI 1.5 */
+    /**
+     * Optional. open_device with the opening session's options passed in (DRV-87): when a
+     * driver that chose minor 5 or later sets it, the host calls it instead of open_device.
+     * @p options is never NULL from the host and is valid for this call only. Thread-safe.
+     */
+    int32_t (*open_device_with_options)(ses_drv_driver_t *driver, uint32_t ordinal,
+                                        const ses_drv_options_t *options,
+                                        ses_drv_device_t **out_device);
+
+    /* ABI 1.6 and later append here. */
 } ses_drv_api_t;
 
 /* ---------------------------------------------------------------------------------------------

@@ -12,6 +12,9 @@
  *   ses_drv_util_enumerate_begin /
  *   ses_drv_util_put_device            enumerate_devices' checks, and writing one descriptor at
  *                                      the host's stride
+ *   ses_drv_util_get_option            an option from open_device_with_options' argument (ABI
+ *                                      1.5), else through the host's get_option
+ *   ses_drv_util_check_options         refuses a session option the driver does not know
  */
 #ifndef SESSION_DRIVER_UTIL_H
 #define SESSION_DRIVER_UTIL_H
@@ -199,6 +202,56 @@ static inline void ses_drv_util_put_device(ses_drv_device_desc_t *out_descs, uin
     size_t fits = d->struct_size < sizeof *desc ? d->struct_size : sizeof *desc;
     d->reserved = 0;
     memcpy(slot + first, (const unsigned char *)desc + first, fits - first);
+}
+
+/*
+ * Reads option @p key the way get_option does (same codes, same sizing): from @p options when
+ * the host passed them to open_device_with_options (ABI 1.5, DRV-87), else through the host's
+ * get_option, which sees the opening session's options only on the thread that opens a device
+ * (DRV-29). SES_DRV_NOT_FOUND, with *@p out_size 0, when neither can answer.
+ */
+static inline int32_t ses_drv_util_get_option(const ses_drv_host_t *host, ses_drv_host_ctx_t *ctx,
+                                              const ses_drv_options_t *options, const char *key,
+                                              char *buffer, uint64_t buffer_size,
+                                              uint64_t *out_size) {
+    if (SES_DRV_UTIL_HAS(options, ses_drv_options_t, get) && options->get)
+        return options->get(options, key, buffer, buffer_size, out_size);
+    if (SES_DRV_UTIL_HOST_HAS(host, get_option))
+        return host->get_option(ctx, key, buffer, buffer_size, out_size);
+    if (out_size)
+        *out_size = 0;
+    return SES_DRV_NOT_FOUND;
+}
+
+/*
+ * Refuses with SES_DRV_INVALID_ARGUMENT, naming it and the @p n_known keys of @p known, the
+ * first option of @p options (the session's options for this driver) that is not one of them,
+ * so that a misspelt option is an error rather than silently ignored. OK for NULL @p options.
+ */
+static inline int32_t ses_drv_util_check_options(const ses_drv_host_t *host,
+                                                 ses_drv_host_ctx_t *ctx,
+                                                 const ses_drv_options_t *options,
+                                                 const char *const *known, size_t n_known) {
+    if (!SES_DRV_UTIL_HAS(options, ses_drv_options_t, values) || !options->keys)
+        return SES_DRV_OK;
+    for (uint32_t i = 0; i < options->count; i++) {
+        const char *key = options->keys[i] ? options->keys[i] : "(null)";
+        size_t k = 0;
+        while (k < n_known && strcmp(key, known[k]) != 0)
+            k++;
+        if (k < n_known)
+            continue;
+        char list[512] = "";
+        size_t used = 0;
+        for (k = 0; k < n_known && used < sizeof list; k++) {
+            int n = snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", known[k]);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        return ses_drv_util_fail(host, ctx, SES_DRV_INVALID_ARGUMENT,
+                                 "unknown option %s; this driver reads %s", key,
+                                 n_known ? list : "no options");
+    }
+    return SES_DRV_OK;
 }
 
 #ifdef __cplusplus
