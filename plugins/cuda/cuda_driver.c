@@ -256,15 +256,14 @@ static int32_t cuda_enumerate_devices(ses_drv_driver_t *driver, uint32_t *inout_
  * Devices
  * ------------------------------------------------------------------------------------------- */
 
-/* Reads driver.cuda.allow_tf32: 1 allows TF32 tensor cores for f32 GEMMs. */
-static int cuda_allow_tf32(ses_drv_driver_t *driver) {
+/* Reads driver.cuda.allow_tf32 (from @p options, the opening session's, or NULL for the host's
+ * get_option): 1 allows TF32 tensor cores for f32 GEMMs. */
+static int cuda_allow_tf32(ses_drv_driver_t *driver, const ses_drv_options_t *options) {
     char value[16];
     uint64_t size = 0;
 
-    if (!SES_DRV_UTIL_HOST_HAS(driver->host, get_option))
-        return 0;
-    if (driver->host->get_option(driver->ctx, "driver.cuda.allow_tf32", value, sizeof value,
-                                 &size) != SES_DRV_OK)
+    if (ses_drv_util_get_option(driver->host, driver->ctx, options, "driver.cuda.allow_tf32",
+                                value, sizeof value, &size) != SES_DRV_OK)
         return 0;
     return strcmp(value, "1") == 0;
 }
@@ -345,11 +344,16 @@ int cuda__stream_workspace(ses_drv_device_t *device, void *stream, void **ptr, u
     return 0;
 }
 
-static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
-                                ses_drv_device_t **out_device) {
+/* open_device of ABI 1.5 (DRV-87): the session's options in @p options, or NULL from
+ * open_device (the host's get_option then answers on the opening thread). */
+static int32_t cuda_open_device_with_options(ses_drv_driver_t *driver, uint32_t ordinal,
+                                             const ses_drv_options_t *options,
+                                             ses_drv_device_t **out_device) {
+    static const char *const known[] = {"driver.cuda.cudnn", "driver.cuda.allow_tf32"};
     ses_drv_device_t *device;
     cudaStream_t stream = NULL;
     cudaError_t e;
+    int32_t st;
 
     if (!driver)
         return SES_DRV_INVALID_ARGUMENT;
@@ -357,6 +361,9 @@ static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
         return cuda__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
                           "open_device: out_device is NULL");
     *out_device = NULL;
+    if ((st = ses_drv_util_check_options(driver->host, driver->ctx, options, known, 2)) !=
+        SES_DRV_OK)
+        return st;
     if (ordinal >= driver->n_gpus)
         return cuda__fail(driver->host, driver->ctx, SES_DRV_NOT_FOUND,
                           "open_device: no cuda device %" PRIu32 "; there are %" PRIu32
@@ -405,7 +412,7 @@ static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
         return cuda__fail(driver->host, driver->ctx, SES_DRV_INTERNAL,
                           "open_device: pthread_mutex_init failed");
     }
-    device->allow_tf32 = cuda_allow_tf32(driver);
+    device->allow_tf32 = cuda_allow_tf32(driver, options);
     /* Without its workspace the device still works: cuBLAS falls back to its own pool. */
     if (cuda_workspace_add(device, device->stream) != 0 && SES_DRV_UTIL_HOST_HAS(driver->host, log))
         driver->host->log(driver->ctx, SES_DRV_LOG_WARN,
@@ -424,6 +431,11 @@ static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
     }
     *out_device = device;
     return SES_DRV_OK;
+}
+
+static int32_t cuda_open_device(ses_drv_driver_t *driver, uint32_t ordinal,
+                                ses_drv_device_t **out_device) {
+    return cuda_open_device_with_options(driver, ordinal, NULL, out_device);
 }
 
 static void cuda_close_device(ses_drv_device_t *device) {
@@ -945,6 +957,7 @@ static const ses_drv_api_t cuda_api = {
     .close = cuda_close,
     .enumerate_devices = cuda_enumerate_devices,
     .open_device = cuda_open_device,
+    .open_device_with_options = cuda_open_device_with_options,
     .close_device = cuda_close_device,
     .get_kernels = cuda__get_kernels,
     .memory_info = cuda_memory_info,
