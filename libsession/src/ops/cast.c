@@ -40,6 +40,10 @@ static const onnx_dtype_t onnx_dtypes[] = {
 #define SUPPORTED                                                                            \
     "1 (FLOAT), 2 (UINT8), 3 (INT8), 4 (UINT16), 5 (INT16), 6 (INT32), 7 (INT64), 8 (STRING), " \
     "9 (BOOL), 10 (FLOAT16), 11 (DOUBLE), 12 (UINT32), 13 (UINT64), 16 (BFLOAT16)"
+/* What a dtype attribute of an op that makes numbers (RandomNormal, EyeLike) may be. */
+#define SUPPORTED_NUMERIC                                                                    \
+    "1 (FLOAT), 2 (UINT8), 3 (INT8), 4 (UINT16), 5 (INT16), 6 (INT32), 7 (INT64), 9 (BOOL), " \
+    "10 (FLOAT16), 11 (DOUBLE), 12 (UINT32), 13 (UINT64), 16 (BFLOAT16)"
 
 /* The dtype ONNX number @p v of attribute @p name stands for, failing naming both. */
 static ses_status_t onnx_dtype(ses__infer_ctx_t *ctx, const char *name, int64_t v, int strings,
@@ -48,22 +52,23 @@ static ses_status_t onnx_dtype(ses__infer_ctx_t *ctx, const char *name, int64_t 
 
     /* Only Cast makes strings; other ops' dtype attributes (RandomNormal's, EyeLike's) make
      * numbers. */
+    const char *supported = strings ? SUPPORTED : SUPPORTED_NUMERIC;
+
     if (!strings && v == 8)
         return ses__op_fail(ctx, SES_UNIMPLEMENTED,
-                            "attribute %s is 8 (STRING), which is not supported here; supported: "
-                            "the numeric types of " SUPPORTED,
-                            name);
+                            "attribute %s is 8 (STRING); this op makes numbers; supported: %s",
+                            name, supported);
 
     if (v < 1 || (uint64_t)v >= n || !onnx_dtypes[v].name)
         return ses__op_fail(
             ctx, SES_INVALID_ARGUMENT,
-            "attribute %s is %lld, not an ONNX TensorProto dtype; supported: " SUPPORTED, name,
-            (long long)v);
+            "attribute %s is %lld, not an ONNX TensorProto dtype; supported: %s", name,
+            (long long)v, supported);
     if (onnx_dtypes[v].dtype == SES_DTYPE_INVALID)
         return ses__op_fail(
             ctx, SES_UNIMPLEMENTED,
-            "attribute %s is %lld (%s), which is not supported; supported: " SUPPORTED, name,
-            (long long)v, onnx_dtypes[v].name);
+            "attribute %s is %lld (%s), which is not supported; supported: %s", name,
+            (long long)v, onnx_dtypes[v].name, supported);
     *out = onnx_dtypes[v].dtype;
     return SES_OK;
 }
