@@ -19,6 +19,8 @@
 #include <session/checkpoint.h>
 #include <session/session.h>
 
+#include "distributed/remote_wire.h"
+
 /* ---- helpers ---------------------------------------------------------------------------- */
 
 static ses_tensor_t *strings(size_t rank, const int64_t *dims, const char *const *values) {
@@ -588,6 +590,35 @@ static void other_ops_cannot_be_asked_for_strings(void **state) {
     ses_tensor_release(x);
 }
 
+/* Remote messages carry the strings, never the element pointers; a lying count is refused
+ * before anything is allocated for it. */
+static void remote_messages_carry_strings(void **state) {
+    const int64_t dims[2] = {1, 3};
+    ses_tensor_t *t = strings(2, dims, (const char *const[]){"a", "", "ü"}), *back = NULL;
+    ses__wire_writer_t w;
+    ses__wire_reader_t r;
+
+    (void)state;
+    memset(&w, 0, sizeof w);
+    ses__wire_tensor(&w, t);
+    assert_int_equal(ses__wire_check(&w, "test"), SES_OK);
+    memset(&r, 0, sizeof r);
+    r.data = w.data;
+    r.size = w.used;
+    assert_int_equal(ses__wire_read_tensor(&r, &back), SES_OK);
+    assert_strings(back, 2, dims, (const char *const[]){"a", "", "ü"});
+    ses_tensor_release(back);
+    /* The same message with dimension 1 claiming 2^40 strings. */
+    memcpy(w.data + 16, &(uint64_t){UINT64_C(1) << 40}, 8);
+    memset(&r, 0, sizeof r);
+    r.data = w.data;
+    r.size = w.used;
+    assert_error(ses__wire_read_tensor(&r, &back), SES_INTERNAL, "string tensor cut short");
+    assert_null(back);
+    free(w.data);
+    ses_tensor_release(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(create_makes_empty_strings),
@@ -613,6 +644,7 @@ int main(void) {
         cmocka_unit_test(numeric_output_of_a_run_time_shape_is_refused),
         cmocka_unit_test(saving_a_string_variable_is_refused_naming_it),
         cmocka_unit_test(other_ops_cannot_be_asked_for_strings),
+        cmocka_unit_test(remote_messages_carry_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
