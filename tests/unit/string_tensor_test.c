@@ -170,7 +170,8 @@ static void accessors_refuse_bad_arguments(void **state) {
     assert_error(ses_tensor_string(t, 2, &v), SES_INVALID_ARGUMENT,
                  "index 2 is outside the tensor's 2 elements");
     assert_int_equal(ses_tensor_create(SES_F32, 1, dims, &f), SES_OK);
-    assert_error(ses_tensor_string(f, 0, &v), SES_INVALID_ARGUMENT, "the tensor is f32, not string");
+    assert_error(ses_tensor_string(f, 0, &v), SES_INVALID_ARGUMENT,
+                 "the tensor is f32, not string");
     assert_error(ses_tensor_set_string(f, 0, "x"), SES_INVALID_ARGUMENT, "not string");
     assert_error(ses_tensor_set_string(NULL, 0, "x"), SES_INVALID_ARGUMENT, "tensor is NULL");
     assert_error(ses_tensor_set_string(t, 5, "x"), SES_INVALID_ARGUMENT, "index 5");
@@ -215,8 +216,8 @@ static void safetensors_refuses_a_string_tensor_naming_it(void **state) {
 
 static void string_normalizer_drops_stopwords_ignoring_case_and_lowers(void **state) {
     const int64_t dims[2] = {1, 5}, want_dims[2] = {1, 2};
-    ses_tensor_t *x = strings(2, dims, (const char *const[]){"Monday", "TUESDAY", "monday",
-                                                            "ÀÉÎ Wed", "the"});
+    ses_tensor_t *x =
+        strings(2, dims, (const char *const[]){"Monday", "TUESDAY", "monday", "ÀÉÎ Wed", "the"});
     ses_attr_t attrs[2] = {ses_attr_string("case_change_action", "LOWER"),
                            ses_attr_string("stopwords", "monday,THE")};
     ses_tensor_t *y = NULL;
@@ -231,9 +232,11 @@ static void string_normalizer_drops_stopwords_ignoring_case_and_lowers(void **st
 static void string_normalizer_case_sensitive_keeps_other_cases_and_uppers(void **state) {
     const int64_t dims[1] = {4}, want_dims[1] = {3};
     ses_tensor_t *x = strings(1, dims, (const char *const[]){"monday", "Monday", "straße", "ÿ"});
-    ses_attr_t attrs[3] = {ses_attr_string("case_change_action", "UPPER"),
-                           ses_attr_int("is_case_sensitive", 1),
-                           ses_attr_string("stopwords", "monday"),};
+    ses_attr_t attrs[3] = {
+        ses_attr_string("case_change_action", "UPPER"),
+        ses_attr_int("is_case_sensitive", 1),
+        ses_attr_string("stopwords", "monday"),
+    };
     ses_tensor_t *y = NULL;
 
     (void)state;
@@ -382,8 +385,8 @@ static void cast_integers_and_bool_to_string(void **state) {
 
 static void cast_string_to_numbers(void **state) {
     const int64_t dims[1] = {6};
-    ses_tensor_t *x = strings(1, dims, (const char *const[]){"0.5", "1E3", "-inf", "+INF", "nan",
-                                                            " 7 "});
+    ses_tensor_t *x =
+        strings(1, dims, (const char *const[]){"0.5", "1E3", "-inf", "+INF", "nan", " 7 "});
     ses_tensor_t *i = strings(1, (const int64_t[]){3}, (const char *const[]){"100.5", "-3", "1e2"});
     ses_tensor_t *y = NULL;
     const float *f;

@@ -213,8 +213,10 @@ static ses_status_t run_string_normalizer(ses__compiled_t *c, const ses__step_t 
     if ((st = ses__string_normalizer_attrs(&ctx, &action, &sensitive)) != SES_OK)
         return st;
     if (x->rank != 1 && !(x->rank == 2 && x->dims[0] == 1))
-        return ses__fail(SES_INVALID_ARGUMENT, "%s \"%s\": input 0 (X) has rank %u; it must be "
-                         "[C] or [1, C]", step->node->op, step->node->name, x->rank);
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s \"%s\": input 0 (X) has rank %u; it must be "
+                         "[C] or [1, C]",
+                         step->node->op, step->node->name, x->rank);
     count = x->count;
     if ((st = stopwords(step, !sensitive, &words, &n_words)) != SES_OK)
         return st;
@@ -291,40 +293,40 @@ static ses_status_t to_strings(const ses__step_t *step, const void *in, ses_dtyp
         char text[64];
         char *copy;
         switch (dtype) {
-        case SES_F32:
-            format_float(((const float *)in)[i], 1, text, sizeof text);
-            break;
-        case SES_F64:
-            format_float(((const double *)in)[i], 0, text, sizeof text);
-            break;
-        case SES_I8:
-            snprintf(text, sizeof text, "%d", ((const int8_t *)in)[i]);
-            break;
-        case SES_I16:
-            snprintf(text, sizeof text, "%d", ((const int16_t *)in)[i]);
-            break;
-        case SES_I32:
-            snprintf(text, sizeof text, "%" PRId32, ((const int32_t *)in)[i]);
-            break;
-        case SES_I64:
-            snprintf(text, sizeof text, "%" PRId64, ((const int64_t *)in)[i]);
-            break;
-        case SES_U8:
-        case SES_BOOL:
-            snprintf(text, sizeof text, "%u", ((const uint8_t *)in)[i]);
-            break;
-        case SES_U16:
-            snprintf(text, sizeof text, "%u", ((const uint16_t *)in)[i]);
-            break;
-        case SES_U32:
-            snprintf(text, sizeof text, "%" PRIu32, ((const uint32_t *)in)[i]);
-            break;
-        case SES_U64:
-            snprintf(text, sizeof text, "%" PRIu64, ((const uint64_t *)in)[i]);
-            break;
-        default:
-            return ses__fail(SES_UNIMPLEMENTED, "%s \"%s\": cannot cast %s to string",
-                             step->node->op, step->node->name, ses_dtype_name(dtype));
+            case SES_F32:
+                format_float(((const float *)in)[i], 1, text, sizeof text);
+                break;
+            case SES_F64:
+                format_float(((const double *)in)[i], 0, text, sizeof text);
+                break;
+            case SES_I8:
+                snprintf(text, sizeof text, "%d", ((const int8_t *)in)[i]);
+                break;
+            case SES_I16:
+                snprintf(text, sizeof text, "%d", ((const int16_t *)in)[i]);
+                break;
+            case SES_I32:
+                snprintf(text, sizeof text, "%" PRId32, ((const int32_t *)in)[i]);
+                break;
+            case SES_I64:
+                snprintf(text, sizeof text, "%" PRId64, ((const int64_t *)in)[i]);
+                break;
+            case SES_U8:
+            case SES_BOOL:
+                snprintf(text, sizeof text, "%u", ((const uint8_t *)in)[i]);
+                break;
+            case SES_U16:
+                snprintf(text, sizeof text, "%u", ((const uint16_t *)in)[i]);
+                break;
+            case SES_U32:
+                snprintf(text, sizeof text, "%" PRIu32, ((const uint32_t *)in)[i]);
+                break;
+            case SES_U64:
+                snprintf(text, sizeof text, "%" PRIu64, ((const uint64_t *)in)[i]);
+                break;
+            default:
+                return ses__fail(SES_UNIMPLEMENTED, "%s \"%s\": cannot cast %s to string",
+                                 step->node->op, step->node->name, ses_dtype_name(dtype));
         }
         if (!(copy = copy_string(text)))
             return out_of_memory(step);
@@ -381,45 +383,45 @@ static ses_status_t from_strings(const ses__step_t *step, const ses_tensor_t *x,
                 goto out_of_range;
             n = (int64_t)v;
         }
-#define STORE(T, LO, HI)                      \
-    do {                                      \
-        if (n < (LO) || n > (HI))             \
-            goto out_of_range;                \
-        ((T *)out)[i] = (T)n;                 \
+#define STORE(T, LO, HI)          \
+    do {                          \
+        if (n < (LO) || n > (HI)) \
+            goto out_of_range;    \
+        ((T *)out)[i] = (T)n;     \
     } while (0)
         switch (dtype) {
-        case SES_I8:
-            STORE(int8_t, INT8_MIN, INT8_MAX);
-            break;
-        case SES_I16:
-            STORE(int16_t, INT16_MIN, INT16_MAX);
-            break;
-        case SES_I32:
-            STORE(int32_t, INT32_MIN, INT32_MAX);
-            break;
-        case SES_I64:
-            ((int64_t *)out)[i] = n;
-            break;
-        case SES_U8:
-            STORE(uint8_t, 0, UINT8_MAX);
-            break;
-        case SES_U16:
-            STORE(uint16_t, 0, UINT16_MAX);
-            break;
-        case SES_U32:
-            STORE(uint32_t, 0, (int64_t)UINT32_MAX);
-            break;
-        case SES_U64:
-            if (n < 0)
-                goto out_of_range;
-            ((uint64_t *)out)[i] = (uint64_t)n;
-            break;
-        case SES_BOOL:
-            ((uint8_t *)out)[i] = is_int ? n != 0 : v != 0.0;
-            break;
-        default:
-            return ses__fail(SES_UNIMPLEMENTED, "%s \"%s\": cannot cast string to %s",
-                             step->node->op, step->node->name, ses_dtype_name(dtype));
+            case SES_I8:
+                STORE(int8_t, INT8_MIN, INT8_MAX);
+                break;
+            case SES_I16:
+                STORE(int16_t, INT16_MIN, INT16_MAX);
+                break;
+            case SES_I32:
+                STORE(int32_t, INT32_MIN, INT32_MAX);
+                break;
+            case SES_I64:
+                ((int64_t *)out)[i] = n;
+                break;
+            case SES_U8:
+                STORE(uint8_t, 0, UINT8_MAX);
+                break;
+            case SES_U16:
+                STORE(uint16_t, 0, UINT16_MAX);
+                break;
+            case SES_U32:
+                STORE(uint32_t, 0, (int64_t)UINT32_MAX);
+                break;
+            case SES_U64:
+                if (n < 0)
+                    goto out_of_range;
+                ((uint64_t *)out)[i] = (uint64_t)n;
+                break;
+            case SES_BOOL:
+                ((uint8_t *)out)[i] = is_int ? n != 0 : v != 0.0;
+                break;
+            default:
+                return ses__fail(SES_UNIMPLEMENTED, "%s \"%s\": cannot cast string to %s",
+                                 step->node->op, step->node->name, ses_dtype_name(dtype));
         }
 #undef STORE
         continue;

@@ -26,8 +26,8 @@ static int locale_has_own_case_rules(const char *locale) {
 
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         size_t n = strlen(own[i]);
-        if (!strncmp(locale, own[i], n) && (locale[n] == '\0' || locale[n] == '_' ||
-                                             locale[n] == '-' || locale[n] == '.'))
+        if (!strncmp(locale, own[i], n) &&
+            (locale[n] == '\0' || locale[n] == '_' || locale[n] == '-' || locale[n] == '.'))
             return 1;
     }
     return 0;
@@ -78,8 +78,8 @@ ses_status_t ses__infer_string_normalizer(ses__infer_ctx_t *ctx) {
     if ((st = ses__op_check_dtype(ctx, 0, "X", SES__DT(SES_STRING))) != SES_OK)
         return st;
     if (x->rank != 1 && !(x->rank == 2 && (x->dims[0] == 1 || x->dims[0] == -1)))
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input 0 (X) is %s; it must be [C] or [1, C]",
-                            ses__tstr(x).s);
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "input 0 (X) is %s; it must be [C] or [1, C]", ses__tstr(x).s);
     if ((st = ses__string_normalizer_attrs(ctx, &action, &sensitive)) != SES_OK)
         return st;
     ctx->outputs[0] = *x;

@@ -11,9 +11,7 @@
 /* The element of a tensor made by ses_tensor_create: shared, never freed, never written. */
 static char empty_string[1];
 
-static char **elements(const ses_tensor_t *t) {
-    return (char **)t->data;
-}
+static char **elements(const ses_tensor_t *t) { return (char **)t->data; }
 
 size_t ses__utf8_check(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
@@ -81,8 +79,7 @@ const char *ses__string_at(const ses_tensor_t *t, size_t index) {
 }
 
 /* A copy of @p value after checking it; messages start with @p what and name element @p index. */
-static ses_status_t copy_checked(const char *what, size_t index, const char *value,
-                                 char **out) {
+static ses_status_t copy_checked(const char *what, size_t index, const char *value, char **out) {
     size_t n, bad;
 
     *out = NULL;
@@ -97,8 +94,8 @@ static ses_status_t copy_checked(const char *what, size_t index, const char *val
                          what, index, bad - 1, (unsigned)(unsigned char)value[bad - 1]);
     *out = ses__malloc(n + 1);
     if (!*out)
-        return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for string %zu (%zu bytes)",
-                         what, index, n + 1);
+        return ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory for string %zu (%zu bytes)", what,
+                         index, n + 1);
     memcpy(*out, value, n + 1);
     return SES_OK;
 }
@@ -124,9 +121,8 @@ static ses_status_t check_access(const char *what, const ses_tensor_t *t, size_t
         return ses__fail(SES_INVALID_ARGUMENT, "%s: the tensor is %s, not string", what,
                          ses_dtype_name(t->dtype));
     if (index >= t->count)
-        return ses__fail(SES_INVALID_ARGUMENT,
-                         "%s: index %zu is outside the tensor's %zu elements", what, index,
-                         t->count);
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: index %zu is outside the tensor's %zu elements",
+                         what, index, t->count);
     return SES_OK;
 }
 
