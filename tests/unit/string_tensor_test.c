@@ -332,6 +332,58 @@ static void string_normalizer_output_shape_follows_each_run(void **state) {
     ses_tensor_release(b);
 }
 
+/* A run-time shape flows through string readers: StringNormalizer of StringNormalizer, then
+ * Identity, on [1, C]. */
+static void string_readers_take_a_run_time_shape(void **state) {
+    const int64_t dims[2] = {1, 4}, want[2] = {1, 1};
+    ses_tensor_t *x = strings(2, dims, (const char *const[]){"a", "B", "c", "b"}), *out = NULL;
+    ses_attr_t drop_a = ses_attr_string("stopwords", "a"),
+               drop_b = ses_attr_string("stopwords", "b");
+    ses_attr_t upper = ses_attr_string("case_change_action", "UPPER");
+    ses_attr_t second[2] = {drop_b, upper};
+    ses_graph_t *g;
+    ses_edge_t xe, n1, n2, y;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "x", x, &xe), SES_OK);
+    assert_int_equal(ses_graph_op(g, "StringNormalizer", "n1", &xe, 1, &drop_a, 1, &n1), SES_OK);
+    assert_int_equal(ses_graph_op(g, "StringNormalizer", "n2", &n1, 1, second, 2, &n2), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Identity", "id", &n2, 1, NULL, 0, &y), SES_OK);
+    assert_int_equal(eval_fed(g, y, xe, NULL, &out), SES_OK);
+    assert_strings(out, 2, want, (const char *const[]){"C"});
+    ses_tensor_release(out);
+    ses_graph_release(g);
+    ses_tensor_release(x);
+}
+
+/* A string variable is read where it lives, in the session's scope. */
+static void a_string_variable_feeds_string_ops(void **state) {
+    const int64_t dims[1] = {2};
+    ses_tensor_t *init = strings(1, dims, (const char *const[]){"x", "y"});
+    ses_tensor_t *other = strings(1, dims, (const char *const[]){"Hi", "y"}), *out = NULL;
+    ses_attr_t lower = ses_attr_string("case_change_action", "LOWER");
+    const char *cpu = "cpu";
+    ses_graph_t *g;
+    ses_session_t *s = NULL;
+    ses_edge_t ie, ve, y;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_constant(g, "init", init, &ie), SES_OK);
+    assert_int_equal(ses_graph_variable(g, "v", ie, &ve), SES_OK);
+    assert_int_equal(ses_graph_op(g, "StringNormalizer", "sn", &ve, 1, &lower, 1, &y), SES_OK);
+    assert_int_equal(ses_session_open(g, &cpu, 1, NULL, &s), SES_OK);
+    assert_int_equal(ses_scope_set(ses_session_scope(s), "v", other), SES_OK);
+    assert_int_equal(ses_session_eval(s, &y, 1, NULL, 0, NULL, 0, &out), SES_OK);
+    assert_strings(out, 1, dims, (const char *const[]){"hi", "y"});
+    ses_tensor_release(out);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+    ses_tensor_release(init);
+    ses_tensor_release(other);
+}
+
 /* ---- Cast, CastLike, Equal, Identity ---------------------------------------------------- */
 
 static ses_status_t cast(ses_tensor_t *x, int64_t to, ses_tensor_t **out) {
@@ -636,6 +688,8 @@ int main(void) {
         cmocka_unit_test(string_normalizer_of_only_stopwords_gives_one_empty_string),
         cmocka_unit_test(string_normalizer_refuses_bad_attributes_and_shapes),
         cmocka_unit_test(string_normalizer_output_shape_follows_each_run),
+        cmocka_unit_test(string_readers_take_a_run_time_shape),
+        cmocka_unit_test(a_string_variable_feeds_string_ops),
         cmocka_unit_test(cast_float_to_string_prints_the_shortest_round_trip),
         cmocka_unit_test(cast_integers_and_bool_to_string),
         cmocka_unit_test(cast_string_to_numbers),
