@@ -7,7 +7,8 @@
  * Each test folder holds model.onnx (one node) and test_data_set_N/input_K.pb, output_K.pb. A test
  * is imported, compiled on one device with fallback denied (so the device's own kernels are
  * judged), run on every data set, and compared with the expected outputs: same dtype and shape,
- * floats within |got - want| <= 1e-7 + 1e-3 |want| (NaN matches NaN), other types exactly.
+ * floats within |got - want| <= 1e-7 + 1e-3 |want| (NaN matches NaN), other types (strings
+ * too) exactly.
  *
  * Outcomes: pass; unsupported (the importer, the schemas or the device do not implement an op,
  * attribute or dtype: SES_UNIMPLEMENTED or SES_NOT_FOUND, or shape inference refusing a dtype
@@ -153,6 +154,18 @@ static int same(const ses_tensor_t *got, const ses_tensor_t *want, char *why, si
                  ses_tensor_rank(want));
         return 0;
     }
+    /* Strings: byte for byte. */
+    for (size_t i = 0; dt == SES_STRING && i < ses_tensor_count(want); i++) {
+        const char *g = "", *w = "";
+        ses_tensor_string(got, i, &g);
+        ses_tensor_string(want, i, &w);
+        if (strcmp(g, w) != 0) {
+            snprintf(why, size, "element %zu is \"%.60s\", want \"%.60s\"", i, g, w);
+            return 0;
+        }
+    }
+    if (dt == SES_STRING)
+        return 1;
     for (size_t i = 0; i < ses_tensor_count(want); i++) {
         double g = element(got, i),
                w = bf16_as_u16 ? bfloat_bits(((const uint16_t *)ses_tensor_data(

@@ -69,6 +69,7 @@ static void summarize(const char *name, const ses_tensor_t *t) {
         case SES_I64: printf(" %lld", (long long)((const int64_t *)p)[i]); break;
         case SES_I32: printf(" %d", ((const int32_t *)p)[i]); break;
         case SES_U8: case SES_BOOL: printf(" %u", ((const uint8_t *)p)[i]); break;
+        case SES_STRING: printf(" \"%.40s\"", ((const char *const *)p)[i]); break;
         default: i = 8; break;
         }
     }

@@ -13,10 +13,11 @@ _CODES = {
     np.dtype(np.int8): 5, np.dtype(np.int16): 6, np.dtype(np.int32): 7, np.dtype(np.int64): 8,
     np.dtype(np.uint8): 9, np.dtype(np.uint16): 10, np.dtype(np.uint32): 11,
     np.dtype(np.uint64): 12, np.dtype(np.bool_): 13,
+    np.dtype(object): 31,  # SES_STRING: object arrays of str
 }
 _BY_NAME = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8,
             "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u16": np.uint16,
-            "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
+            "u32": np.uint32, "u64": np.uint64, "bool": np.bool_, "string": object}
 
 
 def _np_dtype(dtype):
@@ -34,8 +35,8 @@ def dtype_code(dtype):
     try:
         return _CODES[d]
     except KeyError:
-        raise TypeError(f"dtype {d} has no libsession type (use float16/32/64, (u)int8-64 or "
-                        "bool)") from None
+        raise TypeError(f"dtype {d} has no libsession type (use float16/32/64, (u)int8-64, "
+                        "bool or object for strings)") from None
 
 
 class Node(_core.Node):

@@ -140,12 +140,102 @@ static void release_tensor_capsule(PyObject *capsule) {
     ses_tensor_release(PyCapsule_GetPointer(capsule, "session.tensor"));
 }
 
+/* A string tensor as a NumPy object array of str (copied); takes over @p t's reference. */
+static PyObject *strings_to_array(ses_tensor_t *t) {
+    npy_intp dims[SES_MAX_RANK];
+    size_t rank = ses_tensor_rank(t);
+    PyObject *array;
+    PyObject **items;
+
+    for (size_t i = 0; i < rank; i++)
+        dims[i] = (npy_intp)ses_tensor_dims(t)[i];
+    array = PyArray_SimpleNew((int)rank, dims, NPY_OBJECT);
+    if (!array) {
+        ses_tensor_release(t);
+        return NULL;
+    }
+    items = (PyObject **)PyArray_DATA((PyArrayObject *)array);
+    for (size_t i = 0; i < ses_tensor_count(t); i++) {
+        const char *v = "";
+        PyObject *str;
+        ses_tensor_string(t, i, &v);
+        if (!(str = PyUnicode_DecodeUTF8(v, (Py_ssize_t)strlen(v), "strict"))) {
+            Py_DECREF(array);
+            ses_tensor_release(t);
+            return NULL;
+        }
+        Py_XDECREF(items[i]); /* PyArray_SimpleNew filled it with None */
+        items[i] = str;
+    }
+    ses_tensor_release(t);
+    return array;
+}
+
+/* An object or str array (@p a, borrowed) as a new string tensor: each element a str, encoded
+ * as UTF-8, without NUL characters. */
+static int array_to_strings(PyArrayObject *a, ses_tensor_t **out) {
+    int64_t dims[SES_MAX_RANK];
+    PyArrayObject *o;
+    PyObject **items;
+    int rank = PyArray_NDIM(a);
+    ses_status_t st;
+
+    if (rank > SES_MAX_RANK) {
+        PyErr_Format(PyExc_ValueError, "an array of %d dimensions (the most is %d)", rank,
+                     SES_MAX_RANK);
+        return -1;
+    }
+    o = (PyArrayObject *)PyArray_FromAny((PyObject *)a, PyArray_DescrFromType(NPY_OBJECT), 0, 0,
+                                         NPY_ARRAY_CARRAY | NPY_ARRAY_ENSURECOPY, NULL);
+    if (!o)
+        return -1;
+    for (int i = 0; i < rank; i++)
+        dims[i] = (int64_t)PyArray_DIM(o, i);
+    if ((st = ses_tensor_create(SES_STRING, (size_t)rank, dims, out)) != SES_OK) {
+        Py_DECREF(o);
+        py_raise(st, NULL);
+        return -1;
+    }
+    items = (PyObject **)PyArray_DATA(o);
+    for (npy_intp i = 0; i < PyArray_SIZE(o); i++) {
+        Py_ssize_t len = 0;
+        const char *v;
+        if (!PyUnicode_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError, "element %zd of a string array is %s, not str",
+                         (Py_ssize_t)i, Py_TYPE(items[i])->tp_name);
+            goto fail;
+        }
+        if (!(v = PyUnicode_AsUTF8AndSize(items[i], &len)))
+            goto fail;
+        if ((size_t)len != strlen(v)) {
+            PyErr_Format(PyExc_ValueError, "element %zd of a string array holds a NUL character",
+                         (Py_ssize_t)i);
+            goto fail;
+        }
+        if ((st = ses_tensor_set_string(*out, (size_t)i, v)) != SES_OK) {
+            py_raise(st, NULL);
+            goto fail;
+        }
+    }
+    Py_DECREF(o);
+    return 0;
+
+fail:
+    Py_DECREF(o);
+    ses_tensor_release(*out);
+    *out = NULL;
+    return -1;
+}
+
 PyObject *py_tensor_to_array(ses_tensor_t *t) {
     npy_intp dims[SES_MAX_RANK];
     size_t rank = ses_tensor_rank(t);
     int typenum = py_npy_type_of(ses_tensor_dtype(t));
     PyObject *array, *capsule;
     void *data;
+
+    if (ses_tensor_dtype(t) == SES_STRING)
+        return strings_to_array(t);
 
     if (typenum < 0 || rank > SES_MAX_RANK) {
         ses_tensor_release(t);
@@ -210,11 +300,17 @@ int py_array_to_tensor(PyObject *obj, int copy, ses_tensor_t **out) {
     a = (PyArrayObject *)PyArray_FROM_OF(obj, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_NOTSWAPPED);
     if (!a)
         return -1;
+    /* Object arrays of str and NumPy str arrays: string tensors, always copied. */
+    if (PyArray_DESCR(a)->kind == 'O' || PyArray_DESCR(a)->kind == 'U') {
+        int rc = array_to_strings(a, out);
+        Py_DECREF(a);
+        return rc;
+    }
     dtype = dtype_of_array(a);
     if (dtype == SES_DTYPE_INVALID) {
         PyErr_Format(PyExc_TypeError,
                      "arrays of dtype %S have no libsession type (use float16/32/64, "
-                     "(u)int8-64 or bool)",
+                     "(u)int8-64, bool, or object arrays of str)",
                      (PyObject *)PyArray_DESCR(a));
         Py_DECREF(a);
         return -1;

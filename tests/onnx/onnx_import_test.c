@@ -550,10 +550,41 @@ static void tensor_files_are_checked(void **state) {
     assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_INVALID_ARGUMENT);
     assert_non_null(strstr(ses_last_error(), "the data holds 11 bytes"));
     t.raw_data.len = 12;
+    /* STRING: the strings are in string_data, each UTF-8 without NUL bytes (issue #22). */
     t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
     n = onnx__tensor_proto__pack(&t, bytes);
-    assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_UNIMPLEMENTED);
-    assert_non_null(strstr(ses_last_error(), "STRING"));
+    assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_INVALID_ARGUMENT);
+    assert_non_null(strstr(ses_last_error(), "a STRING tensor with raw_data"));
+    {
+        ProtobufCBinaryData sd[3] = {{2, (uint8_t *)"ab"}, {0, NULL}, {2, (uint8_t *)"\xC3\xA9"}};
+        const char *v = NULL;
+        t.has_raw_data = 0;
+        t.string_data = sd;
+        t.n_string_data = 3;
+        n = onnx__tensor_proto__pack(&t, bytes);
+        assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_OK);
+        assert_int_equal(ses_tensor_dtype(out), SES_STRING);
+        assert_int_equal(ses_tensor_string(out, 2, &v), SES_OK);
+        assert_string_equal(v, "\xC3\xA9");
+        assert_int_equal(ses_tensor_string(out, 1, &v), SES_OK);
+        assert_string_equal(v, "");
+        ses_tensor_release(out);
+        sd[2].data = (uint8_t *)"\xC3(";
+        n = onnx__tensor_proto__pack(&t, bytes);
+        assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_INVALID_ARGUMENT);
+        assert_non_null(strstr(ses_last_error(), "string 2 is not valid UTF-8"));
+        sd[2].data = (uint8_t *)"a\0";
+        n = onnx__tensor_proto__pack(&t, bytes);
+        assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_UNIMPLEMENTED);
+        assert_non_null(strstr(ses_last_error(), "string 2 holds a NUL byte"));
+        t.n_string_data = 2;
+        n = onnx__tensor_proto__pack(&t, bytes);
+        assert_int_equal(ses_onnx_read_tensor(bytes, n, &out), SES_INVALID_ARGUMENT);
+        assert_non_null(strstr(ses_last_error(), "the data holds 2 strings"));
+        t.string_data = NULL;
+        t.n_string_data = 0;
+        t.has_raw_data = 1;
+    }
     t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
     t.has_data_location = 1;
     t.data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;

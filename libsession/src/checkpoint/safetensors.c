@@ -323,6 +323,11 @@ static ses_status_t check_write_args(const char *path, const char *const *names,
         if (!tensors[i])
             return ses__fail(SES_INVALID_ARGUMENT,
                              "ses_safetensors_write %s: tensor \"%s\" is NULL", path, names[i]);
+        if (ses_tensor_dtype(tensors[i]) == SES_STRING)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "ses_safetensors_write %s: tensor \"%s\" is a string tensor; "
+                             "safetensors holds numbers only, so it cannot be saved",
+                             path, names[i]);
         if (!dtype_to_name(ses_tensor_dtype(tensors[i])))
             return ses__fail(SES_INVALID_ARGUMENT,
                              "ses_safetensors_write %s: tensor \"%s\" has invalid dtype %d",

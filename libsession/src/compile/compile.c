@@ -135,7 +135,8 @@ static ses_status_t new_slot(builder_t *b, ses__slot_kind_t kind, const ses__typ
     memset(slot, 0, sizeof *slot);
     slot->kind = kind;
     slot->type = *type;
-    slot->bytes = type_bytes(type);
+    /* A string value is its host tensor; no arena holds it, no driver copies it. */
+    slot->bytes = type->dtype == SES_STRING ? 0 : type_bytes(type);
     slot->device = device;
     slot->edge = edge;
     slot->source = SIZE_MAX;
@@ -721,8 +722,8 @@ static ses_status_t compile_host_op(builder_t *b, const ses_node_t *node, const 
         if (o < node->n_inputs && reduce_in_place(b, node, o, in_slots[o])) {
             out = in_slots[o];
         } else {
-            st = new_slot(b, SES__SLOT_ARENA, &out_types[o], cpu,
-                          (ses_edge_t){(ses_node_t *)node, (uint32_t)o}, &out);
+            st = new_slot(b, out_types[o].dtype == SES_STRING ? SES__SLOT_STRING : SES__SLOT_ARENA,
+                          &out_types[o], cpu, (ses_edge_t){(ses_node_t *)node, (uint32_t)o}, &out);
             if (st != SES_OK)
                 return st;
             c->slots[out].first_step = step_index;
@@ -936,6 +937,9 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
         if ((st = fold_shape(b, node, out_node, in_slots, &folded)) != SES_OK || folded)
             return st;
     }
+    /* Strings never reach a driver: only the ops exec/host_strings.c runs may read them. */
+    if ((st = ses__string_node_check(node, in_types)) != SES_OK)
+        return st;
     /* Blocked values go as they are to the readers that take them, in NCHW to the others. */
     if (b->layout) {
         if ((st = layout_inputs(b, node, in_slots, &read_blocked)) != SES_OK)
@@ -968,8 +972,14 @@ static ses_status_t compile_op(builder_t *b, const ses_node_t *node, const ses_n
         }
         return st;
     }
-    if (node->schema->host_op) {
+    if (node->schema->host_op ||
+        ses__string_node(in_types, node->n_inputs, ctx.outputs, node->n_outputs)) {
         ses__attrs_clear(&ctx.kernel_attrs);
+        if (!node->schema->host_op && !ses__string_op_known(node->op))
+            return ses__fail(SES_UNIMPLEMENTED,
+                             "%s \"%s\": makes a string tensor; only StringNormalizer, Cast, "
+                             "CastLike and Identity make strings",
+                             node->op, node->name);
         return compile_host_op(b, node, in_slots, ctx.outputs);
     }
     for (size_t i = 0; i < node->n_inputs; i++) {

@@ -40,6 +40,9 @@ typedef enum ses__slot_kind {
     SES__SLOT_RESIDENT_VARIABLE, /* a variable's copy on a device (exec/resident.c): bound
                             each run, uploaded only when the host's bytes changed; updated there
                             in place, read back only when the host reads it */
+    SES__SLOT_STRING,    /* a string value a host step computes (exec/host_strings.c): never in
+                            an arena; tensor is this run's host tensor, owned by the slot until
+                            the run ends or it is fetched */
 } ses__slot_kind_t;
 
 typedef struct ses__slot {
@@ -398,6 +401,20 @@ ses_status_t ses__read_slot(ses_session_t *s, ses__compiled_t *c, const ses__slo
  * and the file.
  */
 ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t *step);
+
+/* ---- string values (exec/host_strings.c) ------------------------------------------------ */
+
+/** Whether @p node reads or makes a string: any input of @p in_types (@p n_in of them) or output
+ *  of @p out_types (@p n_out) is SES_STRING. Such a node runs as a host step. */
+int ses__string_node(const ses__type_t *in_types, size_t n_in, const ses__type_t *out_types,
+                     size_t n_out);
+/** Whether exec/host_strings.c runs @p op on strings. */
+int ses__string_op_known(const char *op);
+/** SES_INVALID_ARGUMENT naming @p node and the input when @p node's op cannot take the strings it
+ *  is given (only the ops of exec/host_strings.c can). */
+ses_status_t ses__string_node_check(const ses_node_t *node, const ses__type_t *in_types);
+/** Runs string host step @p step (StringNormalizer, Cast, CastLike, Equal, Identity). */
+ses_status_t ses__string_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t *step);
 
 /** Copies @p bytes between two slots' buffers on possibly different devices. */
 ses_status_t ses__copy_slot(ses_session_t *s, ses__compiled_t *c, const ses__slot_t *src,

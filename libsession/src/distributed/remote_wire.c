@@ -71,6 +71,15 @@ void ses__wire_tensor(ses__wire_writer_t *w, ses_tensor_t *t) {
     ses__wire_u32(w, (uint32_t)rank);
     for (size_t i = 0; i < rank; i++)
         ses__wire_u64(w, (uint64_t)dims[i]);
+    /* A string tensor goes as its strings, never as its element pointers. */
+    if (ses_tensor_dtype(t) == SES_STRING) {
+        for (size_t i = 0; i < ses_tensor_count(t); i++) {
+            const char *s = "";
+            ses_tensor_string(t, i, &s);
+            ses__wire_string(w, s);
+        }
+        return;
+    }
     ses__wire_u64(w, ses_tensor_bytes(t));
     ses__wire_bytes(w, ses_tensor_data(t), ses_tensor_bytes(t));
 }
@@ -195,6 +204,45 @@ char *ses__wire_read_string(ses__wire_reader_t *r) {
     return s;
 }
 
+/* A string tensor's elements, each a string of the message (none may be NULL). */
+static ses_status_t read_string_tensor(ses__wire_reader_t *r, uint32_t rank, const int64_t *dims,
+                                       ses_tensor_t **out) {
+    ses_tensor_t *t = NULL;
+    ses_status_t st;
+
+    uint64_t count = 1;
+
+    if (r->failed)
+        return ses__wire_read_fail(r, "remote message: a tensor cut short");
+    /* Each string takes at least its 4-byte length: more than the message holds is a lie, and
+     * must not be allocated. */
+    for (uint32_t i = 0; i < rank; i++) {
+        if (dims[i] < 0 || (dims[i] && count > (r->size - r->at) / (uint64_t)dims[i]))
+            return ses__wire_read_fail(r, "remote message: a string tensor cut short");
+        count *= (uint64_t)dims[i];
+    }
+    if (count > (r->size - r->at) / 4)
+        return ses__wire_read_fail(r, "remote message: a string tensor cut short");
+    if ((st = ses_tensor_create(SES_STRING, rank, dims, &t)) != SES_OK)
+        return st;
+    for (size_t i = 0; i < ses_tensor_count(t); i++) {
+        char *s = ses__wire_read_string(r);
+        if (r->failed || !s) {
+            free(s);
+            ses_tensor_release(t);
+            return ses__wire_read_fail(r, "remote message: string %zu of a tensor is missing", i);
+        }
+        st = ses_tensor_set_string(t, i, s);
+        free(s);
+        if (st != SES_OK) {
+            ses_tensor_release(t);
+            return st;
+        }
+    }
+    *out = t;
+    return SES_OK;
+}
+
 ses_status_t ses__wire_read_tensor(ses__wire_reader_t *r, ses_tensor_t **out) {
     uint32_t dtype = ses__wire_read_u32(r), rank = ses__wire_read_u32(r);
     int64_t dims[SES_MAX_RANK];
@@ -206,6 +254,8 @@ ses_status_t ses__wire_read_tensor(ses__wire_reader_t *r, ses_tensor_t **out) {
         return ses__wire_read_fail(r, "remote message: a tensor of rank %u", rank);
     for (uint32_t i = 0; i < rank; i++)
         dims[i] = (int64_t)ses__wire_read_u64(r);
+    if (dtype == SES_STRING)
+        return read_string_tensor(r, rank, dims, out);
     bytes = ses__wire_read_u64(r);
     data = ses__wire_read_bytes(r, (size_t)bytes);
     if (r->failed || bytes > SIZE_MAX)

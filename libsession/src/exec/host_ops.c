@@ -414,6 +414,10 @@ static ses_status_t run_rank_weight(ses_session_t *s, ses__compiled_t *c, ses__s
 ses_status_t ses__host_op_run(ses_session_t *s, ses__compiled_t *c, ses__step_t *step) {
     const char *path = NULL;
 
+    /* Ops that are host steps only because they read or make strings. */
+    if (!step->node->schema || !step->node->schema->host_op)
+        return ses__string_op_run(s, c, step);
+
     if (!strcmp(step->node->op, "AllReduce"))
         return run_allreduce(s, c, step);
     if (!strcmp(step->node->op, "RankWeight"))

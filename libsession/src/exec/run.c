@@ -59,8 +59,10 @@ static void unbind_externals(ses_session_t *s, ses__compiled_t *c) {
             continue;
         if (slot->imported)
             s->devices[slot->device].api->free(s->devices[slot->device].handle, slot->buffer);
-        /* Variables hold a reference; an output not handed out (a failed run) is dropped. */
-        if (slot->kind == SES__SLOT_VARIABLE || slot->kind == SES__SLOT_OUTPUT)
+        /* Variables hold a reference; an output not handed out (a failed run) is dropped, and so
+         * is this run's string value (a fetch took its own reference). */
+        if (slot->kind == SES__SLOT_VARIABLE || slot->kind == SES__SLOT_OUTPUT ||
+            slot->kind == SES__SLOT_STRING)
             ses_tensor_release(slot->tensor);
         slot->buffer = NULL;
         slot->tensor = NULL;
@@ -116,6 +118,9 @@ static ses_status_t bind_externals(ses_plan_t *plan, ses_tensor_t *const *feeds,
 
         switch (slot->kind) {
         case SES__SLOT_ARENA:
+            continue;
+        case SES__SLOT_STRING:
+            slot->tensor = NULL; /* its host step makes it */
             continue;
         case SES__SLOT_RESIDENT:
             slot->buffer = slot->resident;
@@ -414,6 +419,21 @@ static ses_status_t fetch_values(ses_plan_t *plan, int device_fetches, ses_tenso
         /* On a device other than the host, and not in host memory (a tensor bound to it). */
         if (device_fetches && slot->device != s->n_devices - 1 && !slot->tensor) {
             st = fetch_on_device(s, c, slot, &out_values[i]);
+            if (st != SES_OK)
+                goto fail;
+            continue;
+        }
+        if (slot->type.dtype == SES_STRING) {
+            /* A string is the tensor itself: this run's computed one is handed over; a fed,
+             * constant or variable one is copied, so that the caller cannot change those. */
+            if (slot->kind == SES__SLOT_STRING && slot->tensor && !slot->handed_out) {
+                out_values[i] = ses_tensor_retain(slot->tensor);
+                slot->handed_out = 1;
+                continue;
+            }
+            st = slot->tensor ? ses_tensor_copy_to_host(slot->tensor, &out_values[i])
+                              : ses__fail(SES_INTERNAL, "fetching \"%s\": no string value",
+                                          slot->edge.node->name);
             if (st != SES_OK)
                 goto fail;
             continue;

@@ -6,7 +6,7 @@
 #include "infer.h"
 
 ses_status_t ses__infer_identity(ses__infer_ctx_t *ctx) {
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY);
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY | SES__DT(SES_STRING));
     if (st == SES_OK)
         ctx->outputs[0] = ctx->inputs[0];
     return st;
@@ -65,7 +65,8 @@ ses_status_t ses__infer_compare_or_equal(ses__infer_ctx_t *ctx) {
 }
 
 ses_status_t ses__infer_equal(ses__infer_ctx_t *ctx) {
-    return binary(ctx, SES__DT_BASIC, SES_BOOL);
+    /* Strings are compared on the host (exec/host_strings.c). */
+    return binary(ctx, SES__DT_BASIC | SES__DT(SES_STRING), SES_BOOL);
 }
 
 /* Greater and Less: orderings, so no bool. */

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "infer.h"
+#include "string_ops.h"
 
 /* Whether @p x broadcasts one way (numpy) to @p to: x has no more dimensions, and each of them,
  * aligned at the last, is 1 or to's. */
@@ -140,9 +141,11 @@ ses_status_t ses__infer_reshape_like(ses__infer_ctx_t *ctx) {
 ses_status_t ses__infer_cast_like(ses__infer_ctx_t *ctx) {
     ses_status_t st;
 
-    st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY);
+    st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY | SES__DT(SES_STRING));
     if (st == SES_OK)
-        st = ses__op_check_dtype(ctx, 1, "target_type", SES__DT_ANY);
+        st = ses__op_check_dtype(ctx, 1, "target_type", SES__DT_ANY | SES__DT(SES_STRING));
+    if (st == SES_OK)
+        st = ses__op_check_string_cast(ctx, ctx->inputs[0].dtype, ctx->inputs[1].dtype);
     if (st != SES_OK)
         return st;
     ctx->outputs[0] = ctx->inputs[0];

@@ -16,7 +16,7 @@ const char *ses__dtype_str(ses_dtype_t dtype) {
         [SES_F32] = "f32",   [SES_F64] = "f64", [SES_F16] = "f16", [SES_BF16] = "bf16",
         [SES_I8] = "i8",     [SES_I16] = "i16", [SES_I32] = "i32", [SES_I64] = "i64",
         [SES_U8] = "u8",     [SES_U16] = "u16", [SES_U32] = "u32", [SES_U64] = "u64",
-        [SES_BOOL] = "bool",
+        [SES_BOOL] = "bool", [SES_STRING] = "string",
     };
 
     if ((unsigned)dtype < sizeof names / sizeof names[0] && names[dtype])
@@ -71,8 +71,8 @@ static void format_dtypes(uint32_t allowed, char *buffer, size_t size) {
     size_t used = 0;
 
     buffer[0] = '\0';
-    for (unsigned d = SES_F32; d <= SES_BOOL && used < size; d++) {
-        if (!(allowed & SES__DT(d)))
+    for (unsigned d = SES_F32; d <= SES_STRING && used < size; d++) {
+        if (!(allowed & SES__DT(d)) || (d > SES_BOOL && d != SES_STRING))
             continue;
         int n = snprintf(buffer + used, size - used, "%s%s", used ? ", " : "",
                          ses__dtype_str((ses_dtype_t)d));

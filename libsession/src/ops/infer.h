@@ -21,7 +21,7 @@
 /* The dtypes Cast, Where and Equal work on. */
 #define SES__DT_BASIC (SES__DT_NUMERIC | SES__DT(SES_U8) | SES__DT(SES_BOOL))
 #define SES__DT_INDEX (SES__DT(SES_I32) | SES__DT(SES_I64))
-/* Every ses_dtype_t but SES_DTYPE_INVALID. */
+/* Every numeric ses_dtype_t (not SES_DTYPE_INVALID, not SES_STRING). */
 #define SES__DT_ANY (((1u << (SES_BOOL + 1)) - 1) & ~1u)
 
 /*

@@ -12,6 +12,7 @@
 #include "reverse_sequence.h"
 #include "einsum.h"
 #include "tfidf.h"
+#include "string_ops.h"
 
 #define BIT(i) ((uint64_t)1 << (i))
 
@@ -266,6 +267,8 @@ static const ses__op_schema_t schemas[] = {
     {"Bernoulli", 1, 1, 1, 1, 0, ses__infer_bernoulli},
     {"RandomUniformLike", 1, 1, 1, 1, 0, ses__infer_random_like},
     {"RandomNormalLike", 1, 1, 1, 1, 0, ses__infer_random_like},
+    /* String tensors (issue #22): string_ops.c; run by exec/host_strings.c */
+    {"StringNormalizer", 1, 1, 1, 1, 0, ses__infer_string_normalizer},
 };
 #pragma GCC diagnostic pop
 
@@ -353,13 +356,15 @@ static ses_status_t check_inputs(const ses__op_schema_t *schema, const ses__infe
                 return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu is missing", i);
             continue;
         }
-        if ((unsigned)t->dtype > SES_BOOL || t->rank > SES_MAX_RANK)
+        if (((unsigned)t->dtype > SES_BOOL && t->dtype != SES_STRING) || t->rank > SES_MAX_RANK)
             return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                                 "input %zu has dtype %d and rank %u; dtype must be a ses_dtype_t "
                                 "and rank at most %d",
                                 i, (int)t->dtype, t->rank, SES_MAX_RANK);
+        /* A string value's dimension may be -1: known only when it is computed at run time
+         * (StringNormalizer's output); exec/host_strings.c's ops are the only readers. */
         for (uint32_t d = 0; d < t->rank; d++)
-            if (t->dims[d] < 0)
+            if (t->dims[d] < 0 && !(t->dtype == SES_STRING && t->dims[d] == -1))
                 return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                                     "input %zu is %s: a dimension is negative", i, ses__tstr(t).s);
     }

@@ -51,6 +51,8 @@ static ses_status_t dtype_to_dl(ses_dtype_t dtype, const char *what, DLDataType 
 
     if (dtype == SES_BOOL)
         return ses__fail(SES_UNIMPLEMENTED, "%s: bool has no DLPack 0.6 type", what);
+    if (dtype == SES_STRING)
+        return ses__fail(SES_UNIMPLEMENTED, "%s: string tensors have no DLPack type", what);
     if ((int)dtype <= 0 || (size_t)dtype >= sizeof table / sizeof table[0])
         return ses__fail(SES_INVALID_ARGUMENT, "%s: invalid dtype %d", what, (int)dtype);
     out->code = table[dtype].code;

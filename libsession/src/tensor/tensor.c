@@ -34,14 +34,16 @@ static const struct {
     [SES_U32] = {"u32", 4},
     [SES_U64] = {"u64", 8},
     [SES_BOOL] = {"bool", 1},
+    [SES_STRING] = {"string", sizeof(char *)},
 };
 
-/* Whether @p dtype is one of the 13 real element types. The enum may hold any int, so the
- * comparison is done on a wide signed value rather than trusting the enum's range. */
+/* Whether @p dtype is one of the 13 numeric element types or SES_STRING. The enum may hold any
+ * int, so the comparison is done on a wide signed value rather than trusting the enum's range. */
 static int dtype_is_valid(ses_dtype_t dtype) {
     long long v = (long long)dtype;
 
-    return v > (long long)SES_DTYPE_INVALID && v <= (long long)SES_BOOL;
+    return (v > (long long)SES_DTYPE_INVALID && v <= (long long)SES_BOOL) ||
+           v == (long long)SES_STRING;
 }
 
 size_t ses_dtype_size(ses_dtype_t dtype) {
@@ -210,6 +212,8 @@ ses_status_t ses_tensor_create(ses_dtype_t dtype, size_t rank, const int64_t *di
     st = tensor_alloc_data(__func__, t, 1);
     if (st != SES_OK)
         goto fail;
+    if (dtype == SES_STRING)
+        ses__string_tensor_fill_empty(t);
     *out_tensor = t;
     return SES_OK;
 
@@ -225,8 +229,10 @@ ses_status_t ses__tensor_create_for_output(ses_dtype_t dtype, size_t rank, const
 
     *out_tensor = NULL;
     st = tensor_new("ses_session_eval", dtype, rank, dims, &t);
+    /* A string tensor's element pointers start NULL, so that a failure part way frees what was
+     * set; its writer (exec/host_strings.c) sets every one. */
     if (st == SES_OK)
-        st = tensor_alloc_data("ses_session_eval", t, 0);
+        st = tensor_alloc_data("ses_session_eval", t, dtype == SES_STRING);
     if (st != SES_OK) {
         free(t);
         return st;
@@ -259,15 +265,22 @@ ses_status_t ses_tensor_create_from(ses_dtype_t dtype, size_t rank, const int64_
                        bytes);
         goto fail;
     }
-    st = tensor_alloc_data(__func__, t, bytes == 0);
+    st = tensor_alloc_data(__func__, t, bytes == 0 || dtype == SES_STRING);
     if (st != SES_OK)
         goto fail;
-    if (bytes > 0)
+    if (dtype == SES_STRING) {
+        st = ses__string_tensor_copy_in(__func__, t, data);
+        if (st != SES_OK)
+            goto fail;
+    } else if (bytes > 0) {
         memcpy(t->data, data, bytes);
+    }
     *out_tensor = t;
     return SES_OK;
 
 fail:
+    if (t && t->dtype == SES_STRING)
+        ses__string_tensor_free_elements(t);
     if (t)
         free(t->data);
     free(t);
@@ -286,6 +299,13 @@ ses_status_t ses_tensor_wrap(ses_dtype_t dtype, size_t rank, const int64_t *dims
     }
     *out_tensor = NULL;
 
+    if (dtype == SES_STRING) {
+        st = ses__fail(SES_INVALID_ARGUMENT,
+                       "%s: a string tensor cannot wrap caller memory (it owns its strings); "
+                       "use ses_tensor_create_from, which copies them",
+                       __func__);
+        goto fail;
+    }
     st = tensor_new(__func__, dtype, rank, dims, &t);
     if (st != SES_OK)
         goto fail;
@@ -337,6 +357,8 @@ void ses_tensor_release(ses_tensor_t *t) {
         return;
     if (t->drop_home)
         t->drop_home(t);
+    if (t->dtype == SES_STRING && t->owns)
+        ses__string_tensor_free_elements(t);
     if (t->owns)
         free(t->data);
     else if (t->deleter)

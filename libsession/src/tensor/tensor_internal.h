@@ -73,4 +73,24 @@ void ses__tensor_host_wrote(ses_tensor_t *t);
 ses_status_t ses__tensor_check_shape(const char *what, ses_dtype_t dtype, size_t rank,
                                      const int64_t *dims, size_t *out_count, size_t *out_bytes);
 
+/* ---- string tensors (tensor/string_tensor.c) ------------------------------------------- */
+
+/** Points every element of string tensor @p t (its array allocated) at the shared "" (never
+ *  freed). */
+void ses__string_tensor_fill_empty(ses_tensor_t *t);
+/**
+ * Copies the @p t->count strings of @p src (a `const char *const *`) into @p t's elements, which
+ * must all be NULL or "" first; checks each is non-NULL and UTF-8 (messages start with @p what).
+ * On failure the elements set so far stay, for ses__string_tensor_free_elements.
+ */
+ses_status_t ses__string_tensor_copy_in(const char *what, ses_tensor_t *t, const void *src);
+/** Frees the strings of string tensor @p t (not its array); the elements become NULL. */
+void ses__string_tensor_free_elements(ses_tensor_t *t);
+/** Sets element @p index of string tensor @p t to @p value (taken over: malloc'd, valid UTF-8). */
+void ses__string_tensor_take(ses_tensor_t *t, size_t index, char *value);
+/** The element @p index of string tensor @p t; "" for one not set yet. */
+const char *ses__string_at(const ses_tensor_t *t, size_t index);
+/** 0 when @p s[0..@p n) is valid UTF-8; else the byte offset of the first bad sequence + 1. */
+size_t ses__utf8_check(const char *s, size_t n);
+
 #endif /* SES_TENSOR_INTERNAL_H */

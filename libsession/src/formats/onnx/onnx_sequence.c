@@ -584,7 +584,7 @@ ses_status_t ses__onnx_sequence_node(importer_t *im, const Onnx__NodeProto *n, c
     if (!strcmp(op, "SequenceEmpty")) {
         const Onnx__AttributeProto *dt = attr(n, "dtype");
         ses_dtype_t dtype = ses__onnx_dtype(dt ? (int32_t)dt->i : 1);
-        if (dtype == SES_DTYPE_INVALID)
+        if (dtype == SES_DTYPE_INVALID || dtype == SES_STRING) /* no sequences of strings */
             return ses__fail(SES_UNIMPLEMENTED, "%s: dtype %s is not supported", label,
                              ses__onnx_dtype_name(dt ? (int32_t)dt->i : 1));
         return define_sequence(im, n, NULL, 0, dtype, 0);

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../alloc.h"
 #include "../../error.h"
+#include "../../tensor/tensor_internal.h"
 #include "onnx_internal.h"
 
 /* Indexed by TensorProto.DataType. */
@@ -20,7 +22,7 @@ static const struct {
     [2] = {"UINT8", SES_U8},                [3] = {"INT8", SES_I8},
     [4] = {"UINT16", SES_U16},              [5] = {"INT16", SES_I16},
     [6] = {"INT32", SES_I32},               [7] = {"INT64", SES_I64},
-    [8] = {"STRING", SES_DTYPE_INVALID},    [9] = {"BOOL", SES_BOOL},
+    [8] = {"STRING", SES_STRING},           [9] = {"BOOL", SES_BOOL},
     [10] = {"FLOAT16", SES_F16},            [11] = {"DOUBLE", SES_F64},
     [12] = {"UINT32", SES_U32},             [13] = {"UINT64", SES_U64},
     [14] = {"COMPLEX64", SES_DTYPE_INVALID}, [15] = {"COMPLEX128", SES_DTYPE_INVALID},
@@ -70,6 +72,51 @@ static ses_status_t from_int32(const int32_t *v, size_t n, ses_dtype_t dtype, vo
     return SES_OK;
 }
 
+/* A STRING TensorProto: its string_data, each element UTF-8 without NUL bytes. */
+static ses_status_t string_tensor(const Onnx__TensorProto *t, const char *what,
+                                  const int64_t *dims, uint64_t count, ses_tensor_t **out_tensor) {
+    ses_tensor_t *tensor = NULL;
+    ses_status_t st;
+
+    if (t->has_raw_data)
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: a STRING tensor with raw_data (strings are "
+                         "in string_data)", what);
+    if (t->n_string_data != count)
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: shape says %llu elements, the data holds %llu strings", what,
+                         (unsigned long long)count, (unsigned long long)t->n_string_data);
+    st = ses_tensor_create(SES_STRING, t->n_dims, dims, &tensor);
+    for (size_t i = 0; i < count && st == SES_OK; i++) {
+        const ProtobufCBinaryData *d = &t->string_data[i];
+        size_t bad;
+        char *copy;
+        if (d->len && memchr(d->data, 0, d->len)) {
+            st = ses__fail(SES_UNIMPLEMENTED, "%s: string %zu holds a NUL byte (not supported)",
+                           what, i);
+            break;
+        }
+        if ((bad = ses__utf8_check((const char *)d->data, d->len)) != 0) {
+            st = ses__fail(SES_INVALID_ARGUMENT, "%s: string %zu is not valid UTF-8 (byte %zu)",
+                           what, i, bad - 1);
+            break;
+        }
+        if (!(copy = ses__malloc(d->len + 1))) {
+            st = ses__fail(SES_OUT_OF_MEMORY, "%s: out of memory", what);
+            break;
+        }
+        if (d->len)
+            memcpy(copy, d->data, d->len);
+        copy[d->len] = '\0';
+        ses__string_tensor_take(tensor, i, copy);
+    }
+    if (st != SES_OK) {
+        ses_tensor_release(tensor);
+        return st;
+    }
+    *out_tensor = tensor;
+    return SES_OK;
+}
+
 ses_status_t ses__onnx_tensor(const Onnx__TensorProto *t, uint64_t max_elements,
                               const char *what, ses_tensor_t **out_tensor) {
     int32_t type = t && t->has_data_type ? t->data_type : 0;
@@ -108,6 +155,8 @@ ses_status_t ses__onnx_tensor(const Onnx__TensorProto *t, uint64_t max_elements,
         count *= (uint64_t)t->dims[i];
         dims[i] = t->dims[i];
     }
+    if (dtype == SES_STRING)
+        return string_tensor(t, what, dims, count, out_tensor);
     esize = ses_dtype_size(dtype);
     bytes = count * esize;
     if (bytes > SIZE_MAX / 2)
