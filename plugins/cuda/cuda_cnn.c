@@ -97,7 +97,7 @@ static int32_t cuda_conv_shapes(ses_drv_device_t *device, const ses_drv_node_t *
  *   3 spatial dims): im2col over as many images as fit in CUDA_IM2COL_BYTES, then one
  *   strided-batched cuBLAS GEMM per group over those images (dX: the transposed GEMM, then a
  *   col2im gather; dW: one GEMM over the images side by side, accumulated over the passes).
- * - direct: the kernels of cuda_kernels.cu (the pools without cuDNN or in forms it lacks,
+ * - direct: the kernels of cuda_kernels_cnn.cu (the pools without cuDNN or in forms it lacks,
  *   ceil_mode or dilations; empty tensors; or when the GEMM path cannot get its memory).
  * Every path only enqueues on the launch's stream, so each is captured into CUDA Graphs.
  */

@@ -1,7 +1,7 @@
 /*
- * What the op families (C, cuda_ops.h) and cuda_kernels.cu (CUDA C++) share: the launchers of
- * the device kernels and their parameters. Plain C, no CUDA types, so that the C side needs only
- * <cuda_runtime_api.h> and the .cu file stays the only one nvcc compiles.
+ * What the op families (C, cuda_ops.h) and the kernel files cuda_kernels_*.cu (CUDA C++) share:
+ * the launchers of the device kernels and their parameters. Plain C, no CUDA types, so that the C
+ * side needs only <cuda_runtime_api.h> and the .cu files stay the only ones nvcc compiles.
  */
 #ifndef SES_CUDA_INTERNAL_H
 #define SES_CUDA_INTERNAL_H

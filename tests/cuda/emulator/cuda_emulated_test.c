@@ -1,6 +1,6 @@
 /*
  * The CUDA driver's own code on an emulated GPU: cuda_driver.c, cuda_ops.c and the kernels of
- * cuda_kernels.cu compiled as host C++ (one thread a block), over the emulated cudart and cuBLAS
+ * cuda_kernels_*.cu compiled as host C++ (one thread a block), over the emulated cudart and cuBLAS
  * of this folder. session-driver-test runs it as the "cuda" driver and compares every kernel
  * with the CPU driver's; a kernel whose result differs fails this test. The CPU driver has no
  * f16 or bf16 arithmetic: the kit checks those kernels against it in f32 on the same (narrow)
