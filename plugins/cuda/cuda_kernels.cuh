@@ -66,54 +66,24 @@ __device__ __forceinline__ void st<__nv_bfloat16>(__nv_bfloat16 *p, int64_t i, f
     p[i] = __float2bfloat16_rn(v);
 }
 
-/* Math by compute type, so that f64 never goes through f32. */
-__device__ __forceinline__ float m_exp(float x) {
-    return expf(x);
-}
-__device__ __forceinline__ double m_exp(double x) {
-    return exp(x);
-}
-__device__ __forceinline__ float m_log(float x) {
-    return logf(x);
-}
-__device__ __forceinline__ double m_log(double x) {
-    return log(x);
-}
-__device__ __forceinline__ float m_log1p(float x) {
-    return log1pf(x);
-}
-__device__ __forceinline__ double m_log1p(double x) {
-    return log1p(x);
-}
-__device__ __forceinline__ float m_sqrt(float x) {
-    return sqrtf(x);
-}
-__device__ __forceinline__ double m_sqrt(double x) {
-    return sqrt(x);
-}
-__device__ __forceinline__ float m_tanh(float x) {
-    return tanhf(x);
-}
-__device__ __forceinline__ double m_tanh(double x) {
-    return tanh(x);
-}
-__device__ __forceinline__ float m_erf(float x) {
-    return erff(x);
-}
-__device__ __forceinline__ double m_erf(double x) {
-    return erf(x);
-}
+/* Math by compute type, so that f64 never goes through f32: NAME(float) calls F, NAME(double)
+ * calls D. */
+#define CUDA_MATH1(NAME, F, D)                                      \
+    __device__ __forceinline__ float NAME(float x) { return F(x); } \
+    __device__ __forceinline__ double NAME(double x) { return D(x); }
+CUDA_MATH1(m_exp, expf, exp)
+CUDA_MATH1(m_log, logf, log)
+CUDA_MATH1(m_log1p, log1pf, log1p)
+CUDA_MATH1(m_sqrt, sqrtf, sqrt)
+CUDA_MATH1(m_tanh, tanhf, tanh)
+CUDA_MATH1(m_erf, erff, erf)
+CUDA_MATH1(m_abs, fabsf, fabs)
+#undef CUDA_MATH1
 __device__ __forceinline__ float m_pow(float x, float y) {
     return powf(x, y);
 }
 __device__ __forceinline__ double m_pow(double x, double y) {
     return pow(x, y);
-}
-__device__ __forceinline__ float m_abs(float x) {
-    return fabsf(x);
-}
-__device__ __forceinline__ double m_abs(double x) {
-    return fabs(x);
 }
 
 /* The smallest value of a signed integer type, and wrapping arithmetic in its unsigned one. */
@@ -148,6 +118,15 @@ __device__ __forceinline__ int64_t walk_offset(const cuda_bcast_t &g, int k, int
     }
     return off;
 }
+
+/* CASE(DT, T) for the six dtypes of the arithmetic templates (CASE defined where it is used). */
+#define CUDA_CASES_ARITH              \
+    CASE(CUDA_DT_F32, float)          \
+    CASE(CUDA_DT_F64, double)         \
+    CASE(CUDA_DT_F16, __half)         \
+    CASE(CUDA_DT_BF16, __nv_bfloat16) \
+    CASE(CUDA_DT_I32, int32_t)        \
+    CASE(CUDA_DT_I64, int64_t)
 
 #define FOR_EACH(i, n)                                                        \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \

@@ -324,12 +324,7 @@ extern "C" int cuda__binary(uint32_t dtype, const cuda_bcast_t *g, int op, doubl
         LAUNCH(g->count, stream, binary_kernel<T>)           \
         (*g, op, alpha, (const T *)a, (const T *)b, (T *)o); \
         break;
-        CASE(CUDA_DT_F32, float)
-        CASE(CUDA_DT_F64, double)
-        CASE(CUDA_DT_F16, __half)
-        CASE(CUDA_DT_BF16, __nv_bfloat16)
-        CASE(CUDA_DT_I32, int32_t)
-        CASE(CUDA_DT_I64, int64_t)
+        CUDA_CASES_ARITH
 #undef CASE
         default:
             return (int)cudaErrorInvalidValue;
@@ -344,12 +339,7 @@ extern "C" int cuda__unary(uint32_t dtype, int64_t n, int op, double alpha, cons
     case DT:                                                                    \
         LAUNCH(n, stream, unary_kernel<T>)(n, op, alpha, (const T *)x, (T *)y); \
         break;
-        CASE(CUDA_DT_F32, float)
-        CASE(CUDA_DT_F64, double)
-        CASE(CUDA_DT_F16, __half)
-        CASE(CUDA_DT_BF16, __nv_bfloat16)
-        CASE(CUDA_DT_I32, int32_t)
-        CASE(CUDA_DT_I64, int64_t)
+        CUDA_CASES_ARITH
 #undef CASE
         default:
             return (int)cudaErrorInvalidValue;
