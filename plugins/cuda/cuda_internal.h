@@ -43,6 +43,9 @@ extern "C" {
 #define CUDA_BIN_SIGMOID_GRAD 7
 #define CUDA_BIN_TANH_GRAD 8
 #define CUDA_BIN_FIRST 9 /* alpha * a, broadcast: Gemm's C into Y, ReduceGrad */
+/* h-cuda: GeluGrad (dy, x), exact and with the tanh approximation. */
+#define CUDA_BIN_GELU_GRAD 10
+#define CUDA_BIN_GELU_TANH_GRAD 11
 
 /* Unary ops. NEG, ABS, RELU also at i32 and i64 (wrapping). */
 #define CUDA_UN_NEG 0
@@ -57,6 +60,9 @@ extern "C" {
 #define CUDA_UN_LEAKY_RELU 9
 #define CUDA_UN_SOFTPLUS 10
 #define CUDA_UN_ERF 11
+/* h-cuda: Gelu, exact (x Phi(x)) and with the tanh approximation. */
+#define CUDA_UN_GELU 12
+#define CUDA_UN_GELU_TANH 13
 
 /* Comparisons (to bool). */
 #define CUDA_CMP_EQUAL 0

@@ -77,6 +77,7 @@ CUDA_MATH1(m_log1p, log1pf, log1p)
 CUDA_MATH1(m_sqrt, sqrtf, sqrt)
 CUDA_MATH1(m_tanh, tanhf, tanh)
 CUDA_MATH1(m_erf, erff, erf)
+CUDA_MATH1(m_erfc, erfcf, erfc)
 CUDA_MATH1(m_abs, fabsf, fabs)
 #undef CUDA_MATH1
 __device__ __forceinline__ float m_pow(float x, float y) {

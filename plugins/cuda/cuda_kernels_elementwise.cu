@@ -7,6 +7,36 @@
 
 namespace {
 
+/* Gelu as the CPU computes it: x Phi(x) with Phi(x) = erfc(-x / sqrt 2) / 2, or x sigmoid(2u)
+ * with u = sqrt(2 / pi) (x + 0.044715 x^3) (the tanh form); neither cancels for negative x. */
+#define CUDA_SQRT1_2 0.70710678118654752440
+#define CUDA_SQRT2_PI 0.79788456080286535588    /* sqrt(2 / pi) */
+#define CUDA_INV_SQRT2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
+#define CUDA_GELU_C 0.044715
+
+/* The CPU's sigmoid: from e^-|x|, so that neither side overflows. */
+template <typename C>
+__device__ __forceinline__ C sigmoid_of(C x) {
+    const C e = m_exp(x < (C)0 ? x : -x);
+    const C s = (C)1 / ((C)1 + e);
+    return x < (C)0 ? e * s : s;
+}
+template <typename C>
+__device__ __forceinline__ C gelu_u(C x) {
+    return (C)2 * (C)CUDA_SQRT2_PI * (x + (C)CUDA_GELU_C * x * x * x);
+}
+template <typename C>
+__device__ __forceinline__ C gelu_grad(C x) {
+    return (C)0.5 * m_erfc(-x * (C)CUDA_SQRT1_2) +
+           x * m_exp((C)-0.5 * x * x) * (C)CUDA_INV_SQRT2PI;
+}
+template <typename C>
+__device__ __forceinline__ C gelu_tanh_grad(C x) {
+    const C s = sigmoid_of(gelu_u(x));
+    return s + x * s * ((C)1 - s) * (C)2 * (C)CUDA_SQRT2_PI *
+                   ((C)1 + (C)3 * (C)CUDA_GELU_C * x * x);
+}
+
 template <typename C>
 __device__ __forceinline__ C fbinary(int op, C a, C b, C alpha) {
     switch (op) {
@@ -20,7 +50,8 @@ __device__ __forceinline__ C fbinary(int op, C a, C b, C alpha) {
             return a / b;
         case CUDA_BIN_POW:
             return m_pow(a, b);
-        /* The gradients: a is dy, b the forward input (Relu, LeakyRelu) or output (the others). */
+        /* The gradients: a is dy, b the forward input (Relu, LeakyRelu, Gelu) or output (the
+         * others). */
         case CUDA_BIN_RELU_GRAD:
             return b > (C)0 ? a : (C)0;
         case CUDA_BIN_LEAKY_RELU_GRAD:
@@ -31,6 +62,10 @@ __device__ __forceinline__ C fbinary(int op, C a, C b, C alpha) {
             return a * ((C)1 - b * b);
         case CUDA_BIN_FIRST:
             return alpha * a;
+        case CUDA_BIN_GELU_GRAD: /* b is the forward input */
+            return a * gelu_grad(b);
+        case CUDA_BIN_GELU_TANH_GRAD:
+            return a * gelu_tanh_grad(b);
         default:
             return (C)0;
     }
@@ -93,6 +128,10 @@ __device__ __forceinline__ C funary(int op, C x, C alpha) {
             return x > (C)0 ? x + m_log1p(m_exp(-x)) : m_log1p(m_exp(x));
         case CUDA_UN_ERF:
             return m_erf(x);
+        case CUDA_UN_GELU:
+            return (C)0.5 * x * m_erfc(-x * (C)CUDA_SQRT1_2);
+        case CUDA_UN_GELU_TANH:
+            return x * sigmoid_of(gelu_u(x));
         default:
             return (C)0;
     }

@@ -187,6 +187,9 @@ static const ses_drv_kernel_t cuda_kernels[] = {
     FLOATS(SCE, "SoftmaxCrossEntropyLoss", cuda__k_sce)
     FLOATS(SCE_GRAD, "SoftmaxCrossEntropyLossGrad", cuda__k_sce)
     FLOATS(OPTIMIZERS, "", cuda__k_optimizer)
+    /* h-cuda (issue #22): the ops transformers and detection models spend their time in. */
+    FLOATS(UN, "Gelu", cuda__k_unary)
+    FLOATS(BIN, "GeluGrad", cuda__k_binary)
     /* clang-format on */
 };
 
