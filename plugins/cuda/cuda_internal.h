@@ -291,6 +291,15 @@ CUDA_HIDDEN int cuda__adam(uint32_t dtype, int64_t n, void *var, const void *gra
                            void *m, void *v, void *t, double beta1, double beta2, double eps,
                            void *stream);
 
+/* h-cuda (issue #22). LayerNormalization over @p rows rows of @p n elements (f32, f64): bias,
+ * mean and inv_std may be NULL. Its gradient: dX (@p input 0) or dScale (1) from dy, x, scale. */
+CUDA_HIDDEN int cuda__layer_norm(uint32_t dtype, int64_t rows, int64_t n, double eps,
+                                 const void *x, const void *scale, const void *bias, void *y,
+                                 void *mean, void *inv_std, void *stream);
+CUDA_HIDDEN int cuda__layer_norm_grad(uint32_t dtype, int input, int64_t rows, int64_t n,
+                                      double eps, const void *dy, const void *x, const void *scale,
+                                      void *out, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -110,4 +110,9 @@ int32_t cuda__k_pad_grad(ses_drv_device_t *device, void *state, const ses_drv_la
 int32_t cuda__k_sce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 int32_t cuda__k_optimizer(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 
+/* h-cuda (issue #22). cuda_norm.c */
+int32_t cuda__k_layer_norm(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+int32_t cuda__k_layer_norm_grad(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch);
+
 #endif

@@ -100,6 +100,12 @@
     CAST_TO(o, fn, A, "f64")                                                  \
     CAST_TO(o, fn, A, "i32") CAST_TO(o, fn, A, "i64") CAST_TO(o, fn, A, "u8") \
         CAST_TO(o, fn, A, "bool")
+/* h-cuda: LayerNormalization with X, Scale[, B], giving Y[, Mean[, InvStdDev]]. */
+#define LAYER_NORM(o, fn, T)                                                      \
+    K(o, T "," T "->" T, fn)                                                      \
+    K(o, T "," T "->" T "," T, fn) K(o, T "," T "->" T "," T "," T, fn)           \
+        K(o, T "," T "," T "->" T, fn) K(o, T "," T "," T "->" T "," T, fn)       \
+            K(o, T "," T "," T "->" T "," T "," T, fn)
 
 static const ses_drv_kernel_t cuda_kernels[] = {
     /* clang-format off */
@@ -190,6 +196,8 @@ static const ses_drv_kernel_t cuda_kernels[] = {
     /* h-cuda (issue #22): the ops transformers and detection models spend their time in. */
     FLOATS(UN, "Gelu", cuda__k_unary)
     FLOATS(BIN, "GeluGrad", cuda__k_binary)
+    FLOATS(LAYER_NORM, "LayerNormalization", cuda__k_layer_norm)
+    FLOATS(TER, "LayerNormalizationGrad", cuda__k_layer_norm_grad)
     /* clang-format on */
 };
 
