@@ -299,6 +299,15 @@ CUDA_HIDDEN int cuda__layer_norm(uint32_t dtype, int64_t rows, int64_t n, double
 CUDA_HIDDEN int cuda__layer_norm_grad(uint32_t dtype, int input, int64_t rows, int64_t n,
                                       double eps, const void *dy, const void *x, const void *scale,
                                       void *out, void *stream);
+/* GatherElements by element size (1, 2, 4, 8): g walks the indices' dims (g->dims, g->count)
+ * with data's strides in g->stride[0]; indices out of range are skipped (checked before). */
+CUDA_HIDDEN int cuda__gather_elements(uint32_t esize, const cuda_bcast_t *g, int axis, int64_t dim,
+                                      const void *x, const void *idx, int idx64, void *y,
+                                      void *stream);
+/* TopK of x [outer, n, inner] along n (f32, f64, i32, i64): values and indices [outer, k, inner]. */
+CUDA_HIDDEN int cuda__topk(uint32_t dtype, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                           int largest, const void *x, void *values, int64_t *indices,
+                           void *stream);
 
 #ifdef __cplusplus
 }

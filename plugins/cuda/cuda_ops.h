@@ -114,5 +114,9 @@ int32_t cuda__k_optimizer(ses_drv_device_t *device, void *state, const ses_drv_l
 int32_t cuda__k_layer_norm(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 int32_t cuda__k_layer_norm_grad(ses_drv_device_t *device, void *state,
                                 const ses_drv_launch_t *launch);
+/* cuda_index.c */
+int32_t cuda__k_gather_elements(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch);
+int32_t cuda__k_topk(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 
 #endif

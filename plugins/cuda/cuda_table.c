@@ -106,6 +106,8 @@
     K(o, T "," T "->" T "," T, fn) K(o, T "," T "->" T "," T "," T, fn)           \
         K(o, T "," T "," T "->" T, fn) K(o, T "," T "," T "->" T "," T, fn)       \
             K(o, T "," T "," T "->" T "," T "," T, fn)
+/* h-cuda: TopK, X -> Values, Indices (K is the outputs' size). */
+#define TOPK(o, fn, T) K(o, T "->" T ",i64", fn)
 
 static const ses_drv_kernel_t cuda_kernels[] = {
     /* clang-format off */
@@ -198,6 +200,8 @@ static const ses_drv_kernel_t cuda_kernels[] = {
     FLOATS(BIN, "GeluGrad", cuda__k_binary)
     FLOATS(LAYER_NORM, "LayerNormalization", cuda__k_layer_norm)
     FLOATS(TER, "LayerNormalizationGrad", cuda__k_layer_norm_grad)
+    ANY(IDX, "GatherElements", cuda__k_gather_elements)
+    NUMBERS(TOPK, "TopK", cuda__k_topk)
     /* clang-format on */
 };
 
