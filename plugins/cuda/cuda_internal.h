@@ -134,6 +134,20 @@ typedef struct cuda_win {
     uint32_t n;                 /* spatial dims */
 } cuda_win_t;
 
+/* h-cuda: Resize's parameters, with the codes of libsession/src/ops/resize.c (mode 0 nearest,
+ * 1 linear, 2 cubic; coord 0 half_pixel .. 6 tf_crop_and_resize; nearest 0 round_prefer_floor,
+ * 1 round_prefer_ceil, 2 floor, 3 ceil), X's and Y's dims, and per axis scales, lengths and roi
+ * (starts, then ends). No antialias (refused). */
+typedef struct cuda_resize {
+    int64_t in[CUDA_MAX_RANK], out[CUDA_MAX_RANK];
+    double scales[CUDA_MAX_RANK], lengths[CUDA_MAX_RANK], roi[2 * CUDA_MAX_RANK];
+    double cubic_a, extrapolation;
+    int64_t count; /* Y's (Resize) or dY's (ResizeGrad) elements */
+    uint64_t fill; /* extrapolation_value's bits in an integer Y's dtype (nearest copies) */
+    int32_t mode, coord, nearest, exclude;
+    uint32_t rank;
+} cuda_resize_t;
+
 /* Pools (CUDA_POOL_*). */
 #define CUDA_POOL_MAX 0
 #define CUDA_POOL_AVG 1
@@ -299,6 +313,12 @@ CUDA_HIDDEN int cuda__layer_norm(uint32_t dtype, int64_t rows, int64_t n, double
 CUDA_HIDDEN int cuda__layer_norm_grad(uint32_t dtype, int input, int64_t rows, int64_t n,
                                       double eps, const void *dy, const void *x, const void *scale,
                                       void *out, void *stream);
+/* Resize (f32, f64, every mode; @p esize 1, 2, 4 or 8 with nearest: a copy of each element)
+ * and ResizeGrad (f32, f64; dx must be zeroed first: dy's elements are added onto it). */
+CUDA_HIDDEN int cuda__resize(uint32_t dtype, const cuda_resize_t *r, const void *x, void *y,
+                             void *stream);
+CUDA_HIDDEN int cuda__resize_grad(uint32_t dtype, const cuda_resize_t *r, const void *dy, void *dx,
+                                  void *stream);
 /* GatherElements by element size (1, 2, 4, 8): g walks the indices' dims (g->dims, g->count)
  * with data's strides in g->stride[0]; indices out of range are skipped (checked before). */
 CUDA_HIDDEN int cuda__gather_elements(uint32_t esize, const cuda_bcast_t *g, int axis, int64_t dim,

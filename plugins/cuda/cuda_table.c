@@ -108,6 +108,8 @@
             K(o, T "," T "," T "->" T "," T "," T, fn)
 /* h-cuda: TopK, X -> Values, Indices (K is the outputs' size). */
 #define TOPK(o, fn, T) K(o, T "->" T ",i64", fn)
+/* h-cuda: Resize and ResizeGrad, without antialias (refused, so that the node runs elsewhere). */
+#define RESIZE(o, fn, T) KF(o, T "->" T, fn, cuda__resize_supports, 0)
 
 static const ses_drv_kernel_t cuda_kernels[] = {
     /* clang-format off */
@@ -202,6 +204,10 @@ static const ses_drv_kernel_t cuda_kernels[] = {
     FLOATS(TER, "LayerNormalizationGrad", cuda__k_layer_norm_grad)
     ANY(IDX, "GatherElements", cuda__k_gather_elements)
     NUMBERS(TOPK, "TopK", cuda__k_topk)
+    FLOATS(RESIZE, "Resize", cuda__k_resize)
+    RESIZE("Resize", cuda__k_resize, "i8") RESIZE("Resize", cuda__k_resize, "u8")
+    RESIZE("Resize", cuda__k_resize, "i32") RESIZE("Resize", cuda__k_resize, "i64")
+    FLOATS(RESIZE, "ResizeGrad", cuda__k_resize_grad)
     /* clang-format on */
 };
 
