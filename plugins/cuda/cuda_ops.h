@@ -105,6 +105,9 @@ int32_t cuda__k_batch_norm(ses_drv_device_t *device, void *state, const ses_drv_
 int32_t cuda__k_dropout(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 int32_t cuda__k_pad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 int32_t cuda__k_pad_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+/* h-cuda (issue #22) */
+int32_t cuda__k_conv_transpose(ses_drv_device_t *device, void *state,
+                               const ses_drv_launch_t *launch);
 
 /* cuda_loss.c */
 int32_t cuda__k_sce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);

@@ -208,6 +208,8 @@ static const ses_drv_kernel_t cuda_kernels[] = {
     RESIZE("Resize", cuda__k_resize, "i8") RESIZE("Resize", cuda__k_resize, "u8")
     RESIZE("Resize", cuda__k_resize, "i32") RESIZE("Resize", cuda__k_resize, "i64")
     FLOATS(RESIZE, "ResizeGrad", cuda__k_resize_grad)
+    FLOATS(CNN_BIN, "ConvTranspose", cuda__k_conv_transpose)
+    FLOATS(CNN_TER, "ConvTranspose", cuda__k_conv_transpose)
     /* clang-format on */
 };
 
