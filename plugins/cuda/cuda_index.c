@@ -1,7 +1,8 @@
 /*
- * GatherElements (any dtype, by element size; i32 or i64 indices) and TopK (f32, f64, i32, i64),
- * as the CPU driver's (cpu_index.c, cpu_value_shape.c). GatherElements checks its indices on the
- * device and waits for the check, so that an index out of range is an error naming it.
+ * GatherElements (any dtype, by element size; i32 or i64 indices), TopK (f32, f64, i32, i64) and
+ * NonMaxSuppression (f32), as the CPU driver's (cpu_index.c, cpu_value_shape.c). GatherElements
+ * checks its indices on the device and waits for the check, so that an index out of range is an
+ * error naming it; NonMaxSuppression checks the selection's size likewise.
  */
 #include <cuda_runtime_api.h>
 #include <inttypes.h>
@@ -118,4 +119,73 @@ int32_t cuda__k_topk(ses_drv_device_t *device, void *state, const ses_drv_launch
     return cuda__finish(device, launch,
                         cuda__topk(x->dtype, outer, n, inner, k, largest != 0, x->ptr, v->ptr,
                                    (int64_t *)ix->ptr, cuda__stream_of(device, launch)));
+}
+
+/* NonMaxSuppression's supports_node: at most CUDA_NMS_MAX_BOXES boxes (kept in shared memory). */
+int32_t cuda__nms_supports(ses_drv_device_t *device, const ses_drv_node_t *node) {
+    int32_t st;
+
+    if ((st = cuda__rank_supports(device, node)) != SES_DRV_OK)
+        return st;
+    const ses_drv_tensor_desc_t *b = node->n_inputs ? ses_drv_util_tensor_at(node->inputs, 0) : NULL;
+    if (b && b->rank == 3 && b->dims && b->dims[1] > CUDA_NMS_MAX_BOXES)
+        return cuda__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                               "%" PRId64 " boxes; cuda takes up to %d", b->dims[1],
+                               CUDA_NMS_MAX_BOXES);
+    return SES_DRV_OK;
+}
+
+/* boxes [batch, n, 4], scores [batch, classes, n] (f32) -> [selected, 3] (i64): the host inferred
+ * the selection's size from the values; the kernel checks it and the call waits for that. */
+int32_t cuda__k_nms(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    cuda_arg_t a[3];
+    int64_t center = 0, max_out = 0, has_st = 0;
+    double iou_th = 0.0, score_th = 0.0;
+    unsigned long long bad;
+    int32_t st;
+
+    (void)state;
+    if ((st = cuda__check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const cuda_arg_t *b = &a[0], *s = &a[1], *y = &a[2];
+    if (cuda__attr_int(node, "center_point_box", 0, &center) != SES_DRV_OK ||
+        cuda__attr_int(node, "max_output_boxes_per_class", 0, &max_out) != SES_DRV_OK ||
+        cuda__attr_int(node, "has_score_threshold", 0, &has_st) != SES_DRV_OK ||
+        cuda__attr_double(node, "iou_threshold", 0.0, &iou_th) != SES_DRV_OK ||
+        cuda__attr_double(node, "score_threshold", 0.0, &score_th) != SES_DRV_OK)
+        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                               "an attribute has the wrong type (center_point_box, "
+                               "max_output_boxes_per_class and has_score_threshold are INTs, "
+                               "the thresholds FLOATs)");
+    if (b->rank != 3 || b->dims[2] != 4 || s->rank != 3 || s->dims[0] != b->dims[0] ||
+        s->dims[2] != b->dims[1] || y->rank != 2 || y->dims[1] != 3 ||
+        b->dtype != SES_DRV_DTYPE_F32 || s->dtype != SES_DRV_DTYPE_F32 ||
+        y->dtype != SES_DRV_DTYPE_I64)
+        return cuda__shape_fail(device, node,
+                                "boxes [batch, boxes, 4], scores [batch, classes, boxes] (f32) "
+                                "and an output [selected, 3] (i64)",
+                                b, s);
+    if (b->dims[1] > CUDA_NMS_MAX_BOXES)
+        return cuda__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
+                               "%" PRId64 " boxes; cuda takes up to %d", b->dims[1],
+                               CUDA_NMS_MAX_BOXES);
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    void *stream = cuda__stream_of(device, launch);
+    int e = cuda__check_begin(device, stream);
+    if (e == 0 && b->dims[0] > 0 && b->dims[1] > 0 && s->dims[1] > 0)
+        e = cuda__nms(b->dims[0], b->dims[1], s->dims[1], (const float *)b->ptr,
+                      (const float *)s->ptr, center != 0, max_out, has_st != 0, iou_th, score_th,
+                      y->dims[0], (int64_t *)y->ptr, device->bad_dev, stream);
+    e = cuda__check_end(device, stream, e, &bad);
+    if (e != 0)
+        return cuda__finish(device, launch, e);
+    if (bad == ~0ULL && y->dims[0] != 0 && !(b->dims[0] > 0 && b->dims[1] > 0 && s->dims[1] > 0))
+        bad = 0; /* nothing to select from */
+    if (bad != ~0ULL)
+        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                               "%llu boxes are selected, but the output holds %" PRId64, bad,
+                               y->dims[0]);
+    return SES_DRV_OK;
 }

@@ -324,6 +324,14 @@ CUDA_HIDDEN int cuda__resize_grad(uint32_t dtype, const cuda_resize_t *r, const 
 CUDA_HIDDEN int cuda__gather_elements(uint32_t esize, const cuda_bcast_t *g, int axis, int64_t dim,
                                       const void *x, const void *idx, int idx64, void *y,
                                       void *stream);
+/* NonMaxSuppression (boxes [batch, n, 4], scores [batch, classes, n], f32) into out [rows, 3]
+ * (i64), one block; a total of selected boxes other than @p rows is min-ed into *bad. At most
+ * CUDA_NMS_MAX_BOXES boxes (more: cudaErrorInvalidValue). */
+#define CUDA_NMS_MAX_BOXES 8192
+CUDA_HIDDEN int cuda__nms(int64_t batch, int64_t n, int64_t classes, const float *boxes,
+                          const float *scores, int center, int64_t max_out, int has_st,
+                          double iou_th, double score_th, int64_t rows, int64_t *out,
+                          unsigned long long *bad, void *stream);
 /* TopK of x [outer, n, inner] along n (f32, f64, i32, i64): values and indices [outer, k, inner]. */
 CUDA_HIDDEN int cuda__topk(uint32_t dtype, int64_t outer, int64_t n, int64_t inner, int64_t k,
                            int largest, const void *x, void *values, int64_t *indices,

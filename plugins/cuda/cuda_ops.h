@@ -121,6 +121,8 @@ int32_t cuda__k_layer_norm_grad(ses_drv_device_t *device, void *state,
 int32_t cuda__k_gather_elements(ses_drv_device_t *device, void *state,
                                 const ses_drv_launch_t *launch);
 int32_t cuda__k_topk(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+int32_t cuda__nms_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+int32_t cuda__k_nms(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 /* cuda_resize.c */
 int32_t cuda__resize_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
 int32_t cuda__k_resize(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);

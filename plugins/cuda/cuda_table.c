@@ -210,6 +210,8 @@ static const ses_drv_kernel_t cuda_kernels[] = {
     FLOATS(RESIZE, "ResizeGrad", cuda__k_resize_grad)
     FLOATS(CNN_BIN, "ConvTranspose", cuda__k_conv_transpose)
     FLOATS(CNN_TER, "ConvTranspose", cuda__k_conv_transpose)
+    /* NonMaxSuppression checks the selection's size on the device and waits for the check. */
+    KF("NonMaxSuppression", "f32,f32->i64", cuda__k_nms, cuda__nms_supports, NC)
     /* clang-format on */
 };
 

@@ -115,7 +115,7 @@ static void graphs_capture_replay_and_abandon_on_the_emulated_streams(void **sta
 /* h-cuda (issue #22): the kernels for transformers and detection models are in the table and
  * match the CPU driver's, each form at least once (Gelu's two forms, LayerNormalization with its
  * optional outputs and its gradients, GatherElements with both index types, TopK, Resize and
- * its gradient, ConvTranspose). */
+ * its gradient, ConvTranspose, NonMaxSuppression). */
 static void the_issue_22_kernels_match_the_cpu_driver(void **state) {
     static const char *const lines[] = {
         "kernel  Gelu f32->f32  cases ",
@@ -131,6 +131,7 @@ static void the_issue_22_kernels_match_the_cpu_driver(void **state) {
         "kernel  Resize u8->u8  cases ",
         "kernel  ResizeGrad f64->f64  cases ",
         "kernel  ConvTranspose f32,f32,f32->f32  cases ",
+        "kernel  NonMaxSuppression f32,f32->i64  cases ",
     };
     (void)state;
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
