@@ -98,9 +98,8 @@ int32_t cuda__k_topk(ses_drv_device_t *device, void *state, const ses_drv_launch
                                 x, v);
     for (uint32_t d = 0; d < x->rank; d++) {
         if (d != (uint32_t)axis && v->dims[d] != x->dims[d])
-            return cuda__shape_fail(device, node,
-                                    "Values differ from X in a dimension which is not the axis", x,
-                                    v);
+            return cuda__shape_fail(
+                device, node, "Values differ from X in a dimension which is not the axis", x, v);
         if (d < (uint32_t)axis)
             outer *= x->dims[d];
         else if (d > (uint32_t)axis)
@@ -109,8 +108,7 @@ int32_t cuda__k_topk(ses_drv_device_t *device, void *state, const ses_drv_launch
     const int64_t n = x->dims[axis], k = v->dims[axis];
     if (k > n)
         return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                               "K %" PRId64 " is more than the %" PRId64
-                               " entries along the axis",
+                               "K %" PRId64 " is more than the %" PRId64 " entries along the axis",
                                k, n);
     if (k == 0 || outer * inner == 0)
         return SES_DRV_OK;
@@ -127,7 +125,8 @@ int32_t cuda__nms_supports(ses_drv_device_t *device, const ses_drv_node_t *node)
 
     if ((st = cuda__rank_supports(device, node)) != SES_DRV_OK)
         return st;
-    const ses_drv_tensor_desc_t *b = node->n_inputs ? ses_drv_util_tensor_at(node->inputs, 0) : NULL;
+    const ses_drv_tensor_desc_t *b =
+        node->n_inputs ? ses_drv_util_tensor_at(node->inputs, 0) : NULL;
     if (b && b->rank == 3 && b->dims && b->dims[1] > CUDA_NMS_MAX_BOXES)
         return cuda__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
                                "%" PRId64 " boxes; cuda takes up to %d", b->dims[1],

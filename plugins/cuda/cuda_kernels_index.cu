@@ -180,10 +180,10 @@ extern "C" int cuda__gather_elements(uint32_t esize, const cuda_bcast_t *g, int 
                                      const void *x, const void *idx, int idx64, void *y,
                                      void *stream) {
     switch (esize) {
-#define CASE(N, T)                                                                          \
-    case N:                                                                                 \
-        LAUNCH(g->count, stream, gather_elements_kernel<T>)                                 \
-        (*g, axis, dim, (const T *)x, idx, idx64, (T *)y);                                  \
+#define CASE(N, T)                                          \
+    case N:                                                 \
+        LAUNCH(g->count, stream, gather_elements_kernel<T>) \
+        (*g, axis, dim, (const T *)x, idx, idx64, (T *)y);  \
         break;
         CASE(1, uint8_t)
         CASE(2, uint16_t)
@@ -201,10 +201,10 @@ extern "C" int cuda__topk(uint32_t dtype, int64_t outer, int64_t n, int64_t inne
                           void *stream) {
     const int64_t count = outer * n * inner;
     switch (dtype) {
-#define CASE(DT, T)                                                                           \
-    case DT:                                                                                  \
-        LAUNCH(count, stream, topk_kernel<T>)                                                 \
-        (outer, n, inner, k, largest, (const T *)x, (T *)values, indices);                    \
+#define CASE(DT, T)                                                        \
+    case DT:                                                               \
+        LAUNCH(count, stream, topk_kernel<T>)                              \
+        (outer, n, inner, k, largest, (const T *)x, (T *)values, indices); \
         break;
         CASE(CUDA_DT_F32, float)
         CASE(CUDA_DT_F64, double)

@@ -99,9 +99,7 @@ __global__ void layer_norm_dscale_kernel(int64_t rows, int64_t n, double eps, co
 }
 
 /* Blocks for @p n rows (or column tiles): one each, at most 65535 (grid-stride beyond). */
-inline unsigned norm_blocks(int64_t n) {
-    return (unsigned)(n < 65535 ? (n > 0 ? n : 1) : 65535);
-}
+inline unsigned norm_blocks(int64_t n) { return (unsigned)(n < 65535 ? (n > 0 ? n : 1) : 65535); }
 
 } /* namespace */
 
@@ -111,11 +109,11 @@ extern "C" int cuda__layer_norm(uint32_t dtype, int64_t rows, int64_t n, double 
                                 const void *scale, const void *bias, void *y, void *mean,
                                 void *inv_std, void *stream) {
     switch (dtype) {
-#define CASE(DT, T)                                                                          \
-    case DT:                                                                                 \
-        NORM_LAUNCH(norm_blocks(rows), stream, layer_norm_kernel<T>)                         \
-        (rows, n, eps, (const T *)x, (const T *)scale, (const T *)bias, (T *)y, (T *)mean,   \
-         (T *)inv_std);                                                                      \
+#define CASE(DT, T)                                                                        \
+    case DT:                                                                               \
+        NORM_LAUNCH(norm_blocks(rows), stream, layer_norm_kernel<T>)                       \
+        (rows, n, eps, (const T *)x, (const T *)scale, (const T *)bias, (T *)y, (T *)mean, \
+         (T *)inv_std);                                                                    \
         break;
         CASE(CUDA_DT_F32, float)
         CASE(CUDA_DT_F64, double)
@@ -130,15 +128,16 @@ extern "C" int cuda__layer_norm_grad(uint32_t dtype, int input, int64_t rows, in
                                      const void *dy, const void *x, const void *scale, void *out,
                                      void *stream) {
     switch (dtype) {
-#define CASE(DT, T)                                                                           \
-    case DT:                                                                                  \
-        if (input == 0)                                                                       \
-            NORM_LAUNCH(norm_blocks(rows), stream, layer_norm_dx_kernel<T>)                   \
-            (rows, n, eps, (const T *)dy, (const T *)x, (const T *)scale, (T *)out);          \
-        else                                                                                  \
-            NORM_LAUNCH(norm_blocks((n + NORM_THREADS - 1) / NORM_THREADS), stream,           \
-                        layer_norm_dscale_kernel<T>)                                          \
-            (rows, n, eps, (const T *)dy, (const T *)x, (T *)out);                            \
+#define CASE(DT, T)                                                                  \
+    case DT:                                                                         \
+        if (input == 0) {                                                            \
+            NORM_LAUNCH(norm_blocks(rows), stream, layer_norm_dx_kernel<T>)          \
+            (rows, n, eps, (const T *)dy, (const T *)x, (const T *)scale, (T *)out); \
+        } else {                                                                     \
+            NORM_LAUNCH(norm_blocks((n + NORM_THREADS - 1) / NORM_THREADS), stream,  \
+                        layer_norm_dscale_kernel<T>)                                 \
+            (rows, n, eps, (const T *)dy, (const T *)x, (T *)out);                   \
+        }                                                                            \
         break;
         CASE(CUDA_DT_F32, float)
         CASE(CUDA_DT_F64, double)

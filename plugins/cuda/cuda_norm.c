@@ -44,10 +44,10 @@ int32_t cuda__k_layer_norm(ses_drv_device_t *device, void *state, const ses_drv_
     int32_t st;
 
     (void)state;
-    const uint32_t no = launch && launch->node && launch->node->n_outputs >= 1 &&
-                                launch->node->n_outputs <= 3
-                            ? launch->node->n_outputs
-                            : 1;
+    const uint32_t no =
+        launch && launch->node && launch->node->n_outputs >= 1 && launch->node->n_outputs <= 3
+            ? launch->node->n_outputs
+            : 1;
     if ((st = cuda__check_launch(device, launch, 2, 3, no, a)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
@@ -68,12 +68,11 @@ int32_t cuda__k_layer_norm(ses_drv_device_t *device, void *state, const ses_drv_
         return SES_DRV_OK;
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
-    return cuda__finish(device, launch,
-                        cuda__layer_norm(x->dtype, rows, n, eps, x->ptr, a[1].ptr,
-                                         ni > 2 ? a[2].ptr : NULL, y->ptr,
-                                         no > 1 ? a[ni + 1].ptr : NULL,
-                                         no > 2 ? a[ni + 2].ptr : NULL,
-                                         cuda__stream_of(device, launch)));
+    return cuda__finish(
+        device, launch,
+        cuda__layer_norm(x->dtype, rows, n, eps, x->ptr, a[1].ptr, ni > 2 ? a[2].ptr : NULL, y->ptr,
+                         no > 1 ? a[ni + 1].ptr : NULL, no > 2 ? a[ni + 2].ptr : NULL,
+                         cuda__stream_of(device, launch)));
 }
 
 int32_t cuda__k_layer_norm_grad(ses_drv_device_t *device, void *state,
@@ -91,10 +90,9 @@ int32_t cuda__k_layer_norm_grad(ses_drv_device_t *device, void *state,
         (st = cuda_layer_norm_rows(device, node, &a[1], &a[2], &rows, &n, &eps)) != SES_DRV_OK)
         return st;
     if (cuda__attr_int(node, "input", 0, &input) != SES_DRV_OK || input < 0 || input > 1)
-        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                               "attribute input is %" PRId64
-                               " or not an INT; expected 0 (dX) or 1 (dScale)",
-                               input);
+        return cuda__node_fail(
+            device, node, SES_DRV_INVALID_ARGUMENT,
+            "attribute input is %" PRId64 " or not an INT; expected 0 (dX) or 1 (dScale)", input);
     if (!cuda__same_shape(&a[0], &a[1]) || !cuda__same_shape(&a[input == 0 ? 1 : 2], &a[3]))
         return cuda__shape_fail(device, node,
                                 "dY must have X's shape and the output that of the input it is "
@@ -104,8 +102,8 @@ int32_t cuda__k_layer_norm_grad(ses_drv_device_t *device, void *state,
         return SES_DRV_OK;
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
-    return cuda__finish(device, launch,
-                        cuda__layer_norm_grad(a[1].dtype, (int)input, rows, n, eps, a[0].ptr,
-                                              a[1].ptr, a[2].ptr, a[3].ptr,
-                                              cuda__stream_of(device, launch)));
+    return cuda__finish(
+        device, launch,
+        cuda__layer_norm_grad(a[1].dtype, (int)input, rows, n, eps, a[0].ptr, a[1].ptr, a[2].ptr,
+                              a[3].ptr, cuda__stream_of(device, launch)));
 }

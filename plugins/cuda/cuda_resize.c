@@ -15,8 +15,8 @@
 #include "cuda_ops.h"
 
 /* FLOATS attribute @p key of exactly @p want values. */
-static int32_t cuda_rz_floats(ses_drv_device_t *device, const ses_drv_node_t *node,
-                              const char *key, double *out, uint32_t want) {
+static int32_t cuda_rz_floats(ses_drv_device_t *device, const ses_drv_node_t *node, const char *key,
+                              double *out, uint32_t want) {
     uint64_t n = 0;
 
     if (!node->attr || node->attr(node, key, SES_DRV_ATTR_FLOATS, &n, NULL) != SES_DRV_OK ||
@@ -168,14 +168,13 @@ int32_t cuda__k_resize(ses_drv_device_t *device, void *state, const ses_drv_laun
         return SES_DRV_OK;
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
         return st;
-    return cuda__finish(device, launch,
-                        cuda__resize(a[0].dtype, &p, a[0].ptr, a[1].ptr,
-                                     cuda__stream_of(device, launch)));
+    return cuda__finish(
+        device, launch,
+        cuda__resize(a[0].dtype, &p, a[0].ptr, a[1].ptr, cuda__stream_of(device, launch)));
 }
 
 /* dY -> dX (X's shape): zeros, then each dY element added where Resize read. */
-int32_t cuda__k_resize_grad(ses_drv_device_t *device, void *state,
-                            const ses_drv_launch_t *launch) {
+int32_t cuda__k_resize_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[2];
     cuda_resize_t p;
     int32_t st;

@@ -60,8 +60,9 @@ static void gather_elements_names_an_index_out_of_range(void **state) {
     const ses_feed_t feeds[] = {{in[0], data}, {in[1], idx}};
     assert_int_not_equal(ses_session_eval(s, &y, 1, feeds, 2, NULL, 0, &out), SES_OK);
     assert_null(out);
-    assert_error_contains("GatherElements \"ge\": index 7 (element 5 of the indices) is outside "
-                          "[-5, 5) of axis 0");
+    assert_error_contains(
+        "GatherElements \"ge\": index 7 (element 5 of the indices) is outside "
+        "[-5, 5) of axis 0");
     /* The same with every index inside runs. */
     iv[5] = -1;
     assert_int_equal(ses_session_eval(s, &y, 1, feeds, 2, NULL, 0, &out), SES_OK);
