@@ -69,7 +69,7 @@ static void gather_elements_names_an_index_out_of_range(void **state) {
     ses_tensor_release(out);
     ses_tensor_release(data);
     ses_tensor_release(idx);
-    ses_session_close(s);
+    ses_session_destroy(s);
     ses_graph_release(g);
 }
 
@@ -107,7 +107,7 @@ static void resize_refuses_antialias(void **state) {
     ses_tensor_release(x);
     ses_tensor_release(roi);
     ses_tensor_release(scales);
-    ses_session_close(s);
+    ses_session_destroy(s);
     ses_graph_release(g);
 }
 
