@@ -97,7 +97,7 @@ static int32_t cuda_conv_shapes(ses_drv_device_t *device, const ses_drv_node_t *
  *   3 spatial dims): im2col over as many images as fit in CUDA_IM2COL_BYTES, then one
  *   strided-batched cuBLAS GEMM per group over those images (dX: the transposed GEMM, then a
  *   col2im gather; dW: one GEMM over the images side by side, accumulated over the passes).
- * - direct: the kernels of cuda_kernels.cu (the pools without cuDNN or in forms it lacks,
+ * - direct: the kernels of cuda_kernels_cnn.cu (the pools without cuDNN or in forms it lacks,
  *   ceil_mode or dilations; empty tensors; or when the GEMM path cannot get its memory).
  * Every path only enqueues on the launch's stream, so each is captured into CUDA Graphs.
  */
@@ -487,7 +487,9 @@ static int32_t cuda_cnn_geometry(ses_drv_device_t *device, const ses_drv_node_t 
     cuda_arg_t a[4];
     int32_t rc;
     const int conv = strcmp(node->op, "Conv") == 0, grad = strcmp(node->op, "ConvGrad") == 0;
-    const uint32_t lo = conv ? 2 : grad ? 3 : 1, hi = conv ? 3 : grad ? 3 : 1;
+    const int transpose = strcmp(node->op, "ConvTranspose") == 0;
+    const uint32_t lo = conv || transpose ? 2 : grad ? 3 : 1;
+    const uint32_t hi = conv || transpose || grad ? 3 : 1;
 
     if ((rc = cuda__check_node(device, node, lo, hi, 1)) != SES_DRV_OK)
         return rc;
@@ -501,6 +503,10 @@ static int32_t cuda_cnn_geometry(ses_drv_device_t *device, const ses_drv_node_t 
     if (conv) {
         st->what = CUDA_CNN_CONV;
         return cuda_conv_shapes(device, node, &a[0], &a[1], &a[node->n_inputs], w);
+    }
+    if (transpose) { /* h-cuda: Conv's dX, with Y as Conv's X and X as its dy */
+        st->what = CUDA_CNN_DATA;
+        return cuda_conv_shapes(device, node, &a[node->n_inputs], &a[1], &a[0], w);
     }
     if (grad) {
         int64_t input = 0;
@@ -881,4 +887,59 @@ int32_t cuda__k_pad_grad(ses_drv_device_t *device, void *state, const ses_drv_la
         device, launch,
         cuda__pad_grad(a[1].dtype, a[1].rank, a[1].dims, a[0].dims, begin, (int)mode, a[0].ptr,
                        a[1].ptr, a[1].count, a[0].count, cuda__stream_of(device, launch)));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * h-cuda (issue #22): ConvTranspose(X, W[, B]), f32 and f64: Conv's gradient of its input, with
+ * ConvTranspose's Y as Conv's X and its X as Conv's dy (W [C, M / group, k...] is Conv's
+ * [M', C' / group, k...] as it is). The window is the host's (explicit pads; output_padding
+ * and output_shape are already in Y's shape). It takes ConvGrad's paths (create picks one):
+ * cuDNN's backward data, im2col + cuBLAS's transposed GEMM and col2im, or the direct kernel;
+ * then B is added per channel.
+ * ------------------------------------------------------------------------------------------- */
+
+int32_t cuda__k_conv_transpose(ses_drv_device_t *device, void *state,
+                               const ses_drv_launch_t *launch) {
+    cuda_arg_t a[4];
+    cuda_win_t w;
+    int32_t st;
+    const cuda_cnn_state_t *fast = cuda_cnn_fast(state);
+
+    if ((st = cuda__check_launch(device, launch, 2, 3, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    const uint32_t ni = node->n_inputs;
+    const cuda_arg_t *x = &a[0], *wt = &a[1], *y = &a[ni];
+    if ((st = cuda__dtypes_agree(device, node, a, ni + 1)) != SES_DRV_OK ||
+        (st = cuda_conv_shapes(device, node, y, wt, x, &w)) != SES_DRV_OK)
+        return st;
+    if (ni == 3 && (a[2].rank != 1 || a[2].dims[0] != w.c))
+        return cuda__shape_fail(device, node, "B must have one entry per Y channel", &a[2], y);
+    if (y->count == 0)
+        return SES_DRV_OK;
+    if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
+        return st;
+    void *s = cuda__stream_of(device, launch);
+    if (x->count == 0 || wt->count == 0) {
+        /* Nothing adds into Y: zeros (then B). */
+        st = cuda__finish(device, launch,
+                          (int)cudaMemsetAsync(y->ptr, 0, (size_t)y->bytes, (cudaStream_t)s));
+    } else {
+        /* ConvGrad's inputs: dy (X here), Conv's X (Y here, not read), W. */
+        const cuda_arg_t g[3] = {*x, *y, *wt};
+        if (fast && fast->what != CUDA_CNN_DATA)
+            fast = NULL;
+        if (fast && fast->path == CUDA_CNN_CUDNN)
+            st = cuda_cnn_cudnn(device, launch, fast, x->dtype, g, y);
+        else if (fast && fast->path == CUDA_CNN_GEMM)
+            st = cuda_conv_gemm(device, launch, fast, &w, x->dtype, g, y);
+        else
+            st = cuda__finish(device, launch,
+                              cuda__conv_grad(y->dtype, &w, 0, x->ptr, NULL, wt->ptr, y->ptr, s));
+    }
+    if (st == SES_DRV_OK && ni == 3)
+        st = cuda__finish(device, launch,
+                          cuda__channel_bias(y->dtype, w.batch, w.c, w.in_count, a[2].ptr, y->ptr,
+                                             s));
+    return st;
 }

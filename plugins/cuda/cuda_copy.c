@@ -101,6 +101,30 @@ static int32_t cuda_slice_walk(ses_drv_device_t *device, const ses_drv_node_t *n
     return SES_DRV_OK;
 }
 
+/*
+ * What Slice and SliceGrad share: the launch's checks and the walk over the small tensor (Slice's
+ * output a[1], or SliceGrad's dy a[0]) with its strides in big (x a[0], or dx a[1]) from
+ * @p big_base and its own contiguous strides: g->stride[0] reads, g->stride[1] writes.
+ */
+static int32_t cuda_slice_launch(ses_drv_device_t *device, const ses_drv_launch_t *launch, int grad,
+                                 cuda_arg_t *a, cuda_bcast_t *g, int64_t *big_base) {
+    const cuda_arg_t *big = &a[grad ? 1 : 0], *small = &a[grad ? 0 : 1];
+    int32_t st;
+
+    if ((st = cuda__check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
+        (st = cuda__dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
+        return st;
+    memset(g, 0, sizeof *g);
+    if ((st = cuda_slice_walk(device, launch->node, big, small, big_base,
+                              g->stride[grad ? 1 : 0])) != SES_DRV_OK)
+        return st;
+    g->rank = small->rank;
+    g->count = small->count;
+    memcpy(g->dims, small->dims, small->rank * sizeof(int64_t));
+    cuda__strides(small->dims, small->rank, g->stride[grad ? 0 : 1]);
+    return SES_DRV_OK;
+}
+
 int32_t cuda__k_slice(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[2];
     cuda_bcast_t g;
@@ -108,20 +132,11 @@ int32_t cuda__k_slice(ses_drv_device_t *device, void *state, const ses_drv_launc
     int32_t st;
 
     (void)state;
-    if ((st = cuda__check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
-        (st = cuda__dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
-        return st;
-    memset(&g, 0, sizeof g);
-    if ((st = cuda_slice_walk(device, launch->node, &a[0], &a[1], &base, g.stride[0])) !=
-        SES_DRV_OK)
+    if ((st = cuda_slice_launch(device, launch, 0, a, &g, &base)) != SES_DRV_OK)
         return st;
     if (a[1].count == 0)
         return SES_DRV_OK;
     const uint32_t es = ses_drv_util_dtype_size(a[1].dtype);
-    g.rank = a[1].rank;
-    g.count = a[1].count;
-    memcpy(g.dims, a[1].dims, a[1].rank * sizeof(int64_t));
-    cuda__strides(a[1].dims, a[1].rank, g.stride[1]);
     return cuda__run_strided(device, launch, es, &g, (const char *)a[0].ptr + base * (int64_t)es,
                              a[1].ptr);
 }
@@ -134,12 +149,7 @@ int32_t cuda__k_slice_grad(ses_drv_device_t *device, void *state, const ses_drv_
     int32_t st;
 
     (void)state;
-    if ((st = cuda__check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK ||
-        (st = cuda__dtypes_agree(device, launch->node, a, 2)) != SES_DRV_OK)
-        return st;
-    memset(&g, 0, sizeof g);
-    if ((st = cuda_slice_walk(device, launch->node, &a[1], &a[0], &base, g.stride[1])) !=
-        SES_DRV_OK)
+    if ((st = cuda_slice_launch(device, launch, 1, a, &g, &base)) != SES_DRV_OK)
         return st;
     if (a[1].count == 0)
         return SES_DRV_OK;
@@ -150,10 +160,6 @@ int32_t cuda__k_slice_grad(ses_drv_device_t *device, void *state, const ses_drv_
                                  (cudaStream_t)cuda__stream_of(device, launch));
     if (e != 0 || a[0].count == 0)
         return cuda__finish(device, launch, e);
-    g.rank = a[0].rank;
-    g.count = a[0].count;
-    memcpy(g.dims, a[0].dims, a[0].rank * sizeof(int64_t));
-    cuda__strides(a[0].dims, a[0].rank, g.stride[0]);
     return cuda__run_strided(device, launch, es, &g, a[0].ptr,
                              (char *)a[1].ptr + base * (int64_t)es);
 }

@@ -8,7 +8,7 @@
  * This file: negotiation, the driver and its devices, memory (a caching allocator per device,
  * pinned host memory), copies (synchronous, or enqueued on a stream), streams and events.
  * cuda_table.c has the kernel table, whose entries are in one file per op family (cuda_ops.h);
- * cuda_kernels.cu the device code.
+ * cuda_kernels_*.cu the device code (one file per op family too).
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

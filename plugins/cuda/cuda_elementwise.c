@@ -61,7 +61,8 @@ static int cuda_binary_code(const char *op) {
                {"ReluGrad", CUDA_BIN_RELU_GRAD},
                {"LeakyReluGrad", CUDA_BIN_LEAKY_RELU_GRAD},
                {"SigmoidGrad", CUDA_BIN_SIGMOID_GRAD},
-               {"TanhGrad", CUDA_BIN_TANH_GRAD}};
+               {"TanhGrad", CUDA_BIN_TANH_GRAD},
+               {"GeluGrad", CUDA_BIN_GELU_GRAD}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i].op) == 0)
             return ops[i].code;
@@ -83,11 +84,27 @@ static int cuda_unary_code(const char *op) {
                {"Tanh", CUDA_UN_TANH},
                {"LeakyRelu", CUDA_UN_LEAKY_RELU},
                {"Softplus", CUDA_UN_SOFTPLUS},
-               {"Erf", CUDA_UN_ERF}};
+               {"Erf", CUDA_UN_ERF},
+               {"Gelu", CUDA_UN_GELU}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i].op) == 0)
             return ops[i].code;
     return -1;
+}
+
+/* Gelu's and GeluGrad's form: the attribute approximate (the host's INT: 0 none, 1 tanh) picks
+ * @p tanh_code over @p exact_code. */
+static int32_t cuda_gelu_form(ses_drv_device_t *device, const ses_drv_node_t *node,
+                              int exact_code, int tanh_code, int *code) {
+    int64_t approximate = 0;
+    if (cuda__attr_int(node, "approximate", 0, &approximate) != SES_DRV_OK ||
+        (approximate != 0 && approximate != 1))
+        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                               "attribute approximate is %" PRId64
+                               " or not an INT; expected 0 (none) or 1 (tanh)",
+                               approximate);
+    *code = approximate ? tanh_code : exact_code;
+    return SES_DRV_OK;
 }
 
 int cuda__is_int(uint32_t dtype) {
@@ -104,9 +121,12 @@ int32_t cuda__k_binary(ses_drv_device_t *device, void *state, const ses_drv_laun
     if ((st = cuda__check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    const int op = node->op ? cuda_binary_code(node->op) : -1;
+    int op = node->op ? cuda_binary_code(node->op) : -1;
     if (op < 0)
         return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "not a binary op");
+    if (op == CUDA_BIN_GELU_GRAD &&
+        (st = cuda_gelu_form(device, node, op, CUDA_BIN_GELU_TANH_GRAD, &op)) != SES_DRV_OK)
+        return st;
     if ((st = cuda__dtypes_agree(device, node, a, 3)) != SES_DRV_OK)
         return st;
     const uint32_t dt = a[2].dtype;
@@ -161,9 +181,12 @@ int32_t cuda__k_unary(ses_drv_device_t *device, void *state, const ses_drv_launc
     if ((st = cuda__check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    const int op = node->op ? cuda_unary_code(node->op) : -1;
+    int op = node->op ? cuda_unary_code(node->op) : -1;
     if (op < 0)
         return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "not a unary op");
+    if (op == CUDA_UN_GELU &&
+        (st = cuda_gelu_form(device, node, op, CUDA_UN_GELU_TANH, &op)) != SES_DRV_OK)
+        return st;
     if ((st = cuda__dtypes_agree(device, node, a, 2)) != SES_DRV_OK)
         return st;
     if (cuda__is_int(a[1].dtype) && op > CUDA_UN_RELU)

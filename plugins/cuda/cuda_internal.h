@@ -1,7 +1,7 @@
 /*
- * What the op families (C, cuda_ops.h) and cuda_kernels.cu (CUDA C++) share: the launchers of
- * the device kernels and their parameters. Plain C, no CUDA types, so that the C side needs only
- * <cuda_runtime_api.h> and the .cu file stays the only one nvcc compiles.
+ * What the op families (C, cuda_ops.h) and the kernel files cuda_kernels_*.cu (CUDA C++) share:
+ * the launchers of the device kernels and their parameters. Plain C, no CUDA types, so that the C
+ * side needs only <cuda_runtime_api.h> and the .cu files stay the only ones nvcc compiles.
  */
 #ifndef SES_CUDA_INTERNAL_H
 #define SES_CUDA_INTERNAL_H
@@ -43,6 +43,9 @@ extern "C" {
 #define CUDA_BIN_SIGMOID_GRAD 7
 #define CUDA_BIN_TANH_GRAD 8
 #define CUDA_BIN_FIRST 9 /* alpha * a, broadcast: Gemm's C into Y, ReduceGrad */
+/* h-cuda: GeluGrad (dy, x), exact and with the tanh approximation. */
+#define CUDA_BIN_GELU_GRAD 10
+#define CUDA_BIN_GELU_TANH_GRAD 11
 
 /* Unary ops. NEG, ABS, RELU also at i32 and i64 (wrapping). */
 #define CUDA_UN_NEG 0
@@ -57,6 +60,9 @@ extern "C" {
 #define CUDA_UN_LEAKY_RELU 9
 #define CUDA_UN_SOFTPLUS 10
 #define CUDA_UN_ERF 11
+/* h-cuda: Gelu, exact (x Phi(x)) and with the tanh approximation. */
+#define CUDA_UN_GELU 12
+#define CUDA_UN_GELU_TANH 13
 
 /* Comparisons (to bool). */
 #define CUDA_CMP_EQUAL 0
@@ -127,6 +133,20 @@ typedef struct cuda_win {
     int64_t batch, c, m, group; /* convolutions: X [batch, c, in...], W [m, c/group, k...] */
     uint32_t n;                 /* spatial dims */
 } cuda_win_t;
+
+/* h-cuda: Resize's parameters, with the codes of libsession/src/ops/resize.c (mode 0 nearest,
+ * 1 linear, 2 cubic; coord 0 half_pixel .. 6 tf_crop_and_resize; nearest 0 round_prefer_floor,
+ * 1 round_prefer_ceil, 2 floor, 3 ceil), X's and Y's dims, and per axis scales, lengths and roi
+ * (starts, then ends). No antialias (refused). */
+typedef struct cuda_resize {
+    int64_t in[CUDA_MAX_RANK], out[CUDA_MAX_RANK];
+    double scales[CUDA_MAX_RANK], lengths[CUDA_MAX_RANK], roi[2 * CUDA_MAX_RANK];
+    double cubic_a, extrapolation;
+    int64_t count; /* Y's (Resize) or dY's (ResizeGrad) elements */
+    uint64_t fill; /* extrapolation_value's bits in an integer Y's dtype (nearest copies) */
+    int32_t mode, coord, nearest, exclude;
+    uint32_t rank;
+} cuda_resize_t;
 
 /* Pools (CUDA_POOL_*). */
 #define CUDA_POOL_MAX 0
@@ -283,6 +303,38 @@ CUDA_HIDDEN int cuda__momentum(uint32_t dtype, int64_t n, void *var, const void 
                                void *stream);
 CUDA_HIDDEN int cuda__adam(uint32_t dtype, int64_t n, void *var, const void *grad, const void *lr,
                            void *m, void *v, void *t, double beta1, double beta2, double eps,
+                           void *stream);
+
+/* h-cuda (issue #22). LayerNormalization over @p rows rows of @p n elements (f32, f64): bias,
+ * mean and inv_std may be NULL. Its gradient: dX (@p input 0) or dScale (1) from dy, x, scale. */
+CUDA_HIDDEN int cuda__layer_norm(uint32_t dtype, int64_t rows, int64_t n, double eps,
+                                 const void *x, const void *scale, const void *bias, void *y,
+                                 void *mean, void *inv_std, void *stream);
+CUDA_HIDDEN int cuda__layer_norm_grad(uint32_t dtype, int input, int64_t rows, int64_t n,
+                                      double eps, const void *dy, const void *x, const void *scale,
+                                      void *out, void *stream);
+/* Resize (f32, f64, every mode; @p esize 1, 2, 4 or 8 with nearest: a copy of each element)
+ * and ResizeGrad (f32, f64; dx must be zeroed first: dy's elements are added onto it). */
+CUDA_HIDDEN int cuda__resize(uint32_t dtype, const cuda_resize_t *r, const void *x, void *y,
+                             void *stream);
+CUDA_HIDDEN int cuda__resize_grad(uint32_t dtype, const cuda_resize_t *r, const void *dy, void *dx,
+                                  void *stream);
+/* GatherElements by element size (1, 2, 4, 8): g walks the indices' dims (g->dims, g->count)
+ * with data's strides in g->stride[0]; indices out of range are skipped (checked before). */
+CUDA_HIDDEN int cuda__gather_elements(uint32_t esize, const cuda_bcast_t *g, int axis, int64_t dim,
+                                      const void *x, const void *idx, int idx64, void *y,
+                                      void *stream);
+/* NonMaxSuppression (boxes [batch, n, 4], scores [batch, classes, n], f32) into out [rows, 3]
+ * (i64), one block; a total of selected boxes other than @p rows is min-ed into *bad. At most
+ * CUDA_NMS_MAX_BOXES boxes (more: cudaErrorInvalidValue). */
+#define CUDA_NMS_MAX_BOXES 8192
+CUDA_HIDDEN int cuda__nms(int64_t batch, int64_t n, int64_t classes, const float *boxes,
+                          const float *scores, int center, int64_t max_out, int has_st,
+                          double iou_th, double score_th, int64_t rows, int64_t *out,
+                          unsigned long long *bad, void *stream);
+/* TopK of x [outer, n, inner] along n (f32, f64, i32, i64): values and indices [outer, k, inner]. */
+CUDA_HIDDEN int cuda__topk(uint32_t dtype, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                           int largest, const void *x, void *values, int64_t *indices,
                            void *stream);
 
 #ifdef __cplusplus

@@ -105,9 +105,28 @@ int32_t cuda__k_batch_norm(ses_drv_device_t *device, void *state, const ses_drv_
 int32_t cuda__k_dropout(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 int32_t cuda__k_pad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 int32_t cuda__k_pad_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+/* h-cuda (issue #22) */
+int32_t cuda__k_conv_transpose(ses_drv_device_t *device, void *state,
+                               const ses_drv_launch_t *launch);
 
 /* cuda_loss.c */
 int32_t cuda__k_sce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
 int32_t cuda__k_optimizer(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+
+/* h-cuda (issue #22). cuda_norm.c */
+int32_t cuda__k_layer_norm(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+int32_t cuda__k_layer_norm_grad(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch);
+/* cuda_index.c */
+int32_t cuda__k_gather_elements(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch);
+int32_t cuda__k_topk(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+int32_t cuda__nms_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+int32_t cuda__k_nms(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+/* cuda_resize.c */
+int32_t cuda__resize_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
+int32_t cuda__k_resize(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+int32_t cuda__k_resize_grad(ses_drv_device_t *device, void *state,
+                            const ses_drv_launch_t *launch);
 
 #endif

@@ -100,6 +100,16 @@
     CAST_TO(o, fn, A, "f64")                                                  \
     CAST_TO(o, fn, A, "i32") CAST_TO(o, fn, A, "i64") CAST_TO(o, fn, A, "u8") \
         CAST_TO(o, fn, A, "bool")
+/* h-cuda: LayerNormalization with X, Scale[, B], giving Y[, Mean[, InvStdDev]]. */
+#define LAYER_NORM(o, fn, T)                                                      \
+    K(o, T "," T "->" T, fn)                                                      \
+    K(o, T "," T "->" T "," T, fn) K(o, T "," T "->" T "," T "," T, fn)           \
+        K(o, T "," T "," T "->" T, fn) K(o, T "," T "," T "->" T "," T, fn)       \
+            K(o, T "," T "," T "->" T "," T "," T, fn)
+/* h-cuda: TopK, X -> Values, Indices (K is the outputs' size). */
+#define TOPK(o, fn, T) K(o, T "->" T ",i64", fn)
+/* h-cuda: Resize and ResizeGrad, without antialias (refused, so that the node runs elsewhere). */
+#define RESIZE(o, fn, T) KF(o, T "->" T, fn, cuda__resize_supports, 0)
 
 static const ses_drv_kernel_t cuda_kernels[] = {
     /* clang-format off */
@@ -187,6 +197,21 @@ static const ses_drv_kernel_t cuda_kernels[] = {
     FLOATS(SCE, "SoftmaxCrossEntropyLoss", cuda__k_sce)
     FLOATS(SCE_GRAD, "SoftmaxCrossEntropyLossGrad", cuda__k_sce)
     FLOATS(OPTIMIZERS, "", cuda__k_optimizer)
+    /* h-cuda (issue #22): the ops transformers and detection models spend their time in. */
+    FLOATS(UN, "Gelu", cuda__k_unary)
+    FLOATS(BIN, "GeluGrad", cuda__k_binary)
+    FLOATS(LAYER_NORM, "LayerNormalization", cuda__k_layer_norm)
+    FLOATS(TER, "LayerNormalizationGrad", cuda__k_layer_norm_grad)
+    ANY(IDX, "GatherElements", cuda__k_gather_elements)
+    NUMBERS(TOPK, "TopK", cuda__k_topk)
+    FLOATS(RESIZE, "Resize", cuda__k_resize)
+    RESIZE("Resize", cuda__k_resize, "i8") RESIZE("Resize", cuda__k_resize, "u8")
+    RESIZE("Resize", cuda__k_resize, "i32") RESIZE("Resize", cuda__k_resize, "i64")
+    FLOATS(RESIZE, "ResizeGrad", cuda__k_resize_grad)
+    FLOATS(CNN_BIN, "ConvTranspose", cuda__k_conv_transpose)
+    FLOATS(CNN_TER, "ConvTranspose", cuda__k_conv_transpose)
+    /* NonMaxSuppression checks the selection's size on the device and waits for the check. */
+    KF("NonMaxSuppression", "f32,f32->i64", cuda__k_nms, cuda__nms_supports, NC)
     /* clang-format on */
 };
 

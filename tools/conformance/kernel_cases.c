@@ -887,6 +887,9 @@ static const char *const nms[] = {
     "[1,0,4] [1,1,0] max=i64:[2]",
     "[1,50,4] [1,1,50]@small max=i64:[10] center_point_box=1",
     "[3,20,4]@pos [3,2,20] max=i64:[20]",
+    /* h-cuda: NaN scores (the CPU's insertion order keeps a NaN where it came) */
+    "[1,12,4]@unit [1,2,12]@somenan max=i64:[12]",
+    "[2,16,4]@unit [2,3,16]@nanrow max=i64:[16] iou=f32:[0.3]",
     NULL,
 };
 /* Tokens 0..8 (class9) against a pool of four 1-grams and three 2-grams. */

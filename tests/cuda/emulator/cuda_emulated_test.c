@@ -1,6 +1,6 @@
 /*
  * The CUDA driver's own code on an emulated GPU: cuda_driver.c, cuda_ops.c and the kernels of
- * cuda_kernels.cu compiled as host C++ (one thread a block), over the emulated cudart and cuBLAS
+ * cuda_kernels_*.cu compiled as host C++ (one thread a block), over the emulated cudart and cuBLAS
  * of this folder. session-driver-test runs it as the "cuda" driver and compares every kernel
  * with the CPU driver's; a kernel whose result differs fails this test. The CPU driver has no
  * f16 or bf16 arithmetic: the kit checks those kernels against it in f32 on the same (narrow)
@@ -112,6 +112,32 @@ static void graphs_capture_replay_and_abandon_on_the_emulated_streams(void **sta
     assert_line_passes("graph   abandon a capture");
 }
 
+/* h-cuda (issue #22): the kernels for transformers and detection models are in the table and
+ * match the CPU driver's, each form at least once (Gelu's two forms, LayerNormalization with its
+ * optional outputs and its gradients, GatherElements with both index types, TopK, Resize and
+ * its gradient, ConvTranspose, NonMaxSuppression). */
+static void the_issue_22_kernels_match_the_cpu_driver(void **state) {
+    static const char *const lines[] = {
+        "kernel  Gelu f32->f32  cases ",
+        "kernel  GeluGrad f64,f64->f64  cases ",
+        "kernel  LayerNormalization f32,f32,f32->f32,f32,f32  cases ",
+        "kernel  LayerNormalization f64,f64->f64  cases ",
+        "kernel  LayerNormalizationGrad f32,f32,f32->f32  cases ",
+        "kernel  GatherElements f32,i64->f32  cases ",
+        "kernel  GatherElements u8,i32->u8  cases ",
+        "kernel  TopK f32->f32,i64  cases ",
+        "kernel  TopK i64->i64,i64  cases ",
+        "kernel  Resize f32->f32  cases ",
+        "kernel  Resize u8->u8  cases ",
+        "kernel  ResizeGrad f64->f64  cases ",
+        "kernel  ConvTranspose f32,f32,f32->f32  cases ",
+        "kernel  NonMaxSuppression f32,f32->i64  cases ",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        assert_line_passes(lines[i]);
+}
+
 /* session-info on the emulated GPU with driver.cuda.cudnn set to @p value: its output. */
 static char *session_info_with_cudnn(const char *value) {
     char command[4096];
@@ -210,6 +236,7 @@ int main(void) {
         cmocka_unit_test(a_bad_cudnn_setting_is_reported_and_conv_falls_back),
         cmocka_unit_test(graphs_capture_replay_and_abandon_on_the_emulated_streams),
         cmocka_unit_test(every_kernel_matches_the_cpu_driver),
+        cmocka_unit_test(the_issue_22_kernels_match_the_cpu_driver),
     };
     return cmocka_run_group_tests(tests, run_driver_test, free_run);
 #endif

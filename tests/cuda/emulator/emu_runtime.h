@@ -1,5 +1,5 @@
 /*
- * Test-only: what the host-compiled kernels (kernels_host.cpp, C++), the emulated cudart
+ * Test-only: what the host-compiled kernels (cuda_kernels_*_host.cpp, C++), the emulated cudart
  * (emu_cudart.c) and the emulated cuBLAS (emu_cublas.c) share. Streams are struct CUstream_st,
  * as in the toolkit's headers, so that C and C++ name the same type.
  */

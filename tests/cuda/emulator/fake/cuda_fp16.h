@@ -1,4 +1,4 @@
-/* Test-only: the part of <cuda_fp16.h> cuda_kernels.cu uses, for the host build. */
+/* Test-only: the part of <cuda_fp16.h> cuda_kernels_*.cu use, for the host build. */
 #ifndef SES_EMU_CUDA_FP16_H
 #define SES_EMU_CUDA_FP16_H
 

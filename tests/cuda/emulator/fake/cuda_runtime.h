@@ -1,6 +1,6 @@
 /*
- * Test-only: the part of the CUDA runtime cuda_kernels.cu uses, for its host build
- * (kernels_host.cpp, where emu_launches.py turned every kernel<<<grid, block, shared, stream>>>
+ * Test-only: the part of the CUDA runtime cuda_kernels_*.cu use, for their host build
+ * (cuda_kernels_*_host.cpp, where emu_launches.py turned every kernel<<<grid, block, shared, stream>>>
  * into emu::launch(grid, block, shared, stream, kernel)).
  *
  * Every kernel runs as the one thread of one block: threadIdx and blockIdx are 0, blockDim and
