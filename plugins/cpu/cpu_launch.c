@@ -1094,10 +1094,11 @@ int32_t cpu__attr_float(const cpu__call_t *call, const char *key, double def, do
     return SES_DRV_OK;
 }
 
-int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, uint32_t max,
-                       uint32_t *out_count) {
+/* A list attribute of @p type (INTS or FLOATS) of at most @p max values into @p out. */
+static int32_t cpu__attr_list(const cpu__call_t *call, const char *key, uint32_t type, void *out,
+                              uint32_t max, uint32_t *out_count) {
     uint64_t count = max;
-    int32_t st = cpu__attr(call, key, SES_DRV_ATTR_INTS, &count, out);
+    int32_t st = cpu__attr(call, key, type, &count, out);
 
     if (st == SES_DRV_NOT_FOUND)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "attribute %s is missing", key);
@@ -1112,22 +1113,14 @@ int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, u
     return SES_DRV_OK;
 }
 
+int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, uint32_t max,
+                       uint32_t *out_count) {
+    return cpu__attr_list(call, key, SES_DRV_ATTR_INTS, out, max, out_count);
+}
+
 int32_t cpu__attr_floats(const cpu__call_t *call, const char *key, double *out, uint32_t max,
                          uint32_t *out_count) {
-    uint64_t count = max;
-    int32_t st = cpu__attr(call, key, SES_DRV_ATTR_FLOATS, &count, out);
-
-    if (st == SES_DRV_NOT_FOUND)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "attribute %s is missing", key);
-    if (st != SES_DRV_OK)
-        return st;
-    if (count > max)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "attribute %s holds %" PRIu64 " values; at most %" PRIu32
-                              " fit this op's rank",
-                              key, count, max);
-    *out_count = (uint32_t)count;
-    return SES_DRV_OK;
+    return cpu__attr_list(call, key, SES_DRV_ATTR_FLOATS, out, max, out_count);
 }
 
 /* ---------------------------------------------------------------------------------------------
