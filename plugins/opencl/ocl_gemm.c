@@ -152,8 +152,7 @@ int32_t ocl__k_matmul_grad(ses_drv_device_t *device, void *state, const ses_drv_
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "input", ocl__attr_int(node, "input", &which))) !=
-        SES_DRV_OK)
+    if ((st = ocl__need_int(device, node, "input", &which)) != SES_DRV_OK)
         return st;
     const ocl_arg_t *DY = &in[0], *A = &in[1], *B = &in[2], *G = &out[0];
     const ocl_arg_t *T = which ? B : A;
@@ -204,10 +203,10 @@ int32_t ocl__k_gemm(ses_drv_device_t *device, void *state, const ses_drv_launch_
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "alpha", ocl__attr_float(node, "alpha", &alpha))) ||
-        (st = ocl__need_attr(device, node, "beta", ocl__attr_float(node, "beta", &beta))) ||
-        (st = ocl__need_attr(device, node, "transA", ocl__attr_int(node, "transA", &ta))) ||
-        (st = ocl__need_attr(device, node, "transB", ocl__attr_int(node, "transB", &tb))))
+    if ((st = ocl__need_float(device, node, "alpha", &alpha)) ||
+        (st = ocl__need_float(device, node, "beta", &beta)) ||
+        (st = ocl__need_int(device, node, "transA", &ta)) ||
+        (st = ocl__need_int(device, node, "transB", &tb)))
         return st;
     const ocl_arg_t *A = &in[0], *B = &in[1], *Y = &out[0];
     if (A->rank != 2 || B->rank != 2 || Y->rank != 2)
