@@ -276,55 +276,64 @@ static void cpu__act_task(void *ctx, uint64_t begin, uint64_t end) {
         job->fn(job->out + off, job->in + off, (size_t)(end - begin), &job->params);
 }
 
-int32_t cpu__act(const cpu__call_t *call) {
-    const int f32 = call->out.dtype == SES_DRV_DTYPE_F32;
-    cpu__act_job_t job = {NULL,  NULL, call->out.data, NULL, call->in[0].data, call->out.esize,
-                          {0, 0}};
-    int tanh_form = 0;
-    int32_t st;
+/* The activations whose forward loops are cpu__<name>_<T> and gradient loops
+ * cpu__<name>_grad_<T>, op codes CPU__OP_<CODE> and CPU__OP_<CODE>GRAD (Gelu, with its tanh form,
+ * is picked apart). */
+#define CPU__PLAIN_ACTS(X)               \
+    X(ELU, elu)                          \
+    X(SELU, selu)                        \
+    X(CELU, celu)                        \
+    X(HARDSIGMOID, hard_sigmoid)         \
+    X(HARDSWISH, hard_swish)             \
+    X(THRESHOLDEDRELU, thresholded_relu) \
+    X(SOFTSIGN, softsign)                \
+    X(SHRINK, shrink)                    \
+    X(MISH, mish)
 
-    if ((st = cpu__act_params(call, call->spec->code, &job.params, &tanh_form)) != SES_DRV_OK)
-        return st;
-#define CPU__PICK(prefix) job.fn = f32 ? prefix##f32 : prefix##f64
+/* Sets @p job's loop for the call's op code: a forward one (fn) or a gradient one (grad), in
+ * f32 or f64. */
+static int32_t cpu__act_pick(const cpu__call_t *call, int tanh_form, cpu__act_job_t *job) {
+    const int f32 = call->out.dtype == SES_DRV_DTYPE_F32;
+#define CPU__PICK(to, prefix) job->to = f32 ? prefix##f32 : prefix##f64
+#define CPU__CASE(CODE, name)                 \
+    case CPU__OP_##CODE:                      \
+        CPU__PICK(fn, cpu__##name##_);        \
+        break;                                \
+    case CPU__OP_##CODE##GRAD:                \
+        CPU__PICK(grad, cpu__##name##_grad_); \
+        break;
     switch (call->spec->code) {
-        case CPU__OP_ELU:
-            CPU__PICK(cpu__elu_);
-            break;
-        case CPU__OP_SELU:
-            CPU__PICK(cpu__selu_);
-            break;
-        case CPU__OP_CELU:
-            CPU__PICK(cpu__celu_);
-            break;
-        case CPU__OP_HARDSIGMOID:
-            CPU__PICK(cpu__hard_sigmoid_);
-            break;
-        case CPU__OP_HARDSWISH:
-            CPU__PICK(cpu__hard_swish_);
-            break;
-        case CPU__OP_THRESHOLDEDRELU:
-            CPU__PICK(cpu__thresholded_relu_);
-            break;
-        case CPU__OP_SOFTSIGN:
-            CPU__PICK(cpu__softsign_);
-            break;
-        case CPU__OP_SHRINK:
-            CPU__PICK(cpu__shrink_);
-            break;
+        CPU__PLAIN_ACTS(CPU__CASE)
         case CPU__OP_GELU:
             if (tanh_form)
-                CPU__PICK(cpu__gelu_tanh_);
+                CPU__PICK(fn, cpu__gelu_tanh_);
             else
-                CPU__PICK(cpu__gelu_);
+                CPU__PICK(fn, cpu__gelu_);
             break;
-        case CPU__OP_MISH:
-            CPU__PICK(cpu__mish_);
+        case CPU__OP_GELUGRAD:
+            if (tanh_form)
+                CPU__PICK(grad, cpu__gelu_tanh_grad_);
+            else
+                CPU__PICK(grad, cpu__gelu_grad_);
             break;
         default:
             return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for op code %" PRIu32,
                                   call->spec->code);
     }
+#undef CPU__CASE
 #undef CPU__PICK
+    return SES_DRV_OK;
+}
+
+int32_t cpu__act(const cpu__call_t *call) {
+    cpu__act_job_t job = {NULL,  NULL, call->out.data, NULL, call->in[0].data, call->out.esize,
+                          {0, 0}};
+    int tanh_form = 0;
+    int32_t st;
+
+    if ((st = cpu__act_params(call, call->spec->code, &job.params, &tanh_form)) != SES_DRV_OK ||
+        (st = cpu__act_pick(call, tanh_form, &job)) != SES_DRV_OK)
+        return st;
     if (!cpu__same_shape(&call->in[0], &call->out)) {
         char a[96], o[96];
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
@@ -339,54 +348,14 @@ int32_t cpu__act(const cpu__call_t *call) {
 }
 
 int32_t cpu__act_grad(const cpu__call_t *call) {
-    const int f32 = call->out.dtype == SES_DRV_DTYPE_F32;
     cpu__act_job_t job = {
         NULL, NULL, call->out.data, call->in[0].data, call->in[1].data, call->out.esize, {0, 0}};
     int tanh_form = 0;
     int32_t st;
 
-    if ((st = cpu__act_params(call, call->spec->code, &job.params, &tanh_form)) != SES_DRV_OK)
+    if ((st = cpu__act_params(call, call->spec->code, &job.params, &tanh_form)) != SES_DRV_OK ||
+        (st = cpu__act_pick(call, tanh_form, &job)) != SES_DRV_OK)
         return st;
-#define CPU__PICK(prefix) job.grad = f32 ? prefix##f32 : prefix##f64
-    switch (call->spec->code) {
-        case CPU__OP_ELUGRAD:
-            CPU__PICK(cpu__elu_grad_);
-            break;
-        case CPU__OP_SELUGRAD:
-            CPU__PICK(cpu__selu_grad_);
-            break;
-        case CPU__OP_CELUGRAD:
-            CPU__PICK(cpu__celu_grad_);
-            break;
-        case CPU__OP_HARDSIGMOIDGRAD:
-            CPU__PICK(cpu__hard_sigmoid_grad_);
-            break;
-        case CPU__OP_HARDSWISHGRAD:
-            CPU__PICK(cpu__hard_swish_grad_);
-            break;
-        case CPU__OP_THRESHOLDEDRELUGRAD:
-            CPU__PICK(cpu__thresholded_relu_grad_);
-            break;
-        case CPU__OP_SOFTSIGNGRAD:
-            CPU__PICK(cpu__softsign_grad_);
-            break;
-        case CPU__OP_SHRINKGRAD:
-            CPU__PICK(cpu__shrink_grad_);
-            break;
-        case CPU__OP_GELUGRAD:
-            if (tanh_form)
-                CPU__PICK(cpu__gelu_tanh_grad_);
-            else
-                CPU__PICK(cpu__gelu_grad_);
-            break;
-        case CPU__OP_MISHGRAD:
-            CPU__PICK(cpu__mish_grad_);
-            break;
-        default:
-            return cpu__call_fail(call, SES_DRV_INTERNAL, "no loop for op code %" PRIu32,
-                                  call->spec->code);
-    }
-#undef CPU__PICK
     if (!cpu__same_shape(&call->in[0], &call->out) || !cpu__same_shape(&call->in[1], &call->out)) {
         char a[96], b[96], o[96];
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,

@@ -332,6 +332,22 @@ static void cpu__dnnl_prim_destroy(dnnl_primitive_t *p) {
     *p = NULL;
 }
 
+/* What a cache's unbuild ends with: @p mems destroyed, the cache marked unbuilt and its
+ * reordered weights stale. */
+static void cpu__dnnl_forget(cpu__dnnl_mem_t *const *mems, size_t n, int *built, int *w_ready,
+                             const void **w_addr) {
+    for (size_t i = 0; i < n; i++)
+        cpu__dnnl_mem_destroy(mems[i]);
+    *built = 0;
+    *w_ready = 0;
+    *w_addr = NULL;
+}
+
+static void cpu__dnnl_stream_free(dnnl_stream_t stream) {
+    if (stream)
+        cpu_dnnl.dnnl_stream_destroy(stream);
+}
+
 /* Drops what was built for the last parameters; keeps the buffers and the stream. */
 static void cpu__dnnl_unbuild(cpu__dnnl_conv_cache_t *c) {
     if (!cpu_dnnl.loaded)
@@ -343,19 +359,14 @@ static void cpu__dnnl_unbuild(cpu__dnnl_conv_cache_t *c) {
     cpu__dnnl_prim_destroy(&c->r_dst_out);
     cpu__dnnl_mem_t *mems[] = {&c->x_u, &c->w_u, &c->z_u, &c->y_u,    &c->b_u,
                                &c->src, &c->w,   &c->dst, &c->scratch};
-    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
-        cpu__dnnl_mem_destroy(mems[i]);
-    c->built = 0;
-    c->w_ready = 0;
-    c->w_addr = NULL;
+    cpu__dnnl_forget(mems, sizeof mems / sizeof mems[0], &c->built, &c->w_ready, &c->w_addr);
 }
 
 void cpu__dnnl_conv_cache_destroy(cpu__dnnl_conv_cache_t *cache) {
     if (!cache)
         return;
     cpu__dnnl_unbuild(cache);
-    if (cache->stream)
-        cpu_dnnl.dnnl_stream_destroy(cache->stream);
+    cpu__dnnl_stream_free(cache->stream);
     free(cache->src_buf.data);
     free(cache->w_buf.data);
     free(cache->dst_buf.data);
@@ -451,6 +462,17 @@ static dnnl_status_t cpu__dnnl_reorder(const dnnl_memory_desc_t *from, const dnn
     if (pd)
         l->dnnl_primitive_desc_destroy(pd);
     return s;
+}
+
+/* Frees what building a primitive made along the way (NULL when not made). */
+static void cpu__dnnl_build_free(dnnl_primitive_desc_t pd, dnnl_post_ops_t po,
+                                 dnnl_primitive_attr_t attr) {
+    if (pd)
+        cpu_dnnl.dnnl_primitive_desc_destroy(pd);
+    if (po)
+        cpu_dnnl.dnnl_post_ops_destroy(po);
+    if (attr)
+        cpu_dnnl.dnnl_primitive_attr_destroy(attr);
 }
 
 /* Appends the activation @p activation (enum cpu__dnnl_activation) as an eltwise post-op. */
@@ -686,18 +708,11 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
     c->has_z = has_z;
     c->layout = layout;
     c->built = 1;
-    l->dnnl_primitive_desc_destroy(pd);
-    l->dnnl_post_ops_destroy(po);
-    l->dnnl_primitive_attr_destroy(attr);
+    cpu__dnnl_build_free(pd, po, attr);
     return SES_DRV_OK;
 
 fail:
-    if (pd)
-        l->dnnl_primitive_desc_destroy(pd);
-    if (po)
-        l->dnnl_post_ops_destroy(po);
-    if (attr)
-        l->dnnl_primitive_attr_destroy(attr);
+    cpu__dnnl_build_free(pd, po, attr);
     cpu__dnnl_unbuild(c);
     return st;
 }
@@ -834,19 +849,14 @@ static void cpu__dnnl_mm_unbuild(cpu__dnnl_mm_cache_t *c) {
     cpu__dnnl_prim_destroy(&c->mm);
     cpu__dnnl_prim_destroy(&c->r_w);
     cpu__dnnl_mem_t *mems[] = {&c->a, &c->w_u, &c->w, &c->bias, &c->y, &c->scratch};
-    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
-        cpu__dnnl_mem_destroy(mems[i]);
-    c->built = 0;
-    c->w_ready = 0;
-    c->w_addr = NULL;
+    cpu__dnnl_forget(mems, sizeof mems / sizeof mems[0], &c->built, &c->w_ready, &c->w_addr);
 }
 
 void cpu__dnnl_mm_cache_destroy(cpu__dnnl_mm_cache_t *cache) {
     if (!cache)
         return;
     cpu__dnnl_mm_unbuild(cache);
-    if (cache->stream)
-        cpu_dnnl.dnnl_stream_destroy(cache->stream);
+    cpu__dnnl_stream_free(cache->stream);
     free(cache->w_buf.data);
     free(cache->scratch_buf.data);
     free(cache);
@@ -945,18 +955,11 @@ static int32_t cpu__dnnl_mm_build(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_pa
                         "stream_create");
     memcpy(&c->p, p, sizeof *p); /* padding too: compared with memcmp */
     c->built = 1;
-    l->dnnl_primitive_desc_destroy(pd);
-    l->dnnl_post_ops_destroy(po);
-    l->dnnl_primitive_attr_destroy(attr);
+    cpu__dnnl_build_free(pd, po, attr);
     return SES_DRV_OK;
 
 fail:
-    if (pd)
-        l->dnnl_primitive_desc_destroy(pd);
-    if (po)
-        l->dnnl_post_ops_destroy(po);
-    if (attr)
-        l->dnnl_primitive_attr_destroy(attr);
+    cpu__dnnl_build_free(pd, po, attr);
     cpu__dnnl_mm_unbuild(c);
     return st;
 }

@@ -644,51 +644,51 @@ static int32_t cpu__no_stream(ses_drv_device_t *device, const char *what,
     return SES_DRV_OK;
 }
 
-static int32_t cpu_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream, const void *src,
-                            ses_drv_buffer_t *dst, uint64_t dst_offset, uint64_t bytes) {
-    const cpu__buffer_t *d = cpu__buffer(dst);
+/*
+ * copy_h2d (@p h2d, from @p from_host) or copy_d2h (into @p to_host): checks the stream, @p buffer
+ * and its range, and the host pointer, then moves @p bytes. memmove: the host side may be a
+ * mapped pointer into this very buffer.
+ */
+static int32_t cpu__host_copy(ses_drv_device_t *device, const ses_drv_stream_t *stream, int h2d,
+                              ses_drv_buffer_t *buffer, uint64_t offset, const void *from_host,
+                              void *to_host, uint64_t bytes) {
+    const char *op = h2d ? "copy_h2d" : "copy_d2h";
+    const cpu__buffer_t *b = cpu__buffer(buffer);
     int32_t st;
 
     if (!device)
         return SES_DRV_INVALID_ARGUMENT;
-    if ((st = cpu__no_stream(device, "copy_h2d", stream)) != SES_DRV_OK)
+    if ((st = cpu__no_stream(device, op, stream)) != SES_DRV_OK)
         return st;
-    if (!d)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_h2d: dst is NULL");
-    if ((st = cpu__check_range(device, "copy_h2d: dst", d, dst_offset, bytes)) != SES_DRV_OK)
+    if (!b)
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "%s: %s is NULL", op,
+                                h2d ? "dst" : "src");
+    if ((st = cpu__check_range(device, h2d ? "copy_h2d: dst" : "copy_d2h: src", b, offset,
+                               bytes)) != SES_DRV_OK)
         return st;
-    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, src NULL or not. */
+    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, the host pointer NULL
+     * or not. */
     if (bytes == 0)
         return SES_DRV_OK;
-    if (!src)
+    if (h2d ? !from_host : !to_host)
         return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "copy_h2d: src is NULL for %" PRIu64 " bytes", bytes);
-    /* memmove: the source may be a mapped pointer into this very buffer. */
-    memmove((unsigned char *)d->data + dst_offset, src, (size_t)bytes);
+                                "%s: %s is NULL for %" PRIu64 " bytes", op, h2d ? "src" : "dst",
+                                bytes);
+    if (h2d)
+        memmove((unsigned char *)b->data + offset, from_host, (size_t)bytes);
+    else
+        memmove(to_host, (const unsigned char *)b->data + offset, (size_t)bytes);
     return SES_DRV_OK;
+}
+
+static int32_t cpu_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream, const void *src,
+                            ses_drv_buffer_t *dst, uint64_t dst_offset, uint64_t bytes) {
+    return cpu__host_copy(device, stream, 1, dst, dst_offset, src, NULL, bytes);
 }
 
 static int32_t cpu_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
                             ses_drv_buffer_t *src, uint64_t src_offset, void *dst, uint64_t bytes) {
-    const cpu__buffer_t *s = cpu__buffer(src);
-    int32_t st;
-
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if ((st = cpu__no_stream(device, "copy_d2h", stream)) != SES_DRV_OK)
-        return st;
-    if (!s)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "copy_d2h: src is NULL");
-    if ((st = cpu__check_range(device, "copy_d2h: src", s, src_offset, bytes)) != SES_DRV_OK)
-        return st;
-    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, dst NULL or not. */
-    if (bytes == 0)
-        return SES_DRV_OK;
-    if (!dst)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "copy_d2h: dst is NULL for %" PRIu64 " bytes", bytes);
-    memmove(dst, (const unsigned char *)s->data + src_offset, (size_t)bytes);
-    return SES_DRV_OK;
+    return cpu__host_copy(device, stream, 0, src, src_offset, NULL, dst, bytes);
 }
 
 static int32_t cpu_copy_d2d(ses_drv_device_t *device, ses_drv_stream_t *stream,

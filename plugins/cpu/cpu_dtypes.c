@@ -168,46 +168,39 @@ CPU__DCMP(u64, uint64_t)
  * Picking a loop
  * ------------------------------------------------------------------------------------------- */
 
+/* The cases returning prefix##S for the integer dtypes other than i32 and i64. */
+#define CPU__DCASES_SMALL_INTS(prefix) \
+    case SES_DRV_DTYPE_I8:             \
+        return prefix##i8;             \
+    case SES_DRV_DTYPE_I16:            \
+        return prefix##i16;            \
+    case SES_DRV_DTYPE_U8:             \
+        return prefix##u8;             \
+    case SES_DRV_DTYPE_U16:            \
+        return prefix##u16;            \
+    case SES_DRV_DTYPE_U32:            \
+        return prefix##u32;            \
+    case SES_DRV_DTYPE_U64:            \
+        return prefix##u64;
 /* prefix##S for the dtype @p dt among the number dtypes, or NULL. */
-#define CPU__DPICK_NUMBERS(prefix, dt) \
-    switch (dt) {                      \
-        case SES_DRV_DTYPE_F32:        \
-            return prefix##f32;        \
-        case SES_DRV_DTYPE_F64:        \
-            return prefix##f64;        \
-        case SES_DRV_DTYPE_I8:         \
-            return prefix##i8;         \
-        case SES_DRV_DTYPE_I16:        \
-            return prefix##i16;        \
-        case SES_DRV_DTYPE_I32:        \
-            return prefix##i32;        \
-        case SES_DRV_DTYPE_I64:        \
-            return prefix##i64;        \
-        case SES_DRV_DTYPE_U8:         \
-            return prefix##u8;         \
-        case SES_DRV_DTYPE_U16:        \
-            return prefix##u16;        \
-        case SES_DRV_DTYPE_U32:        \
-            return prefix##u32;        \
-        case SES_DRV_DTYPE_U64:        \
-            return prefix##u64;        \
-        default:                       \
-            return NULL;               \
+#define CPU__DPICK_NUMBERS(prefix, dt)     \
+    switch (dt) {                          \
+        case SES_DRV_DTYPE_F32:            \
+            return prefix##f32;            \
+        case SES_DRV_DTYPE_F64:            \
+            return prefix##f64;            \
+        case SES_DRV_DTYPE_I32:            \
+            return prefix##i32;            \
+        case SES_DRV_DTYPE_I64:            \
+            return prefix##i64;            \
+            CPU__DCASES_SMALL_INTS(prefix) \
+        default:                           \
+            return NULL;                   \
     }
+/* prefix##S for the integer dtypes other than i32 and i64, or NULL. */
 #define CPU__DPICK_SMALL_INTS(prefix, dt) \
     switch (dt) {                         \
-        case SES_DRV_DTYPE_I8:            \
-            return prefix##i8;            \
-        case SES_DRV_DTYPE_I16:           \
-            return prefix##i16;           \
-        case SES_DRV_DTYPE_U8:            \
-            return prefix##u8;            \
-        case SES_DRV_DTYPE_U16:           \
-            return prefix##u16;           \
-        case SES_DRV_DTYPE_U32:           \
-            return prefix##u32;           \
-        case SES_DRV_DTYPE_U64:           \
-            return prefix##u64;           \
+        CPU__DCASES_SMALL_INTS(prefix)    \
         default:                          \
             return NULL;                  \
     }

@@ -342,13 +342,8 @@ typedef struct cpu__softmax_grad_job {
             return;                                                                                \
         }                                                                                          \
         while (l < end) {                                                                          \
-            uint64_t o0 = l / (uint64_t)inner, i0 = l % (uint64_t)inner;                           \
-            size_t n = (size_t)((uint64_t)inner - i0);                                             \
-            if (n > end - l)                                                                       \
-                n = (size_t)(end - l);                                                             \
-            if (n > CPU__SOFTMAX_GRAD_BLOCK)                                                       \
-                n = CPU__SOFTMAX_GRAD_BLOCK;                                                       \
-            const size_t base = (size_t)(o0 * (uint64_t)(dim * inner) + i0);                       \
+            size_t base;                                                                           \
+            const size_t n = cpu__lane_block(l, end, inner, dim, CPU__SOFTMAX_GRAD_BLOCK, &base);  \
             for (size_t j = 0; j < n; j++)                                                         \
                 s[j] = 0;                                                                          \
             for (int64_t d = 0; d < dim; d++) {                                                    \
@@ -566,18 +561,8 @@ int32_t cpu__reduce_grad(const cpu__call_t *call) {
     /* dy is the output reduced over the axes, which it keeps as 1 (keepdims) or drops: its
      * rank says which. */
     const int keepdims = dy->rank == out->rank;
-    uint32_t want_rank = 0;
-    for (uint32_t d = 0; d < out->rank; d++) {
-        if (!reduced[d])
-            want[want_rank++] = out->dims[d];
-        else if (keepdims)
-            want[want_rank++] = 1;
-    }
-    int ok = dy->rank == want_rank;
-    for (uint32_t d = 0; ok && d < want_rank; d++)
-        if (dy->dims[d] != want[d])
-            ok = 0;
-    if (!ok)
+    uint32_t want_rank;
+    if (!cpu__is_reduced(dy, out->dims, out->rank, reduced, keepdims, want, &want_rank))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "input 0 (dy) is %s, but the output %s reduced over axes %s is %s "
                               "(or that with the axes kept as 1)",

@@ -974,6 +974,46 @@ typedef struct cpu__win {
 int32_t cpu__read_window(const cpu__call_t *call, const cpu__tensor_t *x, const cpu__tensor_t *y,
                          cpu__win_t *w);
 
+/*
+ * Whether @p t is @p dims reduced over the axes flagged in @p reduced, each kept as 1 with
+ * @p keepdims or else removed; @p want gets that shape, @p want_rank its rank (for messages).
+ */
+static inline int cpu__is_reduced(const cpu__tensor_t *t, const int64_t *dims, uint32_t rank,
+                                  const int *reduced, int keepdims, int64_t *want,
+                                  uint32_t *want_rank) {
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < rank; d++) {
+        if (!reduced[d])
+            want[n++] = dims[d];
+        else if (keepdims)
+            want[n++] = 1;
+    }
+    *want_rank = n;
+    if (t->rank != n)
+        return 0;
+    for (uint32_t d = 0; d < n; d++)
+        if (t->dims[d] != want[d])
+            return 0;
+    return 1;
+}
+
+/*
+ * Softmax's and SoftmaxGrad's walk over the lanes of an axis (flat lane l of outer * inner, the
+ * axis dim long with stride inner): the next run from lane @p l, below @p end, at most @p block
+ * lanes and within one outer row. Returns its length; @p base gets its first element's offset.
+ */
+static inline size_t cpu__lane_block(uint64_t l, uint64_t end, int64_t inner, int64_t dim,
+                                     size_t block, size_t *base) {
+    const uint64_t o = l / (uint64_t)inner, i0 = l % (uint64_t)inner;
+    size_t n = (size_t)((uint64_t)inner - i0);
+    if (n > end - l)
+        n = (size_t)(end - l);
+    if (n > block)
+        n = block;
+    *base = (size_t)(o * (uint64_t)(dim * inner) + i0);
+    return n;
+}
+
 /* Small helpers of the windowed families (cpu_cnn.c, cpu_pool.c, cpu_norm.c, cpu_pad_shape.c):
  * the product of n dims; the next row-major coordinates (0 after the last); a tensor zeroed; an
  * f32 or f64 element as double. */

@@ -274,27 +274,25 @@ const char *cpu__dtype_label(uint32_t dtype) {
 #define CPU__E_WINDOWED(X, Op, CODE, BODY, T)                                              \
     X(Op##W_##T, #Op, #T "," #T "->" #T, BODY, CODE, 2, 0, CPU__DT_##T, CPU__DT_##T, 0, \
       CPU__DT_##T)
+/* The activations (op, code), each with a forward entry (cpu__act) and a gradient one (<Op>Grad:
+ * dy and x, cpu__act_grad), f32 and f64, forward ones first. */
+#define CPU__ACTIVATIONS(E, X)             \
+    E(X, Elu, ELU)                         \
+    E(X, Selu, SELU)                       \
+    E(X, Celu, CELU)                       \
+    E(X, HardSigmoid, HARDSIGMOID)         \
+    E(X, HardSwish, HARDSWISH)             \
+    E(X, ThresholdedRelu, THRESHOLDEDRELU) \
+    E(X, Softsign, SOFTSIGN)               \
+    E(X, Shrink, SHRINK)                   \
+    E(X, Gelu, GELU)                       \
+    E(X, Mish, MISH)
+#define CPU__E_ACT(X, Op, CODE) CPU__FLOATS(CPU__E_UNARY, X, Op, CPU__OP_##CODE, cpu__act)
+#define CPU__E_ACT_GRAD(X, Op, CODE) \
+    CPU__FLOATS(CPU__E_BINARY, X, Op##Grad, CPU__OP_##CODE##GRAD, cpu__act_grad)
 #define CPU__KERNELS_G_ACT(X)                                                                      \
-    CPU__FLOATS(CPU__E_UNARY, X, Elu, CPU__OP_ELU, cpu__act)                                       \
-    CPU__FLOATS(CPU__E_UNARY, X, Selu, CPU__OP_SELU, cpu__act)                                     \
-    CPU__FLOATS(CPU__E_UNARY, X, Celu, CPU__OP_CELU, cpu__act)                                     \
-    CPU__FLOATS(CPU__E_UNARY, X, HardSigmoid, CPU__OP_HARDSIGMOID, cpu__act)                       \
-    CPU__FLOATS(CPU__E_UNARY, X, HardSwish, CPU__OP_HARDSWISH, cpu__act)                           \
-    CPU__FLOATS(CPU__E_UNARY, X, ThresholdedRelu, CPU__OP_THRESHOLDEDRELU, cpu__act)               \
-    CPU__FLOATS(CPU__E_UNARY, X, Softsign, CPU__OP_SOFTSIGN, cpu__act)                             \
-    CPU__FLOATS(CPU__E_UNARY, X, Shrink, CPU__OP_SHRINK, cpu__act)                                 \
-    CPU__FLOATS(CPU__E_UNARY, X, Gelu, CPU__OP_GELU, cpu__act)                                     \
-    CPU__FLOATS(CPU__E_UNARY, X, Mish, CPU__OP_MISH, cpu__act)                                     \
-    CPU__FLOATS(CPU__E_BINARY, X, EluGrad, CPU__OP_ELUGRAD, cpu__act_grad)                         \
-    CPU__FLOATS(CPU__E_BINARY, X, SeluGrad, CPU__OP_SELUGRAD, cpu__act_grad)                       \
-    CPU__FLOATS(CPU__E_BINARY, X, CeluGrad, CPU__OP_CELUGRAD, cpu__act_grad)                       \
-    CPU__FLOATS(CPU__E_BINARY, X, HardSigmoidGrad, CPU__OP_HARDSIGMOIDGRAD, cpu__act_grad)         \
-    CPU__FLOATS(CPU__E_BINARY, X, HardSwishGrad, CPU__OP_HARDSWISHGRAD, cpu__act_grad)             \
-    CPU__FLOATS(CPU__E_BINARY, X, ThresholdedReluGrad, CPU__OP_THRESHOLDEDRELUGRAD, cpu__act_grad) \
-    CPU__FLOATS(CPU__E_BINARY, X, SoftsignGrad, CPU__OP_SOFTSIGNGRAD, cpu__act_grad)               \
-    CPU__FLOATS(CPU__E_BINARY, X, ShrinkGrad, CPU__OP_SHRINKGRAD, cpu__act_grad)                   \
-    CPU__FLOATS(CPU__E_BINARY, X, GeluGrad, CPU__OP_GELUGRAD, cpu__act_grad)                       \
-    CPU__FLOATS(CPU__E_BINARY, X, MishGrad, CPU__OP_MISHGRAD, cpu__act_grad)                       \
+    CPU__ACTIVATIONS(CPU__E_ACT, X)                                                                \
+    CPU__ACTIVATIONS(CPU__E_ACT_GRAD, X)                                                           \
     CPU__FLOATS(CPU__E_VARIADIC, X, Sum, CPU__OP_SUM, cpu__sum_mean)                               \
     CPU__FLOATS(CPU__E_VARIADIC, X, Mean, CPU__OP_MEAN, cpu__sum_mean)                             \
     CPU__FLOATS(CPU__E_UNARY, X, Det, CPU__OP_DET, cpu__det)                                       \

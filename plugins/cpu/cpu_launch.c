@@ -353,18 +353,12 @@ static int32_t cpu__check_overlap(const cpu__call_t *call) {
                                    : "this op cannot run in place");
 }
 
-/*
- * Checks @p launch against @p spec one step at a time, refusing the first thing that is wrong
- * with a message that names it, and runs the body when nothing is. cpu__run comes here when its
- * quick pass (cpu__launch_ok) refuses a launch, so the order of these checks decides which
- * message a bad launch gets.
- */
-static CPU__COLD int32_t cpu__run_checked(ses_drv_device_t *device, const ses_drv_launch_t *launch,
-                                          const cpu__spec_t *spec) {
+/* The launch's head: a device, a launch and its node, each at least ABI 1.0's size. */
+static CPU__COLD int32_t cpu__check_launch_head(ses_drv_device_t *device,
+                                                const ses_drv_launch_t *launch,
+                                                const cpu__spec_t *spec) {
     const size_t launch_min = SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets);
     const size_t node_min = SES_DRV_SIZEOF_1_0(ses_drv_node_t, attr_ctx);
-    cpu__call_t call;
-    int32_t st;
 
     if (!device)
         return SES_DRV_INVALID_ARGUMENT;
@@ -383,6 +377,23 @@ static CPU__COLD int32_t cpu__run_checked(ses_drv_device_t *device, const ses_dr
         return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
                                 "%s: node has struct_size %" PRIu32 ", ABI 1.0 needs at least %zu",
                                 spec->op, node->struct_size, node_min);
+    return SES_DRV_OK;
+}
+
+/*
+ * Checks @p launch against @p spec one step at a time, refusing the first thing that is wrong
+ * with a message that names it, and runs the body when nothing is. cpu__run comes here when its
+ * quick pass (cpu__launch_ok) refuses a launch, so the order of these checks decides which
+ * message a bad launch gets.
+ */
+static CPU__COLD int32_t cpu__run_checked(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                                          const cpu__spec_t *spec) {
+    cpu__call_t call;
+    int32_t st;
+
+    if ((st = cpu__check_launch_head(device, launch, spec)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
 
     /* Field by field rather than a memset of the whole call: the views are written below as
      * each argument is checked, and the slots past n_in are zeroed there. */
@@ -642,30 +653,14 @@ static int32_t cpu__general_overlap(const cpu__call_t *call, int a_out, uint32_t
 
 int32_t cpu__run_general(ses_drv_device_t *device, const ses_drv_launch_t *launch,
                          const cpu__spec_t *spec, void *state) {
-    const size_t launch_min = SES_DRV_SIZEOF_1_0(ses_drv_launch_t, output_offsets);
-    const size_t node_min = SES_DRV_SIZEOF_1_0(ses_drv_node_t, attr_ctx);
     const size_t desc_min = SES_DRV_SIZEOF_1_0(ses_drv_tensor_desc_t, dims);
     cpu__tensor_t in[CPU__GENERAL_MAX_INPUTS];
     cpu__call_t call;
     int32_t st;
 
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if (!launch)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "%s: launch is NULL", spec->op);
-    if (launch->struct_size < launch_min)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "%s: launch has struct_size %" PRIu32
-                                ", ABI 1.0 needs at least %zu",
-                                spec->op, launch->struct_size, launch_min);
+    if ((st = cpu__check_launch_head(device, launch, spec)) != SES_DRV_OK)
+        return st;
     const ses_drv_node_t *node = launch->node;
-    if (!node)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT, "%s: launch->node is NULL",
-                                spec->op);
-    if (node->struct_size < node_min)
-        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
-                                "%s: node has struct_size %" PRIu32 ", ABI 1.0 needs at least %zu",
-                                spec->op, node->struct_size, node_min);
 
     memset(&call, 0, sizeof call);
     call.device = device;
@@ -1099,10 +1094,11 @@ int32_t cpu__attr_float(const cpu__call_t *call, const char *key, double def, do
     return SES_DRV_OK;
 }
 
-int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, uint32_t max,
-                       uint32_t *out_count) {
+/* A list attribute of @p type (INTS or FLOATS) of at most @p max values into @p out. */
+static int32_t cpu__attr_list(const cpu__call_t *call, const char *key, uint32_t type, void *out,
+                              uint32_t max, uint32_t *out_count) {
     uint64_t count = max;
-    int32_t st = cpu__attr(call, key, SES_DRV_ATTR_INTS, &count, out);
+    int32_t st = cpu__attr(call, key, type, &count, out);
 
     if (st == SES_DRV_NOT_FOUND)
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "attribute %s is missing", key);
@@ -1117,22 +1113,14 @@ int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, u
     return SES_DRV_OK;
 }
 
+int32_t cpu__attr_ints(const cpu__call_t *call, const char *key, int64_t *out, uint32_t max,
+                       uint32_t *out_count) {
+    return cpu__attr_list(call, key, SES_DRV_ATTR_INTS, out, max, out_count);
+}
+
 int32_t cpu__attr_floats(const cpu__call_t *call, const char *key, double *out, uint32_t max,
                          uint32_t *out_count) {
-    uint64_t count = max;
-    int32_t st = cpu__attr(call, key, SES_DRV_ATTR_FLOATS, &count, out);
-
-    if (st == SES_DRV_NOT_FOUND)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "attribute %s is missing", key);
-    if (st != SES_DRV_OK)
-        return st;
-    if (count > max)
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                              "attribute %s holds %" PRIu64 " values; at most %" PRIu32
-                              " fit this op's rank",
-                              key, count, max);
-    *out_count = (uint32_t)count;
-    return SES_DRV_OK;
+    return cpu__attr_list(call, key, SES_DRV_ATTR_FLOATS, out, max, out_count);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -142,47 +142,32 @@ static double cpu__float_at(const cpu__tensor_t *t, uint64_t i) {
  * which only ever sees 0 and 1 here; bool non-zero). */
 static void cpu__store_at(const cpu__tensor_t *t, uint64_t i, double v) {
     void *p = t->data;
+#define CPU__STORE(D, T)    \
+    case SES_DRV_DTYPE_##D: \
+        ((T *)p)[i] = (T)v; \
+        break
     switch (t->dtype) {
-        case SES_DRV_DTYPE_F32:
-            ((float *)p)[i] = (float)v;
-            break;
-        case SES_DRV_DTYPE_F64:
-            ((double *)p)[i] = v;
-            break;
+        CPU__STORE(F32, float);
+        CPU__STORE(F64, double);
+        CPU__STORE(I8, int8_t);
+        CPU__STORE(I16, int16_t);
+        CPU__STORE(I32, int32_t);
+        CPU__STORE(I64, int64_t);
+        CPU__STORE(U8, uint8_t);
+        CPU__STORE(U16, uint16_t);
+        CPU__STORE(U32, uint32_t);
+        CPU__STORE(U64, uint64_t);
         case SES_DRV_DTYPE_F16:
             ((uint16_t *)p)[i] = cpu__f16_from_double(v);
             break;
         case SES_DRV_DTYPE_BF16:
             ((uint16_t *)p)[i] = cpu__bf16_from_double(v);
             break;
-        case SES_DRV_DTYPE_I8:
-            ((int8_t *)p)[i] = (int8_t)v;
-            break;
-        case SES_DRV_DTYPE_I16:
-            ((int16_t *)p)[i] = (int16_t)v;
-            break;
-        case SES_DRV_DTYPE_I32:
-            ((int32_t *)p)[i] = (int32_t)v;
-            break;
-        case SES_DRV_DTYPE_I64:
-            ((int64_t *)p)[i] = (int64_t)v;
-            break;
-        case SES_DRV_DTYPE_U8:
-            ((uint8_t *)p)[i] = (uint8_t)v;
-            break;
-        case SES_DRV_DTYPE_U16:
-            ((uint16_t *)p)[i] = (uint16_t)v;
-            break;
-        case SES_DRV_DTYPE_U32:
-            ((uint32_t *)p)[i] = (uint32_t)v;
-            break;
-        case SES_DRV_DTYPE_U64:
-            ((uint64_t *)p)[i] = (uint64_t)v;
-            break;
         default:
             ((uint8_t *)p)[i] = (uint8_t)(v != 0);
             break;
     }
+#undef CPU__STORE
 }
 
 static int32_t cpu__dropout_train(const cpu__call_t *call, cpu__random_state_t *s) {

@@ -342,21 +342,12 @@ int32_t cpu__reduce(const cpu__call_t *call) {
         reduced[axes[i]] = 1;
 
     /* The output: the input with the reduced dims set to 1 (keepdims) or removed. */
-    uint32_t want_rank = 0;
+    uint32_t want_rank;
     uint64_t r_total = 1;
-    for (uint32_t d = 0; d < in->rank; d++) {
+    for (uint32_t d = 0; d < in->rank; d++)
         if (reduced[d])
             r_total *= (uint64_t)in->dims[d];
-        if (!reduced[d])
-            want[want_rank++] = in->dims[d];
-        else if (keepdims)
-            want[want_rank++] = 1;
-    }
-    int ok = out->rank == want_rank;
-    for (uint32_t d = 0; ok && d < want_rank; d++)
-        if (out->dims[d] != want[d])
-            ok = 0;
-    if (!ok)
+    if (!cpu__is_reduced(out, in->dims, in->rank, reduced, (int)keepdims, want, &want_rank))
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "output is %s, but input %s reduced over axes %s with keepdims "
                               "%" PRId64 " is %s",
@@ -601,13 +592,8 @@ typedef struct cpu__softmax_job {
             return;                                                                          \
         }                                                                                    \
         while (l < end) {                                                                    \
-            uint64_t o = l / (uint64_t)inner, i0 = l % (uint64_t)inner;                      \
-            size_t n = (size_t)((uint64_t)inner - i0);                                       \
-            if (n > end - l)                                                                 \
-                n = (size_t)(end - l);                                                       \
-            if (n > CPU__SOFTMAX_BLOCK)                                                      \
-                n = CPU__SOFTMAX_BLOCK;                                                      \
-            const size_t base = (size_t)(o * (uint64_t)(dim * inner) + i0);                  \
+            size_t base;                                                                     \
+            const size_t n = cpu__lane_block(l, end, inner, dim, CPU__SOFTMAX_BLOCK, &base); \
             const T *xb = x + base;                                                          \
             T *yb = y + base;                                                                \
             for (size_t j = 0; j < n; j++)                                                   \

@@ -117,8 +117,7 @@ static int32_t ocl_conv_check(ses_drv_device_t *device, const ses_drv_node_t *no
 
     if ((st = ocl_read_window(device, node, x, y, &sh->w)) != SES_DRV_OK)
         return st;
-    if ((st = ocl__need_attr(device, node, "group", ocl__attr_int(node, "group", &sh->group))) !=
-        SES_DRV_OK)
+    if ((st = ocl__need_int(device, node, "group", &sh->group)) != SES_DRV_OK)
         return st;
     sh->batch = x->dims[0];
     sh->c = x->dims[1];
@@ -282,8 +281,7 @@ int32_t ocl__k_conv_grad(ses_drv_device_t *device, void *state, const ses_drv_la
     const ses_drv_node_t *node = launch->node;
     const ocl_arg_t *dy = &in[0], *x = &in[1], *wt = &in[2], *g_out = &out[0];
     if ((st = ocl_conv_check(device, node, x, wt, dy, &sh)) != SES_DRV_OK ||
-        (st = ocl__need_attr(device, node, "input", ocl__attr_int(node, "input", &input))) !=
-            SES_DRV_OK)
+        (st = ocl__need_int(device, node, "input", &input)) != SES_DRV_OK)
         return st;
     if ((input != 0 && input != 1) || !ocl__same_shape(g_out, input ? wt : x))
         return ocl__shape_fail(device, node,
@@ -366,9 +364,7 @@ int32_t ocl__k_pool(ses_drv_device_t *device, void *state, const ses_drv_launch_
         return st;
     if (fx->dims[1] != fy->dims[1] || (grad && !avg && !ocl__same_shape(&in[1], &out[0])))
         return ocl__shape_fail(device, node, "the pool's input and output do not agree", fx, fy);
-    if (avg &&
-        (st = ocl__need_attr(device, node, "count_include_pad",
-                             ocl__attr_int(node, "count_include_pad", &include_pad))) != SES_DRV_OK)
+    if (avg && (st = ocl__need_int(device, node, "count_include_pad", &include_pad)) != SES_DRV_OK)
         return st;
     cl_int op = avg, inc = include_pad != 0;
     const int f64 = fx->dtype == SES_DRV_DTYPE_F64;
@@ -412,8 +408,7 @@ int32_t ocl__k_batch_norm(ses_drv_device_t *device, void *state, const ses_drv_l
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "epsilon", ocl__attr_float(node, "epsilon", &eps))) !=
-        SES_DRV_OK)
+    if ((st = ocl__need_float(device, node, "epsilon", &eps)) != SES_DRV_OK)
         return st;
     const ocl_arg_t *x = &in[0], *y = &out[0];
     int ok = node->n_inputs == 5 && x->rank >= 2 && ocl__same_shape(x, y);
@@ -486,7 +481,7 @@ static int32_t ocl_pad_setup(ses_drv_device_t *device, const ses_drv_node_t *nod
     int32_t st;
 
     if ((st = ocl__attr_ints_max(device, node, "pads", pads, 2 * OCL_MAX_RANK, &np)) ||
-        (st = ocl__need_attr(device, node, "mode", ocl__attr_int(node, "mode", &mode))))
+        (st = ocl__need_int(device, node, "mode", &mode)))
         return st;
     int ok =
         np == 2 * x->rank && y->rank == x->rank && mode >= 0 && mode <= 2 && y->esize == x->esize;
@@ -529,16 +524,14 @@ int32_t ocl__k_pad(ses_drv_device_t *device, void *state, const ses_drv_launch_t
         return ocl__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
                               "Pad of %" PRIu32 "-byte elements is not implemented", x->esize);
     ocl_args_t a = {0};
-    cl_ulong xo = x->off, co = c ? c->off : 0, yo = y->off, n = y->count;
+    cl_ulong co = c ? c->off : 0, n = y->count;
     cl_int has_c = c != NULL;
     cl_mem cm = c ? c->buf->mem : x->buf->mem;
-    OCL_ARG(&a, x->buf->mem);
-    OCL_ARG(&a, xo);
+    OCL_ARG_AT(&a, x);
     OCL_ARG(&a, cm);
     OCL_ARG(&a, co);
     OCL_ARG(&a, has_c);
-    OCL_ARG(&a, y->buf->mem);
-    OCL_ARG(&a, yo);
+    OCL_ARG_AT(&a, y);
     OCL_ARG(&a, n);
     OCL_ARG(&a, pd);
     return ocl__run_x(device, node, k, n, &a);
@@ -558,11 +551,9 @@ int32_t ocl__k_pad_grad(ses_drv_device_t *device, void *state, const ses_drv_lau
     const ocl_arg_t *dy = &in[0], *dx = &out[0];
     if ((st = ocl_pad_setup(device, node, dx, dy, &pd)) != SES_DRV_OK)
         return st;
-    cl_ulong dyo = dy->off, dxo = dx->off, n = dx->count;
-    OCL_ARG(&a, dy->buf->mem);
-    OCL_ARG(&a, dyo);
-    OCL_ARG(&a, dx->buf->mem);
-    OCL_ARG(&a, dxo);
+    cl_ulong n = dx->count;
+    OCL_ARG_AT(&a, dy);
+    OCL_ARG_AT(&a, dx);
     OCL_ARG(&a, n);
     OCL_ARG(&a, pd);
     return ocl__run_x(device, node,
@@ -578,8 +569,8 @@ int32_t ocl__k_clip(ses_drv_device_t *device, void *state, const ses_drv_launch_
     if ((st = ocl__prepare(device, launch, 1, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "has_min", ocl__attr_int(node, "has_min", &has_min))) ||
-        (st = ocl__need_attr(device, node, "has_max", ocl__attr_int(node, "has_max", &has_max))))
+    if ((st = ocl__need_int(device, node, "has_min", &has_min)) ||
+        (st = ocl__need_int(device, node, "has_max", &has_max)))
         return st;
     has_min = has_min != 0;
     has_max = has_max != 0;
@@ -602,18 +593,14 @@ int32_t ocl__k_clip(ses_drv_device_t *device, void *state, const ses_drv_launch_
                               "Clip of dtype %" PRIu32 " is not implemented", in[0].dtype);
     const ocl_arg_t *lo = has_min ? &in[1] : &in[0], *hi = has_max ? &in[1 + has_min] : &in[0];
     ocl_args_t a = {0};
-    cl_ulong xo = in[0].off, loo = lo->off, hio = hi->off, yo = out[0].off, n = out[0].count;
+    cl_ulong n = out[0].count;
     cl_int hmin = (cl_int)has_min, hmax = (cl_int)has_max;
-    OCL_ARG(&a, in[0].buf->mem);
-    OCL_ARG(&a, xo);
-    OCL_ARG(&a, lo->buf->mem);
-    OCL_ARG(&a, loo);
+    OCL_ARG_AT(&a, &in[0]);
+    OCL_ARG_AT(&a, lo);
     OCL_ARG(&a, hmin);
-    OCL_ARG(&a, hi->buf->mem);
-    OCL_ARG(&a, hio);
+    OCL_ARG_AT(&a, hi);
     OCL_ARG(&a, hmax);
-    OCL_ARG(&a, out[0].buf->mem);
-    OCL_ARG(&a, yo);
+    OCL_ARG_AT(&a, &out[0]);
     OCL_ARG(&a, n);
     return ocl__run_x(device, node, k, n, &a);
 }
@@ -629,8 +616,7 @@ int32_t ocl__k_split(ses_drv_device_t *device, void *state, const ses_drv_launch
     if ((st = ocl__prepare_n(device, launch, 0, in, out, 8)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "axis", ocl__attr_int(node, "axis", &axis))) !=
-        SES_DRV_OK)
+    if ((st = ocl__need_int(device, node, "axis", &axis)) != SES_DRV_OK)
         return st;
     const ocl_arg_t *x = &in[0];
     int ok = node->n_outputs >= 1 && axis >= 0 && axis < (int64_t)x->rank;
@@ -687,8 +673,8 @@ int32_t ocl__k_shape(ses_drv_device_t *device, void *state, const ses_drv_launch
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "start", ocl__attr_int(node, "start", &start))) ||
-        (st = ocl__need_attr(device, node, "end", ocl__attr_int(node, "end", &end))))
+    if ((st = ocl__need_int(device, node, "start", &start)) ||
+        (st = ocl__need_int(device, node, "end", &end)))
         return st;
     const ocl_arg_t *x = &in[0], *y = &out[0];
     if (start < 0 || end < start || end > (int64_t)x->rank || y->rank != 1 ||

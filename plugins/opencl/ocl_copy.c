@@ -120,8 +120,7 @@ int32_t ocl__k_concat(ses_drv_device_t *device, void *state, const ses_drv_launc
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "axis", ocl__attr_int(node, "axis", &axis))) !=
-        SES_DRV_OK)
+    if ((st = ocl__need_int(device, node, "axis", &axis)) != SES_DRV_OK)
         return st;
     const ocl_arg_t *y = &out[0];
     if (axis < 0 || axis >= (int64_t)y->rank)
@@ -212,11 +211,9 @@ int32_t ocl__k_cast(ses_drv_device_t *device, void *state, const ses_drv_launch_
         return ocl__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
                               "Cast from dtype %" PRIu32 " to %" PRIu32 " is not implemented",
                               in[0].dtype, out[0].dtype);
-    cl_ulong xo = in[0].off, yo = out[0].off, n = out[0].count;
-    OCL_ARG(&a, in[0].buf->mem);
-    OCL_ARG(&a, xo);
-    OCL_ARG(&a, out[0].buf->mem);
-    OCL_ARG(&a, yo);
+    cl_ulong n = out[0].count;
+    OCL_ARG_AT(&a, &in[0]);
+    OCL_ARG_AT(&a, &out[0]);
     OCL_ARG(&a, n);
     if (k >= OCL_K_COUNT)
         return ocl__run_x(device, node, k - OCL_K_COUNT, n, &a);
@@ -234,8 +231,7 @@ int32_t ocl__k_gather(ses_drv_device_t *device, void *state, const ses_drv_launc
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "axis", ocl__attr_int(node, "axis", &axis))) !=
-        SES_DRV_OK)
+    if ((st = ocl__need_int(device, node, "axis", &axis)) != SES_DRV_OK)
         return st;
     const ocl_arg_t *x = &in[0], *ix = &in[1], *y = &out[0];
     if (axis < 0 || axis >= (int64_t)x->rank ||
@@ -294,14 +290,10 @@ int32_t ocl__k_gather(ses_drv_device_t *device, void *state, const ses_drv_launc
             : x->esize == 2 ? OCL_K_GATHER2
             : x->esize == 4 ? OCL_K_GATHER4
                             : OCL_K_GATHER8;
-    cl_ulong xo = x->off, io = ix->off, yo = y->off;
-    OCL_ARG(&a, x->buf->mem);
-    OCL_ARG(&a, xo);
-    OCL_ARG(&a, ix->buf->mem);
-    OCL_ARG(&a, io);
+    OCL_ARG_AT(&a, x);
+    OCL_ARG_AT(&a, ix);
     OCL_ARG(&a, idx64);
-    OCL_ARG(&a, y->buf->mem);
-    OCL_ARG(&a, yo);
+    OCL_ARG_AT(&a, y);
     OCL_ARG(&a, outer);
     OCL_ARG(&a, A);
     OCL_ARG(&a, nidx);

@@ -706,53 +706,52 @@ static int32_t ocl_unmap(ses_drv_device_t *device, ses_drv_buffer_t *buffer, voi
     return SES_DRV_OK;
 }
 
-static int32_t ocl_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream, const void *src,
-                            ses_drv_buffer_t *dst, uint64_t dst_offset, uint64_t bytes) {
+/*
+ * copy_h2d (@p h2d, from @p from_host) or copy_d2h (into @p to_host): checks the stream, the
+ * buffer's range and the host pointer, then reads or writes @p bytes, blocking.
+ */
+static int32_t ocl_host_copy(ses_drv_device_t *device, const ses_drv_stream_t *stream, int h2d,
+                             ses_drv_buffer_t *buffer, uint64_t offset, const void *from_host,
+                             void *to_host, uint64_t bytes) {
+    const char *op = h2d ? "copy_h2d" : "copy_d2h";
     int32_t st;
     cl_int err;
 
     if (!device)
         return SES_DRV_INVALID_ARGUMENT;
-    if ((st = ocl_no_stream(device, "copy_h2d", stream)) != SES_DRV_OK ||
-        (st = ocl_check_range(device, "copy_h2d: dst", dst, dst_offset, bytes)) != SES_DRV_OK)
+    if ((st = ocl_no_stream(device, op, stream)) != SES_DRV_OK ||
+        (st = ocl_check_range(device, h2d ? "copy_h2d: dst" : "copy_d2h: src", buffer, offset,
+                              bytes)) != SES_DRV_OK)
         return st;
-    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, src NULL or not. */
+    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, the host pointer NULL
+     * or not. */
     if (bytes == 0)
         return SES_DRV_OK;
-    if (!src)
-        return OCL_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "copy_h2d: src is NULL");
-    err = clEnqueueWriteBuffer(device->queue, dst->mem, CL_TRUE, (size_t)dst_offset,
-                               (size_t)bytes, src, 0, NULL, NULL);
+    if (h2d ? !from_host : !to_host)
+        return OCL_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "%s: %s is NULL", op,
+                               h2d ? "src" : "dst");
+    if (h2d)
+        err = clEnqueueWriteBuffer(device->queue, buffer->mem, CL_TRUE, (size_t)offset,
+                                   (size_t)bytes, from_host, 0, NULL, NULL);
+    else
+        err = clEnqueueReadBuffer(device->queue, buffer->mem, CL_TRUE, (size_t)offset,
+                                  (size_t)bytes, to_host, 0, NULL, NULL);
     if (err != CL_SUCCESS)
-        return OCL_DEVICE_FAIL(device, SES_DRV_INTERNAL,
-                               "copy_h2d: clEnqueueWriteBuffer of %" PRIu64 " bytes failed: %s",
-                               bytes, ocl__error_name(err));
+        return OCL_DEVICE_FAIL(device, SES_DRV_INTERNAL, "%s: %s of %" PRIu64 " bytes failed: %s",
+                               op, h2d ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", bytes,
+                               ocl__error_name(err));
     return SES_DRV_OK;
+}
+
+static int32_t ocl_copy_h2d(ses_drv_device_t *device, ses_drv_stream_t *stream, const void *src,
+                            ses_drv_buffer_t *dst, uint64_t dst_offset, uint64_t bytes) {
+    return ocl_host_copy(device, stream, 1, dst, dst_offset, src, NULL, bytes);
 }
 
 static int32_t ocl_copy_d2h(ses_drv_device_t *device, ses_drv_stream_t *stream,
                             ses_drv_buffer_t *src, uint64_t src_offset, void *dst,
                             uint64_t bytes) {
-    int32_t st;
-    cl_int err;
-
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if ((st = ocl_no_stream(device, "copy_d2h", stream)) != SES_DRV_OK ||
-        (st = ocl_check_range(device, "copy_d2h: src", src, src_offset, bytes)) != SES_DRV_OK)
-        return st;
-    /* DRV-43: 0 bytes inside the buffer (offset == size included) succeed, dst NULL or not. */
-    if (bytes == 0)
-        return SES_DRV_OK;
-    if (!dst)
-        return OCL_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "copy_d2h: dst is NULL");
-    err = clEnqueueReadBuffer(device->queue, src->mem, CL_TRUE, (size_t)src_offset,
-                              (size_t)bytes, dst, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return OCL_DEVICE_FAIL(device, SES_DRV_INTERNAL,
-                               "copy_d2h: clEnqueueReadBuffer of %" PRIu64 " bytes failed: %s",
-                               bytes, ocl__error_name(err));
-    return SES_DRV_OK;
+    return ocl_host_copy(device, stream, 0, src, src_offset, NULL, dst, bytes);
 }
 
 static int32_t ocl_copy_d2d(ses_drv_device_t *device, ses_drv_stream_t *stream,

@@ -33,17 +33,15 @@ int32_t ocl__unary_f32(ses_drv_device_t *device, const ses_drv_node_t *node, con
                        const ocl_arg_t *y, int op, float alpha) {
     ocl_bcast_t bc;
     ocl_args_t a = {0};
-    cl_ulong xo = x->off, yo = y->off, n = y->count;
+    cl_ulong n = y->count;
     cl_int cop = op;
 
     ocl__bcast_init(&bc, y);
     if (!ocl__bcast_operand(&bc, 0, x, y))
         return ocl__shape_fail(device, node, "input 0 does not broadcast to the output", x, y);
     bc.contig = x->count == y->count;
-    OCL_ARG(&a, x->buf->mem);
-    OCL_ARG(&a, xo);
-    OCL_ARG(&a, y->buf->mem);
-    OCL_ARG(&a, yo);
+    OCL_ARG_AT(&a, x);
+    OCL_ARG_AT(&a, y);
     OCL_ARG(&a, n);
     OCL_ARG(&a, bc);
     OCL_ARG(&a, cop);
@@ -65,8 +63,7 @@ int32_t ocl__k_unary(ses_drv_device_t *device, void *state, const ses_drv_launch
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a unary f32 op");
     if (!ocl__same_shape(&in[0], &out[0]))
         return ocl__shape_fail(device, node, "shapes differ", &in[0], &out[0]);
-    if (op == 11 && (st = ocl__need_attr(device, node, "alpha",
-                                         ocl__attr_float(node, "alpha", &alpha))) != SES_DRV_OK)
+    if (op == 11 && (st = ocl__need_float(device, node, "alpha", &alpha)) != SES_DRV_OK)
         return st;
     return ocl__unary_f32(device, node, &in[0], &out[0], op, (float)alpha);
 }
@@ -112,18 +109,14 @@ int32_t ocl__k_binary(ses_drv_device_t *device, void *state, const ses_drv_launc
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a binary f32 op");
     if ((st = ocl_bcast_all(device, node, in, 2, &out[0], &bc)) != SES_DRV_OK)
         return st;
-    if (op == 8 && (st = ocl__need_attr(device, node, "alpha",
-                                        ocl__attr_float(node, "alpha", &alpha))) != SES_DRV_OK)
+    if (op == 8 && (st = ocl__need_float(device, node, "alpha", &alpha)) != SES_DRV_OK)
         return st;
-    cl_ulong ao = in[0].off, bo = in[1].off, yo = out[0].off, n = out[0].count;
+    cl_ulong n = out[0].count;
     cl_int cop = op;
     float fa = (float)alpha;
-    OCL_ARG(&a, in[0].buf->mem);
-    OCL_ARG(&a, ao);
-    OCL_ARG(&a, in[1].buf->mem);
-    OCL_ARG(&a, bo);
-    OCL_ARG(&a, out[0].buf->mem);
-    OCL_ARG(&a, yo);
+    OCL_ARG_AT(&a, &in[0]);
+    OCL_ARG_AT(&a, &in[1]);
+    OCL_ARG_AT(&a, &out[0]);
     OCL_ARG(&a, n);
     OCL_ARG(&a, bc);
     OCL_ARG(&a, cop);
@@ -182,13 +175,10 @@ int32_t ocl__k_compare(ses_drv_device_t *device, void *state, const ses_drv_laun
                               "%s of dtype %" PRIu32 " is not implemented", node->op, in[0].dtype);
     if ((st = ocl_bcast_all(device, node, in, 2, &out[0], &bc)) != SES_DRV_OK)
         return st;
-    cl_ulong ao = in[0].off, bo = in[1].off, yo = out[0].off, n = out[0].count;
-    OCL_ARG(&a, in[0].buf->mem);
-    OCL_ARG(&a, ao);
-    OCL_ARG(&a, in[1].buf->mem);
-    OCL_ARG(&a, bo);
-    OCL_ARG(&a, out[0].buf->mem);
-    OCL_ARG(&a, yo);
+    cl_ulong n = out[0].count;
+    OCL_ARG_AT(&a, &in[0]);
+    OCL_ARG_AT(&a, &in[1]);
+    OCL_ARG_AT(&a, &out[0]);
     OCL_ARG(&a, n);
     OCL_ARG(&a, bc);
     OCL_ARG(&a, cop);
@@ -215,15 +205,11 @@ int32_t ocl__k_where(ses_drv_device_t *device, void *state, const ses_drv_launch
     if (k < 0)
         return ocl__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
                               "Where of %" PRIu32 "-byte elements is not implemented", es);
-    cl_ulong co = in[0].off, ao = in[1].off, bo = in[2].off, yo = out[0].off, n = out[0].count;
-    OCL_ARG(&a, in[0].buf->mem);
-    OCL_ARG(&a, co);
-    OCL_ARG(&a, in[1].buf->mem);
-    OCL_ARG(&a, ao);
-    OCL_ARG(&a, in[2].buf->mem);
-    OCL_ARG(&a, bo);
-    OCL_ARG(&a, out[0].buf->mem);
-    OCL_ARG(&a, yo);
+    cl_ulong n = out[0].count;
+    OCL_ARG_AT(&a, &in[0]);
+    OCL_ARG_AT(&a, &in[1]);
+    OCL_ARG_AT(&a, &in[2]);
+    OCL_ARG_AT(&a, &out[0]);
     OCL_ARG(&a, n);
     OCL_ARG(&a, bc);
     return ocl__run(device, node, k, n, &a);

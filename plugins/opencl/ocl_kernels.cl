@@ -433,6 +433,22 @@ static inline void unravel(ulong idx, const long *dims, int n, long *c) {
     }
 }
 
+/* Tap @p kk of the window at output position @p o: its offset in the input plane; @p inside
+ * whether it lands in the input, @p in_pad whether in the input with its pads. */
+static inline long window_tap(const win_t *w, const long *o, long kk, int *inside, int *in_pad) {
+    long k[6], off = 0;
+    *inside = 1;
+    *in_pad = 1;
+    unravel((ulong)kk, w->k, w->n, k);
+    for (int i = 0; i < w->n; i++) {
+        long c = o[i] * w->s[i] - w->pb[i] + k[i] * w->d[i];
+        *inside = *inside && c >= 0 && c < w->in[i];
+        *in_pad = *in_pad && c >= -w->pb[i] && c < w->in[i] + w->pe[i];
+        off = off * w->in[i] + c;
+    }
+    return off;
+}
+
 /* im2col of whole (image, channel) planes of x: row (plane, kernel offset kk) of the column
  * matrix, column p (an output position) holds the input at p * stride - pad_begin + kk *
  * dilation, or 0 outside the input. */
@@ -503,21 +519,14 @@ CHANNEL_FILL(channel_fill_f32, float)
                      win_t w, int op, int include_pad) {                                       \
         FOR_EACH(t, total) {                                                                   \
             ulong plane = t / (ulong)w.out_count;                                              \
-            long o[6], k[6];                                                                   \
+            long o[6];                                                                         \
             long valid = 0, padded = 0;                                                        \
             int found = 0;                                                                     \
             T best = -INFINITY, acc = (T)0;                                                    \
             unravel(t % (ulong)w.out_count, w.out, w.n, o);                                    \
             for (long kk = 0; kk < w.k_count; kk++) {                                          \
-                long off = 0;                                                                  \
-                int inside = 1, in_pad = 1;                                                    \
-                unravel((ulong)kk, w.k, w.n, k);                                               \
-                for (int i = 0; i < w.n; i++) {                                                \
-                    long c = o[i] * w.s[i] - w.pb[i] + k[i] * w.d[i];                          \
-                    inside = inside && c >= 0 && c < w.in[i];                                  \
-                    in_pad = in_pad && c >= -w.pb[i] && c < w.in[i] + w.pe[i];                 \
-                    off = off * w.in[i] + c;                                                   \
-                }                                                                              \
+                int inside, in_pad;                                                            \
+                const long off = window_tap(&w, o, kk, &inside, &in_pad);                      \
                 padded += in_pad;                                                              \
                 if (!inside)                                                                   \
                     continue;                                                                  \
@@ -546,7 +555,7 @@ POOL(pool_f32, float)
                      int include_pad) {                                                        \
         FOR_EACH(plane, planes) {                                                              \
             ulong ib = dxo + plane * (ulong)w.in_count, xb = xo + plane * (ulong)w.in_count;   \
-            long o[6], k[6];                                                                   \
+            long o[6];                                                                         \
             for (long q = 0; q < w.in_count; q++)                                              \
                 dx[ib + (ulong)q] = (T)0;                                                      \
             for (long p = 0; p < w.out_count; p++) {                                           \
@@ -554,15 +563,8 @@ POOL(pool_f32, float)
                 T best = -INFINITY;                                                            \
                 unravel((ulong)p, w.out, w.n, o);                                              \
                 for (long kk = 0; kk < w.k_count; kk++) {                                      \
-                    long off = 0;                                                              \
-                    int inside = 1, in_pad = 1;                                                \
-                    unravel((ulong)kk, w.k, w.n, k);                                           \
-                    for (int i = 0; i < w.n; i++) {                                            \
-                        long c = o[i] * w.s[i] - w.pb[i] + k[i] * w.d[i];                      \
-                        inside = inside && c >= 0 && c < w.in[i];                              \
-                        in_pad = in_pad && c >= -w.pb[i] && c < w.in[i] + w.pe[i];             \
-                        off = off * w.in[i] + c;                                               \
-                    }                                                                          \
+                    int inside, in_pad;                                                        \
+                    const long off = window_tap(&w, o, kk, &inside, &in_pad);                  \
                     padded += in_pad;                                                          \
                     if (!inside)                                                               \
                         continue;                                                              \
@@ -586,14 +588,8 @@ POOL(pool_f32, float)
                     continue;                                                                  \
                 g = g / (T)divisor;                                                            \
                 for (long kk = 0; kk < w.k_count; kk++) {                                      \
-                    long off = 0;                                                              \
-                    int inside = 1;                                                            \
-                    unravel((ulong)kk, w.k, w.n, k);                                           \
-                    for (int i = 0; i < w.n; i++) {                                            \
-                        long c = o[i] * w.s[i] - w.pb[i] + k[i] * w.d[i];                      \
-                        inside = inside && c >= 0 && c < w.in[i];                              \
-                        off = off * w.in[i] + c;                                               \
-                    }                                                                          \
+                    int inside, in_pad;                                                        \
+                    const long off = window_tap(&w, o, kk, &inside, &in_pad);                  \
                     if (inside)                                                                \
                         dx[ib + (ulong)off] += g;                                              \
                 }                                                                              \

@@ -208,6 +208,16 @@ int32_t ocl__need_attr(ses_drv_device_t *device, const ses_drv_node_t *node, con
                           "attribute %s is missing or has another type", name);
 }
 
+int32_t ocl__need_int(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name,
+                      int64_t *out) {
+    return ocl__need_attr(device, node, name, ocl__attr_int(node, name, out));
+}
+
+int32_t ocl__need_float(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name,
+                        double *out) {
+    return ocl__need_attr(device, node, name, ocl__attr_float(node, name, out));
+}
+
 int ocl__same_shape(const ocl_arg_t *a, const ocl_arg_t *b) {
     if (a->rank != b->rank)
         return 0;

@@ -33,12 +33,9 @@ static int32_t ocl_sce_setup(ses_drv_device_t *device, const ses_drv_node_t *nod
     int64_t reduction = 0, ignore = 0, has_ignore = 0;
     int32_t st;
 
-    if ((st = ocl__need_attr(device, node, "reduction",
-                             ocl__attr_int(node, "reduction", &reduction))) ||
-        (st = ocl__need_attr(device, node, "ignore_index",
-                             ocl__attr_int(node, "ignore_index", &ignore))) ||
-        (st = ocl__need_attr(device, node, "has_ignore_index",
-                             ocl__attr_int(node, "has_ignore_index", &has_ignore))))
+    if ((st = ocl__need_int(device, node, "reduction", &reduction)) ||
+        (st = ocl__need_int(device, node, "ignore_index", &ignore)) ||
+        (st = ocl__need_int(device, node, "has_ignore_index", &has_ignore)))
         return st;
     if (reduction < 0 || reduction > 2)
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
@@ -133,21 +130,16 @@ static int32_t ocl_sce_loss(ses_drv_device_t *device, const ses_drv_launch_t *la
     if (!out[0].count)
         return SES_DRV_OK;
     const ocl_arg_t *lp = has_lp ? &out[1] : &out[0];
-    cl_ulong xo = x->off, lo = in[1].off, wo = w ? w->off : 0, losso = out[0].off,
-             lpo = lp->off;
+    cl_ulong wo = w ? w->off : 0;
     cl_mem wm = w ? w->buf->mem : x->buf->mem;
-    OCL_ARG(&a, x->buf->mem);
-    OCL_ARG(&a, xo);
-    OCL_ARG(&a, in[1].buf->mem);
-    OCL_ARG(&a, lo);
+    OCL_ARG_AT(&a, x);
+    OCL_ARG_AT(&a, &in[1]);
     OCL_ARG(&a, g.lab64);
     OCL_ARG(&a, wm);
     OCL_ARG(&a, wo);
     OCL_ARG(&a, g.has_w);
-    OCL_ARG(&a, out[0].buf->mem);
-    OCL_ARG(&a, losso);
-    OCL_ARG(&a, lp->buf->mem);
-    OCL_ARG(&a, lpo);
+    OCL_ARG_AT(&a, &out[0]);
+    OCL_ARG_AT(&a, lp);
     OCL_ARG(&a, has_lp);
     OCL_ARG(&a, g.n);
     OCL_ARG(&a, g.c);
@@ -201,21 +193,17 @@ static int32_t ocl_sce_grad(ses_drv_device_t *device, const ses_drv_launch_t *la
         return ocl__shape_fail(device, node, "dloss or dscores do not match log_prob", dl, lp);
     cl_int dl_scalar = g.reduction != 2;
     float scale = g.reduction == 0 ? 1.0f / g.total_w : 1.0f;
-    cl_ulong dlo = dl->off, lpo = lp->off, lo = in[2].off, wo = w ? w->off : 0, dxo = out[0].off;
+    cl_ulong wo = w ? w->off : 0;
     cl_mem wm = w ? w->buf->mem : lp->buf->mem;
-    OCL_ARG(&a, dl->buf->mem);
-    OCL_ARG(&a, dlo);
+    OCL_ARG_AT(&a, dl);
     OCL_ARG(&a, dl_scalar);
-    OCL_ARG(&a, lp->buf->mem);
-    OCL_ARG(&a, lpo);
-    OCL_ARG(&a, in[2].buf->mem);
-    OCL_ARG(&a, lo);
+    OCL_ARG_AT(&a, lp);
+    OCL_ARG_AT(&a, &in[2]);
     OCL_ARG(&a, g.lab64);
     OCL_ARG(&a, wm);
     OCL_ARG(&a, wo);
     OCL_ARG(&a, g.has_w);
-    OCL_ARG(&a, out[0].buf->mem);
-    OCL_ARG(&a, dxo);
+    OCL_ARG_AT(&a, &out[0]);
     OCL_ARG(&a, g.n);
     OCL_ARG(&a, g.c);
     OCL_ARG(&a, g.inner);

@@ -51,6 +51,8 @@ typedef struct ocl_args {
 } ocl_args_t;
 
 #define OCL_ARG(a, v) ((a)->size[(a)->n] = sizeof(v), (a)->ptr[(a)->n++] = &(v))
+/* Appends checked argument @p t's buffer and element offset: a kernel's (global T *p, ulong po). */
+#define OCL_ARG_AT(a, t) (OCL_ARG((a), (t)->buf->mem), OCL_ARG((a), (t)->off))
 
 /* ocl_launch.c: checks, attributes, broadcasting, kernel runs */
 int32_t ocl__node_fail(ses_drv_device_t *device, const ses_drv_node_t *node, int32_t code,
@@ -67,6 +69,11 @@ int32_t ocl__attr_ints(ses_drv_device_t *device, const ses_drv_node_t *node, con
                        int64_t *out, uint32_t *out_count);
 int32_t ocl__need_attr(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name,
                        int32_t st);
+/* ocl__attr_int and ocl__attr_float of a required attribute, failing as ocl__need_attr does. */
+int32_t ocl__need_int(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name,
+                      int64_t *out);
+int32_t ocl__need_float(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name,
+                        double *out);
 int ocl__same_shape(const ocl_arg_t *a, const ocl_arg_t *b);
 int32_t ocl__shape_fail(ses_drv_device_t *device, const ses_drv_node_t *node, const char *what,
                         const ocl_arg_t *a, const ocl_arg_t *b);
@@ -83,63 +90,39 @@ int32_t ocl__fill_zero(ses_drv_device_t *device, const ses_drv_node_t *node, con
 int32_t ocl__strided(ses_drv_device_t *device, const ses_drv_node_t *node, uint32_t esize, cl_mem x,
                      cl_long xo, cl_mem y, cl_long yo, uint64_t n, const ocl_bcast_t *bc);
 
+/* A kernel's compute entry (ses_drv_kernel_t.compute): every ocl__k_ function below is one. */
+typedef int32_t ocl__kernel_fn(ses_drv_device_t *device, void *state,
+                               const ses_drv_launch_t *launch);
+
 /* ocl_elementwise.c */
 int32_t ocl__unary_f32(ses_drv_device_t *device, const ses_drv_node_t *node, const ocl_arg_t *x,
                        const ocl_arg_t *y, int op, float alpha);
-int32_t ocl__k_unary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_binary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_compare(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_where(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+ocl__kernel_fn ocl__k_unary, ocl__k_binary, ocl__k_compare, ocl__k_where;
 
 /* ocl_copy.c */
-int32_t ocl__k_copy(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_transpose(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_slice(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_concat(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_expand(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_cast(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_gather(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+ocl__kernel_fn ocl__k_copy, ocl__k_transpose, ocl__k_slice, ocl__k_concat, ocl__k_expand,
+    ocl__k_cast, ocl__k_gather;
 
 /* ocl_reduce.c */
-int32_t ocl__k_reduce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_reduce_sum_like(ses_drv_device_t *device, void *state,
-                               const ses_drv_launch_t *launch);
-int32_t ocl__k_reduce_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_softmax(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_argmax(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+ocl__kernel_fn ocl__k_reduce, ocl__k_reduce_sum_like, ocl__k_reduce_grad, ocl__k_softmax,
+    ocl__k_argmax;
 
 /* ocl_gemm.c */
 int32_t ocl__blast_fail(ses_drv_device_t *device, const ses_drv_node_t *node, CLBlastStatusCode s);
 CLBlastStatusCode ocl__gemm(ses_drv_device_t *device, int f64, int ta, int tb, size_t m, size_t n,
                             size_t k, double alpha, cl_mem a, size_t ao, cl_mem b, size_t bo,
                             double beta, cl_mem y, size_t yo);
-int32_t ocl__k_matmul(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_matmul_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_gemm(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+ocl__kernel_fn ocl__k_matmul, ocl__k_matmul_grad, ocl__k_gemm;
 
 /* ocl_loss.c */
-int32_t ocl__k_sce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_nll(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_sce_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_nll_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+ocl__kernel_fn ocl__k_sce, ocl__k_nll, ocl__k_sce_grad, ocl__k_nll_grad;
 
 /* ocl_train.c */
-int32_t ocl__k_scalar_like(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_optim(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+ocl__kernel_fn ocl__k_scalar_like, ocl__k_optim;
 
 /* ocl_cnn.c */
-int32_t ocl__k_conv(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_conv_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_pool(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_batch_norm(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_dropout(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_pad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_pad_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_clip(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_split(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_shape(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t ocl__k_constant_of_shape(ses_drv_device_t *device, void *state,
-                                 const ses_drv_launch_t *launch);
-int32_t ocl__k_range(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+ocl__kernel_fn ocl__k_conv, ocl__k_conv_grad, ocl__k_pool, ocl__k_batch_norm, ocl__k_dropout,
+    ocl__k_pad, ocl__k_pad_grad, ocl__k_clip, ocl__k_split, ocl__k_shape, ocl__k_constant_of_shape,
+    ocl__k_range;
 
 #endif

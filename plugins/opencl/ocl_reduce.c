@@ -21,13 +21,11 @@ static int32_t ocl_reduce_run(ses_drv_device_t *device, const ses_drv_node_t *no
                               const ocl_arg_t *x, const ocl_arg_t *y, const ocl_reduce_t *r,
                               uint64_t nred, int op, float scale) {
     ocl_args_t a = {0};
-    cl_ulong xo = x->off, yo = y->off, nout = y->count, nr = nred;
+    cl_ulong nout = y->count, nr = nred;
     cl_int cop = op;
 
-    OCL_ARG(&a, x->buf->mem);
-    OCL_ARG(&a, xo);
-    OCL_ARG(&a, y->buf->mem);
-    OCL_ARG(&a, yo);
+    OCL_ARG_AT(&a, x);
+    OCL_ARG_AT(&a, y);
     OCL_ARG(&a, nout);
     OCL_ARG(&a, nr);
     OCL_ARG(&a, *r);
@@ -134,8 +132,7 @@ int32_t ocl__k_reduce_grad(ses_drv_device_t *device, void *state, const ses_drv_
         return st;
     const ses_drv_node_t *node = launch->node;
     if ((st = ocl__attr_ints(device, node, "axes", axes, &na)) != SES_DRV_OK ||
-        (st = ocl__need_attr(device, node, "scale", ocl__attr_float(node, "scale", &scale))) !=
-            SES_DRV_OK)
+        (st = ocl__need_float(device, node, "scale", &scale)) != SES_DRV_OK)
         return st;
     ocl_arg_t dy = in[0];
     const ocl_arg_t *y = &out[0];
@@ -173,8 +170,7 @@ int32_t ocl__k_softmax(ses_drv_device_t *device, void *state, const ses_drv_laun
                   : !strcmp(node->op, "SoftmaxGrad") ? 2
                   : !strcmp(node->op, "Hardmax")     ? 4
                                                      : 3;
-    if ((st = ocl__need_attr(device, node, "axis", ocl__attr_int(node, "axis", &axis))) !=
-        SES_DRV_OK)
+    if ((st = ocl__need_int(device, node, "axis", &axis)) != SES_DRV_OK)
         return st;
     const ocl_arg_t *y = &out[0];
     const int grad = mode == 2 || mode == 3;
@@ -193,13 +189,9 @@ int32_t ocl__k_softmax(ses_drv_device_t *device, void *state, const ses_drv_laun
     }
     if (!y->count)
         return SES_DRV_OK;
-    cl_ulong ao = in[0].off, bo = b->off, yo = y->off;
-    OCL_ARG(&a, in[0].buf->mem);
-    OCL_ARG(&a, ao);
-    OCL_ARG(&a, b->buf->mem);
-    OCL_ARG(&a, bo);
-    OCL_ARG(&a, y->buf->mem);
-    OCL_ARG(&a, yo);
+    OCL_ARG_AT(&a, &in[0]);
+    OCL_ARG_AT(&a, b);
+    OCL_ARG_AT(&a, y);
     OCL_ARG(&a, outer);
     OCL_ARG(&a, n);
     OCL_ARG(&a, inner);
@@ -217,11 +209,9 @@ int32_t ocl__k_argmax(ses_drv_device_t *device, void *state, const ses_drv_launc
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "axis", ocl__attr_int(node, "axis", &axis))) ||
-        (st = ocl__need_attr(device, node, "keepdims",
-                             ocl__attr_int(node, "keepdims", &keepdims))) ||
-        (st = ocl__need_attr(device, node, "select_last_index",
-                             ocl__attr_int(node, "select_last_index", &last))))
+    if ((st = ocl__need_int(device, node, "axis", &axis)) ||
+        (st = ocl__need_int(device, node, "keepdims", &keepdims)) ||
+        (st = ocl__need_int(device, node, "select_last_index", &last)))
         return st;
     const ocl_arg_t *x = &in[0], *y = &out[0];
     if (x->rank == 0 ? axis != 0 : (axis < 0 || axis >= (int64_t)x->rank))
@@ -238,12 +228,9 @@ int32_t ocl__k_argmax(ses_drv_device_t *device, void *state, const ses_drv_launc
         return ocl__shape_fail(device, node, "the output does not match the input and axis", x, y);
     if (!y->count)
         return SES_DRV_OK;
-    cl_ulong xo = x->off, yo = y->off;
     cl_int sl = last != 0, is_min = !strcmp(node->op, "ArgMin");
-    OCL_ARG(&a, x->buf->mem);
-    OCL_ARG(&a, xo);
-    OCL_ARG(&a, y->buf->mem);
-    OCL_ARG(&a, yo);
+    OCL_ARG_AT(&a, x);
+    OCL_ARG_AT(&a, y);
     OCL_ARG(&a, outer);
     OCL_ARG(&a, n);
     OCL_ARG(&a, inner);

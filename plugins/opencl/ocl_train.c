@@ -27,8 +27,7 @@ int32_t ocl__k_scalar_like(ses_drv_device_t *device, void *state, const ses_drv_
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_attr(device, node, "value", ocl__attr_float(node, "value", &value))) !=
-        SES_DRV_OK)
+    if ((st = ocl__need_float(device, node, "value", &value)) != SES_DRV_OK)
         return st;
     if (out[0].count != 1)
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
@@ -75,19 +74,17 @@ int32_t ocl__k_optim(ses_drv_device_t *device, void *state, const ses_drv_launch
                     "input %" PRIu32 " is updated in place but overlaps input %" PRIu32, i, j);
         }
     if (op == 1) {
-        if ((st = ocl__need_attr(device, node, "momentum",
-                                 ocl__attr_float(node, "momentum", &a))) != SES_DRV_OK ||
-            (st = ocl__need_attr(device, node, "nesterov",
-                                 ocl__attr_int(node, "nesterov", &nesterov))) != SES_DRV_OK)
+        if ((st = ocl__need_float(device, node, "momentum", &a)) != SES_DRV_OK ||
+            (st = ocl__need_int(device, node, "nesterov", &nesterov)) != SES_DRV_OK)
             return st;
         if (nesterov)
             op = 2;
     } else if (op == 3) {
         float t = 0.0f;
         cl_int err;
-        if ((st = ocl__need_attr(device, node, "beta1", ocl__attr_float(node, "beta1", &a))) ||
-            (st = ocl__need_attr(device, node, "beta2", ocl__attr_float(node, "beta2", &b))) ||
-            (st = ocl__need_attr(device, node, "epsilon", ocl__attr_float(node, "epsilon", &eps))))
+        if ((st = ocl__need_float(device, node, "beta1", &a)) ||
+            (st = ocl__need_float(device, node, "beta2", &b)) ||
+            (st = ocl__need_float(device, node, "epsilon", &eps)))
             return st;
         /* t += 1 happens once, here, not per element. */
         pthread_mutex_lock(&device->lock);

@@ -1,6 +1,7 @@
 /*
- * Convolution, pooling and the other ops exported CNNs and MLPs need (ONNX opset 13 and later
- * semantics), with the gradient ops their training needs.
+ * Convolution, pooling and the normalizations exported CNNs and MLPs need (ONNX opset 13 and
+ * later semantics), with the gradient ops their training needs. The shape ops they use live in
+ * shape_ops.c, pad.c and generators.c, Clip in elementwise.c.
  *
  * Conv, MaxPool and AveragePool share one normalization of their sliding window: kernel_shape,
  * strides, dilations and explicit pads (auto_pad resolved, ceil_mode folded into the output
@@ -29,42 +30,22 @@
  *   LayerNormalization(X, Scale[, B]; axis, ...) LayerNormalization (all; axis, epsilon)
  *   LayerNormalizationGrad(dY, X, Scale; ...)    LayerNormalizationGrad (all; axis, epsilon,
  *                                                input: 0 dX, 1 dScale)
- *   Pad(data, pads[, constant_value, axes])      Pad (data[, constant_value]; pads, mode)
- *   PadGrad(dy, x, pads[, constant_value, axes]) PadGrad (dy; pads, mode)
- *   Clip(x[, min, max])                          Clip (x and the bounds given; has_min, has_max)
- *   Expand(input, shape)                         ExpandLike (input)
- *   Split(input[, split]; axis, num_outputs)     Split (input; axis)
- *   Shape(data; start, end)                      Shape (data; start, end)
- *   ConstantOfShape(input; value[, dtype])       ConstantOfShape (input, never read; value)
- *   Range(start, limit, delta)                   Range (all three)
  *
- * Shape-like inputs (Pad's pads and axes, Expand's shape, Split's split, ConstantOfShape's
- * input, Range's three scalars, Dropout's training_mode) must be constants or fed, as
- * Reshape's shape. An optional input given as an empty tensor counts as absent (Clip's min or
- * max, Pad's constant_value), since a graph cannot leave a middle input out.
+ * Dropout's training_mode must be a constant or fed, as Reshape's shape. Conv's optional B given
+ * as an empty tensor counts as absent, since a graph cannot leave a middle input out.
  */
 #include "cnn.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "infer.h"
 
-/* The most spatial dimensions: a tensor has N and C besides. */
-#define SPATIAL_MAX (SES_MAX_RANK - 2)
-
 /* ---- the sliding window ------------------------------------------------------------------ */
 
-typedef struct window {
-    uint32_t n; /* spatial dimensions */
-    int64_t kernel[SPATIAL_MAX], strides[SPATIAL_MAX], dilations[SPATIAL_MAX];
-    int64_t pads[2 * SPATIAL_MAX]; /* begins, then ends */
-    int64_t out[SPATIAL_MAX];
-} window_t;
+typedef ses__window_t window_t;
 
-/* Ints attribute @p name with @p n entries, each at least @p min; all @p fallback when absent. */
-static ses_status_t spatial_ints(ses__infer_ctx_t *ctx, const char *name, size_t n,
-                                 int64_t fallback, int64_t min, int64_t *out, int *out_present) {
+ses_status_t ses__window_ints(ses__infer_ctx_t *ctx, const char *name, size_t n, int64_t fallback,
+                              int64_t min, int64_t *out, int *out_present) {
     const int64_t *v;
     size_t count;
     int present;
@@ -79,20 +60,48 @@ static ses_status_t spatial_ints(ses__infer_ctx_t *ctx, const char *name, size_t
             out[k] = fallback;
         return SES_OK;
     }
+    const size_t spatial = strcmp(name, "pads") ? n : n / 2;
     if (count != n)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attribute %s %s has %zu entries; the input has %zu spatial "
-                            "dimension%s, so it needs %zu",
-                            name, ses__ints_str(v, count).s, count,
-                            n / (strcmp(name, "pads") ? 1 : 2), n == 1 ? "" : "s", n);
+                            "attribute %s %s has %zu entries; it needs %zu (the input has %zu "
+                            "spatial dimension%s)",
+                            name, ses__ints_str(v, count).s, count, n, spatial,
+                            spatial == 1 ? "" : "s");
     for (size_t k = 0; k < n; k++) {
         if (v[k] < min)
             return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "attribute %s %s has %lld; every entry must be %s", name,
-                                ses__ints_str(v, count).s, (long long)v[k],
-                                min == 0 ? ">= 0 (negative pads are not allowed)" : ">= 1");
+                                "attribute %s %s has %lld; every entry must be >= %lld%s", name,
+                                ses__ints_str(v, count).s, (long long)v[k], (long long)min,
+                                strcmp(name, "pads") ? "" : " (negative pads are not allowed)");
         out[k] = v[k];
     }
+    return SES_OK;
+}
+
+ses_status_t ses__window_read(ses__infer_ctx_t *ctx, ses__window_t *w, const char **out_auto_pad) {
+    const char *auto_pad = "NOTSET";
+    int pads_given = 0;
+    const uint32_t n = w->n;
+    ses_status_t st = ses__window_ints(ctx, "strides", n, 1, 1, w->strides, NULL);
+
+    if (st == SES_OK)
+        st = ses__window_ints(ctx, "dilations", n, 1, 1, w->dilations, NULL);
+    if (st == SES_OK)
+        st = ses__window_ints(ctx, "pads", 2 * (size_t)n, 0, 0, w->pads, &pads_given);
+    if (st != SES_OK)
+        return st;
+    if (ses__attrs_get_string(ctx->attrs, "auto_pad", &auto_pad) < 0)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute auto_pad must be a string");
+    if (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID") && strcmp(auto_pad, "SAME_UPPER") &&
+        strcmp(auto_pad, "SAME_LOWER"))
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attribute auto_pad is \"%s\"; it must be NOTSET, SAME_UPPER, "
+                            "SAME_LOWER or VALID",
+                            auto_pad);
+    if (strcmp(auto_pad, "NOTSET") && pads_given)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "attributes pads and auto_pad=%s are both given; give one", auto_pad);
+    *out_auto_pad = auto_pad;
     return SES_OK;
 }
 
@@ -104,30 +113,12 @@ static ses_status_t spatial_ints(ses__infer_ctx_t *ctx, const char *name, size_t
  */
 static ses_status_t window_resolve(ses__infer_ctx_t *ctx, const ses__type_t *x, int64_t ceil_mode,
                                    int pool, window_t *w) {
-    const char *auto_pad = "NOTSET";
-    int pads_given = 0, rc;
-    ses_status_t st;
+    const char *auto_pad;
     const uint32_t n = w->n;
+    ses_status_t st = ses__window_read(ctx, w, &auto_pad);
 
-    st = spatial_ints(ctx, "strides", n, 1, 1, w->strides, NULL);
-    if (st == SES_OK)
-        st = spatial_ints(ctx, "dilations", n, 1, 1, w->dilations, NULL);
-    if (st == SES_OK)
-        st = spatial_ints(ctx, "pads", 2 * n, 0, 0, w->pads, &pads_given);
     if (st != SES_OK)
         return st;
-    rc = ses__attrs_get_string(ctx->attrs, "auto_pad", &auto_pad);
-    if (rc < 0)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute auto_pad must be a string");
-    if (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID") && strcmp(auto_pad, "SAME_UPPER") &&
-        strcmp(auto_pad, "SAME_LOWER"))
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attribute auto_pad is \"%s\"; it must be NOTSET, SAME_UPPER, "
-                            "SAME_LOWER or VALID",
-                            auto_pad);
-    if (strcmp(auto_pad, "NOTSET") && pads_given)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attributes pads and auto_pad=%s are both given; give one", auto_pad);
     for (uint32_t k = 0; k < n; k++) {
         const int64_t in = x->dims[2 + k], s = w->strides[k];
         int64_t ext, *pb = &w->pads[k], *pe = &w->pads[n + k];
@@ -200,20 +191,6 @@ static ses_status_t check_image_of(ses__infer_ctx_t *ctx, size_t index, const ch
 /* Input @p index is float with rank >= 3. */
 static ses_status_t check_image(ses__infer_ctx_t *ctx, size_t index, const char *name) {
     return check_image_of(ctx, index, name, SES__DT_FLOAT);
-}
-
-/* Whether optional input @p i is given and not empty. */
-static int given(const ses__infer_ctx_t *ctx, size_t i) {
-    return ses__op_has_input(ctx, i) && ses__type_count(&ctx->inputs[i]) != 0;
-}
-
-static int same_dims(const ses__type_t *a, const ses__type_t *b) {
-    if (a->rank != b->rank)
-        return 0;
-    for (uint32_t d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d])
-            return 0;
-    return 1;
 }
 
 /* ---- Conv ----------------------------------------------------------------------------------- */
@@ -305,7 +282,7 @@ static ses_status_t conv_window(ses__infer_ctx_t *ctx, size_t xi, size_t wi, win
     return SES_OK;
 }
 
-static ses_status_t conv_attrs(ses__infer_ctx_t *ctx, const window_t *w, int64_t group) {
+ses_status_t ses__conv_attrs(ses__infer_ctx_t *ctx, const ses__window_t *w, int64_t group) {
     ses_status_t st = window_attrs(ctx, w);
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "group", group);
@@ -319,7 +296,7 @@ ses_status_t ses__conv_shape(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ses__t
     int64_t group;
     ses_status_t st = conv_window(ctx, xi, wi, &w, &group, out_y);
 
-    return st != SES_OK ? st : conv_attrs(ctx, &w, group);
+    return st != SES_OK ? st : ses__conv_attrs(ctx, &w, group);
 }
 
 ses_status_t ses__infer_conv(ses__infer_ctx_t *ctx) {
@@ -330,12 +307,12 @@ ses_status_t ses__infer_conv(ses__infer_ctx_t *ctx) {
     if (st != SES_OK)
         return st;
     ctx->kernel_inputs = 0x3;
-    if (given(ctx, 2)) {
+    if (ses__op_given(ctx, 2)) {
         if ((st = check_conv_bias(ctx)) != SES_OK)
             return st;
         ctx->kernel_inputs = 0x7;
     }
-    return conv_attrs(ctx, &w, group);
+    return ses__conv_attrs(ctx, &w, group);
 }
 
 /*
@@ -353,7 +330,7 @@ ses_status_t ses__infer_fused_conv(ses__infer_ctx_t *ctx) {
     if (st != SES_OK)
         return st;
     ctx->kernel_inputs = 0x3;
-    if (given(ctx, 2)) {
+    if (ses__op_given(ctx, 2)) {
         if ((st = check_conv_bias(ctx)) != SES_OK)
             return st;
         ctx->kernel_inputs |= 0x4;
@@ -361,7 +338,7 @@ ses_status_t ses__infer_fused_conv(ses__infer_ctx_t *ctx) {
     }
     if (ses__op_has_input(ctx, 3)) {
         st = ses__op_check_same_dtype(ctx, 0, "X", 3, "Z");
-        if (st == SES_OK && !same_dims(&ctx->inputs[3], &ctx->outputs[0]))
+        if (st == SES_OK && !ses__same_dims(&ctx->inputs[3], &ctx->outputs[0]))
             st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                               "Z must have the convolution's shape: Y is %s, Z is %s",
                               ses__tstr(&ctx->outputs[0]).s, ses__tstr(&ctx->inputs[3]).s);
@@ -370,7 +347,7 @@ ses_status_t ses__infer_fused_conv(ses__infer_ctx_t *ctx) {
         ctx->kernel_inputs |= 0x8;
         has_z = 1;
     }
-    st = conv_attrs(ctx, &w, group);
+    st = ses__conv_attrs(ctx, &w, group);
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "has_bias", has_bias);
     if (st == SES_OK)
@@ -402,7 +379,7 @@ ses_status_t ses__infer_conv_grad(ses__infer_ctx_t *ctx) {
         st = conv_core(ctx, 1, &w, &group, &y);
     if (st != SES_OK)
         return st;
-    if (!same_dims(dy, &y))
+    if (!ses__same_dims(dy, &y))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "dy does not match Conv(X, W): dy is %s, X is %s, W is %s, the "
                             "convolution is %s",
@@ -426,7 +403,7 @@ ses_status_t ses__infer_conv_grad(ses__infer_ctx_t *ctx) {
         return st;
     }
     ctx->outputs[0] = ctx->inputs[1 + input];
-    st = conv_attrs(ctx, &w, group);
+    st = ses__conv_attrs(ctx, &w, group);
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "input", input);
     return st;
@@ -448,7 +425,7 @@ static ses_status_t pool_core(ses__infer_ctx_t *ctx, size_t xi, window_t *w, ses
     if (st != SES_OK)
         return st;
     w->n = x->rank - 2;
-    st = spatial_ints(ctx, "kernel_shape", w->n, 0, 1, w->kernel, &present);
+    st = ses__window_ints(ctx, "kernel_shape", w->n, 0, 1, w->kernel, &present);
     if (st == SES_OK && !present)
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute kernel_shape is required");
     if (st == SES_OK)
@@ -514,7 +491,7 @@ ses_status_t ses__infer_pool_grad(ses__infer_ctx_t *ctx) {
         st = pool_core(ctx, 1, &w, &y);
     if (st != SES_OK)
         return st;
-    if (!same_dims(dy, &y))
+    if (!ses__same_dims(dy, &y))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "dy does not match the pool of X: dy is %s, X is %s, the pool is %s",
                             ses__tstr(dy).s, ses__tstr(&ctx->inputs[1]).s, ses__tstr(&y).s);
@@ -585,7 +562,7 @@ ses_status_t ses__infer_global_average_pool_grad(ses__infer_ctx_t *ctx) {
         pooled.dims[axes[k]] = 1;
         count *= (double)x->dims[axes[k]];
     }
-    if (!same_dims(dy, &pooled))
+    if (!ses__same_dims(dy, &pooled))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "dy does not match GlobalAveragePool(X): dy is %s, X is %s",
                             ses__tstr(dy).s, ses__tstr(x).s);
@@ -656,55 +633,6 @@ ses_status_t ses__infer_batch_norm(ses__infer_ctx_t *ctx) {
     return ses__attrs_set_float(&ctx->kernel_attrs, "epsilon", epsilon);
 }
 
-/* Reads one element of input @p index as a double (and exactly as an int64 for integers). */
-static ses_status_t read_scalar(ses__infer_ctx_t *ctx, size_t index, const char *name,
-                                double *out_f, int64_t *out_i) {
-    const ses__type_t *t = &ctx->inputs[index];
-    const unsigned char *p = ctx->values ? ctx->values[index] : NULL;
-
-    if (ses__type_count(t) != 1 || t->rank > 1)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu (%s) must be a scalar, got %s",
-                            index, name, ses__tstr(t).s);
-    if (!p)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "input %zu (%s) must be a constant or fed: the output's shape "
-                            "depends on its value",
-                            index, name);
-    switch (t->dtype) {
-    case SES_F32: {
-        float v;
-        memcpy(&v, p, sizeof v);
-        *out_f = v;
-        *out_i = 0;
-        break;
-    }
-    case SES_F64:
-        memcpy(out_f, p, sizeof *out_f);
-        *out_i = 0;
-        break;
-    case SES_I32: {
-        int32_t v;
-        memcpy(&v, p, sizeof v);
-        *out_i = v;
-        *out_f = v;
-        break;
-    }
-    case SES_I64:
-        memcpy(out_i, p, sizeof *out_i);
-        *out_f = (double)*out_i;
-        break;
-    case SES_BOOL:
-    case SES_U8:
-        *out_i = *p;
-        *out_f = *p;
-        break;
-    default:
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu (%s) is %s; unsupported here",
-                            index, name, ses__tstr(t).s);
-    }
-    return SES_OK;
-}
-
 ses_status_t ses__infer_dropout(ses__infer_ctx_t *ctx) {
     int64_t training = 0;
     ses_status_t st = ses__op_check_dtype(ctx, 0, "data", SES__DT_FLOAT);
@@ -718,7 +646,7 @@ ses_status_t ses__infer_dropout(ses__infer_ctx_t *ctx) {
         double f;
         st = ses__op_check_dtype(ctx, 2, "training_mode", SES__DT(SES_BOOL));
         if (st == SES_OK)
-            st = read_scalar(ctx, 2, "training_mode", &f, &training);
+            st = ses__op_read_scalar(ctx, 2, "training_mode", &f, &training);
     }
     if (st == SES_OK && training && !ses__op_has_input(ctx, 1))
         st = ses__op_fail(ctx, SES_UNIMPLEMENTED,
@@ -813,7 +741,7 @@ ses_status_t ses__infer_layer_norm(ses__infer_ctx_t *ctx) {
 
     if (st == SES_OK && ses__op_has_input(ctx, 2)) {
         st = ses__op_check_same_dtype(ctx, 0, "X", 2, "B");
-        if (st == SES_OK && !same_dims(&ctx->inputs[1], &ctx->inputs[2]))
+        if (st == SES_OK && !ses__same_dims(&ctx->inputs[1], &ctx->inputs[2]))
             st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                               "B must have Scale's shape: Scale is %s, B is %s",
                               ses__tstr(&ctx->inputs[1]).s, ses__tstr(&ctx->inputs[2]).s);
@@ -839,7 +767,7 @@ ses_status_t ses__infer_layer_norm_grad(ses__infer_ctx_t *ctx) {
 
     if (st == SES_OK)
         st = ses__op_check_same_dtype(ctx, 1, "X", 0, "dY");
-    if (st == SES_OK && !same_dims(dy, x))
+    if (st == SES_OK && !ses__same_dims(dy, x))
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "dY must have X's shape: dY is %s, X is %s",
                           ses__tstr(dy).s, ses__tstr(x).s);
     if (st == SES_OK)
@@ -854,438 +782,5 @@ ses_status_t ses__infer_layer_norm_grad(ses__infer_ctx_t *ctx) {
     if (st != SES_OK)
         return st;
     ctx->outputs[0] = input == 0 ? *x : ctx->inputs[2];
-    return SES_OK;
-}
-
-/* ---- Pad ------------------------------------------------------------------------------------ */
-
-enum { PAD_CONSTANT = 0, PAD_REFLECT = 1, PAD_EDGE = 2 };
-
-/*
- * Pad's normalization of input @p di (the data; pads, constant_value and axes follow it):
- * @p pads gets 2 * rank entries (begins, then ends), @p mode its code, @p out the padded type.
- */
-static ses_status_t pad_normalize(ses__infer_ctx_t *ctx, size_t di, int64_t *pads, int64_t *mode,
-                                  ses__type_t *out) {
-    const ses__type_t *x = &ctx->inputs[di];
-    const char *mode_s = "constant";
-    int64_t given_pads[4 * SES_MAX_RANK], axes[2 * SES_MAX_RANK];
-    size_t n_pads = 0, n_axes = x->rank;
-    int seen[SES_MAX_RANK] = {0};
-    ses_status_t st;
-
-    if (ses__attrs_get_string(ctx->attrs, "mode", &mode_s) < 0)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute mode must be a string");
-    if (!strcmp(mode_s, "constant"))
-        *mode = PAD_CONSTANT;
-    else if (!strcmp(mode_s, "reflect"))
-        *mode = PAD_REFLECT;
-    else if (!strcmp(mode_s, "edge"))
-        *mode = PAD_EDGE;
-    else
-        return ses__op_fail(ctx, !strcmp(mode_s, "wrap") ? SES_UNIMPLEMENTED : SES_INVALID_ARGUMENT,
-                            "attribute mode is \"%s\"; supported: constant, reflect, edge", mode_s);
-    if (!ses__op_has_input(ctx, di + 1))
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "input %zu (pads) is required (the opset-11 form; a pads attribute is "
-                            "not read)",
-                            di + 1);
-    if (ses__op_has_input(ctx, di + 3)) {
-        st = ses__op_read_ints(ctx, di + 3, "axes", SES__DT_INDEX, axes, 2 * SES_MAX_RANK, &n_axes);
-        for (size_t k = 0; st == SES_OK && k < n_axes; k++) {
-            st = ses__op_axis(ctx, "axes value", axes[k], x->rank, x, &axes[k]);
-            if (st == SES_OK && seen[axes[k]]++)
-                st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "axes name axis %lld twice",
-                                  (long long)axes[k]);
-        }
-        if (st != SES_OK)
-            return st;
-    } else {
-        for (size_t k = 0; k < n_axes; k++)
-            axes[k] = (int64_t)k;
-    }
-    st = ses__op_read_ints(ctx, di + 1, "pads", SES__DT(SES_I64), given_pads, 4 * SES_MAX_RANK,
-                           &n_pads);
-    if (st != SES_OK)
-        return st;
-    if (n_pads != 2 * n_axes)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "pads %s has %zu values; it needs 2 per padded axis (%zu): data is %s",
-                            ses__ints_str(given_pads, n_pads).s, n_pads, 2 * n_axes,
-                            ses__tstr(x).s);
-    for (uint32_t d = 0; d < 2 * x->rank; d++)
-        pads[d] = 0;
-    for (size_t k = 0; k < n_axes; k++) {
-        pads[axes[k]] = given_pads[k];
-        pads[x->rank + axes[k]] = given_pads[n_axes + k];
-    }
-    *out = *x;
-    for (uint32_t d = 0; d < x->rank; d++) {
-        const int64_t b = pads[d], e = pads[x->rank + d], dim = x->dims[d];
-        int64_t o;
-        if (__builtin_add_overflow(dim, b, &o) || __builtin_add_overflow(o, e, &o) || o < 0)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "pads %s remove more than axis %u holds: data is %s",
-                                ses__ints_str(given_pads, n_pads).s, d, ses__tstr(x).s);
-        if (*mode == PAD_REFLECT && (b >= dim || e >= dim) && (b > 0 || e > 0))
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "reflect pads must be smaller than the axis they pad: pads %s, "
-                                "axis %u, data is %s",
-                                ses__ints_str(given_pads, n_pads).s, d, ses__tstr(x).s);
-        if (*mode == PAD_EDGE && dim == 0 && (b > 0 || e > 0))
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "edge mode cannot pad the empty axis %u: data is %s", d,
-                                ses__tstr(x).s);
-        out->dims[d] = o;
-    }
-    return SES_OK;
-}
-
-static ses_status_t pad_attrs(ses__infer_ctx_t *ctx, const int64_t *pads, uint32_t rank,
-                              int64_t mode) {
-    ses_status_t st = ses__attrs_set_ints(&ctx->kernel_attrs, "pads", pads, 2 * (size_t)rank);
-    if (st == SES_OK)
-        st = ses__attrs_set_int(&ctx->kernel_attrs, "mode", mode);
-    return st;
-}
-
-ses_status_t ses__infer_pad(ses__infer_ctx_t *ctx) {
-    int64_t pads[2 * SES_MAX_RANK], mode;
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "data", SES__DT_NUMERIC);
-
-    if (st == SES_OK)
-        st = pad_normalize(ctx, 0, pads, &mode, &ctx->outputs[0]);
-    if (st != SES_OK)
-        return st;
-    ctx->kernel_inputs = 0x1;
-    if (mode == PAD_CONSTANT && given(ctx, 2)) {
-        st = ses__op_check_same_dtype(ctx, 0, "data", 2, "constant_value");
-        if (st == SES_OK && ses__type_count(&ctx->inputs[2]) != 1)
-            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                              "input 2 (constant_value) must be a scalar, got %s",
-                              ses__tstr(&ctx->inputs[2]).s);
-        if (st != SES_OK)
-            return st;
-        ctx->kernel_inputs = 0x5;
-    }
-    return pad_attrs(ctx, pads, ctx->inputs[0].rank, mode);
-}
-
-/* The gradient of Pad(x, pads, ...) for x: dy summed back onto the elements it was read from. */
-ses_status_t ses__infer_pad_grad(ses__infer_ctx_t *ctx) {
-    const ses__type_t *dy = &ctx->inputs[0];
-    int64_t pads[2 * SES_MAX_RANK], mode;
-    ses__type_t padded;
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "dy", SES__DT_FLOAT);
-
-    if (st == SES_OK)
-        st = ses__op_check_same_dtype(ctx, 0, "dy", 1, "x");
-    if (st == SES_OK)
-        st = pad_normalize(ctx, 1, pads, &mode, &padded);
-    if (st != SES_OK)
-        return st;
-    if (!same_dims(dy, &padded))
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "dy does not match the padded x: dy is %s, x is %s, padded is %s",
-                            ses__tstr(dy).s, ses__tstr(&ctx->inputs[1]).s, ses__tstr(&padded).s);
-    ctx->outputs[0] = ctx->inputs[1];
-    ctx->kernel_inputs = 0x1;
-    return pad_attrs(ctx, pads, dy->rank, mode);
-}
-
-/* ---- Clip, Expand, Split, Shape ------------------------------------------------------------- */
-
-ses_status_t ses__infer_clip(ses__infer_ctx_t *ctx) {
-    static const char *const names[] = {"input", "min", "max"};
-    int present[3] = {1, 0, 0};
-    ses_status_t st =
-        ses__op_check_dtype(ctx, 0, "input",
-                            SES__DT_NUMERIC | SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_U8) |
-                                SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64));
-
-    for (size_t i = 1; st == SES_OK && i < 3; i++) {
-        present[i] = given(ctx, i);
-        if (!present[i])
-            continue;
-        st = ses__op_check_same_dtype(ctx, 0, "input", i, names[i]);
-        if (st == SES_OK && ses__type_count(&ctx->inputs[i]) != 1)
-            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu (%s) must be a scalar, got %s",
-                              i, names[i], ses__tstr(&ctx->inputs[i]).s);
-    }
-    if (st != SES_OK)
-        return st;
-    ctx->outputs[0] = ctx->inputs[0];
-    ctx->kernel_inputs = 0x1 | (present[1] ? 0x2u : 0u) | (present[2] ? 0x4u : 0u);
-    st = ses__attrs_set_int(&ctx->kernel_attrs, "has_min", present[1]);
-    if (st == SES_OK)
-        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_max", present[2]);
-    return st;
-}
-
-/* Expand: input and shape broadcast both ways (numpy), lowered onto ExpandLike. */
-ses_status_t ses__infer_expand(ses__infer_ctx_t *ctx) {
-    const ses__type_t *x = &ctx->inputs[0], *shape_t = &ctx->inputs[1];
-    ses__type_t *out = &ctx->outputs[0];
-    int64_t shape[SES_MAX_RANK];
-    size_t n = 0;
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY);
-
-    if (st == SES_OK)
-        st = ses__op_check_dtype(ctx, 1, "shape", SES__DT(SES_I64));
-    if (st == SES_OK && shape_t->rank != 1)
-        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input 1 (shape) must be 1-D, got %s",
-                          ses__tstr(shape_t).s);
-    if (st == SES_OK)
-        st = ses__op_check_out_rank(ctx, (size_t)shape_t->dims[0]);
-    if (st == SES_OK)
-        st = ses__op_read_ints(ctx, 1, "shape", SES__DT(SES_I64), shape, SES_MAX_RANK, &n);
-    if (st != SES_OK)
-        return st;
-    out->dtype = x->dtype;
-    out->rank = x->rank > n ? x->rank : (uint32_t)n;
-    for (uint32_t d = 0; d < out->rank; d++) {
-        const int64_t a = d < x->rank ? x->dims[x->rank - 1 - d] : 1;
-        const int64_t b = d < n ? shape[n - 1 - d] : 1;
-        if (b < 0 || (a != b && a != 1 && b != 1))
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "input cannot broadcast with shape %s: input is %s",
-                                ses__ints_str(shape, n).s, ses__tstr(x).s);
-        out->dims[out->rank - 1 - d] = a == 1 ? b : a;
-    }
-    ctx->kernel_op = "ExpandLike";
-    ctx->kernel_inputs = 0x1;
-    return SES_OK;
-}
-
-ses_status_t ses__infer_split(ses__infer_ctx_t *ctx) {
-    const ses__type_t *x = &ctx->inputs[0];
-    const size_t n = ctx->n_outputs;
-    int64_t axis, sizes[SES__MAX_OUTPUTS + 1], num = 0, total = 0;
-    size_t n_sizes = 0;
-    const int64_t *attr_split;
-    size_t n_attr;
-    int has_attr;
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY);
-
-    if (st == SES_OK && x->rank == 0)
-        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input cannot be a scalar");
-    if (st == SES_OK)
-        st = ses__op_attr_int(ctx, "axis", 0, &axis);
-    if (st == SES_OK)
-        st = ses__op_axis(ctx, "axis", axis, x->rank, x, &axis);
-    if (st == SES_OK)
-        st = ses__op_attr_int(ctx, "num_outputs", 0, &num);
-    if (st == SES_OK)
-        st = ses__op_attr_ints(ctx, "split", &attr_split, &n_attr, &has_attr);
-    if (st != SES_OK)
-        return st;
-    const int64_t dim = x->dims[axis];
-    if (ses__op_has_input(ctx, 1) && ses__type_count(&ctx->inputs[1]) != 0) {
-        st = ses__op_read_ints(ctx, 1, "split", SES__DT(SES_I64), sizes, SES__MAX_OUTPUTS + 1,
-                               &n_sizes);
-        if (st != SES_OK)
-            return st;
-        has_attr = 1;
-    } else if (has_attr) {
-        if (n_attr > SES__MAX_OUTPUTS + 1)
-            n_attr = SES__MAX_OUTPUTS + 1;
-        memcpy(sizes, attr_split, n_attr * sizeof *sizes);
-        n_sizes = n_attr;
-    }
-    if (has_attr) {
-        if (n_sizes != n)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "split %s has %zu entries but the node has %zu outputs",
-                                ses__ints_str(sizes, n_sizes).s, n_sizes, n);
-        for (size_t k = 0; k < n; k++) {
-            if (sizes[k] < 0)
-                return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "split %s has a negative entry",
-                                    ses__ints_str(sizes, n).s);
-            total += sizes[k];
-        }
-        if (total != dim)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "split %s adds up to %lld, but axis %lld of the input has %lld: "
-                                "input is %s",
-                                ses__ints_str(sizes, n).s, (long long)total, (long long)axis,
-                                (long long)dim, ses__tstr(x).s);
-    } else if (num) {
-        if (num != (int64_t)n)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "attribute num_outputs is %lld but the node has %zu outputs",
-                                (long long)num, n);
-        /* Opset 18: chunks of ceil(dim / n), the last one smaller. */
-        const int64_t chunk = (dim + num - 1) / num;
-        if (dim - chunk * (num - 1) < 0)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "axis %lld of %s cannot be cut into %lld chunks of %lld",
-                                (long long)axis, ses__tstr(x).s, (long long)num, (long long)chunk);
-        for (size_t k = 0; k < n; k++)
-            sizes[k] = k + 1 < n ? chunk : dim - chunk * (num - 1);
-    } else {
-        if (dim % (int64_t)n != 0)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "axis %lld of %s does not split into %zu equal parts; give split",
-                                (long long)axis, ses__tstr(x).s, n);
-        for (size_t k = 0; k < n; k++)
-            sizes[k] = dim / (int64_t)n;
-    }
-    for (size_t k = 0; k < n; k++) {
-        ctx->outputs[k] = *x;
-        ctx->outputs[k].dims[axis] = sizes[k];
-    }
-    ctx->kernel_inputs = 0x1;
-    return ses__attrs_set_int(&ctx->kernel_attrs, "axis", axis);
-}
-
-ses_status_t ses__infer_shape(ses__infer_ctx_t *ctx) {
-    const int64_t rank = ctx->inputs[0].rank;
-    int64_t start, end;
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "data", SES__DT_ANY);
-
-    if (st == SES_OK)
-        st = ses__op_attr_int(ctx, "start", 0, &start);
-    if (st == SES_OK)
-        st = ses__op_attr_int(ctx, "end", rank, &end);
-    if (st != SES_OK)
-        return st;
-    /* Opset 15: negative values count from the end; both are clamped into [0, rank]. */
-    start = start < 0 ? start + rank : start;
-    end = end < 0 ? end + rank : end;
-    start = start < 0 ? 0 : start > rank ? rank : start;
-    end = end < 0 ? 0 : end > rank ? rank : end;
-    if (end < start)
-        end = start;
-    ctx->outputs[0].dtype = SES_I64;
-    ctx->outputs[0].rank = 1;
-    ctx->outputs[0].dims[0] = end - start;
-    st = ses__attrs_set_int(&ctx->kernel_attrs, "start", start);
-    if (st == SES_OK)
-        st = ses__attrs_set_int(&ctx->kernel_attrs, "end", end);
-    return st;
-}
-
-/* Size: the element count of any tensor, an i64 scalar. */
-ses_status_t ses__infer_size(ses__infer_ctx_t *ctx) {
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "data", SES__DT_ANY);
-
-    if (st != SES_OK)
-        return st;
-    ctx->outputs[0].dtype = SES_I64;
-    ctx->outputs[0].rank = 0;
-    return SES_OK;
-}
-
-/* ---- ConstantOfShape, Range ----------------------------------------------------------------- */
-
-/*
- * ONNX's value is a one-element tensor attribute; here it is a FLOAT attribute (an f32 output)
- * or an INT one (i64), and an optional INT attribute dtype (a ses_dtype_t: f32, f64, i32, i64 or
- * bool) picks another output dtype. Absent, the output is f32 zeros.
- */
-ses_status_t ses__infer_constant_of_shape(ses__infer_ctx_t *ctx) {
-    const ses__type_t *shape_t = &ctx->inputs[0];
-    const ses__attr_t *value = ses__attrs_find(ctx->attrs, "value");
-    int64_t shape[SES_MAX_RANK], dtype, ivalue = 0;
-    double fvalue = 0.0;
-    size_t n = 0;
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "input", SES__DT(SES_I64));
-
-    if (st == SES_OK && shape_t->rank != 1)
-        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input must be 1-D, got %s",
-                          ses__tstr(shape_t).s);
-    if (st == SES_OK)
-        st = ses__op_check_out_rank(ctx, (size_t)shape_t->dims[0]);
-    if (st == SES_OK)
-        st = ses__op_read_ints(ctx, 0, "input", SES__DT(SES_I64), shape, SES_MAX_RANK, &n);
-    if (st != SES_OK)
-        return st;
-    if (value && value->type == SES_ATTR_INT) {
-        ivalue = value->i;
-        fvalue = (double)value->i;
-        dtype = SES_I64;
-    } else if (value && value->type == SES_ATTR_FLOAT) {
-        fvalue = value->f;
-        dtype = SES_F32;
-    } else if (value) {
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attribute value must be a FLOAT or an INT (ONNX's one-element "
-                            "tensor), got %s",
-                            ses__attr_type_name(value->type));
-    } else {
-        dtype = SES_F32;
-    }
-    st = ses__op_attr_int(ctx, "dtype", dtype, &dtype);
-    if (st != SES_OK)
-        return st;
-    if (dtype != SES_F32 && dtype != SES_F64 && dtype != SES_I32 && dtype != SES_I64 &&
-        dtype != SES_BOOL)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attribute dtype is %lld; it must be a ses_dtype_t among f32, f64, "
-                            "i32, i64, bool",
-                            (long long)dtype);
-    if (dtype != SES_F32 && dtype != SES_F64) {
-        if (value && value->type == SES_ATTR_FLOAT) {
-            if (fvalue != floor(fvalue) || fabs(fvalue) > 9.2e18)
-                return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                    "attribute value %g is not an integer, but dtype is %s", fvalue,
-                                    ses__dtype_str((ses_dtype_t)dtype));
-            ivalue = (int64_t)fvalue;
-        }
-        if (dtype == SES_BOOL)
-            ivalue = ivalue != 0;
-        else if (dtype == SES_I32 && (ivalue < INT32_MIN || ivalue > INT32_MAX))
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute value %lld does not fit i32",
-                                (long long)ivalue);
-    }
-    ctx->outputs[0].dtype = (ses_dtype_t)dtype;
-    ctx->outputs[0].rank = (uint32_t)n;
-    for (size_t k = 0; k < n; k++) {
-        if (shape[k] < 0)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %s has a negative dimension",
-                                ses__ints_str(shape, n).s);
-        ctx->outputs[0].dims[k] = shape[k];
-    }
-    ctx->kernel_inputs = 0x1;
-    if (dtype == SES_F32 || dtype == SES_F64)
-        return ses__attrs_set_float(&ctx->kernel_attrs, "value", fvalue);
-    return ses__attrs_set_int(&ctx->kernel_attrs, "value", ivalue);
-}
-
-ses_status_t ses__infer_range(ses__infer_ctx_t *ctx) {
-    static const char *const names[] = {"start", "limit", "delta"};
-    const uint32_t allowed = SES__DT_NUMERIC;
-    double f[3];
-    int64_t i[3], count;
-    ses_status_t st = ses__op_check_dtype(ctx, 0, "start", allowed);
-
-    for (size_t k = 1; st == SES_OK && k < 3; k++)
-        st = ses__op_check_same_dtype(ctx, 0, "start", k, names[k]);
-    for (size_t k = 0; st == SES_OK && k < 3; k++)
-        st = read_scalar(ctx, k, names[k], &f[k], &i[k]);
-    if (st != SES_OK)
-        return st;
-    if (ctx->inputs[0].dtype == SES_F32 || ctx->inputs[0].dtype == SES_F64) {
-        if (f[2] == 0.0 || !isfinite(f[0]) || !isfinite(f[1]) || !isfinite(f[2]))
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "start %g, limit %g, delta %g: delta must be non-zero and all "
-                                "finite",
-                                f[0], f[1], f[2]);
-        double c = ceil((f[1] - f[0]) / f[2]);
-        if (c > 9.0e15)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "start %g, limit %g, delta %g give too many elements", f[0], f[1],
-                                f[2]);
-        count = c > 0 ? (int64_t)c : 0;
-    } else {
-        if (i[2] == 0)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "delta must be non-zero");
-        /* In double: exact enough for any count a buffer can hold, and it cannot overflow. */
-        double c = ceil(((double)i[1] - (double)i[0]) / (double)i[2]);
-        count = c > 0 ? (int64_t)c : 0;
-    }
-    ctx->outputs[0].dtype = ctx->inputs[0].dtype;
-    ctx->outputs[0].rank = 1;
-    ctx->outputs[0].dims[0] = count;
     return SES_OK;
 }

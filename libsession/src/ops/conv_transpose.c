@@ -28,61 +28,19 @@
 
 #include <string.h>
 
+#include "cnn.h"
 #include "infer.h"
-
-#define SPATIAL_MAX (SES_MAX_RANK - 2)
-
-typedef struct ct_window {
-    uint32_t n;
-    int64_t kernel[SPATIAL_MAX], strides[SPATIAL_MAX], dilations[SPATIAL_MAX];
-    int64_t pads[2 * SPATIAL_MAX]; /* begins, then ends */
-    int64_t out[SPATIAL_MAX];
-} ct_window_t;
-
-/* Ints attribute @p name: @p n entries, each >= @p min; @p fallback for all when absent. */
-static ses_status_t ct_ints(ses__infer_ctx_t *ctx, const char *name, size_t n, int64_t fallback,
-                            int64_t min, int64_t *out, int *out_present) {
-    const int64_t *v;
-    size_t count;
-    int present;
-    ses_status_t st = ses__op_attr_ints(ctx, name, &v, &count, &present);
-
-    if (st != SES_OK)
-        return st;
-    if (out_present)
-        *out_present = present;
-    if (!present) {
-        for (size_t k = 0; k < n; k++)
-            out[k] = fallback;
-        return SES_OK;
-    }
-    if (count != n)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attribute %s %s has %zu entries; it needs %zu (X has %zu spatial "
-                            "dimension%s)",
-                            name, ses__ints_str(v, count).s, count, n,
-                            strcmp(name, "pads") ? n : n / 2,
-                            (strcmp(name, "pads") ? n : n / 2) == 1 ? "" : "s");
-    for (size_t k = 0; k < n; k++) {
-        if (v[k] < min)
-            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                                "attribute %s %s has %lld; every entry must be >= %lld", name,
-                                ses__ints_str(v, count).s, (long long)v[k], (long long)min);
-        out[k] = v[k];
-    }
-    return SES_OK;
-}
 
 /* X (input @p xi) and W (input @p wi): checks them and the attributes, fills @p w, @p group
  * and the output type @p y. */
-static ses_status_t ct_core(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ct_window_t *w,
+static ses_status_t ct_core(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ses__window_t *w,
                             int64_t *group, ses__type_t *y) {
     const ses__type_t *x = &ctx->inputs[xi], *wt = &ctx->inputs[wi];
-    const char *auto_pad = "NOTSET";
-    int64_t out_pad[SPATIAL_MAX], shape[SES_MAX_RANK];
+    const char *auto_pad;
+    int64_t out_pad[SES__SPATIAL_MAX], shape[SES_MAX_RANK];
     const int64_t *ks, *os;
     size_t n_ks, n_os;
-    int has_ks, has_os, has_pads;
+    int has_ks, has_os;
     ses_status_t st = ses__op_check_dtype(ctx, xi, "X", SES__DT_FLOAT);
 
     if (st == SES_OK && x->rank < 3)
@@ -123,29 +81,15 @@ static ses_status_t ct_core(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ct_wind
                           "attribute kernel_shape %s does not match W's spatial dims: W is %s",
                           ses__ints_str(ks, n_ks).s, ses__tstr(wt).s);
     if (st == SES_OK)
-        st = ct_ints(ctx, "strides", n, 1, 1, w->strides, NULL);
+        st = ses__window_read(ctx, w, &auto_pad);
     if (st == SES_OK)
-        st = ct_ints(ctx, "dilations", n, 1, 1, w->dilations, NULL);
-    if (st == SES_OK)
-        st = ct_ints(ctx, "pads", 2 * (size_t)n, 0, 0, w->pads, &has_pads);
-    if (st == SES_OK)
-        st = ct_ints(ctx, "output_padding", n, 0, 0, out_pad, NULL);
+        st = ses__window_ints(ctx, "output_padding", n, 0, 0, out_pad, NULL);
     if (st == SES_OK)
         st = ses__op_attr_ints(ctx, "output_shape", &os, &n_os, &has_os);
     if (st != SES_OK)
         return st;
-    if (ses__attrs_get_string(ctx->attrs, "auto_pad", &auto_pad) < 0)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "attribute auto_pad must be a string");
     const int same_upper = !strcmp(auto_pad, "SAME_UPPER");
     const int same = same_upper || !strcmp(auto_pad, "SAME_LOWER");
-    if (!same && strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID"))
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attribute auto_pad is \"%s\"; it must be NOTSET, SAME_UPPER, "
-                            "SAME_LOWER or VALID",
-                            auto_pad);
-    if (strcmp(auto_pad, "NOTSET") && has_pads)
-        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
-                            "attributes pads and auto_pad=%s are both given; give one", auto_pad);
     /* output_shape lists the spatial dims; some exporters write N and C too. */
     if (has_os && n_os != n && n_os != x->rank)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
@@ -209,22 +153,8 @@ static ses_status_t ct_core(ses__infer_ctx_t *ctx, size_t xi, size_t wi, ct_wind
     return SES_OK;
 }
 
-static ses_status_t ct_attrs(ses__infer_ctx_t *ctx, const ct_window_t *w, int64_t group) {
-    ses__attrs_t *ka = &ctx->kernel_attrs;
-    ses_status_t st = ses__attrs_set_ints(ka, "kernel_shape", w->kernel, w->n);
-    if (st == SES_OK)
-        st = ses__attrs_set_ints(ka, "strides", w->strides, w->n);
-    if (st == SES_OK)
-        st = ses__attrs_set_ints(ka, "dilations", w->dilations, w->n);
-    if (st == SES_OK)
-        st = ses__attrs_set_ints(ka, "pads", w->pads, 2 * (size_t)w->n);
-    if (st == SES_OK)
-        st = ses__attrs_set_int(ka, "group", group);
-    return st;
-}
-
 ses_status_t ses__infer_conv_transpose(ses__infer_ctx_t *ctx) {
-    ct_window_t w;
+    ses__window_t w;
     int64_t group;
     ses_status_t st = ct_core(ctx, 0, 1, &w, &group, &ctx->outputs[0]);
 
@@ -243,13 +173,13 @@ ses_status_t ses__infer_conv_transpose(ses__infer_ctx_t *ctx) {
             return st;
         ctx->kernel_inputs = 0x7;
     }
-    return ct_attrs(ctx, &w, group);
+    return ses__conv_attrs(ctx, &w, group);
 }
 
 ses_status_t ses__infer_conv_transpose_grad(ses__infer_ctx_t *ctx) {
     const ses__type_t *x = &ctx->inputs[0], *dy = &ctx->inputs[1];
     ses__type_t y;
-    ct_window_t w;
+    ses__window_t w;
     int64_t group, input;
     int ok;
     ses_status_t st = ses__op_check_same_dtype(ctx, 0, "X", 1, "dY");
@@ -305,12 +235,12 @@ ses_status_t ses__infer_conv_transpose_grad(ses__infer_ctx_t *ctx) {
         ctx->outputs[0] = *x;
         ctx->kernel_op = "Conv";
         ctx->kernel_inputs = 0x6;
-        return ct_attrs(ctx, &w, group);
+        return ses__conv_attrs(ctx, &w, group);
     }
     ctx->outputs[0] = ctx->inputs[2];
     ctx->kernel_op = "ConvGrad";
     ctx->kernel_inputs = 0x7;
-    st = ct_attrs(ctx, &w, group);
+    st = ses__conv_attrs(ctx, &w, group);
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "input", 1);
     return st;

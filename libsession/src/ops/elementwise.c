@@ -1,5 +1,5 @@
 /* Elementwise ops: Identity, unary math, binary arithmetic, comparisons and logic with numpy
- * broadcasting, Where, and the variadic Min and Max. */
+ * broadcasting, Where, the variadic Min and Max, and Clip. */
 #include <stdio.h>
 #include <string.h>
 
@@ -243,5 +243,34 @@ ses_status_t ses__infer_is_inf(ses__infer_ctx_t *ctx) {
         st = ses__attrs_set_int(&ctx->kernel_attrs, "detect_negative", negative);
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "detect_positive", positive);
+    return st;
+}
+
+/* Clip(x[, min, max]): kernel Clip (x and the bounds given; has_min, has_max). A bound given as
+ * an empty tensor counts as absent, since a graph cannot leave a middle input out. */
+ses_status_t ses__infer_clip(ses__infer_ctx_t *ctx) {
+    static const char *const names[] = {"input", "min", "max"};
+    int present[3] = {1, 0, 0};
+    ses_status_t st =
+        ses__op_check_dtype(ctx, 0, "input",
+                            SES__DT_NUMERIC | SES__DT(SES_I8) | SES__DT(SES_I16) | SES__DT(SES_U8) |
+                                SES__DT(SES_U16) | SES__DT(SES_U32) | SES__DT(SES_U64));
+
+    for (size_t i = 1; st == SES_OK && i < 3; i++) {
+        present[i] = ses__op_given(ctx, i);
+        if (!present[i])
+            continue;
+        st = ses__op_check_same_dtype(ctx, 0, "input", i, names[i]);
+        if (st == SES_OK && ses__type_count(&ctx->inputs[i]) != 1)
+            st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu (%s) must be a scalar, got %s",
+                              i, names[i], ses__tstr(&ctx->inputs[i]).s);
+    }
+    if (st != SES_OK)
+        return st;
+    ctx->outputs[0] = ctx->inputs[0];
+    ctx->kernel_inputs = 0x1 | (present[1] ? 0x2u : 0u) | (present[2] ? 0x4u : 0u);
+    st = ses__attrs_set_int(&ctx->kernel_attrs, "has_min", present[1]);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_max", present[2]);
     return st;
 }

@@ -40,15 +40,6 @@ static int broadcasts_to(const ses__type_t *x, const ses__type_t *to) {
     return 1;
 }
 
-static int same_dims(const ses__type_t *a, const ses__type_t *b) {
-    if (a->rank != b->rank)
-        return 0;
-    for (uint32_t d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d])
-            return 0;
-    return 1;
-}
-
 /* @p t with @p shape's dims: the output of the ...Like ops. */
 static ses__type_t with_dims(const ses__type_t *t, const ses__type_t *shape) {
     ses__type_t r = *shape;
@@ -167,7 +158,7 @@ static ses_status_t same_as_dy(ses__infer_ctx_t *ctx, const char *name) {
     st = ses__op_check_dtype(ctx, 0, "dy", SES__DT_FLOAT);
     if (st == SES_OK)
         st = ses__op_check_same_dtype(ctx, 0, "dy", 1, name);
-    if (st == SES_OK && !same_dims(dy, other))
+    if (st == SES_OK && !ses__same_dims(dy, other))
         st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "shapes differ: dy is %s, %s is %s",
                           ses__tstr(dy).s, name, ses__tstr(other).s);
     if (st == SES_OK)
@@ -243,7 +234,7 @@ ses_status_t ses__infer_matmul_grad(ses__infer_ctx_t *ctx) {
     st = ses__infer_matmul(&product);
     if (st != SES_OK)
         return st;
-    if (!same_dims(dy, &product.outputs[0]))
+    if (!ses__same_dims(dy, &product.outputs[0]))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "dy does not match A * B: dy is %s, A is %s, B is %s, A * B is %s",
                             ses__tstr(dy).s, ses__tstr(a).s, ses__tstr(b).s,
@@ -308,7 +299,7 @@ ses_status_t ses__infer_reduce_grad(ses__infer_ctx_t *ctx) {
         return st;
     /* No axes left (a no-op reduction, or a scalar's) means the reduction was Identity. */
     ses__reduced_shape(x, axes, n, keepdims, &reduced);
-    if (!same_dims(dy, &reduced))
+    if (!ses__same_dims(dy, &reduced))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "dy does not match x reduced over axes %s with keepdims=%lld: dy is "
                             "%s, x is %s, the reduction is %s",
@@ -360,7 +351,7 @@ ses_status_t ses__infer_gather_grad(ses__infer_ctx_t *ctx) {
         gathered.dims[gathered.rank++] = indices->dims[d];
     for (uint32_t d = (uint32_t)axis + 1; fits && d < like->rank; d++)
         gathered.dims[gathered.rank++] = like->dims[d];
-    if (!fits || !same_dims(dy, &gathered))
+    if (!fits || !ses__same_dims(dy, &gathered))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "dy does not match Gather(like, indices, axis=%lld): dy is %s, like "
                             "is %s, indices is %s, the gather is %s",
@@ -386,7 +377,7 @@ ses_status_t ses__infer_slice_grad(ses__infer_ctx_t *ctx) {
         st = ses__slice_normalize(ctx, 1, "x", starts, steps, &sliced);
     if (st != SES_OK)
         return st;
-    if (!same_dims(dy, &sliced))
+    if (!ses__same_dims(dy, &sliced))
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "dy does not match the slice of x: dy is %s, x is %s, the slice is %s",
                             ses__tstr(dy).s, ses__tstr(x).s, ses__tstr(&sliced).s);

@@ -66,6 +66,19 @@ int ses__op_has_input(const ses__infer_ctx_t *ctx, size_t index) {
     return index < ctx->n_inputs && ctx->inputs[index].dtype != SES_DTYPE_INVALID;
 }
 
+int ses__op_given(const ses__infer_ctx_t *ctx, size_t index) {
+    return ses__op_has_input(ctx, index) && ses__type_count(&ctx->inputs[index]) != 0;
+}
+
+int ses__same_dims(const ses__type_t *a, const ses__type_t *b) {
+    if (a->rank != b->rank)
+        return 0;
+    for (uint32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return 0;
+    return 1;
+}
+
 /* "f32, f64, i32" for a dtype mask. */
 static void format_dtypes(uint32_t allowed, char *buffer, size_t size) {
     size_t used = 0;
@@ -313,6 +326,54 @@ ses_status_t ses__op_check_out_rank(const ses__infer_ctx_t *ctx, size_t rank) {
     return ses__op_fail(ctx, SES_UNIMPLEMENTED,
                         "the output would have rank %zu; at most %d dimensions are supported", rank,
                         SES_MAX_RANK);
+}
+
+ses_status_t ses__op_read_scalar(const ses__infer_ctx_t *ctx, size_t index, const char *name,
+                                 double *out_f, int64_t *out_i) {
+    const ses__type_t *t = &ctx->inputs[index];
+    const unsigned char *p = ctx->values ? ctx->values[index] : NULL;
+
+    if (ses__type_count(t) != 1 || t->rank > 1)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu (%s) must be a scalar, got %s",
+                            index, name, ses__tstr(t).s);
+    if (!p)
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                            "input %zu (%s) must be a constant or fed: the output's shape "
+                            "depends on its value",
+                            index, name);
+    switch (t->dtype) {
+    case SES_F32: {
+        float v;
+        memcpy(&v, p, sizeof v);
+        *out_f = v;
+        *out_i = 0;
+        break;
+    }
+    case SES_F64:
+        memcpy(out_f, p, sizeof *out_f);
+        *out_i = 0;
+        break;
+    case SES_I32: {
+        int32_t v;
+        memcpy(&v, p, sizeof v);
+        *out_i = v;
+        *out_f = v;
+        break;
+    }
+    case SES_I64:
+        memcpy(out_i, p, sizeof *out_i);
+        *out_f = (double)*out_i;
+        break;
+    case SES_BOOL:
+    case SES_U8:
+        *out_i = *p;
+        *out_f = *p;
+        break;
+    default:
+        return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input %zu (%s) is %s; unsupported here",
+                            index, name, ses__tstr(t).s);
+    }
+    return SES_OK;
 }
 
 /* The activations FusedConv and FusedGemm apply, with how many activation_params each takes:

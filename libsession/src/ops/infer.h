@@ -52,6 +52,11 @@ ses_status_t ses__op_check_same_dtype(const ses__infer_ctx_t *ctx, size_t i, con
                                       size_t j, const char *name_j);
 /* Whether optional input @p index was given (within the count, with a dtype). */
 int ses__op_has_input(const ses__infer_ctx_t *ctx, size_t index);
+/* Whether optional input @p index was given and is not empty: a graph cannot leave a middle
+ * input out, so an empty tensor stands for an absent one. */
+int ses__op_given(const ses__infer_ctx_t *ctx, size_t index);
+/* Whether @p a and @p b have the same rank and dims (their dtypes aside). */
+int ses__same_dims(const ses__type_t *a, const ses__type_t *b);
 
 /*
  * Numpy broadcasting of @p types[0..n) into @p out's rank and dims (out's dtype is left alone).
@@ -114,6 +119,14 @@ ses_status_t ses__op_read_ints(const ses__infer_ctx_t *ctx, size_t index, const 
 ses_status_t ses__op_check_out_rank(const ses__infer_ctx_t *ctx, size_t rank);
 
 /*
+ * Reads the compile-time value of input @p index (named @p name), a one-element f32, f64, i32,
+ * i64, bool or u8 tensor of rank 0 or 1, as a double into @p out_f and, for the integer dtypes,
+ * exactly into @p out_i (0 for the floats). Fails when the value is unknown or not a scalar.
+ */
+ses_status_t ses__op_read_scalar(const ses__infer_ctx_t *ctx, size_t index, const char *name,
+                                 double *out_f, int64_t *out_i);
+
+/*
  * FusedConv's and FusedGemm's activation: reads attributes activation (STRING: Relu, LeakyRelu,
  * Sigmoid, Tanh, Clip; absent or empty for none) and activation_params (FLOATS: LeakyRelu's
  * alpha, Clip's min and max), and sets the kernel's normalized ones: activation (the name, or
@@ -141,6 +154,7 @@ ses_status_t ses__infer_not(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_sign(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_is_nan(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_is_inf(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_clip(ses__infer_ctx_t *ctx);
 /* matmul.c */
 ses_status_t ses__infer_matmul(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_gemm(ses__infer_ctx_t *ctx);
@@ -170,6 +184,13 @@ ses_status_t ses__infer_squeeze(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_unsqueeze(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_transpose(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_concat(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_expand(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_split(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_shape(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_size(ses__infer_ctx_t *ctx);
+/* pad.c */
+ses_status_t ses__infer_pad(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_pad_grad(ses__infer_ctx_t *ctx);
 /* slice.c */
 ses_status_t ses__infer_slice(ses__infer_ctx_t *ctx);
 /* Slice's normalization (shared with SliceGrad): slices input @p data_index (named
@@ -273,6 +294,8 @@ ses_status_t ses__infer_compare_or_equal(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_eye_like(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_bernoulli(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_random_like(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_constant_of_shape(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_range(ses__infer_ctx_t *ctx);
 /*
  * cast.c: an ONNX TensorProto dtype number in INT attribute @p name (Cast's to, EyeLike's and
  * the random ops' dtype) as our dtype; @p fallback when the attribute is absent. An unknown

@@ -30,11 +30,6 @@
 
 #include "infer.h"
 
-/* Whether optional input @p i is given and not empty. */
-static int given(const ses__infer_ctx_t *ctx, size_t i) {
-    return ses__op_has_input(ctx, i) && ses__type_count(&ctx->inputs[i]) != 0;
-}
-
 #define QUANT_INTS (SES__DT(SES_I8) | SES__DT(SES_U8) | SES__DT(SES_I16) | SES__DT(SES_U16))
 #define BYTE_INTS (SES__DT(SES_I8) | SES__DT(SES_U8))
 /* The float side ONNX allows (f16 and bf16 from op set 19; the CPU computes f32 only). */
@@ -58,7 +53,7 @@ static ses_status_t quant_params(ses__infer_ctx_t *ctx, size_t xi, size_t si, co
     if (block < 0)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "attribute block_size is %lld; it must be >= 0", (long long)block);
-    if (given(ctx, zi)) {
+    if (ses__op_given(ctx, zi)) {
         const ses__type_t *z = &ctx->inputs[zi];
         int same = z->rank == s->rank;
         for (uint32_t d = 0; same && d < s->rank; d++)
@@ -100,7 +95,7 @@ static ses_status_t quant_params(ses__infer_ctx_t *ctx, size_t xi, size_t si, co
     if (st == SES_OK)
         st = ses__attrs_set_int(&ctx->kernel_attrs, "block_size", block);
     if (st == SES_OK)
-        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_zp", given(ctx, zi));
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_zp", ses__op_given(ctx, zi));
     return st;
 }
 
@@ -122,7 +117,7 @@ ses_status_t ses__infer_quantize_linear(ses__infer_ctx_t *ctx) {
 
     if (st == SES_OK)
         st = ses__op_check_dtype(ctx, 1, "y_scale", QUANT_FLOATS);
-    if (st == SES_OK && given(ctx, 2))
+    if (st == SES_OK && ses__op_given(ctx, 2))
         st = ses__op_check_dtype(ctx, 2, "y_zero_point", QUANT_INTS);
     if (st == SES_OK)
         st = ses__op_attr_int(ctx, "output_dtype", 0, &code);
@@ -137,18 +132,18 @@ ses_status_t ses__infer_quantize_linear(ses__infer_ctx_t *ctx) {
                                 "attribute output_dtype %lld is not supported (2 u8, 3 i8, 4 "
                                 "u16, 5 i16 are)",
                                 (long long)code);
-        if (given(ctx, 2) && ctx->inputs[2].dtype != out)
+        if (ses__op_given(ctx, 2) && ctx->inputs[2].dtype != out)
             return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                                 "attribute output_dtype says %s but y_zero_point is %s",
                                 ses__dtype_str(out), ses__tstr(&ctx->inputs[2]).s);
-    } else if (given(ctx, 2)) {
+    } else if (ses__op_given(ctx, 2)) {
         out = ctx->inputs[2].dtype;
     }
     if ((st = quant_params(ctx, 0, 1, "y_scale", 2, "y_zero_point")) != SES_OK)
         return st;
     ctx->outputs[0] = ctx->inputs[0];
     ctx->outputs[0].dtype = out;
-    ctx->kernel_inputs = given(ctx, 2) ? 0x7 : 0x3;
+    ctx->kernel_inputs = ses__op_given(ctx, 2) ? 0x7 : 0x3;
     return SES_OK;
 }
 
@@ -157,7 +152,7 @@ ses_status_t ses__infer_dequantize_linear(ses__infer_ctx_t *ctx) {
 
     if (st == SES_OK)
         st = ses__op_check_dtype(ctx, 1, "x_scale", QUANT_FLOATS);
-    if (st == SES_OK && given(ctx, 2))
+    if (st == SES_OK && ses__op_given(ctx, 2))
         st = ses__op_check_same_dtype(ctx, 0, "x", 2, "x_zero_point");
     if (st == SES_OK)
         st = quant_params(ctx, 0, 1, "x_scale", 2, "x_zero_point");
@@ -165,7 +160,7 @@ ses_status_t ses__infer_dequantize_linear(ses__infer_ctx_t *ctx) {
         return st;
     ctx->outputs[0] = ctx->inputs[0];
     ctx->outputs[0].dtype = ctx->inputs[1].dtype;
-    ctx->kernel_inputs = given(ctx, 2) ? 0x7 : 0x3;
+    ctx->kernel_inputs = ses__op_given(ctx, 2) ? 0x7 : 0x3;
     return SES_OK;
 }
 
@@ -250,18 +245,19 @@ ses_status_t ses__infer_matmul_integer(ses__infer_ctx_t *ctx) {
         st = ses__op_check_dtype(ctx, 1, "B", BYTE_INTS);
     if (st == SES_OK)
         st = product_shape(ctx, 0, "A", 1, "B", &ctx->outputs[0]);
-    if (st == SES_OK && given(ctx, 2))
+    if (st == SES_OK && ses__op_given(ctx, 2))
         st = check_product_zp(ctx, 2, "a_zero_point", 0, "A", 0);
-    if (st == SES_OK && given(ctx, 3))
+    if (st == SES_OK && ses__op_given(ctx, 3))
         st = check_product_zp(ctx, 3, "b_zero_point", 1, "B", 1);
     if (st == SES_OK)
-        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_a_zp", given(ctx, 2));
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_a_zp", ses__op_given(ctx, 2));
     if (st == SES_OK)
-        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_b_zp", given(ctx, 3));
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_b_zp", ses__op_given(ctx, 3));
     if (st != SES_OK)
         return st;
     ctx->outputs[0].dtype = SES_I32;
-    ctx->kernel_inputs = 0x3 | (given(ctx, 2) ? 0x4u : 0u) | (given(ctx, 3) ? 0x8u : 0u);
+    ctx->kernel_inputs =
+        0x3 | (ses__op_given(ctx, 2) ? 0x4u : 0u) | (ses__op_given(ctx, 3) ? 0x8u : 0u);
     return SES_OK;
 }
 
@@ -292,22 +288,23 @@ ses_status_t ses__infer_conv_integer(ses__infer_ctx_t *ctx) {
         st = ses__op_check_dtype(ctx, 1, "w", BYTE_INTS);
     if (st == SES_OK)
         st = ses__conv_shape(ctx, 0, 1, &ctx->outputs[0]);
-    if (st == SES_OK && given(ctx, 2))
+    if (st == SES_OK && ses__op_given(ctx, 2))
         st = ses__op_check_same_dtype(ctx, 0, "x", 2, "x_zero_point");
-    if (st == SES_OK && given(ctx, 2))
+    if (st == SES_OK && ses__op_given(ctx, 2))
         st = check_one(ctx, 2, "x_zero_point");
-    if (st == SES_OK && given(ctx, 3))
+    if (st == SES_OK && ses__op_given(ctx, 3))
         st = ses__op_check_same_dtype(ctx, 1, "w", 3, "w_zero_point");
-    if (st == SES_OK && given(ctx, 3))
+    if (st == SES_OK && ses__op_given(ctx, 3))
         st = check_one_or_n(ctx, 3, "w_zero_point", ctx->inputs[1].dims[0], "filter");
     if (st == SES_OK)
-        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_a_zp", given(ctx, 2));
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_a_zp", ses__op_given(ctx, 2));
     if (st == SES_OK)
-        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_b_zp", given(ctx, 3));
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "has_b_zp", ses__op_given(ctx, 3));
     if (st != SES_OK)
         return st;
     ctx->outputs[0].dtype = SES_I32;
-    ctx->kernel_inputs = 0x3 | (given(ctx, 2) ? 0x4u : 0u) | (given(ctx, 3) ? 0x8u : 0u);
+    ctx->kernel_inputs =
+        0x3 | (ses__op_given(ctx, 2) ? 0x4u : 0u) | (ses__op_given(ctx, 3) ? 0x8u : 0u);
     return SES_OK;
 }
 
@@ -379,7 +376,7 @@ ses_status_t ses__infer_qlinear_conv(ses__infer_ctx_t *ctx) {
         st = check_one(ctx, 2, "x_zero_point");
     for (size_t i = 4; st == SES_OK && i <= 5; i++)
         st = check_one_or_n(ctx, i, names[i], ctx->inputs[3].dims[0], "filter");
-    if (st == SES_OK && given(ctx, 8)) {
+    if (st == SES_OK && ses__op_given(ctx, 8)) {
         const ses__type_t *bias = &ctx->inputs[8];
         st = ses__op_check_dtype(ctx, 8, "B", SES__DT(SES_I32));
         if (st == SES_OK && (bias->rank != 1 || bias->dims[0] != ctx->inputs[3].dims[0]))
@@ -390,6 +387,6 @@ ses_status_t ses__infer_qlinear_conv(ses__infer_ctx_t *ctx) {
     if (st != SES_OK)
         return st;
     ctx->outputs[0].dtype = ctx->inputs[7].dtype;
-    ctx->kernel_inputs = given(ctx, 8) ? 0x1ff : 0xff;
+    ctx->kernel_inputs = ses__op_given(ctx, 8) ? 0x1ff : 0xff;
     return SES_OK;
 }

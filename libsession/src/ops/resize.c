@@ -71,11 +71,6 @@ static ses_status_t string_choice(ses__infer_ctx_t *ctx, const char *name, const
     return SES_OK;
 }
 
-/* Whether optional input @p i is given and not empty. */
-static int given(const ses__infer_ctx_t *ctx, size_t i) {
-    return ses__op_has_input(ctx, i) && ses__type_count(&ctx->inputs[i]) > 0;
-}
-
 /* Reads a 1-D f32 or f64 input's compile-time values into @p out (at most @p cap). */
 static ses_status_t read_floats(const ses__infer_ctx_t *ctx, size_t index, const char *name,
                                 double *out, size_t cap, size_t *out_n) {
@@ -201,7 +196,7 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
         roi[rank + d] = 1.0;
     }
     if (coord == RESIZE_COORD_TF_CROP_AND_RESIZE) {
-        if (!given(ctx, xi + 1))
+        if (!ses__op_given(ctx, xi + 1))
             return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                                 "input %zu (roi) is required with coordinate_transformation_mode "
                                 "tf_crop_and_resize",
@@ -229,7 +224,7 @@ static ses_status_t resize_normalize(ses__infer_ctx_t *ctx, size_t xi, ses__type
             return st;
     }
 
-    const int has_scales = given(ctx, xi + 2), has_sizes = given(ctx, xi + 3);
+    const int has_scales = ses__op_given(ctx, xi + 2), has_sizes = ses__op_given(ctx, xi + 3);
     if (has_scales == has_sizes)
         return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
                             "exactly one of input %zu (scales) and input %zu (sizes) must be "

@@ -28,10 +28,6 @@
 
 #include "infer.h"
 
-static int given(const ses__infer_ctx_t *ctx, size_t i) {
-    return ses__op_has_input(ctx, i) && ses__type_count(&ctx->inputs[i]) != 0;
-}
-
 /* The activations, with whether each takes an alpha and a beta and their defaults. */
 static const struct {
     const char *name;
@@ -125,7 +121,7 @@ static ses_status_t check_input(ses__infer_ctx_t *ctx, size_t i, const char *nam
     int same = t->rank == rank;
     ses__type_t want = {0};
 
-    if (i >= 3 && !given(ctx, i))
+    if (i >= 3 && !ses__op_given(ctx, i))
         return SES_OK;
     for (uint32_t d = 0; same && d < rank; d++)
         same = t->dims[d] == dims[d];
@@ -222,7 +218,7 @@ static ses_status_t infer_rnn(ses__infer_ctx_t *ctx, int64_t gates, uint32_t per
     if (st != SES_OK)
         return st;
     for (size_t i = 0; i < ctx->n_inputs; i++)
-        if (i < 3 || given(ctx, i))
+        if (i < 3 || ses__op_given(ctx, i))
             inputs |= UINT64_C(1) << i;
     ctx->kernel_inputs = inputs;
     {

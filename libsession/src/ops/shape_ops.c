@@ -1,8 +1,19 @@
 /*
  * Ops that move data without computing on it: Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
- * Concat. The first four only relabel the shape, so their kernels get the data alone and no
- * attributes: the output type says everything.
+ * Concat, Expand, Split; and the ones that read a tensor's shape: Shape, Size. The first four
+ * only relabel the shape, so their kernels get the data alone and no attributes: the output type
+ * says everything.
+ *
+ *   op (inputs; attributes)                      kernel (inputs passed; normalized attributes)
+ *   Expand(input, shape)                         ExpandLike (input)
+ *   Split(input[, split]; axis, num_outputs)     Split (input; axis)
+ *   Shape(data; start, end)                      Shape (data; start, end)
+ *   Size(data)                                   Size (data)
+ *
+ * Expand's shape and Split's split must be constants or fed, as Reshape's shape.
  */
+#include <string.h>
+
 #include "infer.h"
 
 /* The product of @p dims[from, to) into @p out. Returns 0 when it does not fit in int64. */
@@ -284,4 +295,158 @@ ses_status_t ses__infer_concat(ses__infer_ctx_t *ctx) {
             return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "the concatenated axis overflows");
     }
     return ses__attrs_set_int(&ctx->kernel_attrs, "axis", axis);
+}
+
+/* Expand: input and shape broadcast both ways (numpy), lowered onto ExpandLike. */
+ses_status_t ses__infer_expand(ses__infer_ctx_t *ctx) {
+    const ses__type_t *x = &ctx->inputs[0], *shape_t = &ctx->inputs[1];
+    ses__type_t *out = &ctx->outputs[0];
+    int64_t shape[SES_MAX_RANK];
+    size_t n = 0;
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY);
+
+    if (st == SES_OK)
+        st = ses__op_check_dtype(ctx, 1, "shape", SES__DT(SES_I64));
+    if (st == SES_OK && shape_t->rank != 1)
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input 1 (shape) must be 1-D, got %s",
+                          ses__tstr(shape_t).s);
+    if (st == SES_OK)
+        st = ses__op_check_out_rank(ctx, (size_t)shape_t->dims[0]);
+    if (st == SES_OK)
+        st = ses__op_read_ints(ctx, 1, "shape", SES__DT(SES_I64), shape, SES_MAX_RANK, &n);
+    if (st != SES_OK)
+        return st;
+    out->dtype = x->dtype;
+    out->rank = x->rank > n ? x->rank : (uint32_t)n;
+    for (uint32_t d = 0; d < out->rank; d++) {
+        const int64_t a = d < x->rank ? x->dims[x->rank - 1 - d] : 1;
+        const int64_t b = d < n ? shape[n - 1 - d] : 1;
+        if (b < 0 || (a != b && a != 1 && b != 1))
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "input cannot broadcast with shape %s: input is %s",
+                                ses__ints_str(shape, n).s, ses__tstr(x).s);
+        out->dims[out->rank - 1 - d] = a == 1 ? b : a;
+    }
+    ctx->kernel_op = "ExpandLike";
+    ctx->kernel_inputs = 0x1;
+    return SES_OK;
+}
+
+ses_status_t ses__infer_split(ses__infer_ctx_t *ctx) {
+    const ses__type_t *x = &ctx->inputs[0];
+    const size_t n = ctx->n_outputs;
+    int64_t axis, sizes[SES__MAX_OUTPUTS + 1], num = 0, total = 0;
+    size_t n_sizes = 0;
+    const int64_t *attr_split;
+    size_t n_attr;
+    int has_attr;
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "input", SES__DT_ANY);
+
+    if (st == SES_OK && x->rank == 0)
+        st = ses__op_fail(ctx, SES_INVALID_ARGUMENT, "input cannot be a scalar");
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "axis", 0, &axis);
+    if (st == SES_OK)
+        st = ses__op_axis(ctx, "axis", axis, x->rank, x, &axis);
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "num_outputs", 0, &num);
+    if (st == SES_OK)
+        st = ses__op_attr_ints(ctx, "split", &attr_split, &n_attr, &has_attr);
+    if (st != SES_OK)
+        return st;
+    const int64_t dim = x->dims[axis];
+    if (ses__op_has_input(ctx, 1) && ses__type_count(&ctx->inputs[1]) != 0) {
+        st = ses__op_read_ints(ctx, 1, "split", SES__DT(SES_I64), sizes, SES__MAX_OUTPUTS + 1,
+                               &n_sizes);
+        if (st != SES_OK)
+            return st;
+        has_attr = 1;
+    } else if (has_attr) {
+        if (n_attr > SES__MAX_OUTPUTS + 1)
+            n_attr = SES__MAX_OUTPUTS + 1;
+        memcpy(sizes, attr_split, n_attr * sizeof *sizes);
+        n_sizes = n_attr;
+    }
+    if (has_attr) {
+        if (n_sizes != n)
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "split %s has %zu entries but the node has %zu outputs",
+                                ses__ints_str(sizes, n_sizes).s, n_sizes, n);
+        for (size_t k = 0; k < n; k++) {
+            if (sizes[k] < 0)
+                return ses__op_fail(ctx, SES_INVALID_ARGUMENT, "split %s has a negative entry",
+                                    ses__ints_str(sizes, n).s);
+            total += sizes[k];
+        }
+        if (total != dim)
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "split %s adds up to %lld, but axis %lld of the input has %lld: "
+                                "input is %s",
+                                ses__ints_str(sizes, n).s, (long long)total, (long long)axis,
+                                (long long)dim, ses__tstr(x).s);
+    } else if (num) {
+        if (num != (int64_t)n)
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "attribute num_outputs is %lld but the node has %zu outputs",
+                                (long long)num, n);
+        /* Opset 18: chunks of ceil(dim / n), the last one smaller. */
+        const int64_t chunk = (dim + num - 1) / num;
+        if (dim - chunk * (num - 1) < 0)
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "axis %lld of %s cannot be cut into %lld chunks of %lld",
+                                (long long)axis, ses__tstr(x).s, (long long)num, (long long)chunk);
+        for (size_t k = 0; k < n; k++)
+            sizes[k] = k + 1 < n ? chunk : dim - chunk * (num - 1);
+    } else {
+        if (dim % (int64_t)n != 0)
+            return ses__op_fail(ctx, SES_INVALID_ARGUMENT,
+                                "axis %lld of %s does not split into %zu equal parts; give split",
+                                (long long)axis, ses__tstr(x).s, n);
+        for (size_t k = 0; k < n; k++)
+            sizes[k] = dim / (int64_t)n;
+    }
+    for (size_t k = 0; k < n; k++) {
+        ctx->outputs[k] = *x;
+        ctx->outputs[k].dims[axis] = sizes[k];
+    }
+    ctx->kernel_inputs = 0x1;
+    return ses__attrs_set_int(&ctx->kernel_attrs, "axis", axis);
+}
+
+ses_status_t ses__infer_shape(ses__infer_ctx_t *ctx) {
+    const int64_t rank = ctx->inputs[0].rank;
+    int64_t start, end;
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "data", SES__DT_ANY);
+
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "start", 0, &start);
+    if (st == SES_OK)
+        st = ses__op_attr_int(ctx, "end", rank, &end);
+    if (st != SES_OK)
+        return st;
+    /* Opset 15: negative values count from the end; both are clamped into [0, rank]. */
+    start = start < 0 ? start + rank : start;
+    end = end < 0 ? end + rank : end;
+    start = start < 0 ? 0 : start > rank ? rank : start;
+    end = end < 0 ? 0 : end > rank ? rank : end;
+    if (end < start)
+        end = start;
+    ctx->outputs[0].dtype = SES_I64;
+    ctx->outputs[0].rank = 1;
+    ctx->outputs[0].dims[0] = end - start;
+    st = ses__attrs_set_int(&ctx->kernel_attrs, "start", start);
+    if (st == SES_OK)
+        st = ses__attrs_set_int(&ctx->kernel_attrs, "end", end);
+    return st;
+}
+
+/* Size: the element count of any tensor, an i64 scalar. */
+ses_status_t ses__infer_size(ses__infer_ctx_t *ctx) {
+    ses_status_t st = ses__op_check_dtype(ctx, 0, "data", SES__DT_ANY);
+
+    if (st != SES_OK)
+        return st;
+    ctx->outputs[0].dtype = SES_I64;
+    ctx->outputs[0].rank = 0;
+    return SES_OK;
 }
