@@ -1,4 +1,4 @@
-/* Tensors: dtype table, shape checks, owned and wrapped storage, atomic refcounting. Device
+/* Tensors: shape checks, owned and wrapped storage, atomic refcounting. Device
  * tensors are made and freed by session/device_tensor.c. */
 #include "tensor_internal.h"
 
@@ -15,44 +15,6 @@
 
 /* Long enough for "[" + SES_MAX_RANK dimensions of up to 20 characters, commas and "]". */
 #define SES_DIMS_TEXT_CAPACITY (2 + SES_MAX_RANK * 21)
-
-static const struct {
-    const char *name;
-    size_t size;
-} dtype_table[] = {
-    [SES_DTYPE_INVALID] = {"invalid", 0},
-    [SES_F32] = {"f32", 4},
-    [SES_F64] = {"f64", 8},
-    [SES_F16] = {"f16", 2},
-    [SES_BF16] = {"bf16", 2},
-    [SES_I8] = {"i8", 1},
-    [SES_I16] = {"i16", 2},
-    [SES_I32] = {"i32", 4},
-    [SES_I64] = {"i64", 8},
-    [SES_U8] = {"u8", 1},
-    [SES_U16] = {"u16", 2},
-    [SES_U32] = {"u32", 4},
-    [SES_U64] = {"u64", 8},
-    [SES_BOOL] = {"bool", 1},
-    [SES_STRING] = {"string", sizeof(char *)},
-};
-
-/* Whether @p dtype is one of the 13 numeric element types or SES_STRING. The enum may hold any
- * int, so the comparison is done on a wide signed value rather than trusting the enum's range. */
-static int dtype_is_valid(ses_dtype_t dtype) {
-    long long v = (long long)dtype;
-
-    return (v > (long long)SES_DTYPE_INVALID && v <= (long long)SES_BOOL) ||
-           v == (long long)SES_STRING;
-}
-
-size_t ses_dtype_size(ses_dtype_t dtype) {
-    return dtype_is_valid(dtype) ? dtype_table[dtype].size : 0;
-}
-
-const char *ses_dtype_name(ses_dtype_t dtype) {
-    return dtype_is_valid(dtype) ? dtype_table[dtype].name : "invalid";
-}
 
 /* Writes "[2,3,4]" into @p buffer; "[]" for a scalar. Only called after rank and dims were
  * checked, so dims is non-NULL whenever rank > 0. */
@@ -89,7 +51,7 @@ ses_status_t ses__tensor_check_shape(const char *what, ses_dtype_t dtype, size_t
     if (!what)
         what = "tensor";
 
-    if (!dtype_is_valid(dtype))
+    if (!ses__dtype_is_valid(dtype))
         return ses__fail(SES_INVALID_ARGUMENT, "%s: invalid dtype %d", what, (int)dtype);
     if (rank > SES_MAX_RANK)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: rank %zu exceeds SES_MAX_RANK (%d)", what,
@@ -108,7 +70,7 @@ ses_status_t ses__tensor_check_shape(const char *what, ses_dtype_t dtype, size_t
      * even when another dimension is 0: code that computes byte strides or the size of a slice
      * multiplies exactly these numbers, so an empty tensor like [0, 2^62, 2^62] is refused
      * rather than left to overflow there. */
-    elem = dtype_table[dtype].size;
+    elem = ses_dtype_size(dtype);
     for (size_t i = 0; i < rank; i++) {
         uint64_t d = (uint64_t)dims[i];
 

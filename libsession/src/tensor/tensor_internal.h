@@ -43,6 +43,9 @@ struct ses_tensor {
     char device_name[64];
 };
 
+/** Whether @p dtype is one of the 13 numeric element types or SES_STRING (dtype.c). */
+int ses__dtype_is_valid(ses_dtype_t dtype);
+
 /**
  * A tensor object (refcount 1) of this type with no data yet, for device tensors and DLPack.
  * Messages start with @p what.
