@@ -84,6 +84,11 @@ def main(folder):
     save(folder, "loop_fed", [
         helper.make_node("Loop", ["m", "c", "x"], ["s", "stack"], name="l1", body=loop_body()),
     ], [f32("x", 2), i64("m"), boolean("c")], [f32("s", 2), f32("stack", None, 2)])
+    # M constant (3), cond fed: three iterations or none.
+    save(folder, "loop_gated", [
+        helper.make_node("Constant", [], ["m"], value_int=3),
+        helper.make_node("Loop", ["m", "c", "x"], ["s", "stack"], name="l1", body=loop_body()),
+    ], [f32("x", 2), boolean("c")], [f32("s", 2), f32("stack", None, 2)])
     # A condition the body computes (iter < 1): the loop may stop early.
     save(folder, "loop_early_exit", [
         helper.make_node("Constant", [], ["m"], value_int=3),

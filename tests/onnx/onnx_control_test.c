@@ -216,6 +216,24 @@ static void loop_with_a_fed_trip_count_picks_the_iterations_run(void **state) {
     close_model(&mo);
 }
 
+/* A constant M with a fed cond: three iterations, or none (x, and an empty stack). */
+static void loop_with_a_fed_condition_runs_all_or_nothing(void **state) {
+    const float s3[2] = {12, 20}, stack3[6] = {2, 4, 5, 9, 12, 20};
+    const int64_t dims3[2] = {3, 2}, dims0[2] = {0, 2};
+    model_t mo;
+
+    (void)state;
+    open_model(&mo, "loop_gated");
+    feed(&mo, "x", floats(1, dim2, x2));
+    feed(&mo, "c", scalar_bool(1));
+    expect_output(&mo, 0, 1, dim2, s3);
+    expect_output(&mo, 1, 2, dims3, stack3);
+    feed(&mo, "c", scalar_bool(0));
+    expect_output(&mo, 0, 1, dim2, x2);
+    expect_output(&mo, 1, 2, dims0, NULL);
+    close_model(&mo);
+}
+
 /* An If inside a Loop body: its condition (iter > 0) is computed, its then branch reads x from
  * the outermost graph and s_in from the body, its else branch gives s_in itself.
  * x = [1, 2]: iteration 0 keeps [1, 2], iteration 1 adds x: [2, 4]. */
@@ -298,6 +316,7 @@ int main(void) {
         cmocka_unit_test(if_on_a_fed_condition_picks_the_branch_each_time),
         cmocka_unit_test(loop_with_a_constant_trip_count_is_unrolled),
         cmocka_unit_test(loop_with_a_fed_trip_count_picks_the_iterations_run),
+        cmocka_unit_test(loop_with_a_fed_condition_runs_all_or_nothing),
         cmocka_unit_test(nested_bodies_resolve_names_through_the_enclosing_scopes),
         cmocka_unit_test(a_sequence_is_carried_through_an_unrolled_loop),
         cmocka_unit_test(scan_takes_its_axes_and_directions),

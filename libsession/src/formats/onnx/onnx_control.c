@@ -454,7 +454,7 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
     ses_edge_t *cands = NULL, *scans = NULL, pos, last = {NULL, 0};
     char place[600], name[1200];
     int64_t trips = -1, fixed, unrolled;
-    int c0 = 1, stays;
+    int c0 = 1, stays, gate;
     ses_status_t st;
 
     if ((st = body_attr(n, label, "body", &g)) != SES_OK)
@@ -497,7 +497,10 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
         return st;
     stays = condition_stays(g);
     per_iteration = g->n_node + 2 * n_scan + n_carried + 1;
-    fixed = c0 == 0 ? 0 : trips >= 0 && c0 == 1 ? trips : -1;
+    /* A constant M with a fed cond unrolls M iterations, and each output is then a SelectInput
+     * between its value before the loop and after them (gate). */
+    fixed = c0 == 0 ? 0 : trips;
+    gate = trips >= 0 && c0 < 0;
     if (fixed >= 0) {
         unrolled = fixed == 0 && n_scan ? 1 : fixed;
         if ((uint64_t)unrolled * per_iteration > BODY_NODE_BUDGET)
@@ -594,7 +597,7 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
         st = import_body(im, label, "loop", g, name, bound, n_carried + 2, outs);
         if (st != SES_OK)
             break;
-        if (k == 0 && !stays) {
+        if (!stays) { /* each iteration: a carried value may be constant only in the first */
             int c = -1;
             st = constant_bool(&outs[0], label, "the body's condition output", &c);
             if (st == SES_OK && c != 1)
@@ -642,6 +645,32 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
             st = fixed ? concat_many(im, scans + s, (size_t)fixed, n_scan, 0, &e)
                        : empty_along(im, scans[s], 0, &e);
             results[n_carried + s] = tensor_value(e);
+        }
+        if (gate && st == SES_OK)
+            st = bool_to_i64(im, cond0->edge, &pos);
+        for (size_t o = 0; gate && o < n_carried + n_scan && st == SES_OK; o++) {
+            ses_edge_t pair[2];
+            const value_t *initial = o < n_carried ? ses__onnx_find(im, n->input[2 + o]) : NULL;
+            if (results[o].kind != SES__ONNX_TENSOR ||
+                (initial && initial->kind != SES__ONNX_TENSOR)) {
+                st = ses__fail(SES_UNIMPLEMENTED,
+                               "%s: output %zu is not a tensor, and cond \"%s\" is known only "
+                               "when the plan compiles; sequences and optionals are carried only "
+                               "when it is constant",
+                               label, o, n->input[1]);
+                break;
+            }
+            pair[1] = results[o].edge;
+            if (o < n_carried)
+                pair[0] = cands[o];
+            else
+                st = empty_along(im, scans[o - n_carried], 0, &pair[0]);
+            snprintf(name, sizeof name, "%s/%s", place,
+                     o < n->n_output && *n->output[o] ? n->output[o] : "output");
+            if (st == SES_OK)
+                st = select_among(im, name, pos, pair, 2, 1, &pair[0]);
+            value_clear(&results[o]);
+            results[o] = tensor_value(pair[0]);
         }
     } else {
         /* pos = max(M * cond, 0): the iterations that run, read when the plan compiles. */
