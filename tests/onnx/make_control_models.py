@@ -101,6 +101,22 @@ def main(folder):
         helper.make_node("Constant", [], ["m"], value_int=100000),
         helper.make_node("Loop", ["m", "", "x"], ["s", "stack"], name="l1", body=loop_body()),
     ], [f32("x", 2)], [f32("s", 2), f32("stack", None, 2)])
+    # Loops nested three deep, 40 iterations each of 10-node bodies: within each loop's bound,
+    # 640000 nodes in all.
+    body = loop_body()
+    for depth in range(3):
+        body = helper.make_graph(list(body.node) if depth == 0 else [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Constant", [], ["m_in"], value_int=40),
+            helper.make_node("Loop", ["m_in", "", "s_in"], ["s_out", "stack"],
+                             name="inner%d" % depth, body=body),
+            helper.make_node("Identity", ["s_out"], ["scan"]),
+        ], "body", [i64("iter"), boolean("cond_in"), f32("s_in", 2)],
+            [boolean("cond_out"), f32("s_out", 2), f32("scan", 2)])
+    save(folder, "loop_nested_too_deep", [
+        helper.make_node("Constant", [], ["m"], value_int=40),
+        helper.make_node("Loop", ["m", "", "x"], ["s", "stack"], name="l1", body=body),
+    ], [f32("x", 2)], [f32("s", 2), f32("stack", None, 2)], check=False)  # names reused inside
     # No trip count: runs until the condition turns false.
     save(folder, "loop_without_trip_count", [
         helper.make_node("Loop", ["", "c", "x"], ["s", "stack"], name="l1", body=loop_body()),

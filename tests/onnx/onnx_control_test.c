@@ -300,6 +300,8 @@ static void what_cannot_be_lowered_is_named(void **state) {
     expect_import_error("loop_too_long", SES_UNIMPLEMENTED,
                         "(Loop \"l1\"): 100000 iterations of a body of 10 nodes are more than the "
                         "4096 nodes a loop is unrolled into");
+    expect_import_error("loop_nested_too_deep", SES_UNIMPLEMENTED,
+                        "the control-flow bodies unrolled so far have more than 65536 nodes");
     expect_import_error("loop_without_trip_count", SES_UNIMPLEMENTED,
                         "(Loop \"l1\"): no trip count M; a loop that runs until its condition "
                         "turns false is not unrolled");

@@ -37,6 +37,9 @@
 /* Iterations unrolled for a trip count known only when the plan compiles: one SelectInput picks
  * among the values after 0..FED_TRIP_MAX iterations (a position and 63 candidates). */
 #define FED_TRIP_MAX (SES__MAX_INPUTS - 2)
+/* The most body nodes imported in one model, all bodies and iterations together (nested loops
+ * and fed Ifs multiply). */
+#define MODEL_BODY_NODE_BUDGET 65536
 
 int ses__onnx_is_control_op(const char *op) {
     return !strcmp(op, "If") || !strcmp(op, "Loop") || !strcmp(op, "Scan");
@@ -240,8 +243,19 @@ static void node_place(const importer_t *im, const Onnx__NodeProto *n, char *out
 static ses_status_t import_body(importer_t *im, const char *label, const char *what,
                                 const Onnx__GraphProto *g, const char *place,
                                 const value_t *bound, size_t n_bound, value_t *outs) {
-    importer_t child;
+    importer_t child, *top = im;
     ses_status_t st = SES_OK;
+
+    while (top->parent)
+        top = top->parent;
+    top->body_nodes += g->n_node;
+    if (top->body_nodes > MODEL_BODY_NODE_BUDGET || top->body_nodes > im->o.max_nodes)
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: the control-flow bodies unrolled so far have more than %u nodes "
+                         "(nested loops and Ifs on fed conditions multiply them)",
+                         label,
+                         MODEL_BODY_NODE_BUDGET < im->o.max_nodes ? MODEL_BODY_NODE_BUDGET
+                                                                  : im->o.max_nodes);
 
     if (g->n_input != n_bound)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: the %s body has %zu inputs; it takes %zu",

@@ -54,6 +54,7 @@ typedef struct importer {
      * names get the prefix ("loop/iter2/..."); NULL and "" at the top. */
     struct importer *parent;
     char prefix[512];
+    size_t body_nodes; /* at the top: the nodes of every body imported so far (bounded) */
 } importer_t;
 
 /* The value named @p name, or NULL. */
