@@ -139,9 +139,9 @@ static void if_on_a_constant_imports_the_branch_taken(void **state) {
     expect_output(&mo, 0, 1, dim3, want);
     assert_int_equal(ses_graph_find_node(ses_onnx_model_graph(mo.m), "pick/then/then_add", &node),
                      SES_OK);
-    assert_int_equal(ses_graph_find_node(ses_onnx_model_graph(mo.m), "pick/else/else_concat",
-                                         &node),
-                     SES_NOT_FOUND);
+    assert_int_equal(
+        ses_graph_find_node(ses_onnx_model_graph(mo.m), "pick/else/else_concat", &node),
+        SES_NOT_FOUND);
     close_model(&mo);
 }
 

@@ -45,7 +45,7 @@ int ses__onnx_is_control_op(const char *op) {
     return !strcmp(op, "If") || !strcmp(op, "Loop") || !strcmp(op, "Scan");
 }
 
-/* ---- values --------------------------------------------------------------------------------- */
+/* ---- values ---------------------------------------------------------------------------------- */
 
 static void value_clear(value_t *v) {
     free(v->items);
@@ -184,8 +184,8 @@ static ses_status_t concat_many(importer_t *im, const ses_edge_t *edges, size_t 
     }
     for (size_t at = 0; at < n; at += per) {
         size_t count = n - at < per ? n - at : per;
-        if ((st = concat_many(im, edges + at * stride, count, stride, axis,
-                              &groups[n_groups++])) != SES_OK)
+        if ((st = concat_many(im, edges + at * stride, count, stride, axis, &groups[n_groups++])) !=
+            SES_OK)
             return st;
     }
     return concat_many(im, groups, n_groups, 1, axis, out);
@@ -211,7 +211,7 @@ static ses_status_t select_among(importer_t *im, const char *name, ses_edge_t po
     return st;
 }
 
-/* ---- bodies --------------------------------------------------------------------------------- */
+/* ---- bodies ---------------------------------------------------------------------------------- */
 
 static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name) {
     for (size_t i = 0; i < n->n_attribute; i++)
@@ -241,8 +241,8 @@ static void node_place(const importer_t *im, const Onnx__NodeProto *n, char *out
  * @p bound, its outputs copied into @p outs (g->n_output of them, cleared by the caller).
  */
 static ses_status_t import_body(importer_t *im, const char *label, const char *what,
-                                const Onnx__GraphProto *g, const char *place,
-                                const value_t *bound, size_t n_bound, value_t *outs) {
+                                const Onnx__GraphProto *g, const char *place, const value_t *bound,
+                                size_t n_bound, value_t *outs) {
     importer_t child, *top = im;
     ses_status_t st = SES_OK;
 
@@ -250,19 +250,21 @@ static ses_status_t import_body(importer_t *im, const char *label, const char *w
         top = top->parent;
     top->body_nodes += g->n_node;
     if (top->body_nodes > MODEL_BODY_NODE_BUDGET || top->body_nodes > im->o.max_nodes)
-        return ses__fail(SES_UNIMPLEMENTED,
-                         "%s: the control-flow bodies unrolled so far have more than %u nodes "
-                         "(nested loops and Ifs on fed conditions multiply them)",
-                         label,
-                         MODEL_BODY_NODE_BUDGET < im->o.max_nodes ? MODEL_BODY_NODE_BUDGET
-                                                                  : im->o.max_nodes);
+        return ses__fail(
+            SES_UNIMPLEMENTED,
+            "%s: the control-flow bodies unrolled so far have more than %u nodes "
+            "(nested loops and Ifs on fed conditions multiply them)",
+            label,
+            MODEL_BODY_NODE_BUDGET < im->o.max_nodes ? MODEL_BODY_NODE_BUDGET : im->o.max_nodes);
 
     if (g->n_input != n_bound)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: the %s body has %zu inputs; it takes %zu",
                          label, what, g->n_input, n_bound);
     if (g->n_sparse_initializer)
-        return ses__fail(SES_UNIMPLEMENTED, "%s: the %s body has sparse initializers (not "
-                         "supported)", label, what);
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: the %s body has sparse initializers (not "
+                         "supported)",
+                         label, what);
     memset(&child, 0, sizeof child);
     child.o = im->o;
     child.o.initializers_as_variables = 0;
@@ -324,16 +326,16 @@ static ses_status_t define_outputs(importer_t *im, const Onnx__NodeProto *n, con
 }
 
 /* A value's single bool, when it is a constant: 0 or 1; -1 when it is not a constant. */
-static ses_status_t constant_bool(const value_t *v, const char *label, const char *what,
-                                  int *out) {
+static ses_status_t constant_bool(const value_t *v, const char *label, const char *what, int *out) {
     const ses_tensor_t *t = v->constant;
     *out = -1;
     if (!t)
         return SES_OK;
     if (ses_tensor_dtype(t) != SES_BOOL || ses_tensor_count(t) != 1)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: %s is %s with %zu elements; it must be one "
-                         "bool", label, what, ses_dtype_name(ses_tensor_dtype(t)),
-                         ses_tensor_count(t));
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: %s is %s with %zu elements; it must be one "
+                         "bool",
+                         label, what, ses_dtype_name(ses_tensor_dtype(t)), ses_tensor_count(t));
     *out = *(const uint8_t *)ses_tensor_data((ses_tensor_t *)t) != 0;
     return SES_OK;
 }
@@ -351,7 +353,7 @@ static ses_status_t bool_to_i64(importer_t *im, ses_edge_t b, ses_edge_t *out) {
     return ses_graph_op(im->m->graph, "Where", NULL, in, 3, NULL, 0, out);
 }
 
-/* ---- If --------------------------------------------------------------------------------------- */
+/* ---- If -------------------------------------------------------------------------------------- */
 
 static ses_status_t import_if(importer_t *im, const Onnx__NodeProto *n, const char *label) {
     const Onnx__GraphProto *then_g, *else_g;
@@ -364,8 +366,10 @@ static ses_status_t import_if(importer_t *im, const Onnx__NodeProto *n, const ch
     ses_status_t st;
 
     if (n->n_input != 1 || !cond)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: If takes one input, the condition, defined "
-                         "before it", label);
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: If takes one input, the condition, defined "
+                         "before it",
+                         label);
     if (cond->kind != SES__ONNX_TENSOR)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: the condition \"%s\" is not a tensor", label,
                          n->input[0]);
@@ -373,8 +377,10 @@ static ses_status_t import_if(importer_t *im, const Onnx__NodeProto *n, const ch
         (st = body_attr(n, label, "else_branch", &else_g)) != SES_OK)
         return st;
     if (then_g->n_output != n_out || else_g->n_output != n_out)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: %zu outputs, but then_branch gives %zu and "
-                         "else_branch %zu", label, n_out, then_g->n_output, else_g->n_output);
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: %zu outputs, but then_branch gives %zu and "
+                         "else_branch %zu",
+                         label, n_out, then_g->n_output, else_g->n_output);
     if ((st = constant_bool(cond, label, "the condition", &known)) != SES_OK)
         return st;
     outs = ses__calloc(2 * n_out + 1, sizeof *outs);
@@ -407,10 +413,12 @@ static ses_status_t import_if(importer_t *im, const Onnx__NodeProto *n, const ch
                            "the condition \"%s\" is known only when the plan compiles; only "
                            "tensors, or sequences of one length, are chosen then",
                            label, i, n->output[i],
-                           e->kind == SES__ONNX_SEQUENCE ? "a sequence" :
-                           e->kind == SES__ONNX_NONE ? "an empty optional" : "a tensor",
-                           t->kind == SES__ONNX_SEQUENCE ? "a sequence" :
-                           t->kind == SES__ONNX_NONE ? "an empty optional" : "a tensor",
+                           e->kind == SES__ONNX_SEQUENCE ? "a sequence"
+                           : e->kind == SES__ONNX_NONE   ? "an empty optional"
+                                                         : "a tensor",
+                           t->kind == SES__ONNX_SEQUENCE ? "a sequence"
+                           : t->kind == SES__ONNX_NONE   ? "an empty optional"
+                                                         : "a tensor",
                            n->input[0]);
             break;
         }
@@ -437,7 +445,7 @@ static ses_status_t import_if(importer_t *im, const Onnx__NodeProto *n, const ch
     return st;
 }
 
-/* ---- Loop ------------------------------------------------------------------------------------- */
+/* ---- Loop ------------------------------------------------------------------------------------ */
 
 /* Whether the body's condition output is its condition input passed through (never changes). */
 static int condition_stays(const Onnx__GraphProto *g) {
@@ -487,11 +495,12 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
         return ses__fail(SES_INVALID_ARGUMENT, "%s: %zu outputs; the body gives %zu", label,
                          n->n_output, n_carried + n_scan);
     if (!m)
-        return ses__fail(SES_UNIMPLEMENTED,
-                         "%s: %s; a loop that runs until its condition turns false is not "
-                         "unrolled (only a trip count M is)",
-                         label, n->n_input > 0 && *n->input[0] ? "M is not defined before it"
-                                                               : "no trip count M");
+        return ses__fail(
+            SES_UNIMPLEMENTED,
+            "%s: %s; a loop that runs until its condition turns false is not "
+            "unrolled (only a trip count M is)",
+            label,
+            n->n_input > 0 && *n->input[0] ? "M is not defined before it" : "no trip count M");
     if (m->kind != SES__ONNX_TENSOR || (cond0 && cond0->kind != SES__ONNX_TENSOR))
         return ses__fail(SES_INVALID_ARGUMENT, "%s: M and cond must be tensors", label);
     if (n->n_input > 1 && *n->input[1] && !cond0)
@@ -500,9 +509,10 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
     if (m->constant) {
         const ses_tensor_t *t = m->constant;
         if (ses_tensor_dtype(t) != SES_I64 || ses_tensor_count(t) != 1)
-            return ses__fail(SES_INVALID_ARGUMENT, "%s: M is %s with %zu elements; it must be "
-                             "one i64", label, ses_dtype_name(ses_tensor_dtype(t)),
-                             ses_tensor_count(t));
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "%s: M is %s with %zu elements; it must be "
+                             "one i64",
+                             label, ses_dtype_name(ses_tensor_dtype(t)), ses_tensor_count(t));
         trips = *(const int64_t *)ses_tensor_data((ses_tensor_t *)t);
         if (trips < 0)
             trips = 0;
@@ -556,8 +566,10 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
     for (size_t j = 0; j < n_carried && st == SES_OK; j++) {
         const value_t *v = *n->input[2 + j] ? ses__onnx_find(im, n->input[2 + j]) : NULL;
         if (!v) {
-            st = ses__fail(SES_INVALID_ARGUMENT, "%s: carried value %zu, \"%s\", is not defined "
-                           "before it", label, j, n->input[2 + j]);
+            st = ses__fail(SES_INVALID_ARGUMENT,
+                           "%s: carried value %zu, \"%s\", is not defined "
+                           "before it",
+                           label, j, n->input[2 + j]);
             break;
         }
         st = value_copy(&cur[j], v);
@@ -639,8 +651,10 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
         for (size_t s = 0; s < n_scan && st == SES_OK; s++) {
             const value_t *u = &outs[1 + n_carried + s];
             if (u->kind != SES__ONNX_TENSOR) {
-                st = ses__fail(SES_UNIMPLEMENTED, "%s: scan output %zu of the body is not a "
-                               "tensor (only tensors are stacked)", label, s);
+                st = ses__fail(SES_UNIMPLEMENTED,
+                               "%s: scan output %zu of the body is not a "
+                               "tensor (only tensors are stacked)",
+                               label, s);
                 break;
             }
             st = unsqueeze(im, u->edge, 0, &scans[(size_t)k * n_scan + s]);
@@ -717,8 +731,7 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
                 st = op2(im, "Concat", stacked[k], scans[(size_t)k * n_scan + s], &axis0, 1,
                          &stacked[k + 1]);
             snprintf(name, sizeof name, "%s/%s (Loop unrolled %lld times at most)", place,
-                     o < n->n_output && *n->output[o] ? n->output[o] : "scan",
-                     (long long)unrolled);
+                     o < n->n_output && *n->output[o] ? n->output[o] : "scan", (long long)unrolled);
             if (st == SES_OK)
                 st = select_among(im, name, pos, stacked, (size_t)unrolled + 1, 1, &e);
             results[o] = tensor_value(e);
@@ -740,7 +753,7 @@ done:
     return st;
 }
 
-/* ---- Scan ------------------------------------------------------------------------------------- */
+/* ---- Scan ------------------------------------------------------------------------------------ */
 
 /* Attribute @p name's ints, @p count of them, or @p def for each when it is absent. */
 static ses_status_t ints_or(const Onnx__NodeProto *n, const char *label, const char *name,
@@ -751,8 +764,8 @@ static ses_status_t ints_or(const Onnx__NodeProto *n, const char *label, const c
     if (!a)
         return SES_OK;
     if (a->n_ints != count)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: attribute %s has %zu values for %zu %s",
-                         label, name, a->n_ints, count,
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: attribute %s has %zu values for %zu %s", label,
+                         name, a->n_ints, count,
                          count == 1 ? "input or output" : "inputs or outputs");
     for (size_t i = 0; i < count; i++)
         out[i] = a->ints[i];
@@ -788,8 +801,10 @@ static ses_status_t scan_core(importer_t *im, const Onnx__NodeProto *n, const ch
                              "scan whose length is static is unrolled",
                              label, j);
         if (axis < -v->rank || axis >= v->rank)
-            return ses__fail(SES_INVALID_ARGUMENT, "%s: scan input %zu has rank %d; axis %lld is "
-                             "outside it", label, j, v->rank, (long long)axis);
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "%s: scan input %zu has rank %d; axis %lld is "
+                             "outside it",
+                             label, j, v->rank, (long long)axis);
         axis = axis < 0 ? axis + v->rank : axis;
         if (v->dims[axis] < 0)
             return ses__fail(SES_UNIMPLEMENTED,
@@ -804,8 +819,10 @@ static ses_status_t scan_core(importer_t *im, const Onnx__NodeProto *n, const ch
         length = v->dims[axis];
     }
     if (length == 0)
-        return ses__fail(SES_UNIMPLEMENTED, "%s: a scan of length 0 (its outputs' shapes are "
-                         "not known) is not supported", label);
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: a scan of length 0 (its outputs' shapes are "
+                         "not known) is not supported",
+                         label);
     if ((uint64_t)length * (g->n_node + f->n_in + f->n_out) > BODY_NODE_BUDGET)
         return ses__fail(SES_UNIMPLEMENTED,
                          "%s: %lld iterations of a body of %zu nodes are more than the %d nodes a "
@@ -849,8 +866,10 @@ static ses_status_t scan_core(importer_t *im, const Onnx__NodeProto *n, const ch
             const value_t *u = &outs[f->n_state + k];
             int64_t slot = f->out_dirs[k] ? length - 1 - t : t;
             if (u->kind != SES__ONNX_TENSOR) {
-                st = ses__fail(SES_UNIMPLEMENTED, "%s: scan output %zu of the body is not a "
-                               "tensor (only tensors are stacked)", label, k);
+                st = ses__fail(SES_UNIMPLEMENTED,
+                               "%s: scan output %zu of the body is not a "
+                               "tensor (only tensors are stacked)",
+                               label, k);
                 break;
             }
             st = unsqueeze(im, u->edge, f->out_axes[k], &stacked[(size_t)slot * f->n_out + k]);
@@ -886,21 +905,25 @@ static ses_status_t import_scan(importer_t *im, const Onnx__NodeProto *n, const 
     if ((st = body_attr(n, label, "body", &g)) != SES_OK)
         return st;
     if (!ns || ns->i < 1)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: attribute num_scan_inputs (at least 1) is "
-                         "missing", label);
+        return ses__fail(SES_INVALID_ARGUMENT,
+                         "%s: attribute num_scan_inputs (at least 1) is "
+                         "missing",
+                         label);
     if (batched && n->n_input && *n->input[0])
-        return ses__fail(SES_UNIMPLEMENTED, "%s: sequence_lens (op set 8) is not supported; all "
-                         "sequences must have the full length", label);
+        return ses__fail(SES_UNIMPLEMENTED,
+                         "%s: sequence_lens (op set 8) is not supported; all "
+                         "sequences must have the full length",
+                         label);
     n_given = n->n_input > first ? n->n_input - first : 0;
     memset(&f, 0, sizeof f);
     if ((size_t)ns->i > n_given || n_given > SES__MAX_INPUTS)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: num_scan_inputs is %lld of %zu inputs",
-                         label, (long long)ns->i, n_given);
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: num_scan_inputs is %lld of %zu inputs", label,
+                         (long long)ns->i, n_given);
     f.n_in = (size_t)ns->i;
     f.n_state = n_given - f.n_in;
     if (n->n_output < f.n_state || n->n_output - f.n_state > SES__MAX_INPUTS)
-        return ses__fail(SES_INVALID_ARGUMENT, "%s: %zu outputs for %zu states", label,
-                         n->n_output, f.n_state);
+        return ses__fail(SES_INVALID_ARGUMENT, "%s: %zu outputs for %zu states", label, n->n_output,
+                         f.n_state);
     f.n_out = n->n_output - f.n_state;
     if (g->n_output != f.n_state + f.n_out)
         return ses__fail(SES_INVALID_ARGUMENT, "%s: the body gives %zu outputs; the node has %zu",
@@ -942,14 +965,17 @@ static ses_status_t import_scan(importer_t *im, const Onnx__NodeProto *n, const 
     /* Op set 8: axis 0 of every input and output is the batch, axis 1 the scan's. */
     for (size_t j = 0; j < n_given; j++) {
         if (ins[j].kind != SES__ONNX_TENSOR || ins[j].rank < 1 || ins[j].dims[0] < 0) {
-            st = ses__fail(SES_UNIMPLEMENTED, "%s: the batch size (axis 0) of input %zu is not "
-                           "known at import; only a static batch is unrolled", label, first + j);
+            st = ses__fail(SES_UNIMPLEMENTED,
+                           "%s: the batch size (axis 0) of input %zu is not "
+                           "known at import; only a static batch is unrolled",
+                           label, first + j);
             goto done;
         }
         if (j && ins[j].dims[0] != batch) {
-            st = ses__fail(SES_INVALID_ARGUMENT, "%s: input %zu has a batch of %lld; input %zu "
-                           "has %lld", label, first + j, (long long)ins[j].dims[0], first,
-                           (long long)batch);
+            st = ses__fail(SES_INVALID_ARGUMENT,
+                           "%s: input %zu has a batch of %lld; input %zu "
+                           "has %lld",
+                           label, first + j, (long long)ins[j].dims[0], first, (long long)batch);
             goto done;
         }
         batch = ins[j].dims[0];

@@ -950,8 +950,7 @@ static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
             continue;
         for (size_t j = 0; j < i && !listed; j++) /* each op once */
             listed = !strcmp(nodes[j]->op_type ? nodes[j]->op_type : "", op) &&
-                     !strcmp(nodes[j]->domain ? nodes[j]->domain : "",
-                             n->domain ? n->domain : "");
+                     !strcmp(nodes[j]->domain ? nodes[j]->domain : "", n->domain ? n->domain : "");
         if (listed)
             continue;
         missing++;
