@@ -527,7 +527,7 @@ static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const 
     gate = trips >= 0 && c0 < 0;
     if (fixed >= 0) {
         unrolled = fixed == 0 && n_scan ? 1 : fixed;
-        if ((uint64_t)unrolled * per_iteration > BODY_NODE_BUDGET)
+        if ((uint64_t)unrolled > BODY_NODE_BUDGET / per_iteration)
             return ses__fail(SES_UNIMPLEMENTED,
                              "%s: %lld iterations of a body of %zu nodes are more than the %d "
                              "nodes a loop is unrolled into",
@@ -823,7 +823,7 @@ static ses_status_t scan_core(importer_t *im, const Onnx__NodeProto *n, const ch
                          "%s: a scan of length 0 (its outputs' shapes are "
                          "not known) is not supported",
                          label);
-    if ((uint64_t)length * (g->n_node + f->n_in + f->n_out) > BODY_NODE_BUDGET)
+    if ((uint64_t)length > BODY_NODE_BUDGET / (g->n_node + f->n_in + f->n_out))
         return ses__fail(SES_UNIMPLEMENTED,
                          "%s: %lld iterations of a body of %zu nodes are more than the %d nodes a "
                          "scan is unrolled into",
@@ -979,6 +979,13 @@ static ses_status_t import_scan(importer_t *im, const Onnx__NodeProto *n, const 
             goto done;
         }
         batch = ins[j].dims[0];
+    }
+    if ((uint64_t)batch > BODY_NODE_BUDGET / (g->n_node + 1)) {
+        st = ses__fail(SES_UNIMPLEMENTED,
+                       "%s: a batch of %lld scans of a body of %zu nodes is more than the %d "
+                       "nodes a scan is unrolled into",
+                       label, (long long)batch, g->n_node, BODY_NODE_BUDGET);
+        goto done;
     }
     if (batch < 1) {
         st = ses__fail(SES_UNIMPLEMENTED, "%s: an empty batch is not supported", label);
