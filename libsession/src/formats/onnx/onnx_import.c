@@ -37,7 +37,7 @@ static uint64_t hash(const char *s) {
     return h;
 }
 
-static value_t *find(importer_t *im, const char *name) {
+static value_t *find_local(importer_t *im, const char *name) {
     if (!im->capacity)
         return NULL;
     for (size_t i = hash(name) & (im->capacity - 1);; i = (i + 1) & (im->capacity - 1)) {
@@ -48,9 +48,19 @@ static value_t *find(importer_t *im, const char *name) {
     }
 }
 
+/* The value named @p name in @p im's scope or, failing that, in the enclosing scopes. */
+static value_t *find(importer_t *im, const char *name) {
+    for (; im; im = im->parent) {
+        value_t *v = find_local(im, name);
+        if (v)
+            return v;
+    }
+    return NULL;
+}
+
 static ses_status_t define(importer_t *im, const char *name, ses_edge_t edge,
                            ses_tensor_t *constant) {
-    if (find(im, name))
+    if (find_local(im, name))
         return ses__fail(SES_INVALID_ARGUMENT, "value \"%s\" is defined twice", name);
     if ((im->count + 1) * 2 > im->capacity) {
         size_t capacity = im->capacity ? im->capacity * 2 : 64;
@@ -650,7 +660,7 @@ static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, co
 }
 
 static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t index) {
-    char label[300];
+    char label[300], prefixed[1024];
     const char *op = n->op_type;
     int64_t opset = im->m->opset;
     pending_t p;
@@ -668,6 +678,8 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         return ses__onnx_optimizer_node(im, n, label);
     if (!strcmp(op, "Constant"))
         return import_constant(im, n, label);
+    if (is_default_domain(n->domain) && ses__onnx_is_control_op(op))
+        return ses__onnx_control_node(im, n, label);
     if (ses__onnx_is_sequence_op(op))
         return ses__onnx_sequence_node(im, n, label);
     for (size_t i = 0; i < n->n_input; i++) {
@@ -851,9 +863,13 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         if (p.n_inputs > 1)
             p.n_inputs = 1;
     }
+    /* In a control-flow body, the node's name is prefixed with the body's place. */
+    snprintf(prefixed, sizeof prefixed, "%s%s%s", im->prefix, *im->prefix ? "/" : "",
+             n->name && *n->name ? n->name : "");
     if (st == SES_OK)
-        st = ses_graph_add_node(im->m->graph, op, n->name && *n->name ? n->name : NULL, p.inputs,
-                                p.n_inputs, attrs.list, attrs.count, n_outputs, &node);
+        st = ses_graph_add_node(im->m->graph, op,
+                                n->name && *n->name ? (*im->prefix ? prefixed : n->name) : NULL,
+                                p.inputs, p.n_inputs, attrs.list, attrs.count, n_outputs, &node);
     if (st == SES_INVALID_ARGUMENT && n->name && *n->name && !node &&
         strstr(ses_last_error(), "already")) /* a name a value already took: let it pick one */
         st = ses_graph_add_node(im->m->graph, op, NULL, p.inputs, p.n_inputs, attrs.list,
@@ -872,18 +888,59 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
-/* Lists every op without a schema (or of another domain) in one message. */
-static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
-    char list[2048] = "";
-    size_t used = 0, missing = 0;
-
+/* Collects @p g's nodes and, going into the bodies of If, Loop and Scan, theirs into @p list
+ * (grown as needed), at most @p limit of them. */
+static ses_status_t collect_nodes(const Onnx__GraphProto *g, const Onnx__NodeProto ***list,
+                                  size_t *count, size_t *capacity, size_t limit, unsigned depth) {
+    if (depth > 32)
+        return ses__fail(SES_UNIMPLEMENTED, "control-flow bodies nest more than 32 deep");
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
+        if (*count >= limit)
+            return ses__fail(SES_INVALID_ARGUMENT,
+                             "the graph and its bodies have more than %zu nodes (the limit)",
+                             limit);
+        if (*count == *capacity) {
+            size_t grown_capacity = *capacity ? *capacity * 2 : 64;
+            const Onnx__NodeProto **grown = ses__realloc(*list, grown_capacity * sizeof *grown);
+            if (!grown)
+                return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
+            *list = grown;
+            *capacity = grown_capacity;
+        }
+        (*list)[(*count)++] = n;
+        if (!is_default_domain(n->domain) || !n->op_type || !ses__onnx_is_control_op(n->op_type))
+            continue;
+        for (size_t k = 0; k < n->n_attribute; k++) {
+            ses_status_t st;
+            if (!n->attribute[k]->g)
+                continue;
+            st = collect_nodes(n->attribute[k]->g, list, count, capacity, limit, depth + 1);
+            if (st != SES_OK)
+                return st;
+        }
+    }
+    return SES_OK;
+}
+
+/* Lists every op without a schema (or of another domain) in one message, the bodies' too. */
+static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
+    char list[2048] = "";
+    size_t used = 0, missing = 0, n_nodes = 0, capacity = 0;
+    const Onnx__NodeProto **nodes = NULL;
+    ses_status_t st = collect_nodes(g, &nodes, &n_nodes, &capacity, im->o.max_nodes, 0);
+
+    if (st != SES_OK) {
+        free(nodes);
+        return st;
+    }
+    for (size_t i = 0; i < n_nodes; i++) {
+        const Onnx__NodeProto *n = nodes[i];
         const char *op = n->op_type ? n->op_type : "";
         int known =
             (is_default_domain(n->domain) &&
              (!strcmp(op, "Constant") || !strcmp(op, "Scatter") || !strcmp(op, "Upsample") ||
-              ses__onnx_is_sequence_op(op) ||
+              ses__onnx_is_sequence_op(op) || ses__onnx_is_control_op(op) ||
               (*op && ses__op_schema_find(op) && !ses__op_schema_find(op)->host_op &&
                strcmp(op, "SelectInput") != 0))) ||
             (n->domain && !strcmp(n->domain, "ai.onnx.preview.training") &&
@@ -892,9 +949,8 @@ static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
         if (known)
             continue;
         for (size_t j = 0; j < i && !listed; j++) /* each op once */
-            listed = !strcmp(g->node[j]->op_type ? g->node[j]->op_type : "", op) &&
-                     !strcmp(g->node[j]->domain ? g->node[j]->domain : "",
-                             n->domain ? n->domain : "");
+            listed = !strcmp(nodes[j]->op_type ? nodes[j]->op_type : "", op) &&
+                     !strcmp(nodes[j]->domain ? nodes[j]->domain : "", n->domain ? n->domain : "");
         if (listed)
             continue;
         missing++;
@@ -905,6 +961,7 @@ static ses_status_t check_ops(importer_t *im, const Onnx__GraphProto *g) {
                                      is_default_domain(n->domain) ? "" : n->domain,
                                      (long long)im->m->opset);
     }
+    free(nodes);
     if (missing)
         return ses__fail(SES_UNIMPLEMENTED, "the model uses %zu op%s libsession does not have: %s",
                          missing, missing == 1 ? "" : "s", list);
@@ -1051,6 +1108,10 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
     return SES_OK;
 }
 
+ses_status_t ses__onnx_import_node(importer_t *im, const Onnx__NodeProto *n, size_t index) {
+    return import_node(im, n, index);
+}
+
 static void importer_clear(importer_t *im) {
     for (size_t i = 0; i < im->capacity; i++) {
         free(im->values[i].name);
@@ -1060,6 +1121,10 @@ static void importer_clear(importer_t *im) {
     for (size_t i = 0; i < im->n_owned; i++)
         ses_tensor_release(im->owned[i]);
     free(im->owned);
+}
+
+void ses__onnx_importer_clear(importer_t *im) {
+    importer_clear(im);
 }
 
 /*

@@ -49,6 +49,12 @@ typedef struct importer {
     size_t n_owned, owned_capacity;
     size_t sequence_items; /* the elements of every sequence value so far (each holds a list) */
     const Onnx__GraphProto *graph; /* the graph being imported: its value_info and outputs */
+    /* Control flow (onnx_control.c): a body's import is a child importer whose names are looked
+     * up in its own table first, then in its parent's (the enclosing scopes), and whose node
+     * names get the prefix ("loop/iter2/..."); NULL and "" at the top. */
+    struct importer *parent;
+    char prefix[512];
+    size_t body_nodes; /* at the top: the nodes of every body imported so far (bounded) */
 } importer_t;
 
 /* The value named @p name, or NULL. */
@@ -66,6 +72,16 @@ int ses__onnx_is_sequence_op(const char *op);
 /* Imports node @p n, whose op is a sequence or optional op or whose input is a sequence or an
  * optional (Identity); @p label names it in messages. */
 ses_status_t ses__onnx_sequence_node(importer_t *im, const Onnx__NodeProto *n, const char *label);
+
+/* Imports node @p n (number @p index of its graph) in @p im's scope. */
+ses_status_t ses__onnx_import_node(importer_t *im, const Onnx__NodeProto *n, size_t index);
+/* Frees what an importer holds (its value table and the constants it kept). */
+void ses__onnx_importer_clear(importer_t *im);
+
+/* Whether op @p op is a control-flow op onnx_control.c imports (If, Loop, Scan). */
+int ses__onnx_is_control_op(const char *op);
+/* Imports If, Loop or Scan node @p n by lowering its bodies into the graph. */
+ses_status_t ses__onnx_control_node(importer_t *im, const Onnx__NodeProto *n, const char *label);
 
 /* Whether op @p op is an optimizer of ai.onnx.preview.training that onnx_optimizers.c builds
  * (Adagrad, Momentum, Adam). */
