@@ -270,6 +270,7 @@ static ses_status_t import_body(importer_t *im, const char *label, const char *w
     child.o.initializers_as_variables = 0;
     child.m = im->m;
     child.parent = im;
+    child.import_node = im->import_node;
     child.graph = g;
     snprintf(child.prefix, sizeof child.prefix, "%s", place);
     for (size_t i = 0; i < g->n_initializer && st == SES_OK; i++) {
@@ -293,7 +294,7 @@ static ses_status_t import_body(importer_t *im, const char *label, const char *w
         if (g->input[i]->name && *g->input[i]->name)
             st = bind(&child, g->input[i]->name, &bound[i]);
     for (size_t i = 0; i < g->n_node && st == SES_OK; i++)
-        st = ses__onnx_import_node(&child, g->node[i], i);
+        st = child.import_node(&child, g->node[i], i);
     for (size_t i = 0; i < g->n_output && st == SES_OK; i++) {
         const char *name = g->output[i]->name ? g->output[i]->name : "";
         const value_t *v = ses__onnx_find(&child, name);

@@ -28,129 +28,17 @@ void ses_onnx_options_init(ses_onnx_options_t *o) {
     o->max_depth = SES__ONNX_MAX_DEPTH;
 }
 
-/* ---- the value table ---------------------------------------------------------------------- */
-
-static uint64_t hash(const char *s) {
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
-static value_t *find_local(importer_t *im, const char *name) {
-    if (!im->capacity)
-        return NULL;
-    for (size_t i = hash(name) & (im->capacity - 1);; i = (i + 1) & (im->capacity - 1)) {
-        if (!im->values[i].name)
-            return NULL;
-        if (!strcmp(im->values[i].name, name))
-            return &im->values[i];
-    }
-}
-
-/* The value named @p name in @p im's scope or, failing that, in the enclosing scopes. */
-static value_t *find(importer_t *im, const char *name) {
-    for (; im; im = im->parent) {
-        value_t *v = find_local(im, name);
-        if (v)
-            return v;
-    }
-    return NULL;
-}
-
-static ses_status_t define(importer_t *im, const char *name, ses_edge_t edge,
-                           ses_tensor_t *constant) {
-    if (find_local(im, name))
-        return ses__fail(SES_INVALID_ARGUMENT, "value \"%s\" is defined twice", name);
-    if ((im->count + 1) * 2 > im->capacity) {
-        size_t capacity = im->capacity ? im->capacity * 2 : 64;
-        value_t *old = im->values, *grown = ses__calloc(capacity, sizeof *grown);
-        size_t old_capacity = im->capacity;
-        if (!grown)
-            return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
-        im->values = grown;
-        im->capacity = capacity;
-        for (size_t i = 0; i < old_capacity; i++) {
-            if (!old[i].name)
-                continue;
-            for (size_t j = hash(old[i].name) & (capacity - 1);; j = (j + 1) & (capacity - 1))
-                if (!grown[j].name) {
-                    grown[j] = old[i];
-                    break;
-                }
-        }
-        free(old);
-    }
-    for (size_t i = hash(name) & (im->capacity - 1);; i = (i + 1) & (im->capacity - 1)) {
-        if (!im->values[i].name) {
-            im->values[i].name = ses__strdup(name);
-            if (!im->values[i].name)
-                return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
-            im->values[i].edge = edge;
-            im->values[i].constant = constant;
-            im->values[i].dtype = constant ? ses_tensor_dtype(constant) : SES_DTYPE_INVALID;
-            im->values[i].rank = constant ? (int)ses_tensor_rank(constant) : -1;
-            if (constant)
-                memcpy(im->values[i].dims, ses_tensor_dims(constant),
-                       ses_tensor_rank(constant) * sizeof(int64_t));
-            im->count++;
-            return SES_OK;
-        }
-    }
-}
-
-static ses_status_t keep(importer_t *im, ses_tensor_t *t) {
-    if (im->n_owned == im->owned_capacity) {
-        size_t capacity = im->owned_capacity ? im->owned_capacity * 2 : 32;
-        ses_tensor_t **grown = ses__realloc(im->owned, capacity * sizeof *grown);
-        if (!grown) {
-            ses_tensor_release(t);
-            return ses__fail(SES_OUT_OF_MEMORY, "onnx: out of memory");
-        }
-        im->owned = grown;
-        im->owned_capacity = capacity;
-    }
-    im->owned[im->n_owned++] = t;
-    return SES_OK;
-}
-
-/* Adds @p t (taken over) as a constant named @p name (NULL: generated) and returns its edge. */
-static ses_status_t add_constant(importer_t *im, const char *name, ses_tensor_t *t,
-                                 ses_edge_t *out_edge) {
-    ses_status_t st = keep(im, t);
-    if (st != SES_OK)
-        return st;
-    st = ses_graph_constant(im->m->graph, name, t, out_edge);
-    if (st == SES_INVALID_ARGUMENT && name) /* a name taken by a node: let the graph pick one */
-        st = ses_graph_constant(im->m->graph, NULL, t, out_edge);
-    return st;
-}
-
-value_t *ses__onnx_find(importer_t *im, const char *name) {
-    return find(im, name);
-}
-
-ses_status_t ses__onnx_define(importer_t *im, const char *name, ses_edge_t edge,
-                              ses_tensor_t *constant) {
-    return define(im, name, edge, constant);
-}
-
-ses_status_t ses__onnx_add_constant(importer_t *im, const char *name, ses_tensor_t *t,
-                                    ses_edge_t *out_edge) {
-    return add_constant(im, name, t, out_edge);
-}
-
 static ses_status_t const_i64(importer_t *im, const int64_t *v, size_t n, ses_edge_t *out_edge) {
     int64_t dims[1] = {(int64_t)n};
     ses_tensor_t *t;
     ses_status_t st = ses_tensor_create_from(SES_I64, 1, dims, v, n * sizeof *v, &t);
-    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
+    return st != SES_OK ? st : ses__onnx_add_constant(im, NULL, t, out_edge);
 }
 
 static ses_status_t const_f32(importer_t *im, float v, ses_edge_t *out_edge) {
     ses_tensor_t *t;
     ses_status_t st = ses_tensor_create_from(SES_F32, 0, NULL, &v, sizeof v, &t);
-    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
+    return st != SES_OK ? st : ses__onnx_add_constant(im, NULL, t, out_edge);
 }
 
 /* An empty f32 constant: an absent optional input in the middle of a node's inputs, for the
@@ -159,7 +47,7 @@ static ses_status_t const_empty(importer_t *im, ses_edge_t *out_edge) {
     const int64_t dims[1] = {0};
     ses_tensor_t *t;
     ses_status_t st = ses_tensor_create(SES_F32, 1, dims, &t);
-    return st != SES_OK ? st : add_constant(im, NULL, t, out_edge);
+    return st != SES_OK ? st : ses__onnx_add_constant(im, NULL, t, out_edge);
 }
 
 /* The ops whose optional inputs may be empty tensors (absent): an input left out before a given
@@ -414,7 +302,7 @@ static ses_status_t input_to_ints_attr(importer_t *im, const Onnx__NodeProto *n,
     (void)im;
     if (index >= n->n_input || !*n->input[index])
         return SES_OK;
-    v = find(im, n->input[index]);
+    v = ses__onnx_find(im, n->input[index]);
     t = v ? v->constant : NULL;
     if (!t || ses_tensor_dtype(t) != SES_I64 || ses_tensor_rank(t) > 1)
         return ses__fail(SES_UNIMPLEMENTED,
@@ -433,7 +321,7 @@ static ses_status_t input_to_ints_attr(importer_t *im, const Onnx__NodeProto *n,
 /* The rank of value @p name: known for graph inputs and constants, else from the graph's
  * value_info or outputs when they give a shape; -1 when nothing says. */
 static int value_rank(const importer_t *im, const char *name) {
-    const value_t *v = find((importer_t *)im, name);
+    const value_t *v = ses__onnx_find((importer_t *)im, name);
     const Onnx__GraphProto *g = im->graph;
 
     if (v && v->rank >= 0)
@@ -511,7 +399,7 @@ static ses_status_t old_broadcast(importer_t *im, const Onnx__NodeProto *n, cons
  * [C, 1, ...] so that numpy's rule broadcasts it along axis 1.
  */
 static ses_status_t old_prelu(importer_t *im, const Onnx__NodeProto *n, pending_t *p) {
-    const value_t *slope = p->n_inputs == 2 ? find(im, n->input[1]) : NULL;
+    const value_t *slope = p->n_inputs == 2 ? ses__onnx_find(im, n->input[1]) : NULL;
     const int rx = p->n_inputs == 2 ? value_rank(im, n->input[0]) : -1;
 
     if (!slope || !slope->constant || ses_tensor_rank(slope->constant) != 1 ||
@@ -562,8 +450,8 @@ static ses_status_t import_constant(importer_t *im, const Onnx__NodeProto *n, co
     }
     if (st != SES_OK)
         return st;
-    st = add_constant(im, n->output[0], t, &edge);
-    return st != SES_OK ? st : define(im, n->output[0], edge, t);
+    st = ses__onnx_add_constant(im, n->output[0], t, &edge);
+    return st != SES_OK ? st : ses__onnx_define(im, n->output[0], edge, t);
 }
 
 /*
@@ -626,7 +514,7 @@ static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, co
     for (size_t i = 0; i < xs->n_strings; i++) {
         snprintf(name, sizeof name, "%.*s", (int)xs->strings[i].len,
                  (const char *)xs->strings[i].data);
-        v = find(im, name);
+        v = ses__onnx_find(im, name);
         if (!v || v->kind != SES__ONNX_TENSOR)
             return ses__fail(SES_INVALID_ARGUMENT,
                              "%s: xs[%zu], \"%s\", is not a tensor defined before the node",
@@ -634,7 +522,7 @@ static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, co
         x_edges[i] = v->edge;
     }
     snprintf(name, sizeof name, "%.*s", (int)y->s.len, (const char *)y->s.data);
-    v = find(im, name);
+    v = ses__onnx_find(im, name);
     if (!v || v->kind != SES__ONNX_TENSOR)
         return ses__fail(SES_INVALID_ARGUMENT,
                          "%s: y, \"%s\", is not a tensor defined before the node", label,
@@ -654,7 +542,7 @@ static ses_status_t import_gradient(importer_t *im, const Onnx__NodeProto *n, co
             return ses__fail(SES_UNIMPLEMENTED,
                              "%s: y does not depend on xs[%zu] (a zero gradient is not made)",
                              label, i);
-        st = define(im, n->output[i], dx[i], NULL);
+        st = ses__onnx_define(im, n->output[i], dx[i], NULL);
     }
     return st;
 }
@@ -683,7 +571,7 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
     if (ses__onnx_is_sequence_op(op))
         return ses__onnx_sequence_node(im, n, label);
     for (size_t i = 0; i < n->n_input; i++) {
-        const value_t *v = *n->input[i] ? find(im, n->input[i]) : NULL;
+        const value_t *v = *n->input[i] ? ses__onnx_find(im, n->input[i]) : NULL;
         if (!v || v->kind == SES__ONNX_TENSOR)
             continue;
         if (!strcmp(op, "Identity"))
@@ -711,7 +599,7 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             int64_t zero = 0;
             st = ses_tensor_create(i == 1 ? SES_I64 : SES_F32, 1, &zero, &empty);
             if (st == SES_OK)
-                st = add_constant(im, NULL, empty, &p.inputs[p.n_inputs]);
+                st = ses__onnx_add_constant(im, NULL, empty, &p.inputs[p.n_inputs]);
             if (st != SES_OK)
                 return st;
             p.n_inputs++;
@@ -737,7 +625,7 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         if (i >= SES__MAX_INPUTS)
             return ses__fail(SES_UNIMPLEMENTED, "%s: more than %d inputs", label,
                              SES__MAX_INPUTS);
-        v = find(im, n->input[i]);
+        v = ses__onnx_find(im, n->input[i]);
         if (!v)
             return ses__fail(SES_INVALID_ARGUMENT,
                              "%s: input %zu, \"%s\", is not defined before it (no initializer, "
@@ -769,7 +657,7 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
         if (p.n_inputs != 1)
             return ses__fail(SES_INVALID_ARGUMENT, "%s: wants 1 input", label);
         st = import_old_softmax(im, n, label, p.inputs[0], &out);
-        return st != SES_OK ? st : define(im, n->output[0], out, NULL);
+        return st != SES_OK ? st : ses__onnx_define(im, n->output[0], out, NULL);
     }
     if (((!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") || !strcmp(op, "ReduceSum")) &&
          opset < 13) ||
@@ -814,7 +702,7 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
             st = ses_tensor_create_from(SES_F32, 1, dims, scales->floats,
                                         scales->n_floats * sizeof(float), &t);
             if (st == SES_OK)
-                st = add_constant(im, NULL, t, &p.inputs[1]);
+                st = ses__onnx_add_constant(im, NULL, t, &p.inputs[1]);
             if (st != SES_OK)
                 return st;
             p.n_inputs = 2;
@@ -882,7 +770,7 @@ static ses_status_t import_node(importer_t *im, const Onnx__NodeProto *n, size_t
     }
     for (size_t i = 0; i < n_outputs && st == SES_OK; i++)
         if (*n->output[i])
-            st = define(im, n->output[i], ses_node_output(node, (uint32_t)i), NULL);
+            st = ses__onnx_define(im, n->output[i], ses_node_output(node, (uint32_t)i), NULL);
     return st;
 }
 
@@ -1006,10 +894,10 @@ static ses_status_t import_input(importer_t *im, const Onnx__ValueInfoProto *vi,
     if (st == SES_INVALID_ARGUMENT)
         st = ses_graph_placeholder(im->m->graph, NULL, dtype, rank, dims, &edge);
     if (st == SES_OK)
-        st = define(im, vi->name, edge, NULL);
+        st = ses__onnx_define(im, vi->name, edge, NULL);
     if (st == SES_OK) {
         size_t k = im->m->n_inputs++;
-        value_t *v = find(im, vi->name);
+        value_t *v = ses__onnx_find(im, vi->name);
         v->dtype = dtype;
         v->rank = (int)rank;
         memcpy(v->dims, dims, rank * sizeof *dims);
@@ -1043,13 +931,13 @@ static ses_status_t import_initializer(importer_t *im, Onnx__TensorProto *tp, si
         tp->has_raw_data = 0;
     }
     if (!im->o.initializers_as_variables) {
-        st = add_constant(im, tp->name, t, &edge);
-        return st != SES_OK ? st : define(im, tp->name, edge, t);
+        st = ses__onnx_add_constant(im, tp->name, t, &edge);
+        return st != SES_OK ? st : ses__onnx_define(im, tp->name, edge, t);
     }
-    st = add_constant(im, NULL, t, &edge);
+    st = ses__onnx_add_constant(im, NULL, t, &edge);
     if (st == SES_OK)
         st = ses_graph_variable(im->m->graph, tp->name, edge, &edge);
-    return st != SES_OK ? st : define(im, tp->name, edge, NULL);
+    return st != SES_OK ? st : ses__onnx_define(im, tp->name, edge, NULL);
 }
 
 static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) {
@@ -1079,7 +967,7 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
             return st;
     /* Inputs that are also initializers (IR < 4 lists them) keep the initializer's value. */
     for (size_t i = 0; i < g->n_input; i++)
-        if (!(g->input[i]->name && find(im, g->input[i]->name)) &&
+        if (!(g->input[i]->name && ses__onnx_find(im, g->input[i]->name)) &&
             (st = import_input(im, g->input[i], i)) != SES_OK)
             return st;
     for (size_t i = 0; i < g->n_node; i++)
@@ -1087,7 +975,7 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
             return st;
     for (size_t i = 0; i < g->n_output; i++) {
         const char *name = g->output[i]->name;
-        const value_t *v = name ? find(im, name) : NULL;
+        const value_t *v = name ? ses__onnx_find(im, name) : NULL;
         if (!v)
             return ses__fail(SES_INVALID_ARGUMENT,
                              "graph output %zu, \"%s\", is not produced by any node, input or "
@@ -1106,25 +994,6 @@ static ses_status_t import_graph(importer_t *im, const Onnx__ModelProto *model) 
         im->m->n_outputs++;
     }
     return SES_OK;
-}
-
-ses_status_t ses__onnx_import_node(importer_t *im, const Onnx__NodeProto *n, size_t index) {
-    return import_node(im, n, index);
-}
-
-static void importer_clear(importer_t *im) {
-    for (size_t i = 0; i < im->capacity; i++) {
-        free(im->values[i].name);
-        free(im->values[i].items);
-    }
-    free(im->values);
-    for (size_t i = 0; i < im->n_owned; i++)
-        ses_tensor_release(im->owned[i]);
-    free(im->owned);
-}
-
-void ses__onnx_importer_clear(importer_t *im) {
-    importer_clear(im);
 }
 
 /*
@@ -1182,6 +1051,7 @@ static ses_status_t import_bytes(const void *data, size_t size, const ses_onnx_o
     if (!data && size)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_onnx_import: data is NULL");
     memset(&im, 0, sizeof im);
+    im.import_node = import_node;
     ses_onnx_options_init(&im.o);
     if (options) {
         if (options->struct_size < sizeof(uint32_t))
@@ -1248,7 +1118,7 @@ static ses_status_t import_bytes(const void *data, size_t size, const ses_onnx_o
     if (st == SES_OK)
         st = import_graph(&im, model);
     onnx__model_proto__free_unpacked(model, NULL);
-    importer_clear(&im);
+    ses__onnx_importer_clear(&im);
     if (st != SES_OK) {
         char message[2048];
         snprintf(message, sizeof message, "%s", ses_last_error());

@@ -1,6 +1,8 @@
 /*
- * The ONNX import in progress, shared by onnx_import.c (tensors, nodes, the model) and
- * onnx_sequence.c (sequences and optionals, which the import resolves into tensor edges).
+ * The ONNX import in progress, shared by onnx_import.c (tensors, nodes, the model), the files it
+ * hands ops to (onnx_sequence.c: sequences and optionals, resolved into tensor edges;
+ * onnx_control.c: If, Loop, Scan; onnx_optimizers.c) and onnx_values.c (the value table all of
+ * them define and find names in).
  */
 #ifndef SES_ONNX_IMPORTER_H
 #define SES_ONNX_IMPORTER_H
@@ -55,6 +57,10 @@ typedef struct importer {
     struct importer *parent;
     char prefix[512];
     size_t body_nodes; /* at the top: the nodes of every body imported so far (bounded) */
+    /* Imports node n (number index of its graph) in im's scope: onnx_import.c's dispatcher, set
+     * where the import starts and copied to child importers, so that onnx_control.c imports a
+     * body's nodes without calling back up into onnx_import.c. */
+    ses_status_t (*import_node)(struct importer *im, const Onnx__NodeProto *n, size_t index);
 } importer_t;
 
 /* The value named @p name, or NULL. */
@@ -73,9 +79,7 @@ int ses__onnx_is_sequence_op(const char *op);
  * optional (Identity); @p label names it in messages. */
 ses_status_t ses__onnx_sequence_node(importer_t *im, const Onnx__NodeProto *n, const char *label);
 
-/* Imports node @p n (number @p index of its graph) in @p im's scope. */
-ses_status_t ses__onnx_import_node(importer_t *im, const Onnx__NodeProto *n, size_t index);
-/* Frees what an importer holds (its value table and the constants it kept). */
+/* Frees what an importer holds (its value table and the constants it kept): onnx_values.c. */
 void ses__onnx_importer_clear(importer_t *im);
 
 /* Whether op @p op is a control-flow op onnx_control.c imports (If, Loop, Scan). */
