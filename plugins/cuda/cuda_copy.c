@@ -304,36 +304,33 @@ static int32_t cuda_gather_run(ses_drv_device_t *device, const ses_drv_launch_t 
     return SES_DRV_OK;
 }
 
-int32_t cuda__k_gather(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+/* Gather (data, indices -> y) and, with @p grad, GatherGrad (dy, indices -> zeros of the
+ * output's shape plus dy's blocks where Gather took them: the output plays Gather's data, dy the
+ * gathered tensor). Either way the kernel reads input 0 and writes the output. */
+static int32_t cuda_gather_entry(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                                 int grad) {
     cuda_arg_t a[3];
     int64_t axis = 0, outer = 0, inner = 0;
     int32_t st;
 
-    (void)state;
     if ((st = cuda__check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
         return st;
-    if ((st = cuda_gather_geometry(device, launch->node, &a[0], &a[1], &a[2], &axis, &outer,
+    const cuda_arg_t *data = grad ? &a[2] : &a[0], *gathered = grad ? &a[0] : &a[2];
+    if ((st = cuda_gather_geometry(device, launch->node, data, &a[1], gathered, &axis, &outer,
                                    &inner)) != SES_DRV_OK)
         return st;
     if (a[2].count == 0)
         return SES_DRV_OK;
-    return cuda_gather_run(device, launch, 0, &a[0], &a[1], a[0].ptr, a[2].ptr, axis, outer, inner);
+    return cuda_gather_run(device, launch, grad, data, &a[1], a[0].ptr, a[2].ptr, axis, outer,
+                           inner);
 }
 
-/* GatherGrad: dy, indices -> zeros of the output's shape plus dy's blocks where Gather took
- * them. The output plays Gather's data, dy the gathered tensor. */
-int32_t cuda__k_gather_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
-    cuda_arg_t a[3];
-    int64_t axis = 0, outer = 0, inner = 0;
-    int32_t st;
-
+int32_t cuda__k_gather(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     (void)state;
-    if ((st = cuda__check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
-        return st;
-    if ((st = cuda_gather_geometry(device, launch->node, &a[2], &a[1], &a[0], &axis, &outer,
-                                   &inner)) != SES_DRV_OK)
-        return st;
-    if (a[2].count == 0)
-        return SES_DRV_OK;
-    return cuda_gather_run(device, launch, 1, &a[2], &a[1], a[0].ptr, a[2].ptr, axis, outer, inner);
+    return cuda_gather_entry(device, launch, 0);
+}
+
+int32_t cuda__k_gather_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    (void)state;
+    return cuda_gather_entry(device, launch, 1);
 }

@@ -96,38 +96,8 @@ int cuda__cudnn_load(const char *spec, const char *default_name, cuda_cudnn_t *o
         const char *name;
         size_t offset;
     } syms[] = {
-#define SYM(f) {"cudnn" #f, offsetof(cuda_cudnn_t, f)}
-        SYM(GetVersion),
-        SYM(GetErrorString),
-        SYM(Create),
-        SYM(Destroy),
-        SYM(SetStream),
-        SYM(CreateTensorDescriptor),
-        SYM(DestroyTensorDescriptor),
-        SYM(SetTensorNdDescriptor),
-        SYM(CreateFilterDescriptor),
-        SYM(DestroyFilterDescriptor),
-        SYM(SetFilterNdDescriptor),
-        SYM(CreateConvolutionDescriptor),
-        SYM(DestroyConvolutionDescriptor),
-        SYM(SetConvolutionNdDescriptor),
-        SYM(SetConvolutionGroupCount),
-        SYM(SetConvolutionMathType),
-        SYM(GetConvolutionNdForwardOutputDim),
-        SYM(GetConvolutionForwardAlgorithm_v7),
-        SYM(GetConvolutionForwardWorkspaceSize),
-        SYM(ConvolutionForward),
-        SYM(GetConvolutionBackwardDataAlgorithm_v7),
-        SYM(GetConvolutionBackwardDataWorkspaceSize),
-        SYM(ConvolutionBackwardData),
-        SYM(GetConvolutionBackwardFilterAlgorithm_v7),
-        SYM(GetConvolutionBackwardFilterWorkspaceSize),
-        SYM(ConvolutionBackwardFilter),
-        SYM(AddTensor),
-        SYM(CreatePoolingDescriptor),
-        SYM(DestroyPoolingDescriptor),
-        SYM(SetPoolingNdDescriptor),
-        SYM(PoolingForward),
+#define SYM(RET, NAME, PARAMS) {"cudnn" #NAME, offsetof(cuda_cudnn_t, NAME)},
+        CUDA_CUDNN_FUNCTIONS(SYM)
 #undef SYM
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {

@@ -50,88 +50,78 @@ typedef struct cudnn_perf {
     int reserved[3];
 } cudnn_perf_t;
 
+/*
+ * A convolution pass of cuDNN's legacy API, in X(return type, name less "cudnn", (parameters))
+ * form: its algorithm search, its workspace size and the pass itself, reading descriptors IN0
+ * and IN1 (with their data) and writing OUT. Forward: x, w -> y; BackwardData: w, dy -> dx;
+ * BackwardFilter: x, dy -> dw.
+ */
+#define CUDA_CUDNN_CONV_PASS(X, PASS, IN0, IN1, OUT)                                               \
+    X(cudnn_status_t, GetConvolution##PASS##Algorithm_v7,                                          \
+      (cudnn_handle_t, IN0 in0, IN1 in1, cudnn_conv_desc_t conv, OUT out, int requested,           \
+       int *returned, cudnn_perf_t *perf))                                                         \
+    X(cudnn_status_t, GetConvolution##PASS##WorkspaceSize,                                         \
+      (cudnn_handle_t, IN0 in0, IN1 in1, cudnn_conv_desc_t conv, OUT out, int algo,                \
+       size_t *bytes))                                                                             \
+    X(cudnn_status_t, Convolution##PASS,                                                           \
+      (cudnn_handle_t, const void *alpha, IN0, const void *in0, IN1, const void *in1,              \
+       cudnn_conv_desc_t, int algo, void *ws, size_t ws_bytes, const void *beta, OUT, void *out))
+
+/*
+ * The functions the driver resolves from the library, X(return type, name less "cudnn",
+ * (parameters)): the members of cuda_cudnn_t and the names cuda__cudnn_load looks up, in this
+ * order (GetVersion first, so that an older cuDNN is named as such).
+ */
+#define CUDA_CUDNN_FUNCTIONS(X)                                                                    \
+    X(size_t, GetVersion, (void))                                                                  \
+    X(const char *, GetErrorString, (cudnn_status_t))                                              \
+    X(cudnn_status_t, Create, (cudnn_handle_t *))                                                  \
+    X(cudnn_status_t, Destroy, (cudnn_handle_t))                                                   \
+    X(cudnn_status_t, SetStream, (cudnn_handle_t, void *stream))                                   \
+    X(cudnn_status_t, CreateTensorDescriptor, (cudnn_tensor_desc_t *))                             \
+    X(cudnn_status_t, DestroyTensorDescriptor, (cudnn_tensor_desc_t))                              \
+    X(cudnn_status_t, SetTensorNdDescriptor,                                                       \
+      (cudnn_tensor_desc_t, int dtype, int n, const int *dims, const int *strides))                \
+    X(cudnn_status_t, CreateFilterDescriptor, (cudnn_filter_desc_t *))                             \
+    X(cudnn_status_t, DestroyFilterDescriptor, (cudnn_filter_desc_t))                              \
+    X(cudnn_status_t, SetFilterNdDescriptor,                                                       \
+      (cudnn_filter_desc_t, int dtype, int format, int n, const int *dims))                        \
+    X(cudnn_status_t, CreateConvolutionDescriptor, (cudnn_conv_desc_t *))                          \
+    X(cudnn_status_t, DestroyConvolutionDescriptor, (cudnn_conv_desc_t))                           \
+    X(cudnn_status_t, SetConvolutionNdDescriptor,                                                  \
+      (cudnn_conv_desc_t, int n, const int *pads, const int *strides, const int *dilations,        \
+       int mode, int compute_type))                                                                \
+    X(cudnn_status_t, SetConvolutionGroupCount, (cudnn_conv_desc_t, int groups))                   \
+    X(cudnn_status_t, SetConvolutionMathType, (cudnn_conv_desc_t, int math_type))                  \
+    X(cudnn_status_t, GetConvolutionNdForwardOutputDim,                                            \
+      (cudnn_conv_desc_t, cudnn_tensor_desc_t, cudnn_filter_desc_t, int n, int *dims))             \
+    CUDA_CUDNN_CONV_PASS(X, Forward, cudnn_tensor_desc_t, cudnn_filter_desc_t,                     \
+                         cudnn_tensor_desc_t)                                                      \
+    CUDA_CUDNN_CONV_PASS(X, BackwardData, cudnn_filter_desc_t, cudnn_tensor_desc_t,                \
+                         cudnn_tensor_desc_t)                                                      \
+    CUDA_CUDNN_CONV_PASS(X, BackwardFilter, cudnn_tensor_desc_t, cudnn_tensor_desc_t,              \
+                         cudnn_filter_desc_t)                                                      \
+    X(cudnn_status_t, AddTensor,                                                                   \
+      (cudnn_handle_t, const void *alpha, cudnn_tensor_desc_t, const void *a, const void *beta,    \
+       cudnn_tensor_desc_t, void *c))                                                              \
+    X(cudnn_status_t, CreatePoolingDescriptor, (cudnn_pool_desc_t *))                              \
+    X(cudnn_status_t, DestroyPoolingDescriptor, (cudnn_pool_desc_t))                               \
+    X(cudnn_status_t, SetPoolingNdDescriptor,                                                      \
+      (cudnn_pool_desc_t, int mode, int nan_opt, int n, const int *window, const int *pads,        \
+       const int *strides))                                                                        \
+    X(cudnn_status_t, PoolingForward,                                                              \
+      (cudnn_handle_t, cudnn_pool_desc_t, const void *alpha, cudnn_tensor_desc_t, const void *x,   \
+       const void *beta, cudnn_tensor_desc_t, void *y))
+
+#define CUDA_CUDNN_MEMBER_(RET, NAME, PARAMS) RET(*NAME) PARAMS;
+
 /* The functions, resolved from the library; every one is set once cuda__cudnn_load succeeds. */
 typedef struct cuda_cudnn {
     void *lib;      /* dlopen handle; NULL: not loaded */
     size_t version; /* cudnnGetVersion(): 91900 for 9.19.0 */
     char path[512]; /* what was opened: a path or a file name for the loader's search */
 
-    size_t (*GetVersion)(void);
-    const char *(*GetErrorString)(cudnn_status_t);
-    cudnn_status_t (*Create)(cudnn_handle_t *);
-    cudnn_status_t (*Destroy)(cudnn_handle_t);
-    cudnn_status_t (*SetStream)(cudnn_handle_t, void *stream);
-    cudnn_status_t (*CreateTensorDescriptor)(cudnn_tensor_desc_t *);
-    cudnn_status_t (*DestroyTensorDescriptor)(cudnn_tensor_desc_t);
-    cudnn_status_t (*SetTensorNdDescriptor)(cudnn_tensor_desc_t, int dtype, int n, const int *dims,
-                                            const int *strides);
-    cudnn_status_t (*CreateFilterDescriptor)(cudnn_filter_desc_t *);
-    cudnn_status_t (*DestroyFilterDescriptor)(cudnn_filter_desc_t);
-    cudnn_status_t (*SetFilterNdDescriptor)(cudnn_filter_desc_t, int dtype, int format, int n,
-                                            const int *dims);
-    cudnn_status_t (*CreateConvolutionDescriptor)(cudnn_conv_desc_t *);
-    cudnn_status_t (*DestroyConvolutionDescriptor)(cudnn_conv_desc_t);
-    cudnn_status_t (*SetConvolutionNdDescriptor)(cudnn_conv_desc_t, int n, const int *pads,
-                                                 const int *strides, const int *dilations,
-                                                 int mode, int compute_type);
-    cudnn_status_t (*SetConvolutionGroupCount)(cudnn_conv_desc_t, int groups);
-    cudnn_status_t (*SetConvolutionMathType)(cudnn_conv_desc_t, int math_type);
-    cudnn_status_t (*GetConvolutionNdForwardOutputDim)(cudnn_conv_desc_t, cudnn_tensor_desc_t,
-                                                       cudnn_filter_desc_t, int n, int *dims);
-    cudnn_status_t (*GetConvolutionForwardAlgorithm_v7)(cudnn_handle_t, cudnn_tensor_desc_t x,
-                                                        cudnn_filter_desc_t w,
-                                                        cudnn_conv_desc_t conv,
-                                                        cudnn_tensor_desc_t y, int requested,
-                                                        int *returned, cudnn_perf_t *perf);
-    cudnn_status_t (*GetConvolutionForwardWorkspaceSize)(cudnn_handle_t, cudnn_tensor_desc_t x,
-                                                         cudnn_filter_desc_t w,
-                                                         cudnn_conv_desc_t conv,
-                                                         cudnn_tensor_desc_t y, int algo,
-                                                         size_t *bytes);
-    cudnn_status_t (*ConvolutionForward)(cudnn_handle_t, const void *alpha, cudnn_tensor_desc_t,
-                                         const void *x, cudnn_filter_desc_t, const void *w,
-                                         cudnn_conv_desc_t, int algo, void *ws, size_t ws_bytes,
-                                         const void *beta, cudnn_tensor_desc_t, void *y);
-    cudnn_status_t (*GetConvolutionBackwardDataAlgorithm_v7)(
-        cudnn_handle_t, cudnn_filter_desc_t w, cudnn_tensor_desc_t dy, cudnn_conv_desc_t conv,
-        cudnn_tensor_desc_t dx, int requested, int *returned, cudnn_perf_t *perf);
-    cudnn_status_t (*GetConvolutionBackwardDataWorkspaceSize)(cudnn_handle_t,
-                                                              cudnn_filter_desc_t w,
-                                                              cudnn_tensor_desc_t dy,
-                                                              cudnn_conv_desc_t conv,
-                                                              cudnn_tensor_desc_t dx, int algo,
-                                                              size_t *bytes);
-    cudnn_status_t (*ConvolutionBackwardData)(cudnn_handle_t, const void *alpha,
-                                              cudnn_filter_desc_t, const void *w,
-                                              cudnn_tensor_desc_t, const void *dy,
-                                              cudnn_conv_desc_t, int algo, void *ws,
-                                              size_t ws_bytes, const void *beta,
-                                              cudnn_tensor_desc_t, void *dx);
-    cudnn_status_t (*GetConvolutionBackwardFilterAlgorithm_v7)(
-        cudnn_handle_t, cudnn_tensor_desc_t x, cudnn_tensor_desc_t dy, cudnn_conv_desc_t conv,
-        cudnn_filter_desc_t dw, int requested, int *returned, cudnn_perf_t *perf);
-    cudnn_status_t (*GetConvolutionBackwardFilterWorkspaceSize)(cudnn_handle_t,
-                                                                cudnn_tensor_desc_t x,
-                                                                cudnn_tensor_desc_t dy,
-                                                                cudnn_conv_desc_t conv,
-                                                                cudnn_filter_desc_t dw, int algo,
-                                                                size_t *bytes);
-    cudnn_status_t (*ConvolutionBackwardFilter)(cudnn_handle_t, const void *alpha,
-                                                cudnn_tensor_desc_t, const void *x,
-                                                cudnn_tensor_desc_t, const void *dy,
-                                                cudnn_conv_desc_t, int algo, void *ws,
-                                                size_t ws_bytes, const void *beta,
-                                                cudnn_filter_desc_t, void *dw);
-    cudnn_status_t (*AddTensor)(cudnn_handle_t, const void *alpha, cudnn_tensor_desc_t,
-                                const void *a, const void *beta, cudnn_tensor_desc_t, void *c);
-    cudnn_status_t (*CreatePoolingDescriptor)(cudnn_pool_desc_t *);
-    cudnn_status_t (*DestroyPoolingDescriptor)(cudnn_pool_desc_t);
-    cudnn_status_t (*SetPoolingNdDescriptor)(cudnn_pool_desc_t, int mode, int nan_opt, int n,
-                                             const int *window, const int *pads,
-                                             const int *strides);
-    cudnn_status_t (*PoolingForward)(cudnn_handle_t, cudnn_pool_desc_t, const void *alpha,
-                                     cudnn_tensor_desc_t, const void *x, const void *beta,
-                                     cudnn_tensor_desc_t, void *y);
+    CUDA_CUDNN_FUNCTIONS(CUDA_CUDNN_MEMBER_)
 } cuda_cudnn_t;
 
 /* What SESSION_DRIVER_CUDA_CUDNN (driver.cuda.cudnn) is when unset: the loader's search. */

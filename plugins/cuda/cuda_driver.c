@@ -770,17 +770,24 @@ static int32_t cuda_check_call(ses_drv_device_t *device, const char *what, cudaE
                             cudaGetErrorString(e));
 }
 
+/* What stream_create and event_create (@p what) check first: the device, and the result pointer
+ * @p out (named @p out_name); then the device is made current. */
+static int32_t cuda_create_start(ses_drv_device_t *device, const char *what, const void *out,
+                                 const char *out_name) {
+    if (!device)
+        return SES_DRV_INVALID_ARGUMENT;
+    if (!out)
+        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT, "%s: %s is NULL", what, out_name);
+    return cuda__use(device, what);
+}
+
 static int32_t cuda_stream_create(ses_drv_device_t *device, ses_drv_stream_t **out_stream) {
     cudaStream_t s = NULL;
     int32_t st;
 
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if (!out_stream)
-        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
-                                "stream_create: out_stream is NULL");
-    *out_stream = NULL;
-    if ((st = cuda__use(device, "stream_create")) != SES_DRV_OK)
+    if (out_stream)
+        *out_stream = NULL;
+    if ((st = cuda_create_start(device, "stream_create", out_stream, "out_stream")) != SES_DRV_OK)
         return st;
     st = cuda_check_call(device, "cudaStreamCreate",
                          cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -819,13 +826,9 @@ static int32_t cuda_event_create(ses_drv_device_t *device, ses_drv_event_t **out
     cudaEvent_t ev = NULL;
     int32_t st;
 
-    if (!device)
-        return SES_DRV_INVALID_ARGUMENT;
-    if (!out_event)
-        return CUDA_DEVICE_FAIL(device, SES_DRV_INVALID_ARGUMENT,
-                                "event_create: out_event is NULL");
-    *out_event = NULL;
-    if ((st = cuda__use(device, "event_create")) != SES_DRV_OK)
+    if (out_event)
+        *out_event = NULL;
+    if ((st = cuda_create_start(device, "event_create", out_event, "out_event")) != SES_DRV_OK)
         return st;
     st = cuda_check_call(device, "cudaEventCreate",
                          cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));

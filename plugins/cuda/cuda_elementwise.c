@@ -49,44 +49,51 @@ int cuda__bcast(const cuda_arg_t *a, const cuda_arg_t *b, const cuda_arg_t *o, c
     return cuda__bcast_n(in, 2, o, g);
 }
 
-static int cuda_binary_code(const char *op) {
-    static const struct {
-        const char *op;
-        int code;
-    } ops[] = {{"Add", CUDA_BIN_ADD},
-               {"Sub", CUDA_BIN_SUB},
-               {"Mul", CUDA_BIN_MUL},
-               {"Div", CUDA_BIN_DIV},
-               {"Pow", CUDA_BIN_POW},
-               {"ReluGrad", CUDA_BIN_RELU_GRAD},
-               {"LeakyReluGrad", CUDA_BIN_LEAKY_RELU_GRAD},
-               {"SigmoidGrad", CUDA_BIN_SIGMOID_GRAD},
-               {"TanhGrad", CUDA_BIN_TANH_GRAD},
-               {"GeluGrad", CUDA_BIN_GELU_GRAD}};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (strcmp(op, ops[i].op) == 0)
-            return ops[i].code;
-    return -1;
-}
+/* The op names of the elementwise entries, X(name, kernel code). */
+#define CUDA_BINARY_OPS(X)                                                                       \
+    X("Add", CUDA_BIN_ADD) X("Sub", CUDA_BIN_SUB) X("Mul", CUDA_BIN_MUL) X("Div", CUDA_BIN_DIV) \
+    X("Pow", CUDA_BIN_POW) X("ReluGrad", CUDA_BIN_RELU_GRAD)                                     \
+    X("LeakyReluGrad", CUDA_BIN_LEAKY_RELU_GRAD) X("SigmoidGrad", CUDA_BIN_SIGMOID_GRAD)         \
+    X("TanhGrad", CUDA_BIN_TANH_GRAD) X("GeluGrad", CUDA_BIN_GELU_GRAD)
+#define CUDA_UNARY_OPS(X)                                                                        \
+    X("Neg", CUDA_UN_NEG) X("Abs", CUDA_UN_ABS) X("Relu", CUDA_UN_RELU) X("Exp", CUDA_UN_EXP)    \
+    X("Log", CUDA_UN_LOG) X("Sqrt", CUDA_UN_SQRT) X("Reciprocal", CUDA_UN_RECIPROCAL)            \
+    X("Sigmoid", CUDA_UN_SIGMOID) X("Tanh", CUDA_UN_TANH) X("LeakyRelu", CUDA_UN_LEAKY_RELU)     \
+    X("Softplus", CUDA_UN_SOFTPLUS) X("Erf", CUDA_UN_ERF) X("Gelu", CUDA_UN_GELU)
+#define CUDA_COMPARE_OPS(X) \
+    X("Equal", CUDA_CMP_EQUAL) X("Greater", CUDA_CMP_GREATER) X("Less", CUDA_CMP_LESS)
 
-static int cuda_unary_code(const char *op) {
-    static const struct {
-        const char *op;
-        int code;
-    } ops[] = {{"Neg", CUDA_UN_NEG},
-               {"Abs", CUDA_UN_ABS},
-               {"Relu", CUDA_UN_RELU},
-               {"Exp", CUDA_UN_EXP},
-               {"Log", CUDA_UN_LOG},
-               {"Sqrt", CUDA_UN_SQRT},
-               {"Reciprocal", CUDA_UN_RECIPROCAL},
-               {"Sigmoid", CUDA_UN_SIGMOID},
-               {"Tanh", CUDA_UN_TANH},
-               {"LeakyRelu", CUDA_UN_LEAKY_RELU},
-               {"Softplus", CUDA_UN_SOFTPLUS},
-               {"Erf", CUDA_UN_ERF},
-               {"Gelu", CUDA_UN_GELU}};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+typedef struct cuda_op_code {
+    const char *op;
+    int code;
+} cuda_op_code_t;
+
+#define CUDA_OP_CODE_(NAME, CODE) {NAME, CODE},
+static const cuda_op_code_t cuda_binary_ops[] = {CUDA_BINARY_OPS(CUDA_OP_CODE_)};
+static const cuda_op_code_t cuda_unary_ops[] = {CUDA_UNARY_OPS(CUDA_OP_CODE_)};
+static const cuda_op_code_t cuda_compare_ops[] = {CUDA_COMPARE_OPS(CUDA_OP_CODE_)};
+#define CUDA_N_OPS(OPS) (sizeof(OPS) / sizeof(OPS)[0])
+
+/* A family of arithmetic ops: their names, the codes of their Gelu and LeakyRelu forms (whose
+ * attributes are read) and the last code that takes integers. */
+typedef struct cuda_arith {
+    const char *what;
+    const cuda_op_code_t *ops;
+    size_t n_ops;
+    int gelu, gelu_tanh, leaky_relu, last_int;
+} cuda_arith_t;
+
+static const cuda_arith_t cuda_binary = {
+    "binary",           cuda_binary_ops,         CUDA_N_OPS(cuda_binary_ops),
+    CUDA_BIN_GELU_GRAD, CUDA_BIN_GELU_TANH_GRAD, CUDA_BIN_LEAKY_RELU_GRAD,
+    CUDA_BIN_DIV};
+static const cuda_arith_t cuda_unary = {"unary",      cuda_unary_ops,    CUDA_N_OPS(cuda_unary_ops),
+                                        CUDA_UN_GELU, CUDA_UN_GELU_TANH, CUDA_UN_LEAKY_RELU,
+                                        CUDA_UN_RELU};
+
+/* The kernel code of @p op (may be NULL) in the @p n entries of @p ops, or -1. */
+static int cuda_op_code(const char *op, const cuda_op_code_t *ops, size_t n) {
+    for (size_t i = 0; op && i < n; i++)
         if (strcmp(op, ops[i].op) == 0)
             return ops[i].code;
     return -1;
@@ -111,32 +118,46 @@ int cuda__is_int(uint32_t dtype) {
     return dtype == SES_DRV_DTYPE_I32 || dtype == SES_DRV_DTYPE_I64;
 }
 
+/* What the unary and binary entries check first: a launch of @p n_in inputs and one output
+ * (into @p a) of one dtype, the op's kernel code in @p op (Gelu's form picked), integers only
+ * where the family takes them, and LeakyRelu's alpha in @p alpha (0.01 when not given). */
+static int32_t cuda_arith_start(ses_drv_device_t *device, const ses_drv_launch_t *launch,
+                                const cuda_arith_t *f, uint32_t n_in, cuda_arg_t *a, int *op,
+                                double *alpha) {
+    int32_t st;
+
+    *alpha = 0.01;
+    if ((st = cuda__check_launch(device, launch, n_in, n_in, 1, a)) != SES_DRV_OK)
+        return st;
+    const ses_drv_node_t *node = launch->node;
+    *op = cuda_op_code(node->op, f->ops, f->n_ops);
+    if (*op < 0)
+        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "not a %s op", f->what);
+    if (*op == f->gelu && (st = cuda_gelu_form(device, node, *op, f->gelu_tanh, op)) != SES_DRV_OK)
+        return st;
+    if ((st = cuda__dtypes_agree(device, node, a, n_in + 1)) != SES_DRV_OK)
+        return st;
+    if (cuda__is_int(a[n_in].dtype) && *op > f->last_int)
+        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                               "%s takes floats only on cuda", node->op);
+    if (*op == f->leaky_relu && cuda__attr_double(node, "alpha", 0.01, alpha) != SES_DRV_OK)
+        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
+                               "attribute alpha is not a FLOAT");
+    return SES_DRV_OK;
+}
+
 int32_t cuda__k_binary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[3];
     cuda_bcast_t g;
-    double alpha = 0.01;
+    double alpha;
+    int op;
     int32_t st;
 
     (void)state;
-    if ((st = cuda__check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
+    if ((st = cuda_arith_start(device, launch, &cuda_binary, 2, a, &op, &alpha)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    int op = node->op ? cuda_binary_code(node->op) : -1;
-    if (op < 0)
-        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "not a binary op");
-    if (op == CUDA_BIN_GELU_GRAD &&
-        (st = cuda_gelu_form(device, node, op, CUDA_BIN_GELU_TANH_GRAD, &op)) != SES_DRV_OK)
-        return st;
-    if ((st = cuda__dtypes_agree(device, node, a, 3)) != SES_DRV_OK)
-        return st;
     const uint32_t dt = a[2].dtype;
-    if (cuda__is_int(dt) && op > CUDA_BIN_DIV)
-        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                               "%s takes floats only on cuda", node->op);
-    if (op == CUDA_BIN_LEAKY_RELU_GRAD &&
-        cuda__attr_double(node, "alpha", 0.01, &alpha) != SES_DRV_OK)
-        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                               "attribute alpha is not a FLOAT");
     if (op >= CUDA_BIN_RELU_GRAD &&
         !(cuda__same_shape(&a[0], &a[2]) && cuda__same_shape(&a[1], &a[2])))
         return cuda__shape_fail(device, node,
@@ -174,29 +195,16 @@ int32_t cuda__k_binary(ses_drv_device_t *device, void *state, const ses_drv_laun
 
 int32_t cuda__k_unary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     cuda_arg_t a[2];
-    double alpha = 0.01;
+    double alpha;
+    int op;
     int32_t st;
 
     (void)state;
-    if ((st = cuda__check_launch(device, launch, 1, 1, 1, a)) != SES_DRV_OK)
+    if ((st = cuda_arith_start(device, launch, &cuda_unary, 1, a, &op, &alpha)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    int op = node->op ? cuda_unary_code(node->op) : -1;
-    if (op < 0)
-        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "not a unary op");
-    if (op == CUDA_UN_GELU &&
-        (st = cuda_gelu_form(device, node, op, CUDA_UN_GELU_TANH, &op)) != SES_DRV_OK)
-        return st;
-    if ((st = cuda__dtypes_agree(device, node, a, 2)) != SES_DRV_OK)
-        return st;
-    if (cuda__is_int(a[1].dtype) && op > CUDA_UN_RELU)
-        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "%s takes floats only",
-                               node->op);
     if (!cuda__same_shape(&a[0], &a[1]))
         return cuda__shape_fail(device, node, "input and output shapes differ", &a[0], &a[1]);
-    if (op == CUDA_UN_LEAKY_RELU && cuda__attr_double(node, "alpha", 0.01, &alpha) != SES_DRV_OK)
-        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT,
-                               "attribute alpha is not a FLOAT");
     if (a[1].count == 0)
         return SES_DRV_OK;
     if ((st = cuda__use(device, node->op)) != SES_DRV_OK)
@@ -216,9 +224,9 @@ int32_t cuda__k_compare(ses_drv_device_t *device, void *state, const ses_drv_lau
     if ((st = cuda__check_launch(device, launch, 2, 2, 1, a)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    const int op = strcmp(node->op, "Equal") == 0     ? CUDA_CMP_EQUAL
-                   : strcmp(node->op, "Greater") == 0 ? CUDA_CMP_GREATER
-                                                      : CUDA_CMP_LESS;
+    const int op = cuda_op_code(node->op, cuda_compare_ops, CUDA_N_OPS(cuda_compare_ops));
+    if (op < 0)
+        return cuda__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a comparison");
     if ((st = cuda__dtypes_agree(device, node, a, 2)) != SES_DRV_OK)
         return st;
     if (a[2].dtype != SES_DRV_DTYPE_BOOL)

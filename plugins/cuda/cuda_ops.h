@@ -22,6 +22,10 @@ typedef struct cuda_arg {
     uint64_t bytes;
 } cuda_arg_t;
 
+/* A kernel's compute entry (ses_drv_kernel_t.compute): every cuda__k_ function below is one. */
+typedef int32_t cuda__kernel_fn(ses_drv_device_t *device, void *state,
+                                const ses_drv_launch_t *launch);
+
 /* cuda_launch.c */
 int32_t cuda__node_fail(ses_drv_device_t *device, const ses_drv_node_t *node, int32_t code,
                         const char *format, ...) CUDA_PRINTF(4, 5);
@@ -52,81 +56,48 @@ int64_t cuda__read_int(const void *ptr, uint32_t dtype, unsigned long long at);
 int cuda__bcast_n(const cuda_arg_t *const *in, uint32_t n, const cuda_arg_t *o, cuda_bcast_t *g);
 int cuda__bcast(const cuda_arg_t *a, const cuda_arg_t *b, const cuda_arg_t *o, cuda_bcast_t *g);
 int cuda__is_int(uint32_t dtype);
-int32_t cuda__k_binary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_unary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_compare(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_where(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_cast(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_copy_op(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_binary, cuda__k_unary, cuda__k_compare, cuda__k_where, cuda__k_cast,
+    cuda__k_copy_op;
 
 /* cuda_copy.c */
 int32_t cuda__run_strided(ses_drv_device_t *device, const ses_drv_launch_t *launch, uint32_t esize,
                           const cuda_bcast_t *g, const void *x, void *y);
-int32_t cuda__k_transpose(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_slice(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_slice_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_concat(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_expand_like(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_gather(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_gather_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_transpose, cuda__k_slice, cuda__k_slice_grad, cuda__k_concat,
+    cuda__k_expand_like, cuda__k_gather, cuda__k_gather_grad;
 
 /* cuda_reduce.c */
-int32_t cuda__k_reduce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_reduce_sum_like(ses_drv_device_t *device, void *state,
-                                const ses_drv_launch_t *launch);
-int32_t cuda__k_softmax(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_argmax(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_reduce_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_scalar_like(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_reduce, cuda__k_reduce_sum_like, cuda__k_softmax, cuda__k_argmax,
+    cuda__k_reduce_grad, cuda__k_scalar_like;
 
 /* cuda_gemm.c */
 int32_t cuda__gemm(ses_drv_device_t *device, const ses_drv_launch_t *launch, uint32_t dtype, int ta,
                    int tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t sa,
                    const void *B, int64_t sb, double beta, void *Y, int64_t sy, int64_t batch);
-int32_t cuda__k_matmul(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_matmul_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_gemm_op(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_matmul, cuda__k_matmul_grad, cuda__k_gemm_op;
 
 /* cuda_shape.c */
-int32_t cuda__k_clip(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_split(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_shape(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_constant_of_shape(ses_drv_device_t *device, void *state,
-                                  const ses_drv_launch_t *launch);
-int32_t cuda__k_range(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_clip, cuda__k_split, cuda__k_shape, cuda__k_constant_of_shape,
+    cuda__k_range;
 
 /* cuda_cnn.c */
 void cuda__cnn_destroy(ses_drv_device_t *device, void *state);
 int32_t cuda__cnn_create(ses_drv_device_t *device, const ses_drv_node_t *node, void **out_state);
-int32_t cuda__k_conv(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_conv_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_pool(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_batch_norm(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_dropout(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_pad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_pad_grad(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_conv, cuda__k_conv_grad, cuda__k_pool, cuda__k_batch_norm, cuda__k_dropout,
+    cuda__k_pad, cuda__k_pad_grad;
 /* h-cuda (issue #22) */
-int32_t cuda__k_conv_transpose(ses_drv_device_t *device, void *state,
-                               const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_conv_transpose;
 
 /* cuda_loss.c */
-int32_t cuda__k_sce(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_optimizer(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_sce, cuda__k_optimizer;
 
 /* h-cuda (issue #22). cuda_norm.c */
-int32_t cuda__k_layer_norm(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_layer_norm_grad(ses_drv_device_t *device, void *state,
-                                const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_layer_norm, cuda__k_layer_norm_grad;
 /* cuda_index.c */
-int32_t cuda__k_gather_elements(ses_drv_device_t *device, void *state,
-                                const ses_drv_launch_t *launch);
-int32_t cuda__k_topk(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_gather_elements, cuda__k_topk;
 int32_t cuda__nms_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
-int32_t cuda__k_nms(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_nms;
 /* cuda_resize.c */
 int32_t cuda__resize_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
-int32_t cuda__k_resize(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch);
-int32_t cuda__k_resize_grad(ses_drv_device_t *device, void *state,
-                            const ses_drv_launch_t *launch);
+cuda__kernel_fn cuda__k_resize, cuda__k_resize_grad;
 
 #endif

@@ -15,27 +15,22 @@
  * The table.
  * ------------------------------------------------------------------------------------------- */
 
-/* One entry; F is its flags (SES_DRV_KERNEL_NO_CAPTURE for the kernels that wait). */
-#define KF(o, sig, fn, sup, f)                \
+/* One entry: F is its flags (SES_DRV_KERNEL_NO_CAPTURE for the kernels that wait), CR and DE
+ * its per-node state's create and destroy (NULL: none). */
+#define KE(o, sig, fn, sup, f, cr, de)        \
     {.struct_size = sizeof(ses_drv_kernel_t), \
      .op = (o),                               \
      .signature = (sig),                      \
      .priority = 0,                           \
      .flags = (f),                            \
      .supports_node = (sup),                  \
-     .compute = (fn)},
-#define K(o, sig, fn) KF(o, sig, fn, cuda__rank_supports, 0)
-/* An entry with per-node state (create, destroy). */
-#define KS(o, sig, fn, cr, de)                \
-    {.struct_size = sizeof(ses_drv_kernel_t), \
-     .op = (o),                               \
-     .signature = (sig),                      \
-     .priority = 0,                           \
-     .flags = 0,                              \
-     .supports_node = cuda__rank_supports,     \
      .compute = (fn),                         \
      .create = (cr),                          \
      .destroy = (de)},
+#define KF(o, sig, fn, sup, f) KE(o, sig, fn, sup, f, NULL, NULL)
+#define K(o, sig, fn) KF(o, sig, fn, cuda__rank_supports, 0)
+/* An entry with per-node state (create, destroy). */
+#define KS(o, sig, fn, cr, de) KE(o, sig, fn, cuda__rank_supports, 0, cr, de)
 #define NC SES_DRV_KERNEL_NO_CAPTURE
 
 /* Dtype lists: M(args..., T) for each T. */

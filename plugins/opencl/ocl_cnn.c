@@ -569,8 +569,7 @@ int32_t ocl__k_clip(ses_drv_device_t *device, void *state, const ses_drv_launch_
     if ((st = ocl__prepare(device, launch, 1, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_int(device, node, "has_min", &has_min)) ||
-        (st = ocl__need_int(device, node, "has_max", &has_max)))
+    if ((st = ocl__need_int2(device, node, "has_min", &has_min, "has_max", &has_max)) != SES_DRV_OK)
         return st;
     has_min = has_min != 0;
     has_max = has_max != 0;
@@ -673,8 +672,7 @@ int32_t ocl__k_shape(ses_drv_device_t *device, void *state, const ses_drv_launch
     if ((st = ocl__prepare(device, launch, 0, in, out)) != SES_DRV_OK)
         return st;
     const ses_drv_node_t *node = launch->node;
-    if ((st = ocl__need_int(device, node, "start", &start)) ||
-        (st = ocl__need_int(device, node, "end", &end)))
+    if ((st = ocl__need_int2(device, node, "start", &start, "end", &end)) != SES_DRV_OK)
         return st;
     const ocl_arg_t *x = &in[0], *y = &out[0];
     if (start < 0 || end < start || end > (int64_t)x->rank || y->rank != 1 ||

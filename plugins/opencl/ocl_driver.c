@@ -446,23 +446,7 @@ static int32_t ocl_build_program(ses_drv_device_t *device,
  * Devices
  * ------------------------------------------------------------------------------------------- */
 
-static const char *const ocl_kernel_names[OCL_K_COUNT] = {
-    [OCL_K_UNARY] = "unary_f32",     [OCL_K_BINARY] = "binary_f32",
-    [OCL_K_COMPARE] = "compare_f32", [OCL_K_WHERE1] = "where1",
-    [OCL_K_WHERE4] = "where4",       [OCL_K_WHERE8] = "where8",
-    [OCL_K_STRIDED1] = "strided1",   [OCL_K_STRIDED2] = "strided2",
-    [OCL_K_STRIDED4] = "strided4",
-    [OCL_K_STRIDED8] = "strided8",   [OCL_K_REDUCE] = "reduce_f32",
-    [OCL_K_SOFTMAX] = "softmax_f32", [OCL_K_OPTIM] = "optim_f32",
-    [OCL_K_ARGMAX] = "argmax_f32",   [OCL_K_SCE] = "sce_f32",
-    [OCL_K_SCE_GRAD] = "sce_grad_f32", [OCL_K_GATHER1] = "gather1",
-    [OCL_K_GATHER2] = "gather2",     [OCL_K_GATHER4] = "gather4",
-    [OCL_K_GATHER8] = "gather8",
-    [OCL_K_CAST_F32_I32] = "cast_f32_i32", [OCL_K_CAST_F32_I64] = "cast_f32_i64",
-    [OCL_K_CAST_F32_U8] = "cast_f32_u8",   [OCL_K_CAST_F32_BOOL] = "cast_f32_bool",
-    [OCL_K_CAST_I32_F32] = "cast_i32_f32", [OCL_K_CAST_I64_F32] = "cast_i64_f32",
-    [OCL_K_CAST_U8_F32] = "cast_u8_f32",   [OCL_K_CAST_BOOL_F32] = "cast_bool_f32",
-};
+static const char *const ocl_kernel_names[OCL_K_COUNT] = {OCL_KERNELS(OCL_KERNEL_NAME_)};
 
 static void ocl_close_device(ses_drv_device_t *device) {
     if (!device)

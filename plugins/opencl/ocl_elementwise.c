@@ -93,10 +93,33 @@ static int32_t ocl_bcast_all(ses_drv_device_t *device, const ses_drv_node_t *nod
     return SES_DRV_OK;
 }
 
-int32_t ocl__k_binary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
-    ocl_arg_t in[2], out[1];
+/* Broadcasts the @p n_in inputs to the output @p y and runs @p kernel(inputs..., y, n, bc,
+ * then @p extra's arguments) over y's n elements: the form of every broadcasting kernel here. */
+static int32_t ocl_run_broadcast(ses_drv_device_t *device, const ses_drv_node_t *node,
+                                 cl_kernel kernel, const ocl_arg_t *in, uint32_t n_in,
+                                 const ocl_arg_t *y, const ocl_args_t *extra) {
     ocl_bcast_t bc;
     ocl_args_t a = {0};
+    cl_ulong n = y->count;
+    int32_t st;
+
+    if ((st = ocl_bcast_all(device, node, in, n_in, y, &bc)) != SES_DRV_OK)
+        return st;
+    for (uint32_t k = 0; k < n_in; k++)
+        OCL_ARG_AT(&a, &in[k]);
+    OCL_ARG_AT(&a, y);
+    OCL_ARG(&a, n);
+    OCL_ARG(&a, bc);
+    for (cl_uint i = 0; extra && i < extra->n; i++, a.n++) {
+        a.size[a.n] = extra->size[i];
+        a.ptr[a.n] = extra->ptr[i];
+    }
+    return ocl__run_kernel(device, node, kernel, n, &a);
+}
+
+int32_t ocl__k_binary(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
+    ocl_arg_t in[2], out[1];
+    ocl_args_t extra = {0};
     double alpha = 0.0;
     int32_t st;
 
@@ -107,27 +130,18 @@ int32_t ocl__k_binary(ses_drv_device_t *device, void *state, const ses_drv_launc
     int op = ocl_binary_code(node->op);
     if (op < 0 || node->n_inputs != 2 || node->n_outputs != 1)
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not a binary f32 op");
-    if ((st = ocl_bcast_all(device, node, in, 2, &out[0], &bc)) != SES_DRV_OK)
-        return st;
     if (op == 8 && (st = ocl__need_float(device, node, "alpha", &alpha)) != SES_DRV_OK)
         return st;
-    cl_ulong n = out[0].count;
     cl_int cop = op;
     float fa = (float)alpha;
-    OCL_ARG_AT(&a, &in[0]);
-    OCL_ARG_AT(&a, &in[1]);
-    OCL_ARG_AT(&a, &out[0]);
-    OCL_ARG(&a, n);
-    OCL_ARG(&a, bc);
-    OCL_ARG(&a, cop);
-    OCL_ARG(&a, fa);
-    return ocl__run(device, node, OCL_K_BINARY, n, &a);
+    OCL_ARG(&extra, cop);
+    OCL_ARG(&extra, fa);
+    return ocl_run_broadcast(device, node, device->kernels[OCL_K_BINARY], in, 2, &out[0], &extra);
 }
 
 int32_t ocl__k_compare(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     ocl_arg_t in[2], out[1];
-    ocl_bcast_t bc;
-    ocl_args_t a = {0};
+    ocl_args_t extra = {0};
     int32_t st;
 
     (void)state;
@@ -173,22 +187,12 @@ int32_t ocl__k_compare(ses_drv_device_t *device, void *state, const ses_drv_laun
     if (!kernel)
         return ocl__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
                               "%s of dtype %" PRIu32 " is not implemented", node->op, in[0].dtype);
-    if ((st = ocl_bcast_all(device, node, in, 2, &out[0], &bc)) != SES_DRV_OK)
-        return st;
-    cl_ulong n = out[0].count;
-    OCL_ARG_AT(&a, &in[0]);
-    OCL_ARG_AT(&a, &in[1]);
-    OCL_ARG_AT(&a, &out[0]);
-    OCL_ARG(&a, n);
-    OCL_ARG(&a, bc);
-    OCL_ARG(&a, cop);
-    return ocl__run_kernel(device, node, kernel, n, &a);
+    OCL_ARG(&extra, cop);
+    return ocl_run_broadcast(device, node, kernel, in, 2, &out[0], &extra);
 }
 
 int32_t ocl__k_where(ses_drv_device_t *device, void *state, const ses_drv_launch_t *launch) {
     ocl_arg_t in[3], out[1];
-    ocl_bcast_t bc;
-    ocl_args_t a = {0};
     int32_t st;
 
     (void)state;
@@ -198,19 +202,10 @@ int32_t ocl__k_where(ses_drv_device_t *device, void *state, const ses_drv_launch
     if (node->n_inputs != 3 || node->n_outputs != 1 || in[0].esize != 1 ||
         in[1].esize != out[0].esize || in[2].esize != out[0].esize)
         return ocl__node_fail(device, node, SES_DRV_INVALID_ARGUMENT, "is not bool,T,T->T");
-    if ((st = ocl_bcast_all(device, node, in, 3, &out[0], &bc)) != SES_DRV_OK)
-        return st;
     uint32_t es = out[0].esize;
     int k = es == 1 ? OCL_K_WHERE1 : es == 4 ? OCL_K_WHERE4 : es == 8 ? OCL_K_WHERE8 : -1;
     if (k < 0)
         return ocl__node_fail(device, node, SES_DRV_UNIMPLEMENTED,
                               "Where of %" PRIu32 "-byte elements is not implemented", es);
-    cl_ulong n = out[0].count;
-    OCL_ARG_AT(&a, &in[0]);
-    OCL_ARG_AT(&a, &in[1]);
-    OCL_ARG_AT(&a, &in[2]);
-    OCL_ARG_AT(&a, &out[0]);
-    OCL_ARG(&a, n);
-    OCL_ARG(&a, bc);
-    return ocl__run(device, node, k, n, &a);
+    return ocl_run_broadcast(device, node, device->kernels[k], in, 3, &out[0], NULL);
 }

@@ -27,73 +27,50 @@
 #define OCL_PRINTF(f, a)
 #endif
 
-/* Kernels of the device program, by index into ses_drv_device.kernels. */
-enum {
-    OCL_K_UNARY,
-    OCL_K_BINARY,
-    OCL_K_COMPARE,
-    OCL_K_WHERE1,
-    OCL_K_WHERE4,
-    OCL_K_WHERE8,
-    OCL_K_STRIDED1,
-    OCL_K_STRIDED2,
-    OCL_K_STRIDED4,
-    OCL_K_STRIDED8,
-    OCL_K_REDUCE,
-    OCL_K_SOFTMAX,
-    OCL_K_OPTIM,
-    OCL_K_ARGMAX,
-    OCL_K_SCE,
-    OCL_K_SCE_GRAD,
-    OCL_K_GATHER1,
-    OCL_K_GATHER2,
-    OCL_K_GATHER4,
-    OCL_K_GATHER8,
-    OCL_K_CAST_F32_I32,
-    OCL_K_CAST_F32_I64,
-    OCL_K_CAST_F32_U8,
-    OCL_K_CAST_F32_BOOL,
-    OCL_K_CAST_I32_F32,
-    OCL_K_CAST_I64_F32,
-    OCL_K_CAST_U8_F32,
-    OCL_K_CAST_BOOL_F32,
-    OCL_K_COUNT
-};
+/*
+ * Kernels of the device program, X(ID, name in ocl_kernels.cl): created at open into
+ * ses_drv_device.kernels[OCL_K_ID] (ocl_driver.c).
+ */
+#define OCL_KERNELS(X)                                                                      \
+    X(UNARY, "unary_f32") X(BINARY, "binary_f32") X(COMPARE, "compare_f32")                 \
+    X(WHERE1, "where1") X(WHERE4, "where4") X(WHERE8, "where8") X(STRIDED1, "strided1")     \
+    X(STRIDED2, "strided2") X(STRIDED4, "strided4") X(STRIDED8, "strided8")                 \
+    X(REDUCE, "reduce_f32") X(SOFTMAX, "softmax_f32") X(OPTIM, "optim_f32")                 \
+    X(ARGMAX, "argmax_f32") X(SCE, "sce_f32") X(SCE_GRAD, "sce_grad_f32")                   \
+    X(GATHER1, "gather1") X(GATHER2, "gather2") X(GATHER4, "gather4") X(GATHER8, "gather8") \
+    X(CAST_F32_I32, "cast_f32_i32") X(CAST_F32_I64, "cast_f32_i64")                         \
+    X(CAST_F32_U8, "cast_f32_u8") X(CAST_F32_BOOL, "cast_f32_bool")                         \
+    X(CAST_I32_F32, "cast_i32_f32") X(CAST_I64_F32, "cast_i64_f32")                         \
+    X(CAST_U8_F32, "cast_u8_f32") X(CAST_BOOL_F32, "cast_bool_f32")
 
 /*
- * More kernels of the same program, created by ocl__make_table (ocl_table.c) into
- * ses_drv_device.xkernels and released by ocl__free_table. The f64 ones exist only on devices
- * with cl_khr_fp64 (the source compiles them only there); their slots stay NULL elsewhere.
+ * More kernels of the same program, X(ID, name), created by ocl__make_table (ocl_table.c) into
+ * ses_drv_device.xkernels[OCL_X_ID] and released by ocl__free_table. Those of
+ * OCL_XKERNELS_FP64 exist only on devices with cl_khr_fp64 (the source compiles them only
+ * there); their slots stay NULL elsewhere.
  */
+#define OCL_XKERNELS(X)                                                                    \
+    X(COMPARE_I32, "compare_i32") X(COMPARE_I64, "compare_i64") X(COMPARE_U8, "compare_u8") \
+    X(IM2COL, "im2col_f32") X(COL2IM, "col2im_f32") X(CHANNEL_FILL, "channel_fill_f32")     \
+    X(POOL, "pool_f32") X(POOL_GRAD, "pool_grad_f32") X(BATCH_NORM, "batch_norm_f32")       \
+    X(PAD4, "pad4") X(PAD8, "pad8") X(CLIP_F32, "clip_f32") X(CLIP_I32, "clip_i32")         \
+    X(CLIP_I64, "clip_i64") X(PAD_GRAD, "pad_grad_f32")
+#define OCL_XKERNELS_FP64(X)                                                                  \
+    X(CAST_F32_F64, "cast_f32_f64") X(CAST_F64_F32, "cast_f64_f32") X(CLIP_F64, "clip_f64")   \
+    X(BATCH_NORM_F64, "batch_norm_f64") X(IM2COL_F64, "im2col_f64")                           \
+    X(COL2IM_F64, "col2im_f64") X(CHANNEL_FILL_F64, "channel_fill_f64")                       \
+    X(POOL_F64, "pool_f64") X(POOL_GRAD_F64, "pool_grad_f64")                                 \
+    X(PAD_GRAD_F64, "pad_grad_f64") X(COMPARE_F64, "compare_f64")
+
+#define OCL_K_ENUM_(ID, NAME) OCL_K_##ID,
+#define OCL_X_ENUM_(ID, NAME) OCL_X_##ID,
+/* A kernel's name, for the name tables built from the lists above. */
+#define OCL_KERNEL_NAME_(ID, NAME) NAME,
+enum { OCL_KERNELS(OCL_K_ENUM_) OCL_K_COUNT };
 enum {
-    OCL_X_COMPARE_I32,
-    OCL_X_COMPARE_I64,
-    OCL_X_COMPARE_U8,
-    OCL_X_IM2COL,
-    OCL_X_COL2IM,
-    OCL_X_CHANNEL_FILL,
-    OCL_X_POOL,
-    OCL_X_POOL_GRAD,
-    OCL_X_BATCH_NORM,
-    OCL_X_PAD4,
-    OCL_X_PAD8,
-    OCL_X_CLIP_F32,
-    OCL_X_CLIP_I32,
-    OCL_X_CLIP_I64,
-    OCL_X_PAD_GRAD,
-    OCL_X_FP64_FIRST, /* the kernels below need cl_khr_fp64 */
-    OCL_X_CAST_F32_F64 = OCL_X_FP64_FIRST,
-    OCL_X_CAST_F64_F32,
-    OCL_X_CLIP_F64,
-    OCL_X_BATCH_NORM_F64,
-    OCL_X_IM2COL_F64,
-    OCL_X_COL2IM_F64,
-    OCL_X_CHANNEL_FILL_F64,
-    OCL_X_POOL_F64,
-    OCL_X_POOL_GRAD_F64,
-    OCL_X_PAD_GRAD_F64,
-    OCL_X_COMPARE_F64,
-    OCL_X_COUNT
+    OCL_XKERNELS(OCL_X_ENUM_) OCL_X_FP64_FIRST, /* the kernels from here on need cl_khr_fp64 */
+    OCL_X_FP64_BEFORE_ = OCL_X_FP64_FIRST - 1,
+    OCL_XKERNELS_FP64(OCL_X_ENUM_) OCL_X_COUNT
 };
 
 /* What one platform device is, found at open. */

@@ -213,6 +213,12 @@ int32_t ocl__need_int(ses_drv_device_t *device, const ses_drv_node_t *node, cons
     return ocl__need_attr(device, node, name, ocl__attr_int(node, name, out));
 }
 
+int32_t ocl__need_int2(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name0,
+                       int64_t *out0, const char *name1, int64_t *out1) {
+    int32_t st = ocl__need_int(device, node, name0, out0);
+    return st != SES_DRV_OK ? st : ocl__need_int(device, node, name1, out1);
+}
+
 int32_t ocl__need_float(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name,
                         double *out) {
     return ocl__need_attr(device, node, name, ocl__attr_float(node, name, out));

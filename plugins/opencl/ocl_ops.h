@@ -74,6 +74,9 @@ int32_t ocl__need_int(ses_drv_device_t *device, const ses_drv_node_t *node, cons
                       int64_t *out);
 int32_t ocl__need_float(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name,
                         double *out);
+/* ocl__need_int of two attributes, failing on the first one missing. */
+int32_t ocl__need_int2(ses_drv_device_t *device, const ses_drv_node_t *node, const char *name0,
+                       int64_t *out0, const char *name1, int64_t *out1);
 int ocl__same_shape(const ocl_arg_t *a, const ocl_arg_t *b);
 int32_t ocl__shape_fail(ses_drv_device_t *device, const ses_drv_node_t *node, const char *what,
                         const ocl_arg_t *a, const ocl_arg_t *b);

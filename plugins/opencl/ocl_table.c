@@ -20,34 +20,30 @@
 
 #define E(OP, SIG, FN) \
     {.struct_size = sizeof(ses_drv_kernel_t), .op = OP, .signature = SIG, .compute = FN},
-#define ANY(OP, FN)                                                                             \
-    E(OP, "f32->f32", FN) E(OP, "f64->f64", FN) E(OP, "f16->f16", FN) E(OP, "bf16->bf16", FN) \
-    E(OP, "i8->i8", FN) E(OP, "i16->i16", FN) E(OP, "i32->i32", FN) E(OP, "i64->i64", FN)     \
-    E(OP, "u8->u8", FN) E(OP, "u16->u16", FN) E(OP, "u32->u32", FN) E(OP, "u64->u64", FN)     \
-    E(OP, "bool->bool", FN)
-#define ANYV(OP, FN)                                                                  \
-    E(OP, "f32...->f32", FN) E(OP, "f64...->f64", FN) E(OP, "f16...->f16", FN)        \
-    E(OP, "bf16...->bf16", FN) E(OP, "i8...->i8", FN) E(OP, "i16...->i16", FN)        \
-    E(OP, "i32...->i32", FN) E(OP, "i64...->i64", FN) E(OP, "u8...->u8", FN)          \
-    E(OP, "u16...->u16", FN) E(OP, "u32...->u32", FN) E(OP, "u64...->u64", FN)        \
-    E(OP, "bool...->bool", FN)
-#define GIDX(T, I) E("Gather", T "," I "->" T, ocl__k_gather)
-#define GANY(I)                                                                               \
-    GIDX("f32", I) GIDX("f64", I) GIDX("f16", I) GIDX("bf16", I) GIDX("i8", I) GIDX("i16", I) \
-    GIDX("i32", I) GIDX("i64", I) GIDX("u8", I) GIDX("u16", I) GIDX("u32", I) GIDX("u64", I)  \
-    GIDX("bool", I)
+/* M(A, B, T) for each dtype T the copying ops take. */
+#define EACH_T(M, A, B)                                                                      \
+    M(A, B, "f32") M(A, B, "f64") M(A, B, "f16") M(A, B, "bf16") M(A, B, "i8") M(A, B, "i16") \
+    M(A, B, "i32") M(A, B, "i64") M(A, B, "u8") M(A, B, "u16") M(A, B, "u32") M(A, B, "u64")  \
+    M(A, B, "bool")
+#define T_T(OP, FN, T) E(OP, T "->" T, FN)
+#define TV_T(OP, FN, T) E(OP, T "...->" T, FN)
+#define T_I64(OP, FN, T) E(OP, T "->i64", FN)
+#define T_I_T(I, FN, T) E("Gather", T "," I "->" T, FN)
+#define ANY(OP, FN) EACH_T(T_T, OP, FN)
+#define ANYV(OP, FN) EACH_T(TV_T, OP, FN)
+#define GANY(I) EACH_T(T_I_T, I, ocl__k_gather)
 #define PAD(T) E("Pad", T "->" T, ocl__k_pad) E("Pad", T "," T "->" T, ocl__k_pad)
 #define CLIP(T)                                                                            \
     E("Clip", T "->" T, ocl__k_clip) E("Clip", T "," T "->" T, ocl__k_clip)                 \
     E("Clip", T "," T "," T "->" T, ocl__k_clip)
-#define SPLIT(T)                                                                           \
-    E("Split", T "->" T, ocl__k_split) E("Split", T "->" T "," T, ocl__k_split)             \
-    E("Split", T "->" T "," T "," T, ocl__k_split)                                         \
-    E("Split", T "->" T "," T "," T "," T, ocl__k_split)                                   \
-    E("Split", T "->" T "," T "," T "," T "," T, ocl__k_split)                             \
-    E("Split", T "->" T "," T "," T "," T "," T "," T, ocl__k_split)                       \
-    E("Split", T "->" T "," T "," T "," T "," T "," T "," T, ocl__k_split)                 \
-    E("Split", T "->" T "," T "," T "," T "," T "," T "," T "," T, ocl__k_split)
+/* Split of one to eight outputs: OUTS is "->T" followed by one ",T" per further output. */
+#define SPLIT1(T, OUTS) E("Split", T OUTS, ocl__k_split)
+#define SPLIT(T)                                                                             \
+    SPLIT1(T, "->" T) SPLIT1(T, "->" T "," T) SPLIT1(T, "->" T "," T "," T)                   \
+    SPLIT1(T, "->" T "," T "," T "," T) SPLIT1(T, "->" T "," T "," T "," T "," T)             \
+    SPLIT1(T, "->" T "," T "," T "," T "," T "," T)                                           \
+    SPLIT1(T, "->" T "," T "," T "," T "," T "," T "," T)                                     \
+    SPLIT1(T, "->" T "," T "," T "," T "," T "," T "," T "," T)
 /* The entries that need cl_khr_fp64 (f64 arithmetic), X(op, signature, compute). */
 #define OCL_FP64_KERNELS(X)                                                                 \
     X("Cast", "f32->f64", ocl__k_cast) X("Cast", "f64->f32", ocl__k_cast)                     \
@@ -63,6 +59,22 @@
     X("Less", "f64,f64->bool", ocl__k_compare)
 #define U(OP) E(OP, "f32->f32", ocl__k_unary)
 #define B(OP) E(OP, "f32,f32->f32", ocl__k_binary)
+#define R(OP) E(OP, "f32->f32", ocl__k_reduce)
+#define CMP(OP, T) E(OP, T "," T "->bool", ocl__k_compare)
+#define WHERE(T) E("Where", "bool," T "," T "->" T, ocl__k_where)
+#define FROM_F32(T) E("Cast", "f32->" T, ocl__k_cast)
+#define TO_F32(T) E("Cast", T "->f32", ocl__k_cast)
+/* A loss over the f32 scores PRE ("f32," or "f32,f32," for a gradient) and targets of index
+ * dtype I, without and with the f32 weights, to OUTS. */
+#define LOSS(OP, FN, PRE, I, OUTS) E(OP, PRE I OUTS, FN) E(OP, PRE I ",f32" OUTS, FN)
+#define LOSSES(I)                                                                     \
+    LOSS("SoftmaxCrossEntropyLoss", ocl__k_sce, "f32,", I, "->f32")                   \
+    LOSS("SoftmaxCrossEntropyLoss", ocl__k_sce, "f32,", I, "->f32,f32")               \
+    LOSS("SoftmaxCrossEntropyLossGrad", ocl__k_sce_grad, "f32,f32,", I, "->f32")      \
+    LOSS("NegativeLogLikelihoodLoss", ocl__k_nll, "f32,", I, "->f32")                 \
+    LOSS("NegativeLogLikelihoodLossGrad", ocl__k_nll_grad, "f32,f32,", I, "->f32")
+#define OF_SHAPE(T) E("ConstantOfShape", "i64->" T, ocl__k_constant_of_shape)
+#define RANGE(T) E("Range", T "," T "," T "->" T, ocl__k_range)
 
 static const ses_drv_kernel_t ocl_kernels[] = {
     U("Neg") U("Abs") U("Relu") U("Exp") U("Log") U("Sqrt") U("Reciprocal") U("Sigmoid")
@@ -71,37 +83,20 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     U("Acosh") U("Atanh") U("Round") U("Sign")
     B("Add") B("Sub") B("Mul") B("Div") B("Pow") B("Min") B("Max")
     B("ReluGrad") B("SigmoidGrad") B("TanhGrad") B("LeakyReluGrad") B("PRelu")
-    E("Equal", "f32,f32->bool", ocl__k_compare)
-    E("Greater", "f32,f32->bool", ocl__k_compare)
-    E("Less", "f32,f32->bool", ocl__k_compare)
-    E("Where", "bool,f32,f32->f32", ocl__k_where)
-    E("Where", "bool,i32,i32->i32", ocl__k_where)
-    E("Where", "bool,i64,i64->i64", ocl__k_where)
-    E("Where", "bool,f64,f64->f64", ocl__k_where)
-    E("Where", "bool,u8,u8->u8", ocl__k_where)
-    E("Where", "bool,bool,bool->bool", ocl__k_where)
+    CMP("Equal", "f32") CMP("Greater", "f32") CMP("Less", "f32")
+    WHERE("f32") WHERE("i32") WHERE("i64") WHERE("f64") WHERE("u8") WHERE("bool")
     ANY("Identity", ocl__k_copy) ANY("Reshape", ocl__k_copy) ANY("Flatten", ocl__k_copy)
     ANY("Squeeze", ocl__k_copy) ANY("Unsqueeze", ocl__k_copy)
     ANY("Transpose", ocl__k_transpose) ANY("Slice", ocl__k_slice) ANY("ExpandLike", ocl__k_expand)
     ANYV("Concat", ocl__k_concat)
     GANY("i32") GANY("i64")
-    E("Cast", "f32->i32", ocl__k_cast) E("Cast", "f32->i64", ocl__k_cast)
-    E("Cast", "f32->u8", ocl__k_cast) E("Cast", "f32->bool", ocl__k_cast)
-    E("Cast", "i32->f32", ocl__k_cast) E("Cast", "i64->f32", ocl__k_cast)
-    E("Cast", "u8->f32", ocl__k_cast) E("Cast", "bool->f32", ocl__k_cast)
+    FROM_F32("i32") FROM_F32("i64") FROM_F32("u8") FROM_F32("bool")
+    TO_F32("i32") TO_F32("i64") TO_F32("u8") TO_F32("bool")
     E("MatMul", "f32,f32->f32", ocl__k_matmul)
     E("Gemm", "f32,f32->f32", ocl__k_gemm)
     E("Gemm", "f32,f32,f32->f32", ocl__k_gemm)
-    E("ReduceSum", "f32->f32", ocl__k_reduce)
-    E("ReduceMean", "f32->f32", ocl__k_reduce)
-    E("ReduceMax", "f32->f32", ocl__k_reduce)
-    E("ReduceMin", "f32->f32", ocl__k_reduce)
-    E("ReduceProd", "f32->f32", ocl__k_reduce)
-    E("ReduceL1", "f32->f32", ocl__k_reduce)
-    E("ReduceL2", "f32->f32", ocl__k_reduce)
-    E("ReduceLogSum", "f32->f32", ocl__k_reduce)
-    E("ReduceLogSumExp", "f32->f32", ocl__k_reduce)
-    E("ReduceSumSquare", "f32->f32", ocl__k_reduce)
+    R("ReduceSum") R("ReduceMean") R("ReduceMax") R("ReduceMin") R("ReduceProd") R("ReduceL1")
+    R("ReduceL2") R("ReduceLogSum") R("ReduceLogSumExp") R("ReduceSumSquare")
     E("ReduceSumLike", "f32->f32", ocl__k_reduce_sum_like)
     E("ReduceGrad", "f32->f32", ocl__k_reduce_grad)
     E("Softmax", "f32->f32", ocl__k_softmax)
@@ -112,40 +107,14 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     E("ArgMax", "f32->i64", ocl__k_argmax)
     E("ArgMin", "f32->i64", ocl__k_argmax)
     E("MatMulGrad", "f32,f32,f32->f32", ocl__k_matmul_grad)
-    E("SoftmaxCrossEntropyLoss", "f32,i64->f32", ocl__k_sce)
-    E("SoftmaxCrossEntropyLoss", "f32,i32->f32", ocl__k_sce)
-    E("SoftmaxCrossEntropyLoss", "f32,i64,f32->f32", ocl__k_sce)
-    E("SoftmaxCrossEntropyLoss", "f32,i32,f32->f32", ocl__k_sce)
-    E("SoftmaxCrossEntropyLoss", "f32,i64->f32,f32", ocl__k_sce)
-    E("SoftmaxCrossEntropyLoss", "f32,i32->f32,f32", ocl__k_sce)
-    E("SoftmaxCrossEntropyLoss", "f32,i64,f32->f32,f32", ocl__k_sce)
-    E("SoftmaxCrossEntropyLoss", "f32,i32,f32->f32,f32", ocl__k_sce)
-    E("SoftmaxCrossEntropyLossGrad", "f32,f32,i64->f32", ocl__k_sce_grad)
-    E("SoftmaxCrossEntropyLossGrad", "f32,f32,i32->f32", ocl__k_sce_grad)
-    E("SoftmaxCrossEntropyLossGrad", "f32,f32,i64,f32->f32", ocl__k_sce_grad)
-    E("SoftmaxCrossEntropyLossGrad", "f32,f32,i32,f32->f32", ocl__k_sce_grad)
-    E("NegativeLogLikelihoodLoss", "f32,i64->f32", ocl__k_nll)
-    E("NegativeLogLikelihoodLoss", "f32,i32->f32", ocl__k_nll)
-    E("NegativeLogLikelihoodLoss", "f32,i64,f32->f32", ocl__k_nll)
-    E("NegativeLogLikelihoodLoss", "f32,i32,f32->f32", ocl__k_nll)
-    E("NegativeLogLikelihoodLossGrad", "f32,f32,i64->f32", ocl__k_nll_grad)
-    E("NegativeLogLikelihoodLossGrad", "f32,f32,i32->f32", ocl__k_nll_grad)
-    E("NegativeLogLikelihoodLossGrad", "f32,f32,i64,f32->f32", ocl__k_nll_grad)
-    E("NegativeLogLikelihoodLossGrad", "f32,f32,i32,f32->f32", ocl__k_nll_grad)
+    LOSSES("i64") LOSSES("i32")
     E("ScalarLike", "f32->f32", ocl__k_scalar_like)
     E("SGD", "f32,f32,f32->", ocl__k_optim)
     E("Momentum", "f32,f32,f32,f32->", ocl__k_optim)
     E("Adam", "f32,f32,f32,f32,f32,f32->", ocl__k_optim)
-    E("Equal", "i32,i32->bool", ocl__k_compare)
-    E("Equal", "i64,i64->bool", ocl__k_compare)
-    E("Equal", "u8,u8->bool", ocl__k_compare)
-    E("Equal", "bool,bool->bool", ocl__k_compare)
-    E("Greater", "i32,i32->bool", ocl__k_compare)
-    E("Greater", "i64,i64->bool", ocl__k_compare)
-    E("Greater", "u8,u8->bool", ocl__k_compare)
-    E("Less", "i32,i32->bool", ocl__k_compare)
-    E("Less", "i64,i64->bool", ocl__k_compare)
-    E("Less", "u8,u8->bool", ocl__k_compare)
+    CMP("Equal", "i32") CMP("Equal", "i64") CMP("Equal", "u8") CMP("Equal", "bool")
+    CMP("Greater", "i32") CMP("Greater", "i64") CMP("Greater", "u8")
+    CMP("Less", "i32") CMP("Less", "i64") CMP("Less", "u8")
     E("Conv", "f32,f32->f32", ocl__k_conv)
     E("Conv", "f32,f32,f32->f32", ocl__k_conv)
     E("ConvGrad", "f32,f32,f32->f32", ocl__k_conv_grad)
@@ -160,26 +129,11 @@ static const ses_drv_kernel_t ocl_kernels[] = {
     PAD("f32") PAD("f64") PAD("i32") PAD("i64")
     CLIP("f32") CLIP("i32") CLIP("i64")
     SPLIT("f32") SPLIT("f64") SPLIT("i32") SPLIT("i64")
-    E("Shape", "f32->i64", ocl__k_shape) E("Shape", "f64->i64", ocl__k_shape)
-    E("Shape", "f16->i64", ocl__k_shape) E("Shape", "bf16->i64", ocl__k_shape)
-    E("Shape", "i8->i64", ocl__k_shape) E("Shape", "i16->i64", ocl__k_shape)
-    E("Shape", "i32->i64", ocl__k_shape) E("Shape", "i64->i64", ocl__k_shape)
-    E("Shape", "u8->i64", ocl__k_shape) E("Shape", "u16->i64", ocl__k_shape)
-    E("Shape", "u32->i64", ocl__k_shape) E("Shape", "u64->i64", ocl__k_shape)
-    E("Shape", "bool->i64", ocl__k_shape)
-    E("ConstantOfShape", "i64->f32", ocl__k_constant_of_shape)
-    E("ConstantOfShape", "i64->f64", ocl__k_constant_of_shape)
-    E("ConstantOfShape", "i64->i32", ocl__k_constant_of_shape)
-    E("ConstantOfShape", "i64->i64", ocl__k_constant_of_shape)
-    E("ConstantOfShape", "i64->bool", ocl__k_constant_of_shape)
-    E("Range", "f32,f32,f32->f32", ocl__k_range)
-    E("Range", "f64,f64,f64->f64", ocl__k_range)
-    E("Range", "i32,i32,i32->i32", ocl__k_range)
-    E("Range", "i64,i64,i64->i64", ocl__k_range)
+    EACH_T(T_I64, "Shape", ocl__k_shape)
+    OF_SHAPE("f32") OF_SHAPE("f64") OF_SHAPE("i32") OF_SHAPE("i64") OF_SHAPE("bool")
+    RANGE("f32") RANGE("f64") RANGE("i32") RANGE("i64")
     /* g-ocl: logic ops on bool (compare_u8 with op codes 3..6) */
-    E("And", "bool,bool->bool", ocl__k_compare)
-    E("Or", "bool,bool->bool", ocl__k_compare)
-    E("Xor", "bool,bool->bool", ocl__k_compare)
+    CMP("And", "bool") CMP("Or", "bool") CMP("Xor", "bool")
     E("Not", "bool->bool", ocl__k_compare)
     /* Last: the entries that need cl_khr_fp64, left out of the table on devices without it. */
     OCL_FP64_KERNELS(E)
@@ -191,21 +145,7 @@ static const char ocl_fp64_marks[] = {OCL_FP64_KERNELS(OCL_MARK)};
 
 /* The kernels of ocl_kernels.cl that ocl_driver.c does not create, by OCL_X_*. */
 static const char *const ocl_xkernel_names[OCL_X_COUNT] = {
-    [OCL_X_COMPARE_I32] = "compare_i32",     [OCL_X_COMPARE_I64] = "compare_i64",
-    [OCL_X_COMPARE_U8] = "compare_u8",       [OCL_X_IM2COL] = "im2col_f32",
-    [OCL_X_COL2IM] = "col2im_f32",           [OCL_X_CHANNEL_FILL] = "channel_fill_f32",
-    [OCL_X_POOL] = "pool_f32",               [OCL_X_POOL_GRAD] = "pool_grad_f32",
-    [OCL_X_BATCH_NORM] = "batch_norm_f32",   [OCL_X_PAD4] = "pad4",
-    [OCL_X_PAD8] = "pad8",                   [OCL_X_CLIP_F32] = "clip_f32",
-    [OCL_X_CLIP_I32] = "clip_i32",           [OCL_X_CLIP_I64] = "clip_i64",
-    [OCL_X_PAD_GRAD] = "pad_grad_f32",
-    [OCL_X_CAST_F32_F64] = "cast_f32_f64",   [OCL_X_CAST_F64_F32] = "cast_f64_f32",
-    [OCL_X_CLIP_F64] = "clip_f64",           [OCL_X_BATCH_NORM_F64] = "batch_norm_f64",
-    [OCL_X_IM2COL_F64] = "im2col_f64",       [OCL_X_COL2IM_F64] = "col2im_f64",
-    [OCL_X_CHANNEL_FILL_F64] = "channel_fill_f64", [OCL_X_POOL_F64] = "pool_f64",
-    [OCL_X_POOL_GRAD_F64] = "pool_grad_f64", [OCL_X_PAD_GRAD_F64] = "pad_grad_f64",
-    [OCL_X_COMPARE_F64] = "compare_f64",
-};
+    OCL_XKERNELS(OCL_KERNEL_NAME_) OCL_XKERNELS_FP64(OCL_KERNEL_NAME_)};
 
 /* Whether the device lists cl_khr_fp64 among its extensions. */
 static int ocl_has_fp64(cl_device_id id) {
