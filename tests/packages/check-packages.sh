@@ -86,8 +86,17 @@ etc_dir=/etc/session
 etc_existed=0
 [ -e "$etc_dir" ] && etc_existed=1
 diverted=0
+# Headers a `meson install` put under /usr/local (scripts/main-job does) come first on the
+# compiler's include path and would shadow the packaged ones the template must build against:
+# set aside while the template builds, put back here.
+local_headers=/usr/local/include/session
+local_headers_aside=
 cleanup() {
     local left
+    if [ -n "$local_headers_aside" ]; then
+        mv "$local_headers_aside" "$local_headers"
+        local_headers_aside=
+    fi
     if [ "$diverted" -eq 1 ]; then
         dpkg-divert --quiet --local --rename --remove /usr/share/session/drivers.d/opencl.json
         diverted=0
@@ -334,9 +343,20 @@ vendor_package() {
     local t=$work/vendor/session-driver-acme
     rm -rf "$work/vendor" && mkdir -p "$work/vendor"
     cp -R /usr/share/session/sdk/template "$t" || return 1
+    if [ -d "$local_headers" ] && ! dpkg -S "$local_headers" >/dev/null 2>&1; then
+        echo "note: $local_headers (installed outside the packages) is set aside while the" \
+            "template builds, so that it builds against the packaged headers"
+        local_headers_aside=$local_headers.check-packages-aside.$$
+        mv "$local_headers" "$local_headers_aside" || return 1
+    fi
     echo "=== dpkg-buildpackage -b -us -uc in a copy of /usr/share/session/sdk/template ==="
-    (cd "$t" && dpkg-buildpackage -b -us -uc) >"$work/vendor-build.log" 2>&1 ||
-        { tail -30 "$work/vendor-build.log"; return 1; }
+    (cd "$t" && dpkg-buildpackage -b -us -uc) >"$work/vendor-build.log" 2>&1
+    local built=$?
+    if [ -n "$local_headers_aside" ]; then
+        mv "$local_headers_aside" "$local_headers"
+        local_headers_aside=
+    fi
+    [ "$built" -eq 0 ] || { tail -30 "$work/vendor-build.log"; return 1; }
     echo "=== lintian on session-driver-acme ==="
     lintian --fail-on error,warning --info "$work"/vendor/session-driver-acme_*.changes 2>&1 |
         tee "$work/vendor-lintian.log"
