@@ -357,7 +357,7 @@ static ses_status_t bool_to_i64(importer_t *im, ses_edge_t b, ses_edge_t *out) {
 /* ---- If -------------------------------------------------------------------------------------- */
 
 static ses_status_t import_if(importer_t *im, const Onnx__NodeProto *n, const char *label) {
-    const Onnx__GraphProto *then_g, *else_g;
+    const Onnx__GraphProto *then_g = NULL, *else_g = NULL;
     const value_t *cond = n->n_input ? ses__onnx_find(im, n->input[0]) : NULL;
     value_t *outs = NULL;
     char place[600], name[1200];
@@ -469,7 +469,7 @@ static int condition_stays(const Onnx__GraphProto *g) {
 }
 
 static ses_status_t import_loop(importer_t *im, const Onnx__NodeProto *n, const char *label) {
-    const Onnx__GraphProto *g;
+    const Onnx__GraphProto *g = NULL;
     const value_t *m = n->n_input > 0 && *n->input[0] ? ses__onnx_find(im, n->input[0]) : NULL;
     const value_t *cond0 = n->n_input > 1 && *n->input[1] ? ses__onnx_find(im, n->input[1]) : NULL;
     size_t n_carried = n->n_input > 2 ? n->n_input - 2 : 0, n_scan, n_body_out, per_iteration;
@@ -892,7 +892,7 @@ done:
 }
 
 static ses_status_t import_scan(importer_t *im, const Onnx__NodeProto *n, const char *label) {
-    const Onnx__GraphProto *g;
+    const Onnx__GraphProto *g = NULL;
     const Onnx__AttributeProto *ns = attr(n, "num_scan_inputs");
     int batched = im->m->opset < 9;
     size_t first = batched ? 1 : 0, n_given, total;
