@@ -391,8 +391,9 @@ static int32_t cpu__pool_size(ses_drv_driver_t *driver, const ses_drv_options_t 
 }
 
 /* Every option the CPU driver reads, for refusing one it does not (DRV-87). */
-static const char *const cpu__options[] = {CPU__THREADS_OPTION, CPU__SPIN_OPTION, CPU__CONV_OPTION,
-                                           CPU__GEMM_OPTION, CPU__GEMM_KERNELS_OPTION};
+static const char *const cpu__options[] = {CPU__THREADS_OPTION, CPU__SPIN_OPTION,
+                                           CPU__POOL_OPTION,    CPU__CONV_OPTION,
+                                           CPU__GEMM_OPTION,    CPU__GEMM_KERNELS_OPTION};
 
 /* open_device of ABI 1.5: the session's options come in @p options (NULL from open_device: the
  * host's get_option then answers for the thread that opens the device). */
@@ -421,6 +422,17 @@ static int32_t cpu_open_device_with_options(ses_drv_driver_t *driver, uint32_t o
         (st = cpu__pool_size(driver, options, &threads)) != SES_DRV_OK ||
         (st = cpu__pool_spin(driver, options, &spin_us)) != SES_DRV_OK)
         return st;
+    /* Whose threads run the pool's work: its own workers, or OpenMP's team. */
+    char pool_mode[16];
+    if ((st = cpu__read_option(driver->host, driver->ctx, options, CPU__POOL_OPTION,
+                               "own or openmp", pool_mode, sizeof pool_mode)) != SES_DRV_OK)
+        return st;
+    const int openmp = strcmp(pool_mode, "openmp") == 0;
+    if (!openmp && pool_mode[0] && strcmp(pool_mode, "own") != 0)
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                         "open_device: option %s is \"%s\"; accepted are own (the pool's own "
+                         "workers, the default) and openmp (OpenMP's team, libgomp.so.1)",
+                         CPU__POOL_OPTION, pool_mode);
     /* The Conv path is read again here, as the pool's size is, so that a session's own
      * driver.cpu.conv applies to its device (open saw only the options of its time). */
     char conv[CPU__CONV_DESC_MAX];
@@ -436,7 +448,14 @@ static int32_t cpu_open_device_with_options(ses_drv_driver_t *driver, uint32_t o
     device->driver = driver;
     device->conv_dnnl = conv_dnnl;
     device->conv_mode = conv_mode;
-    int err = cpu__pool_create(threads, spin_us, &device->pool);
+    int err = cpu__pool_create(threads, spin_us, openmp, &device->pool);
+    if (err == ENOENT) {
+        st = cpu__fail(driver->host, driver->ctx, SES_DRV_UNAVAILABLE,
+                       "open_device: option %s is \"openmp\", but libgomp.so.1 (GOMP_parallel) "
+                       "cannot be loaded; set it to own",
+                       CPU__POOL_OPTION);
+        goto fail;
+    }
     if (err != 0) {
         st = cpu__fail(
             driver->host, driver->ctx, err == ENOMEM ? SES_DRV_OUT_OF_MEMORY : SES_DRV_UNAVAILABLE,

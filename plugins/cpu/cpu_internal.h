@@ -117,6 +117,13 @@ enum cpu__conv_mode {
 #define CPU__SPIN_US_DEFAULT 50
 #define CPU__MAX_SPIN_US 100000
 
+/**
+ * The option that says whose threads run the pool's work: "own" (the default: the pool's own
+ * workers) or "openmp" (OpenMP's team, libgomp.so.1, the one oneDNN's primitives run on, so that
+ * one set of threads serves every kernel; the pool starts no worker then).
+ */
+#define CPU__POOL_OPTION "driver.cpu.pool"
+
 /** The largest pool the option may ask for. */
 #define CPU__MAX_THREADS 1024
 
@@ -141,10 +148,12 @@ typedef void (*cpu__task_fn)(void *ctx, uint64_t begin, uint64_t end);
 
 /**
  * Starts a pool that runs work on @p n_threads threads in all: the caller of cpu__parallel_for
- * is one of them, so n_threads - 1 workers are started (none for 1). Returns 0, or the errno
- * of the thread creation that failed, with nothing left running; *out_pool is NULL then.
+ * is one of them, so n_threads - 1 workers are started (none for 1). With @p openmp set, the work
+ * runs on OpenMP's team instead (GOMP_parallel of libgomp.so.1) and no worker is started.
+ * Returns 0, or the errno of the thread creation that failed (ENOENT: libgomp.so.1 or its
+ * GOMP_parallel could not be loaded), with nothing left running; *out_pool is NULL then.
  */
-int cpu__pool_create(uint32_t n_threads, uint32_t spin_us, cpu__pool_t **out_pool);
+int cpu__pool_create(uint32_t n_threads, uint32_t spin_us, int openmp, cpu__pool_t **out_pool);
 
 /** Stops and joins the workers and frees the pool. No work may be in flight. Accepts NULL. */
 void cpu__pool_destroy(cpu__pool_t *pool);

@@ -31,6 +31,7 @@
  * MLP 784-256-10 at batch 64 on 2 threads in 0.16-0.18 ms instead of 0.10-0.12 (300 runs each;
  * 669 context switches against 25), and with the move every process ran in 0.11-0.12.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cpu_internal.h"
@@ -53,8 +55,16 @@
 /* Chunks per thread: enough to even out threads that start late or run slower. */
 #define CPU__CHUNKS_PER_THREAD 4
 
+/* libgomp's entry that runs fn(data) on a team of num_threads threads, the caller one of them
+ * (GCC 4.9 and later; what `#pragma omp parallel` compiles to). */
+typedef void (*cpu__gomp_parallel_fn)(void (*fn)(void *), void *data, unsigned num_threads,
+                                      unsigned flags);
+
 struct cpu__pool {
+    uint32_t n_threads; /* the caller and the workers, or OpenMP's team */
     uint32_t n_workers;
+    void *gomp;                          /* libgomp.so.1 when the work runs on OpenMP's team */
+    cpu__gomp_parallel_fn gomp_parallel; /* its GOMP_parallel; NULL: the pool's own workers */
     pthread_t *threads;
 
     pthread_mutex_t dispatch; /* held by the thread whose job the pool runs */
@@ -191,11 +201,13 @@ static void cpu__pool_teardown(cpu__pool_t *pool, uint32_t n_started) {
     pthread_cond_destroy(&pool->work);
     pthread_mutex_destroy(&pool->lock);
     pthread_mutex_destroy(&pool->dispatch);
+    if (pool->gomp)
+        dlclose(pool->gomp);
     free(pool->threads);
     free(pool);
 }
 
-int cpu__pool_create(uint32_t n_threads, uint32_t spin_us, cpu__pool_t **out_pool) {
+int cpu__pool_create(uint32_t n_threads, uint32_t spin_us, int openmp, cpu__pool_t **out_pool) {
     cpu__pool_t *pool;
     sigset_t all, old;
     uint32_t started = 0;
@@ -205,7 +217,20 @@ int cpu__pool_create(uint32_t n_threads, uint32_t spin_us, cpu__pool_t **out_poo
     pool = calloc(1, sizeof *pool);
     if (!pool)
         return ENOMEM;
-    pool->n_workers = n_threads > 1 ? n_threads - 1 : 0;
+    pool->n_threads = n_threads > 1 ? n_threads : 1;
+    if (openmp && pool->n_threads > 1) {
+        /* The same libgomp oneDNN loads: one object per process, one team of threads. */
+        pool->gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_LOCAL);
+        void *entry = pool->gomp ? dlsym(pool->gomp, "GOMP_parallel") : NULL;
+        if (!entry) {
+            if (pool->gomp)
+                dlclose(pool->gomp);
+            free(pool);
+            return ENOENT;
+        }
+        memcpy(&pool->gomp_parallel, &entry, sizeof entry);
+    }
+    pool->n_workers = pool->n_threads > 1 && !pool->gomp_parallel ? pool->n_threads - 1 : 0;
     if (pool->n_workers > 0) {
         pool->threads = calloc(pool->n_workers, sizeof *pool->threads);
         if (!pool->threads) {
@@ -252,8 +277,19 @@ void cpu__pool_park(cpu__pool_t *pool) {
         atomic_fetch_add_explicit(&pool->parked, 1, memory_order_relaxed);
 }
 
-uint32_t cpu__pool_threads(const cpu__pool_t *pool) {
-    return pool ? pool->n_workers + 1 : 1;
+uint32_t cpu__pool_threads(const cpu__pool_t *pool) { return pool ? pool->n_threads : 1; }
+
+/* A job on OpenMP's team: every thread of the team takes chunks, as the pool's workers do. */
+typedef struct cpu__omp_job {
+    cpu__task_fn fn;
+    void *ctx;
+    uint64_t n_items, chunk, n_chunks;
+    atomic_uint_fast64_t next;
+} cpu__omp_job_t;
+
+static void cpu__omp_body(void *data) {
+    cpu__omp_job_t *job = data;
+    cpu__pool_take_chunks(job->fn, job->ctx, job->n_items, job->chunk, job->n_chunks, &job->next);
 }
 
 void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, cpu__task_fn fn,
@@ -291,6 +327,13 @@ void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, 
 
     if (pthread_mutex_trylock(&pool->dispatch) != 0) {
         fn(ctx, 0, n_items);
+        return;
+    }
+    if (pool->gomp_parallel) {
+        cpu__omp_job_t job = {fn, ctx, n_items, chunk, n_chunks, 0};
+        unsigned team = (unsigned)(n_chunks < threads ? n_chunks : threads);
+        pool->gomp_parallel(cpu__omp_body, &job, team, 0);
+        pthread_mutex_unlock(&pool->dispatch);
         return;
     }
     atomic_store_explicit(&pool->poster_cpu, sched_getcpu(), memory_order_relaxed);

@@ -13,11 +13,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include <session/graph.h>
 #include <session/registry.h>
 #include <session/session.h>
 #include <session/status.h>
+#include <session/tensor.h>
 
 typedef struct fixture {
     ses_registry_t *reg;
@@ -126,6 +128,67 @@ static void the_cpu_driver_reads_its_options_from_the_argument(void **state) {
     assert_contains(ses_last_error(), "driver.cpu.conv is \"fft\"");
 }
 
+static void the_cpu_driver_refuses_an_unknown_pool(void **state) {
+    fixture_t *f = *state;
+    const char *pool[] = {"driver.cpu.pool=threads"};
+
+    assert_int_equal(open_with(f, "cpu:0", pool, 1), SES_INVALID_ARGUMENT);
+    assert_contains(ses_last_error(), "driver.cpu.pool is \"threads\"; accepted are own");
+}
+
+/* sigmoid(x) * x over 2^17 elements on a pool of 2 threads run by @p pool. */
+static void run_on_pool(const char *pool, const ses_tensor_t *x, ses_tensor_t **out_y) {
+    const char *options[] = {"driver.cpu.threads=2", pool};
+    const char *device = "cpu:0";
+    const int64_t n = (int64_t)ses_tensor_count(x);
+    ses_graph_t *g;
+    ses_edge_t in, sig, y;
+    ses_session_options_t so;
+    ses_session_t *s = NULL;
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 1, &n, &in), SES_OK);
+    assert_int_equal(ses_graph_op(g, "Sigmoid", "sig", &in, 1, NULL, 0, &sig), SES_OK);
+    ses_edge_t both[2] = {sig, in};
+    assert_int_equal(ses_graph_op(g, "Mul", "mul", both, 2, NULL, 0, &y), SES_OK);
+    ses_session_options_init(&so);
+    so.driver_options = options;
+    so.n_driver_options = 2;
+    assert_int_equal(ses_session_open(g, &device, 1, &so, &s), SES_OK);
+    ses_feed_t feed = {in, (ses_tensor_t *)x};
+    assert_int_equal(ses_session_eval(s, &y, 1, &feed, 1, NULL, 0, out_y), SES_OK);
+    ses_session_destroy(s);
+    ses_graph_release(g);
+}
+
+static void openmps_team_computes_what_the_pools_own_workers_do(void **state) {
+    (void)state;
+#if defined(__SANITIZE_THREAD__)
+    /* libgomp is not built for ThreadSanitizer, which cannot see its team's barriers. */
+    skip();
+#endif
+    enum { N = 1 << 17 };
+    const int64_t n = N;
+    float *values = malloc(N * sizeof *values);
+    ses_tensor_t *x, *own = NULL, *omp = NULL;
+
+    assert_non_null(values);
+    for (int i = 0; i < N; i++)
+        values[i] = (float)((i * 37) % 1001 - 500) / 97.0f;
+    assert_int_equal(ses_tensor_create_from(SES_F32, 1, &n, values, N * sizeof *values, &x),
+                     SES_OK);
+    run_on_pool("driver.cpu.pool=own", x, &own);
+    run_on_pool("driver.cpu.pool=openmp", x, &omp);
+    /* The same chunks on other threads: the same bits. */
+    assert_memory_equal(ses_tensor_data(own), ses_tensor_data(omp), N * sizeof(float));
+    const float *y = ses_tensor_data(omp);
+    assert_float_equal(y[1], values[1] / (1.0f + expf(-values[1])), 1e-6);
+    ses_tensor_release(x);
+    ses_tensor_release(own);
+    ses_tensor_release(omp);
+    free(values);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
@@ -139,6 +202,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(the_cpu_driver_reads_its_options_from_the_argument, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(the_cpu_driver_refuses_an_unknown_pool, setup, teardown),
+        cmocka_unit_test(openmps_team_computes_what_the_pools_own_workers_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
