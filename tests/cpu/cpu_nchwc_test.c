@@ -30,11 +30,10 @@
 #endif
 
 #include "../support/test_host.h"
+#include "cpu_node_harness.h"
 
 #define F32 SES_DRV_DTYPE_F32
 #define F64 SES_DRV_DTYPE_F64
-#define MAX_RANK 6
-#define MAX_IN 4
 
 /* ---------------------------------------------------------------------------------------------
  * A host whose get_option answers the options the tests set.
@@ -169,72 +168,7 @@ fail:
     } while (0)
 
 static const ses_drv_kernel_t *find_kernel(fixture_t *f, const char *op, const char *sig) {
-    const ses_drv_kernel_t *table = NULL;
-    uint32_t count = 0, stride = 0;
-
-    assert_int_equal(f->api->get_kernels(f->device, &table, &count, &stride), SES_DRV_OK);
-    for (uint32_t i = 0; i < count; i++) {
-        const ses_drv_kernel_t *k =
-            (const ses_drv_kernel_t *)(const void *)((const char *)table + (size_t)i * stride);
-        if (strcmp(k->op, op) == 0 && strcmp(k->signature, sig) == 0)
-            return k;
-    }
-    fail_msg("no kernel %s %s", op, sig);
-    return NULL;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Attributes
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct test_attr {
-    const char *name; /* NULL ends a table */
-    uint32_t type;    /* SES_DRV_ATTR_* */
-    int64_t i;
-    const char *s;
-    const int64_t *ints;
-    const double *floats;
-    uint64_t n;
-} test_attr_t;
-
-/* clang-format off */
-#define A_INT(key, value) {.name = (key), .type = SES_DRV_ATTR_INT, .i = (value)}
-#define A_STR(key, value) {.name = (key), .type = SES_DRV_ATTR_STRING, .s = (value)}
-#define A_INTS(key, ...)                                                                   \
-    {.name = (key), .type = SES_DRV_ATTR_INTS, .ints = (const int64_t[]){__VA_ARGS__},     \
-     .n = sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)}
-#define A_FLOATS(key, ...)                                                                 \
-    {.name = (key), .type = SES_DRV_ATTR_FLOATS, .floats = (const double[]){__VA_ARGS__},  \
-     .n = sizeof((const double[]){__VA_ARGS__}) / sizeof(double)}
-#define A_END {.name = NULL}
-/* clang-format on */
-
-/* As the host does: count then fill, NOT_FOUND when absent, INVALID_ARGUMENT on another type. */
-static int32_t test_attr_read(const ses_drv_node_t *node, const char *name, uint32_t type,
-                              uint64_t *inout_count, void *values) {
-    for (const test_attr_t *a = node->attr_ctx; a && a->name; a++) {
-        if (strcmp(a->name, name) != 0)
-            continue;
-        if (a->type != type)
-            return SES_DRV_INVALID_ARGUMENT;
-        uint64_t count = a->type == SES_DRV_ATTR_INTS || a->type == SES_DRV_ATTR_FLOATS ? a->n
-                         : a->type == SES_DRV_ATTR_STRING ? strlen(a->s)
-                                                          : 1;
-        if (values) {
-            uint64_t n = count < *inout_count ? count : *inout_count;
-            if (a->type == SES_DRV_ATTR_INT && n)
-                memcpy(values, &a->i, sizeof a->i);
-            else if (a->type == SES_DRV_ATTR_STRING)
-                memcpy(values, a->s, (size_t)n);
-            else if (a->type == SES_DRV_ATTR_INTS)
-                memcpy(values, a->ints, (size_t)n * sizeof(int64_t));
-            else if (a->type == SES_DRV_ATTR_FLOATS)
-                memcpy(values, a->floats, (size_t)n * sizeof(double));
-        }
-        *inout_count = count;
-        return SES_DRV_OK;
-    }
-    return SES_DRV_NOT_FOUND;
+    return node_find_kernel(f->api, f->device, op, sig);
 }
 
 /* The usual attributes of a 3x3 pad-1 convolution or pool (compound literals, so each function
@@ -251,139 +185,12 @@ static int32_t test_attr_read(const ses_drv_node_t *node, const char *name, uint
         A_END,                         \
     }
 
-/* ---------------------------------------------------------------------------------------------
- * One node: its descriptors, buffers and state, kept so that it can run several times.
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct targ {
-    uint32_t dtype;
-    uint32_t rank;
-    int64_t dims[MAX_RANK];
-    const float *data; /* host values of an input; NULL reads as zeros */
-} targ_t;
-
-static targ_t tensor(const float *data, uint32_t rank, ...) {
-    targ_t t;
-    va_list ap;
-
-    memset(&t, 0, sizeof t);
-    t.dtype = F32;
-    t.rank = rank;
-    t.data = data;
-    va_start(ap, rank);
-    for (uint32_t d = 0; d < rank; d++)
-        t.dims[d] = va_arg(ap, int);
-    va_end(ap);
-    return t;
-}
-
-static size_t targ_count(const targ_t *t) {
-    size_t n = 1;
-    for (uint32_t d = 0; d < t->rank; d++)
-        n *= (size_t)t->dims[d];
-    return n;
-}
-
-typedef struct noderun {
-    fixture_t *f;
-    ses_drv_device_t *device;
-    const ses_drv_kernel_t *k;
-    targ_t in[MAX_IN], out;
-    ses_drv_tensor_desc_t in_desc[MAX_IN], out_desc;
-    ses_drv_buffer_t *in_buf[MAX_IN], *out_buf;
-    uint64_t in_off[MAX_IN], out_off;
-    ses_drv_node_t node;
-    ses_drv_launch_t launch;
-    void *state;
-} noderun_t;
-
-/* Describes the node (not yet any buffer). */
+/* Describes the node (not yet any buffer): the shared harness's, with this fixture's kernel. */
 static void node_describe(noderun_t *r, fixture_t *f, ses_drv_device_t *device, const char *op,
                           const char *sig, const test_attr_t *attrs, uint32_t n_in,
                           const targ_t *in, targ_t out) {
-    memset(r, 0, sizeof *r);
-    r->f = f;
-    r->device = device;
-    r->k = find_kernel(f, op, sig);
-    assert_true(n_in <= MAX_IN);
-    for (uint32_t i = 0; i < n_in; i++) {
-        r->in[i] = in[i];
-        r->in_desc[i].struct_size = sizeof r->in_desc[i];
-        r->in_desc[i].dtype = in[i].dtype;
-        r->in_desc[i].rank = in[i].rank;
-        r->in_desc[i].dims = r->in[i].dims;
-    }
-    r->out = out;
-    r->out_desc.struct_size = sizeof r->out_desc;
-    r->out_desc.dtype = out.dtype;
-    r->out_desc.rank = out.rank;
-    r->out_desc.dims = r->out.dims;
-    r->node.struct_size = sizeof r->node;
-    r->node.op = op;
-    r->node.name = "n1";
-    r->node.n_inputs = n_in;
-    r->node.n_outputs = 1;
-    r->node.inputs = r->in_desc;
-    r->node.outputs = &r->out_desc;
-    r->node.attr = test_attr_read;
-    r->node.attr_ctx = attrs;
-}
-
-/* Writes input @p i's values (f32) into its buffer. */
-static void node_set_input(noderun_t *r, uint32_t i, const float *data) {
-    const size_t bytes = targ_count(&r->in[i]) * sizeof(float);
-    float *zeros = data ? NULL : calloc(1, bytes ? bytes : 1);
-    if (bytes)
-        assert_int_equal(
-            r->f->api->copy_h2d(r->device, NULL, data ? data : zeros, r->in_buf[i], 0, bytes),
-            SES_DRV_OK);
-    free(zeros);
-}
-
-/* Allocates the buffers, fills the inputs, and makes the kernel's state as a plan does, with
- * the node's DRV-85 bits @p constant_inputs. */
-static void node_open(noderun_t *r, uint64_t constant_inputs) {
-    const ses_drv_api_t *api = r->f->api;
-
-    for (uint32_t i = 0; i < r->node.n_inputs; i++) {
-        const size_t bytes = targ_count(&r->in[i]) * sizeof(float);
-        assert_int_equal(
-            api->alloc(r->device, bytes ? bytes : 1, SES_DRV_MEM_DEVICE, &r->in_buf[i]),
-            SES_DRV_OK);
-        node_set_input(r, i, r->in[i].data);
-    }
-    const size_t out_bytes = targ_count(&r->out) * sizeof(float);
-    assert_int_equal(
-        api->alloc(r->device, out_bytes ? out_bytes : 1, SES_DRV_MEM_DEVICE, &r->out_buf),
-        SES_DRV_OK);
-    r->node.constant_inputs = constant_inputs;
-    r->launch.struct_size = sizeof r->launch;
-    r->launch.node = &r->node;
-    r->launch.inputs = r->in_buf;
-    r->launch.input_offsets = r->in_off;
-    r->launch.outputs = &r->out_buf;
-    r->launch.output_offsets = &r->out_off;
-    if (r->k->create)
-        assert_int_equal(r->k->create(r->device, &r->node, &r->state), SES_DRV_OK);
-}
-
-/* Computes; on success copies the output into @p out_host. */
-static int32_t node_compute(noderun_t *r, float *out_host) {
-    memset(&r->f->ctx.base, 0, sizeof r->f->ctx.base);
-    int32_t st = r->k->compute(r->device, r->state, &r->launch);
-    const size_t bytes = targ_count(&r->out) * sizeof(float);
-    if (st == SES_DRV_OK && out_host && bytes)
-        assert_int_equal(r->f->api->copy_d2h(r->device, NULL, r->out_buf, 0, out_host, bytes),
-                         SES_DRV_OK);
-    return st;
-}
-
-static void node_close(noderun_t *r) {
-    if (r->k->destroy)
-        r->k->destroy(r->device, r->state);
-    for (uint32_t i = 0; i < r->node.n_inputs; i++)
-        r->f->api->free(r->device, r->in_buf[i]);
-    r->f->api->free(r->device, r->out_buf);
+    node_describe_kernel(r, f->api, &f->ctx.base, sizeof f->ctx.base, device,
+                         find_kernel(f, op, sig), op, attrs, n_in, in, out);
 }
 
 /* Runs one node once, as a plan would (supports_node asked first, then create and compute). */
