@@ -400,11 +400,17 @@ static int32_t fake_open_report(ses_drv_driver_t *driver, uint32_t ordinal,
         return FAKE_FAIL(driver, SES_DRV_INTERNAL, "%s: pthread_create failed", FAKE_NAME);
     pthread_join(thread, NULL);
     snprintf(other, sizeof other, "%s", probe.code == SES_DRV_OK ? probe.value : "not found");
-    if (options)
+    if (options) {
+        /* The bad calls a driver can make: no key, and no buffer (which sizes the value). */
+        uint64_t need = 0;
+        int32_t no_key = options->get(options, NULL, report, sizeof report, &size);
+        int32_t no_buffer = options->get(options, "driver." FAKE_NAME ".x", NULL, 0, &need);
         return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT,
                          "%s report: open_device_with_options, %" PRIu32
-                         " options:%s; x on another thread: %s",
-                         FAKE_NAME, options->count, seen, other);
+                         " options:%s; x on another thread: %s; get without a key: %" PRId32
+                         ", without a buffer: %" PRId32 " needing %" PRIu64 " bytes",
+                         FAKE_NAME, options->count, seen, other, no_key, no_buffer, need);
+    }
     return FAKE_FAIL(driver, SES_DRV_INVALID_ARGUMENT,
                      "%s report: open_device; x on another thread: %s", FAKE_NAME, other);
 }

@@ -83,7 +83,8 @@ static void a_1_5_driver_gets_its_own_options_as_an_argument_readable_on_any_thr
     assert_contains(ses_last_error(),
                     "fake_options report: open_device_with_options, 2 options: "
                     "driver.fake_options.report=1 driver.fake_options.x=seven; "
-                    "x on another thread: seven");
+                    "x on another thread: seven; get without a key: 1, without a buffer: 1 "
+                    "needing 6 bytes"); /* SES_DRV_INVALID_ARGUMENT, "seven" and its NUL */
 }
 
 static void a_1_5_driver_opens_normally_without_the_report_option(void **state) {

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,7 +125,11 @@ static int32_t options_get(const ses_drv_options_t *options, const char *key, ch
 
 int ses_conf_options_make(ses_conf_options_arg_t *o, ses_drv_host_ctx_t *ctx, const char *name,
                           const char *extra_key, const char *extra_value) {
-    size_t n_prefix = strlen("driver.") + strlen(name) + 1, n = ctx->n_options + 1;
+    char prefix[160];
+    size_t n = ctx->n_options + 1;
+
+    snprintf(prefix, sizeof prefix, "driver.%s.", name);
+    const size_t n_prefix = strlen(prefix);
 
     memset(o, 0, sizeof *o);
     o->pub.struct_size = sizeof o->pub;
@@ -138,10 +143,10 @@ int ses_conf_options_make(ses_conf_options_arg_t *o, ses_drv_host_ctx_t *ctx, co
     o->pub.values = o->values;
     for (size_t i = 0; i < ctx->n_options; i++) {
         const char *entry = ctx->options[i], *equals = strchr(entry, '=');
-        if (!equals || strncmp(entry, "driver.", 7) != 0 ||
-            strncmp(entry + 7, name, n_prefix - 8) || entry[n_prefix - 1] != '.' ||
-            !(o->keys[o->pub.count] = strndup(entry, (size_t)(equals - entry))))
+        if (!equals || strncmp(entry, prefix, n_prefix) != 0)
             continue;
+        if (!(o->keys[o->pub.count] = strndup(entry, (size_t)(equals - entry))))
+            return -1;
         o->values[o->pub.count++] = equals + 1;
     }
     if (extra_key) {
