@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "cpu_act.h"
+#include "cpu_conv_slices.h"
 #include "cpu_dnnl.h"
 #include "cpu_internal.h"
 
@@ -768,7 +769,8 @@ void cpu__conv_destroy(ses_drv_device_t *device, void *state) {
  */
 static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *state,
                                   const cpu__conv_shape_t *sh, const cpu__tensor_t *b,
-                                  const cpu__tensor_t *z, const cpu__act_t *act, uint32_t layout) {
+                                  const cpu__tensor_t *z, const cpu__act_t *act, uint32_t layout,
+                                  const cpu__pool2d_t *pool) {
     const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1];
     cpu__dnnl_conv_params_t p;
     char why[256];
@@ -814,6 +816,16 @@ static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *st
         }
     }
     const uint32_t flags = ((state->constant_inputs & 2u) ? CPU__DNNL_W_CONSTANT : 0) | layout;
+    /* NchwcConv: by slices of images on the pool's threads where it can, and its fused pool. */
+    if (layout & CPU__DNNL_YZ_BLOCKED) {
+        int32_t st = cpu__conv_slices_run(
+            call, state->dnnl, &p, dnnl_act, alpha, beta, (const float *)(const void *)x->data,
+            (const float *)(const void *)wt->data, b ? (const float *)(const void *)b->data : NULL,
+            z ? (const float *)(const void *)z->data : NULL, (float *)(void *)call->outs[0].data,
+            pool, flags, &state->scratch, &state->scratch_size);
+        if (st != SES_DRV_UNIMPLEMENTED || pool)
+            return st;
+    }
     /* oneDNN's OpenMP team takes the cores now: the pool's idle workers stop spinning. */
     if (cpu__pool_threads(call->device->pool) > 1)
         cpu__pool_park(call->device->pool);
@@ -858,7 +870,7 @@ static int32_t cpu__conv_dnnl(const cpu__call_t *call, const cpu__conv_shape_t *
     if (call->device->conv_mode == CPU__CONV_AUTO && sh->group == 1 &&
         cpu__col_is_image(&sh->w))
         return SES_DRV_UNIMPLEMENTED;
-    return cpu__conv_dnnl_run(call, call->state, sh, b, z, act, 0);
+    return cpu__conv_dnnl_run(call, call->state, sh, b, z, act, 0, NULL);
 }
 
 /* Conv's paths other than oneDNN's: no taps, image by image, or im2col and GEMM over blocks. */
@@ -1011,10 +1023,12 @@ int32_t cpu__nchwc_conv(const cpu__call_t *call) {
     const cpu__tensor_t *x = &call->in[0], *wt = &call->in[1], *y = &call->outs[0];
     const cpu__tensor_t *b = NULL, *zp = NULL;
     cpu__tensor_t z, xv, yv;
-    int64_t xd[4], yd[4];
+    int64_t xd[4], yd[4], conv_out[2], zd[5];
     cpu__conv_shape_t sh;
+    cpu__pool2d_t pool;
     cpu__act_t act;
     char a[96], c[96], o[96];
+    int has_pool = 0;
     int32_t st;
 
     if ((st = cpu__fused_conv_inputs(call, &b, &z, &zp, &act)) != SES_DRV_OK)
@@ -1028,10 +1042,14 @@ int32_t cpu__nchwc_conv(const cpu__call_t *call) {
                               cpu__format_dims(x->dims, x->rank, a, sizeof a),
                               cpu__format_dims(wt->dims, wt->rank, c, sizeof c),
                               cpu__format_dims(y->dims, y->rank, o, sizeof o));
+    /* A fused max pool: the convolution's output is [N, M/16, conv_out..., 16], pooled into Y. */
+    if ((st = cpu__conv_slices_window(call, y, conv_out, &pool, &has_pool)) != SES_DRV_OK)
+        return st;
     /* The plain NCHW shapes the blocked tensors stand for: Conv's checks then apply as they are. */
     xd[0] = x->dims[0], xd[1] = x_blocked ? x->dims[1] * 16 : x->dims[1];
     xd[2] = x->dims[2], xd[3] = x->dims[3];
-    yd[0] = y->dims[0], yd[1] = y->dims[1] * 16, yd[2] = y->dims[2], yd[3] = y->dims[3];
+    yd[0] = y->dims[0], yd[1] = y->dims[1] * 16, yd[2] = conv_out[0], yd[3] = conv_out[1];
+    zd[0] = y->dims[0], zd[1] = y->dims[1], zd[2] = conv_out[0], zd[3] = conv_out[1], zd[4] = 16;
     xv = *x, xv.rank = 4, xv.dims = xd;
     yv = *y, yv.rank = 4, yv.dims = yd;
     if ((st = cpu__conv_check(call, &xv, wt, &yv, &sh)) != SES_DRV_OK)
@@ -1040,9 +1058,10 @@ int32_t cpu__nchwc_conv(const cpu__call_t *call) {
         return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
                               "B must have one entry per filter (%" PRId64 "): B is %s", sh.m,
                               cpu__format_dims(b->dims, b->rank, a, sizeof a));
-    if (zp && !cpu__same_shape(zp, y))
-        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT, "Z must have Y's shape %s: Z is %s",
-                              cpu__format_dims(y->dims, y->rank, o, sizeof o),
+    if (zp && (zp->rank != 5 || memcmp(zp->dims, zd, sizeof zd) != 0))
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "Z must have the convolution's shape %s: Z is %s",
+                              cpu__format_dims(zd, 5, o, sizeof o),
                               cpu__format_dims(zp->dims, zp->rank, a, sizeof a));
     if (y->count == 0)
         return SES_DRV_OK;
@@ -1055,8 +1074,10 @@ int32_t cpu__nchwc_conv(const cpu__call_t *call) {
     cpu__conv_state_t launch_state = {0};
     cpu__conv_state_t *state = call->state ? call->state : &launch_state;
     st = cpu__conv_dnnl_run(call, state, &sh, b, zp, &act,
-                            (x_blocked ? CPU__DNNL_X_BLOCKED : 0) | CPU__DNNL_YZ_BLOCKED);
+                            (x_blocked ? CPU__DNNL_X_BLOCKED : 0) | CPU__DNNL_YZ_BLOCKED,
+                            has_pool ? &pool : NULL);
     cpu__dnnl_conv_cache_destroy(launch_state.dnnl);
+    free(launch_state.scratch);
     if (st == SES_DRV_UNIMPLEMENTED)
         return cpu__call_fail(call, st, "oneDNN has no convolution for X %s, W %s, group %" PRId64,
                               cpu__format_dims(x->dims, x->rank, a, sizeof a),

@@ -80,6 +80,21 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_param
     return cpu__dnnl_load(why, why_size);
 }
 
+int32_t cpu__dnnl_conv_slices(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_params_t *p,
+                              const float *w, const float *b, int has_z, int activation,
+                              float alpha, float beta, uint32_t n_slots, uint32_t flags, char *why,
+                              size_t why_size) {
+    (void)cache, (void)p, (void)w, (void)b, (void)has_z, (void)activation, (void)alpha;
+    (void)beta, (void)n_slots, (void)flags;
+    return cpu__dnnl_load(why, why_size);
+}
+
+int32_t cpu__dnnl_conv_slice(cpu__dnnl_conv_cache_t *cache, uint32_t slot, const float *x, float *y,
+                             char *why, size_t why_size) {
+    (void)cache, (void)slot, (void)x, (void)y;
+    return cpu__dnnl_load(why, why_size);
+}
+
 int32_t cpu__dnnl_mm_cache_create(cpu__dnnl_mm_cache_t **out_cache) {
     *out_cache = NULL;
     return SES_DRV_OK;
@@ -152,6 +167,7 @@ typedef struct cpu__dnnl_lib {
     CPU__DNNL_FUNCTIONS(CPU__DNNL_POINTER)
 #undef CPU__DNNL_POINTER
     void (*omp_set_num_threads)(int); /* OpenMP's, from the libgomp oneDNN brought; may be NULL */
+    int (*omp_get_max_threads)(void); /* likewise */
 } cpu__dnnl_lib_t;
 
 static pthread_mutex_t cpu_dnnl_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -237,6 +253,7 @@ int32_t cpu__dnnl_load(char *why, size_t why_size) {
 #undef CPU__DNNL_SYM
         /* dlsym on the handle searches oneDNN's dependencies too: its OpenMP runtime. */
         *(void **)(&l->omp_set_num_threads) = dlsym(l->handle, "omp_set_num_threads");
+        *(void **)(&l->omp_get_max_threads) = dlsym(l->handle, "omp_get_max_threads");
         if (l->dnnl_engine_create(&l->engine, dnnl_cpu, 0) != dnnl_success) {
             snprintf(l->why, sizeof l->why, "oneDNN could not make a CPU engine");
             goto done;
@@ -289,6 +306,14 @@ typedef struct cpu__dnnl_mem {
     const void *at;
 } cpu__dnnl_mem_t;
 
+/* What one thread slot of cpu__dnnl_conv_slices runs with: its own memory objects (a handle is
+ * set per slice), scratchpad and stream, so that slots execute the primitive concurrently. */
+typedef struct cpu__dnnl_slot {
+    cpu__dnnl_mem_t src, dst, scratch;
+    cpu__dnnl_buf_t scratch_buf;
+    dnnl_stream_t stream;
+} cpu__dnnl_slot_t;
+
 struct cpu__dnnl_conv_cache {
     /* What the primitives were built for. */
     int built;
@@ -300,7 +325,7 @@ struct cpu__dnnl_conv_cache {
     /* The convolution and its layouts. */
     dnnl_primitive_t conv;
     dnnl_memory_desc_t src_user, w_user, dst_user, bias_md;
-    dnnl_memory_desc_t src_md, w_md, dst_md;
+    dnnl_memory_desc_t src_md, w_md, dst_md, scratch_md;
     int src_plain, w_plain, dst_plain;
     /* Reorders, NULL where the layout is the plain one. */
     dnnl_primitive_t r_src, r_w, r_dst_in, r_dst_out;
@@ -312,6 +337,9 @@ struct cpu__dnnl_conv_cache {
     const void *w_addr;
     int w_ready;
     dnnl_stream_t stream;
+    /* cpu__dnnl_conv_slices's slots, made for the primitive built (dropped with it). */
+    cpu__dnnl_slot_t *slots;
+    uint32_t n_slots;
 };
 
 int32_t cpu__dnnl_conv_cache_create(cpu__dnnl_conv_cache_t **out_cache) {
@@ -348,10 +376,26 @@ static void cpu__dnnl_stream_free(dnnl_stream_t stream) {
         cpu_dnnl.dnnl_stream_destroy(stream);
 }
 
+/* Frees @p c's slots. */
+static void cpu__dnnl_slots_free(cpu__dnnl_conv_cache_t *c) {
+    for (uint32_t i = 0; i < c->n_slots; i++) {
+        cpu__dnnl_slot_t *t = &c->slots[i];
+        cpu__dnnl_mem_destroy(&t->src);
+        cpu__dnnl_mem_destroy(&t->dst);
+        cpu__dnnl_mem_destroy(&t->scratch);
+        cpu__dnnl_stream_free(t->stream);
+        free(t->scratch_buf.data);
+    }
+    free(c->slots);
+    c->slots = NULL;
+    c->n_slots = 0;
+}
+
 /* Drops what was built for the last parameters; keeps the buffers and the stream. */
 static void cpu__dnnl_unbuild(cpu__dnnl_conv_cache_t *c) {
     if (!cpu_dnnl.loaded)
         return;
+    cpu__dnnl_slots_free(c);
     cpu__dnnl_prim_destroy(&c->conv);
     cpu__dnnl_prim_destroy(&c->r_src);
     cpu__dnnl_prim_destroy(&c->r_w);
@@ -647,8 +691,8 @@ static int32_t cpu__dnnl_build(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_p
     c->src_md = *l->dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     c->w_md = *l->dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     c->dst_md = *l->dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    const dnnl_memory_desc_t scratch_md =
-        *l->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    c->scratch_md = *l->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    const dnnl_memory_desc_t scratch_md = c->scratch_md;
     CPU__DNNL_CHECK(l->dnnl_primitive_create(&c->conv, pd), "creating the convolution");
 
     c->src_plain = l->dnnl_memory_desc_equal(&c->src_md, &c->src_user);
@@ -723,6 +767,30 @@ static dnnl_status_t cpu__dnnl_run(dnnl_primitive_t prim, dnnl_stream_t stream, 
     return cpu_dnnl.dnnl_primitive_execute(prim, stream, 2, args);
 }
 
+/* The weights where the primitive reads them: @p w itself when its layout is oneDNN's, else
+ * reordered into our buffer at every call, or once while they are constant at one address. */
+static int32_t cpu__dnnl_ready_weights(cpu__dnnl_conv_cache_t *c, const float *w, uint32_t flags,
+                                       char *why, size_t why_size) {
+    int32_t st = SES_DRV_OK;
+
+    if (c->w_plain) {
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->w, w), "set_data_handle");
+    } else if (!(flags & CPU__DNNL_W_CONSTANT) || !c->w_ready || c->w_addr != (const void *)w) {
+        c->w_ready = 0;
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->w_u, w), "set_data_handle");
+        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_w, c->stream, c->w_u.m, c->w.m),
+                        "reordering the weights");
+        CPU__DNNL_CHECK(cpu_dnnl.dnnl_stream_wait(c->stream), "stream_wait");
+        c->w_addr = w;
+        c->w_ready = (flags & CPU__DNNL_W_CONSTANT) != 0;
+    }
+    return SES_DRV_OK;
+
+fail:
+    c->w_ready = 0;
+    return st;
+}
+
 int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p, const float *x,
                        const float *w, const float *b, const float *z, float *y, int activation,
                        float alpha, float beta, uint32_t threads, uint32_t flags, char *why,
@@ -774,17 +842,8 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t 
         CPU__DNNL_CHECK(cpu__dnnl_run(c->r_src, c->stream, c->x_u.m, c->src.m),
                         "reordering the source");
     }
-    /* The weights: reordered at every call, unless they are constant and already there. */
-    if (c->w_plain) {
-        CPU__DNNL_CHECK(cpu__dnnl_point(&c->w, w), "set_data_handle");
-    } else if (!(flags & CPU__DNNL_W_CONSTANT) || !c->w_ready || c->w_addr != (const void *)w) {
-        c->w_ready = 0;
-        CPU__DNNL_CHECK(cpu__dnnl_point(&c->w_u, w), "set_data_handle");
-        CPU__DNNL_CHECK(cpu__dnnl_run(c->r_w, c->stream, c->w_u.m, c->w.m),
-                        "reordering the weights");
-        c->w_addr = w;
-        c->w_ready = (flags & CPU__DNNL_W_CONSTANT) != 0;
-    }
+    if ((st = cpu__dnnl_ready_weights(c, w, flags, why, why_size)) != SES_DRV_OK)
+        goto fail;
     /* The destination, holding Z first when there is one (the sum post-op adds it). */
     if (c->dst_plain) {
         CPU__DNNL_CHECK(cpu__dnnl_point(&c->dst, y), "set_data_handle");
@@ -815,6 +874,132 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t 
 fail:
     /* The reordered weights may be half written. */
     c->w_ready = 0;
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * By slices of images, on the caller's threads
+ * ------------------------------------------------------------------------------------------- */
+
+/* The slots' memory objects, scratchpads and streams, for the primitive just built. */
+static int32_t cpu__dnnl_slots_make(cpu__dnnl_conv_cache_t *c, uint32_t n_slots, char *why,
+                                    size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    const size_t scratch_size = l->dnnl_memory_desc_get_size(&c->scratch_md);
+    int32_t st = SES_DRV_OK;
+
+    cpu__dnnl_slots_free(c);
+    c->slots = calloc(n_slots, sizeof *c->slots);
+    if (!c->slots) {
+        snprintf(why, why_size, "out of memory for %" PRIu32 " thread slots", n_slots);
+        return SES_DRV_OUT_OF_MEMORY;
+    }
+    c->n_slots = n_slots;
+    for (uint32_t i = 0; i < n_slots; i++) {
+        cpu__dnnl_slot_t *t = &c->slots[i];
+        if (scratch_size && !cpu__dnnl_grow(&t->scratch_buf, scratch_size)) {
+            snprintf(why, why_size, "out of memory for oneDNN's scratchpads");
+            st = SES_DRV_OUT_OF_MEMORY;
+            goto fail;
+        }
+        CPU__DNNL_CHECK(l->dnnl_memory_create(&t->src.m, &c->src_md, l->engine, DNNL_MEMORY_NONE),
+                        "memory_create");
+        CPU__DNNL_CHECK(l->dnnl_memory_create(&t->dst.m, &c->dst_md, l->engine, DNNL_MEMORY_NONE),
+                        "memory_create");
+        CPU__DNNL_CHECK(
+            l->dnnl_memory_create(&t->scratch.m, &c->scratch_md, l->engine,
+                                  scratch_size ? t->scratch_buf.data : DNNL_MEMORY_NONE),
+            "memory_create");
+        CPU__DNNL_CHECK(l->dnnl_stream_create(&t->stream, l->engine, dnnl_stream_default_flags),
+                        "stream_create");
+    }
+    return SES_DRV_OK;
+
+fail:
+    cpu__dnnl_slots_free(c);
+    return st;
+}
+
+int32_t cpu__dnnl_conv_slices(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
+                              const float *w, const float *b, int has_z, int activation,
+                              float alpha, float beta, uint32_t n_slots, uint32_t flags, char *why,
+                              size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    int32_t st = SES_DRV_OK;
+
+    if (!l->loaded)
+        return cpu__dnnl_load(why, why_size);
+    if (!c || !p || !w || n_slots < 1) {
+        snprintf(why, why_size, "cpu__dnnl_conv_slices: NULL argument or no slot");
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    if (!cpu__dnnl_conv_supported(p)) {
+        snprintf(why, why_size, "oneDNN takes 1 to 3 spatial dims of positive sizes");
+        return SES_DRV_UNIMPLEMENTED;
+    }
+    if (((flags & CPU__DNNL_X_BLOCKED) && p->in_channels % 16 != 0) ||
+        ((flags & CPU__DNNL_YZ_BLOCKED) && p->out_channels % 16 != 0)) {
+        snprintf(why, why_size, "channels blocked by 16 must be a multiple of 16");
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    /* One OpenMP thread while the primitive is made: its kernels then split nothing, and a
+     * slot's execute runs on the thread that calls it (no OpenMP team). The caller's count
+     * is put back after. */
+    const int team = l->omp_get_max_threads ? l->omp_get_max_threads() : 1;
+    if (l->omp_set_num_threads)
+        l->omp_set_num_threads(1);
+    const uint32_t layout = flags & (CPU__DNNL_X_BLOCKED | CPU__DNNL_YZ_BLOCKED);
+    if (!cpu__dnnl_same_params(c, p, activation, alpha, beta, b != NULL, has_z, layout) ||
+        c->threads != 1) {
+        if ((st = cpu__dnnl_build(c, p, activation, alpha, beta, b != NULL, has_z, layout, why,
+                                  why_size)) != SES_DRV_OK)
+            goto out;
+        c->threads = 1;
+    }
+    /* A slice is pointed at where it is: X's and Y's layouts must be the primitive's. */
+    if (!c->src_plain || !c->dst_plain) {
+        snprintf(why, why_size, "oneDNN wants X or Y in another layout than the caller's");
+        st = SES_DRV_UNIMPLEMENTED;
+        goto out;
+    }
+    if (c->n_slots < n_slots &&
+        (st = cpu__dnnl_slots_make(c, n_slots, why, why_size)) != SES_DRV_OK)
+        goto out;
+    if ((st = cpu__dnnl_ready_weights(c, w, flags, why, why_size)) != SES_DRV_OK)
+        goto out;
+    if (b && cpu__dnnl_point(&c->b_u, b) != dnnl_success) {
+        snprintf(why, why_size, "oneDNN: set_data_handle of the bias failed");
+        st = SES_DRV_INTERNAL;
+    }
+out:
+    if (l->omp_set_num_threads)
+        l->omp_set_num_threads(team);
+    return st;
+}
+
+int32_t cpu__dnnl_conv_slice(cpu__dnnl_conv_cache_t *c, uint32_t slot, const float *x, float *y,
+                             char *why, size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    int32_t st = SES_DRV_OK;
+
+    if (!c || !c->built || slot >= c->n_slots || !x || !y) {
+        snprintf(why, why_size, "cpu__dnnl_conv_slice: no slot %" PRIu32 " prepared", slot);
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    cpu__dnnl_slot_t *t = &c->slots[slot];
+    CPU__DNNL_CHECK(cpu__dnnl_point(&t->src, x), "set_data_handle");
+    CPU__DNNL_CHECK(cpu__dnnl_point(&t->dst, y), "set_data_handle");
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, t->src.m},  {DNNL_ARG_WEIGHTS, c->w.m},
+        {DNNL_ARG_DST, t->dst.m},  {DNNL_ARG_SCRATCHPAD, t->scratch.m},
+        {DNNL_ARG_BIAS, c->b_u.m},
+    };
+    CPU__DNNL_CHECK(l->dnnl_primitive_execute(c->conv, t->stream, c->has_b ? 5 : 4, args),
+                    "the convolution");
+    CPU__DNNL_CHECK(l->dnnl_stream_wait(t->stream), "stream_wait");
+    return SES_DRV_OK;
+
+fail:
     return st;
 }
 

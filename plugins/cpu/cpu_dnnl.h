@@ -138,6 +138,29 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_param
                        char *why, size_t why_size);
 
 /**
+ * A convolution run by slices of images on the caller's threads (no OpenMP team): prepare once
+ * per launch on the calling thread, then each thread slot runs slices with
+ * cpu__dnnl_conv_slice, concurrently with the other slots.
+ *
+ * cpu__dnnl_conv_slices builds (or keeps) the primitive for @p p, whose batch is the images of
+ * ONE slice, made for one OpenMP thread, and @p n_slots sets of memory objects, scratchpads
+ * and streams; readies the weights @p w (kept across launches as cpu__dnnl_conv keeps them,
+ * per @p flags) and the bias @p b (may be NULL). @p has_z: the primitive adds what Y holds
+ * (the sum post-op), so the caller copies Z's slice into Y's first. The layouts of X and Y
+ * must be the primitive's own (a slice is read and written where it is): otherwise
+ * SES_DRV_UNIMPLEMENTED, and the caller takes cpu__dnnl_conv. Returns as cpu__dnnl_conv does.
+ * The calling thread's OpenMP count is put back before it returns.
+ *
+ * cpu__dnnl_conv_slice runs slot @p slot (< n_slots) on the slice at @p x (its first image)
+ * into @p y. Two calls on one slot must not overlap; calls on different slots may.
+ */
+int32_t cpu__dnnl_conv_slices(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_params_t *p,
+                              const float *w, const float *b, int has_z, int activation,
+                              float alpha, float beta, uint32_t n_slots, uint32_t flags, char *why,
+                              size_t why_size);
+int32_t cpu__dnnl_conv_slice(cpu__dnnl_conv_cache_t *cache, uint32_t slot, const float *x, float *y,
+                             char *why, size_t why_size);
+/**
  * One matmul Y = act(alpha * op(A) * op(W) + bias + beta * Y_before), all f32 row-major: A is
  * [m, k] ([k, m] when trans_a), W [k, n] ([n, k] when trans_b), bias a row of n added to every
  * row, Y [m, n]. Compared whole (memcmp): zero the struct before filling it.

@@ -198,6 +198,21 @@ static void cpu__nchwc_pool_task(void *ctx, uint64_t begin, uint64_t end) {
     }
 }
 
+void cpu__nchwc_maxpool_rows(const cpu__pool2d_t *g, const float *x, float *y, uint64_t begin,
+                             uint64_t end) {
+    cpu__nchwc_pool_job_t j;
+
+    memset(&j, 0, sizeof j);
+    j.g = *g;
+    j.max = 1;
+#ifdef CPU__NCHWC_AVX512
+    j.avx512 = __builtin_cpu_supports("avx512f");
+#endif
+    j.x = x;
+    j.y = y;
+    cpu__nchwc_pool_task(&j, begin, end);
+}
+
 /* Non-zero when @p t is [N, C/16, H, W, 16]. */
 static int cpu__nchwc_is_blocked(const cpu__tensor_t *t) {
     return t->rank == 5 && t->dims[4] == CPU__NB;

@@ -413,6 +413,171 @@ static void nchwc_conv_matches_fused_conv(void **state) {
         check_conv_case(f, &cases[i]);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * NchwcConv with a fused max pool against NchwcConv, then NchwcMaxPool
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct pooled_case {
+    const char *what;
+    int n, c, h, w, m, k, pad;
+    int x_blocked, bias, z;
+    const char *act;
+    int pk, ps, pb, pe, ceil_mode; /* the pool: square kernel, stride, begin and end pads */
+} pooled_case_t;
+
+/* Runs one case both ways: the convolution then the pool as two kernels, and as one. On two
+ * threads, a batch of two or more goes by slices of images, a batch of one whole; the
+ * values must be the same bit for bit either way. */
+static void check_pooled_case(fixture_t *f, const pooled_case_t *pc) {
+    const int oh = out_size(pc->h, pc->k, 1, 1, pc->pad, pc->pad, 0);
+    const int ow = out_size(pc->w, pc->k, 1, 1, pc->pad, pc->pad, 0);
+    const int ph = out_size(oh, pc->pk, pc->ps, 1, pc->pb, pc->pe, pc->ceil_mode);
+    const int pw = out_size(ow, pc->pk, pc->ps, 1, pc->pb, pc->pe, pc->ceil_mode);
+    const size_t nx = (size_t)pc->n * pc->c * pc->h * pc->w;
+    const size_t nw = (size_t)pc->m * pc->c * pc->k * pc->k;
+    const size_t nc = (size_t)pc->n * pc->m * oh * ow, ny = (size_t)pc->n * pc->m * ph * pw;
+    float *x = random_values(nx), *wt = random_values(nw), *b = random_values((size_t)pc->m);
+    float *z = random_values(nc);
+    float *xb = pc->x_blocked ? to_blocked(x, pc->n, pc->c, pc->h, pc->w) : NULL;
+    float *zb = to_blocked(z, pc->n, pc->m, oh, ow);
+    float *conv = new_floats(nc), *want = new_floats(ny), *got = new_floats(ny);
+    const int64_t p = pc->pad;
+    test_attr_t attrs[16] = {
+        A_INTS("kernel_shape", pc->k, pc->k),
+        A_INTS("strides", 1, 1),
+        A_INTS("dilations", 1, 1),
+        A_INTS("pads", p, p, p, p),
+        A_INT("group", 1),
+        A_INT("has_bias", pc->bias),
+        A_INT("has_z", pc->z),
+        A_STR("activation", pc->act),
+        A_FLOATS("activation_params", 0.1),
+        A_END,
+    };
+    const size_t plain_end = strcmp(pc->act, "LeakyRelu") == 0 ? 9 : 8;
+    attrs[plain_end] = (test_attr_t)A_END;
+    const test_attr_t window[] = {
+        A_INTS("kernel_shape", pc->pk, pc->pk),
+        A_INTS("strides", pc->ps, pc->ps),
+        A_INTS("dilations", 1, 1),
+        A_INTS("pads", pc->pb, pc->pb, pc->pe, pc->pe),
+        A_END,
+    };
+
+    targ_t in[4];
+    uint32_t n_in = 0;
+    in[n_in++] = pc->x_blocked ? tensor(xb, 5, pc->n, pc->c / 16, pc->h, pc->w, 16)
+                               : tensor(x, 4, pc->n, pc->c, pc->h, pc->w);
+    in[n_in++] = tensor(wt, 4, pc->m, pc->c, pc->k, pc->k);
+    if (pc->bias)
+        in[n_in++] = tensor(b, 1, pc->m);
+    if (pc->z)
+        in[n_in++] = tensor(zb, 5, pc->n, pc->m / 16, oh, ow, 16);
+    static const char *const sigs[] = {"", "", "f32,f32->f32", "f32,f32,f32->f32",
+                                       "f32,f32,f32,f32->f32"};
+    const targ_t conv_t = tensor(NULL, 5, pc->n, pc->m / 16, oh, ow, 16);
+    RUN_OK(f, "NchwcConv", sigs[n_in], attrs, n_in, in, conv_t, conv);
+    const targ_t conv_in = tensor(conv, 5, pc->n, pc->m / 16, oh, ow, 16);
+    RUN_OK(f, "NchwcMaxPool", "f32->f32", window, 1, &conv_in,
+           tensor(NULL, 5, pc->n, pc->m / 16, ph, pw, 16), want);
+
+    size_t na = plain_end;
+    attrs[na++] = (test_attr_t)A_INTS("pool_kernel_shape", pc->pk, pc->pk);
+    attrs[na++] = (test_attr_t)A_INTS("pool_strides", pc->ps, pc->ps);
+    attrs[na++] = (test_attr_t)A_INTS("pool_dilations", 1, 1);
+    attrs[na++] = (test_attr_t)A_INTS("pool_pads", pc->pb, pc->pb, pc->pe, pc->pe);
+    attrs[na++] = (test_attr_t)A_INTS("pool_input", oh, ow);
+    attrs[na] = (test_attr_t)A_END;
+    /* Twice: the second launch reuses the node's primitive, slots and scratch. */
+    noderun_t r;
+    node_describe(&r, f, f->device, "NchwcConv", sigs[n_in], attrs, n_in, in,
+                  tensor(NULL, 5, pc->n, pc->m / 16, ph, pw, 16));
+    node_open(&r, 2);
+    for (int round = 0; round < 2; round++) {
+        memset(got, 0, ny * sizeof *got);
+        if (node_compute(&r, got) != SES_DRV_OK)
+            fail_msg("%s: NchwcConv with its pool: %s", pc->what, f->ctx.base.message);
+        expect_same(want, got, ny);
+    }
+    node_close(&r);
+    free(x), free(wt), free(b), free(z), free(xb), free(zb), free(conv), free(want), free(got);
+}
+
+static void nchwc_conv_with_a_fused_pool_matches_conv_then_pool(void **state) {
+    fixture_t *f = *state;
+    static const pooled_case_t cases[] = {
+        {"the bench CNN's first layer: plain X of 1 channel, 2x2 stride 2", 4, 1, 12, 12, 32, 3, 1,
+         0, 1, 0, "Relu", 2, 2, 0, 0, 0},
+        {"its second: blocked X, odd rows (the last dropped)", 4, 32, 7, 7, 64, 3, 1, 1, 1, 0,
+         "Relu", 2, 2, 0, 0, 0},
+        {"a batch of one (the whole convolution, then the pool split)", 1, 16, 9, 9, 16, 3, 1, 1, 1,
+         0, "Relu", 3, 2, 1, 1, 0},
+        {"Z and LeakyRelu, 3x3 stride 2 with ceil_mode", 2, 16, 8, 8, 16, 3, 1, 1, 0, 1,
+         "LeakyRelu", 3, 2, 0, 0, 1},
+        {"an odd batch (slices of one image), 1x1, 2x2 stride 1", 3, 16, 5, 6, 32, 1, 0, 1, 1, 0,
+         "Identity", 2, 1, 0, 0, 0},
+    };
+
+    SKIP_WITHOUT_NCHWC_CONV(f);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_pooled_case(f, &cases[i]);
+}
+
+/* The fused pool's attributes are checked at compute: each named in the message. */
+static void nchwc_conv_checks_its_fused_pool(void **state) {
+    fixture_t *f = *state;
+    const int n = 2, c = 16, h = 6, w = 6, m = 16;
+    float *x = random_values((size_t)n * c * h * w), *wt = random_values((size_t)m * c);
+    float *xb = to_blocked(x, n, c, h, w), *got = new_floats((size_t)n * m * h * w);
+    const targ_t in[2] = {tensor(xb, 5, n, c / 16, h, w, 16), tensor(wt, 4, m, c, 1, 1)};
+    const targ_t y3 = tensor(NULL, 5, n, m / 16, 3, 3, 16);
+#define POOL_NODE(input_h, pk, pads_end)                                                          \
+    {                                                                                             \
+        A_INTS("kernel_shape", 1, 1), A_INTS("strides", 1, 1), A_INTS("dilations", 1, 1),         \
+            A_INTS("pads", 0, 0, 0, 0), A_INT("group", 1), A_INT("has_bias", 0),                  \
+            A_INT("has_z", 0), A_INTS("pool_kernel_shape", pk, pk), A_INTS("pool_strides", 2, 2), \
+            A_INTS("pool_dilations", 1, 1), A_INTS("pool_pads", 0, 0, pads_end, pads_end),        \
+            A_INTS("pool_input", input_h, 6), A_END                                               \
+    }
+    const test_attr_t good[] = POOL_NODE(6, 2, 0);
+    RUN_OK(f, "NchwcConv", "f32,f32->f32", good, 2, in, y3, got);
+    /* pool_input that is not the convolution's output: X has 6 rows. */
+    const test_attr_t bad_input[] = POOL_NODE(7, 2, 0);
+    assert_int_equal(run(f, "NchwcConv", "f32,f32->f32", bad_input, 2, in, y3, got),
+                     SES_DRV_INVALID_ARGUMENT);
+    /* A window that does not give Y's 3 rows: a 4x4 kernel over 6 gives 2. */
+    const test_attr_t bad_window[] = POOL_NODE(6, 4, 0);
+    assert_int_equal(run(f, "NchwcConv", "f32,f32->f32", bad_window, 2, in, y3, got),
+                     SES_DRV_INVALID_ARGUMENT);
+    assert_non_null(strstr(f->ctx.base.message, "spatial dim 0"));
+    /* A negative pad. */
+    const test_attr_t bad_pad[] = POOL_NODE(6, 2, -1);
+    assert_int_equal(run(f, "NchwcConv", "f32,f32->f32", bad_pad, 2, in, y3, got),
+                     SES_DRV_INVALID_ARGUMENT);
+    assert_non_null(strstr(f->ctx.base.message, "out of range"));
+    /* pool_strides of one entry. */
+    const test_attr_t short_strides[] = {
+        A_INTS("kernel_shape", 1, 1),
+        A_INTS("strides", 1, 1),
+        A_INTS("dilations", 1, 1),
+        A_INTS("pads", 0, 0, 0, 0),
+        A_INT("group", 1),
+        A_INT("has_bias", 0),
+        A_INT("has_z", 0),
+        A_INTS("pool_kernel_shape", 2, 2),
+        A_INTS("pool_strides", 2),
+        A_INTS("pool_dilations", 1, 1),
+        A_INTS("pool_pads", 0, 0, 0, 0),
+        A_INTS("pool_input", 6, 6),
+        A_END,
+    };
+    assert_int_equal(run(f, "NchwcConv", "f32,f32->f32", short_strides, 2, in, y3, got),
+                     SES_DRV_INVALID_ARGUMENT);
+    assert_non_null(strstr(f->ctx.base.message, "pool_strides"));
+#undef POOL_NODE
+    free(x), free(wt), free(xb), free(got);
+}
+
 /*
  * DRV-85: with W's constant bit set, the weights reordered at the first run are reused, so new
  * bytes at the same address are not seen (the host never does that to a constant); with the bit
@@ -825,6 +990,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(nchwc_conv_matches_fused_conv, setup, teardown),
         cmocka_unit_test_setup_teardown(nchwc_conv_caches_constant_weights_and_rereads_others,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(nchwc_conv_with_a_fused_pool_matches_conv_then_pool, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nchwc_conv_checks_its_fused_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(nchwc_max_pool_matches_max_pool_bit_for_bit, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(nchwc_max_pool_keeps_nan_as_max_pool_does, setup, teardown),

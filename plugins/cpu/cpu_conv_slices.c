@@ -1,0 +1,268 @@
+/*
+ * NchwcConv by slices of images on the pool's threads, and the max pool fused after it
+ * (issue #20).
+ *
+ * oneDNN runs on OpenMP's team, a second set of threads beside the pool's: between a
+ * convolution and the pool's next kernel, one set sleeps while the other wakes, and on a
+ * 16-core machine the bench CNN (batch 64) did not scale past 1.5 ms where ONNX Runtime took
+ * 0.7. A batch of several images needs no team: each thread of the pool runs the primitive,
+ * made for one OpenMP thread and a slice of a few images, on slices it takes in turn
+ * (cpu__dnnl_conv_slices). So one set of threads runs the whole model.
+ *
+ * A slice is sized for the cache: its convolution output about CPU__SLICE_BYTES, so that the
+ * max pool fused after the convolution (a FusedConv -> MaxPool chain the compiler merged into
+ * one NchwcConv with pool_ attributes, compile/fuse.c) reads it from the core's own cache rather
+ * than memory, and writes only the pooled slice into Y. The pool is NchwcMaxPool's rows
+ * (cpu__nchwc_maxpool_rows), so its values are NchwcMaxPool's bit for bit; the convolution's
+ * are oneDNN's for a batch of that slice, which do not depend on the batch (each image is
+ * computed alone).
+ *
+ * Where slices do not apply (too few images for the threads), the convolution runs whole on
+ * oneDNN's team (cpu__dnnl_conv), and a fused pool then reads a scratch of the whole output,
+ * split over the pool by planes.
+ */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_conv_slices.h"
+
+/* The convolution output of one slice, at most: half the 2 MiB L2 of a core of the machines
+ * measured, where the pool reads it back. */
+#define CPU__SLICE_BYTES (1u << 20)
+
+typedef struct cpu__slices_job {
+    cpu__dnnl_conv_cache_t *cache;
+    const float *x, *z;
+    float *y;
+    int64_t n_slices;
+    size_t x_slice;            /* floats of X per slice */
+    size_t conv_slice;         /* floats of the convolution's output (and Z) per slice */
+    size_t y_slice;            /* floats of Y per slice: conv_slice, or pooled */
+    const cpu__pool2d_t *pool; /* NULL: no pool; the convolution writes Y */
+    int64_t planes;            /* (image, channel block) planes per slice */
+    float *scratch;            /* pooled: one conv_slice per slot */
+    atomic_int_fast64_t next;  /* the next slice to take */
+    atomic_int failed;         /* set by the first slot that fails, which fills st and why */
+    int32_t st;
+    char why[256];
+} cpu__slices_job_t;
+
+/* Items are thread slots: each takes slices until none is left, on its own memory objects. */
+static void cpu__slices_task(void *ctx, uint64_t begin, uint64_t end) {
+    cpu__slices_job_t *j = ctx;
+    char why[256];
+
+    for (uint64_t slot = begin; slot < end; slot++) {
+        float *conv_out = j->pool ? j->scratch + slot * j->conv_slice : NULL;
+        for (;;) {
+            const int64_t s = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+            if (s >= j->n_slices || atomic_load_explicit(&j->failed, memory_order_relaxed))
+                break;
+            float *out = j->pool ? conv_out : j->y + (size_t)s * j->conv_slice;
+            /* The sum post-op adds what the destination holds: Z's slice. */
+            if (j->z && j->z + (size_t)s * j->conv_slice != out)
+                memcpy(out, j->z + (size_t)s * j->conv_slice, j->conv_slice * sizeof(float));
+            const int32_t st = cpu__dnnl_conv_slice(
+                j->cache, (uint32_t)slot, j->x + (size_t)s * j->x_slice, out, why, sizeof why);
+            if (st != SES_DRV_OK) {
+                if (atomic_exchange(&j->failed, 1) == 0) {
+                    j->st = st;
+                    snprintf(j->why, sizeof j->why, "%s", why);
+                }
+                break;
+            }
+            if (j->pool)
+                cpu__nchwc_maxpool_rows(j->pool, out, j->y + (size_t)s * j->y_slice, 0,
+                                        (uint64_t)(j->planes * j->pool->oh));
+        }
+    }
+}
+
+/* Items are output rows of the whole output's planes (the fused pool after a whole
+ * convolution). */
+typedef struct cpu__slices_pool_job {
+    const cpu__pool2d_t *g;
+    const float *x;
+    float *y;
+} cpu__slices_pool_job_t;
+
+static void cpu__slices_pool_task(void *ctx, uint64_t begin, uint64_t end) {
+    const cpu__slices_pool_job_t *j = ctx;
+    cpu__nchwc_maxpool_rows(j->g, j->x, j->y, begin, end);
+}
+
+/* Images per slice: the largest divisor of @p n whose output fits CPU__SLICE_BYTES (at least
+ * 1), leaving at least @p threads slices. */
+static int64_t cpu__slice_images(int64_t n, uint32_t threads, size_t out_image_bytes) {
+    int64_t per = out_image_bytes ? (int64_t)(CPU__SLICE_BYTES / out_image_bytes) : n;
+    if (per > n / (int64_t)threads)
+        per = n / (int64_t)threads;
+    if (per < 1)
+        per = 1;
+    while (n % per != 0)
+        per--;
+    return per;
+}
+
+int32_t cpu__conv_slices_run(const cpu__call_t *call, cpu__dnnl_conv_cache_t *cache,
+                             const cpu__dnnl_conv_params_t *p, int activation, float alpha,
+                             float beta, const float *x, const float *w, const float *b,
+                             const float *z, float *y, const cpu__pool2d_t *pool, uint32_t flags,
+                             unsigned char **buf, size_t *buf_size) {
+    const uint32_t threads = cpu__pool_threads(call->device->pool);
+    size_t in_image = (size_t)p->in_channels, out_image = (size_t)p->out_channels;
+    for (uint32_t i = 0; i < p->spatial; i++) {
+        in_image *= (size_t)p->in[i];
+        out_image *= (size_t)p->out[i];
+    }
+    const size_t pooled_image =
+        pool ? (size_t)p->out_channels * (size_t)pool->oh * (size_t)pool->ow : out_image;
+    char why[256];
+    int32_t st;
+
+    /* Slices: on several threads where each has an image at least; on one, for the pool's
+     * sake only. */
+    const int sliced = threads > 1 ? p->batch >= (int64_t)threads : pool && p->batch >= 2;
+    if (sliced) {
+        const int64_t per = cpu__slice_images(p->batch, threads, out_image * sizeof(float));
+        const int64_t n_slices = p->batch / per;
+        const uint32_t slots = n_slices < (int64_t)threads ? (uint32_t)n_slices : threads;
+        cpu__dnnl_conv_params_t sp = *p;
+        sp.batch = per;
+        st = cpu__dnnl_conv_slices(cache, &sp, w, b, z != NULL, activation, alpha, beta, slots,
+                                   flags, why, sizeof why);
+        if (st == SES_DRV_OK) {
+            const size_t conv_slice = (size_t)per * out_image;
+            if (pool) {
+                const size_t need = (size_t)slots * conv_slice * sizeof(float);
+                if (*buf_size < need) {
+                    void *grown = aligned_alloc(64, (need + 63) & ~(size_t)63);
+                    if (!grown)
+                        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
+                                              "cannot allocate %zu bytes for the fused pool's "
+                                              "slices",
+                                              need);
+                    free(*buf);
+                    *buf = grown;
+                    *buf_size = need;
+                }
+            }
+            cpu__slices_job_t j;
+            memset(&j, 0, sizeof j);
+            j.cache = cache;
+            j.x = x;
+            j.z = z;
+            j.y = y;
+            j.n_slices = n_slices;
+            j.x_slice = (size_t)per * in_image;
+            j.conv_slice = conv_slice;
+            j.y_slice = (size_t)per * pooled_image;
+            j.pool = pool;
+            j.planes = per * (p->out_channels / 16);
+            j.scratch = pool ? (float *)(void *)*buf : NULL;
+            atomic_init(&j.next, 0);
+            atomic_init(&j.failed, 0);
+            /* One item per slot, each far above the pool's threshold: every slot is a chunk. */
+            cpu__parallel(call, slots, UINT64_C(1) << 32, cpu__slices_task, &j);
+            if (atomic_load(&j.failed))
+                return cpu__call_fail(call, j.st, "%s", j.why);
+            return SES_DRV_OK;
+        }
+        if (st != SES_DRV_UNIMPLEMENTED)
+            return cpu__call_fail(call, st, "%s", why);
+    }
+    if (!pool)
+        return SES_DRV_UNIMPLEMENTED;
+
+    /* The whole convolution on oneDNN's team into a scratch, then the pool over the pool's
+     * threads. */
+    const size_t need = (size_t)p->batch * out_image * sizeof(float);
+    if (*buf_size < need) {
+        void *grown = aligned_alloc(64, (need + 63) & ~(size_t)63);
+        if (!grown)
+            return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
+                                  "cannot allocate %zu bytes for the convolution before its pool",
+                                  need);
+        free(*buf);
+        *buf = grown;
+        *buf_size = need;
+    }
+    if (threads > 1)
+        cpu__pool_park(call->device->pool);
+    st = cpu__dnnl_conv(cache, p, x, w, b, z, (float *)(void *)*buf, activation, alpha, beta,
+                        threads, flags, why, sizeof why);
+    if (st == SES_DRV_UNIMPLEMENTED)
+        return st;
+    if (st != SES_DRV_OK)
+        return cpu__call_fail(call, st, "%s", why);
+    cpu__slices_pool_job_t pj = {pool, (const float *)(const void *)*buf, y};
+    const int64_t planes = p->batch * (p->out_channels / 16);
+    cpu__parallel(call, (uint64_t)(planes * pool->oh),
+                  (uint64_t)(pool->ow * pool->kh * pool->kw * 16), cpu__slices_pool_task, &pj);
+    return SES_DRV_OK;
+}
+
+int32_t cpu__conv_slices_window(const cpu__call_t *call, const cpu__tensor_t *y,
+                                int64_t conv_out[2], cpu__pool2d_t *g, int *out_has) {
+    static const char *const names[] = {"pool_input", "pool_kernel_shape", "pool_strides",
+                                        "pool_dilations", "pool_pads"};
+    int64_t v[5][4];
+    uint64_t count = 0;
+    uint32_t n;
+    cpu__win_t w;
+    int32_t st;
+
+    *out_has = 0;
+    conv_out[0] = y->dims[2];
+    conv_out[1] = y->dims[3];
+    if (!call->node->attr || call->node->attr(call->node, "pool_kernel_shape", SES_DRV_ATTR_INTS,
+                                              &count, NULL) != SES_DRV_OK)
+        return SES_DRV_OK;
+    for (int i = 0; i < 5; i++) {
+        const uint32_t want = i == 4 ? 4 : 2;
+        if ((st = cpu__attr_ints(call, names[i], v[i], 4, &n)) != SES_DRV_OK)
+            return st;
+        if (n != want)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "attribute %s has %" PRIu32 " entries, not %" PRIu32
+                                  ": the fused pool is 2-D",
+                                  names[i], n, want);
+    }
+    memset(&w, 0, sizeof w);
+    w.n = 2;
+    for (int d = 0; d < 2; d++) {
+        w.in[d] = v[0][d];
+        w.k[d] = v[1][d];
+        w.s[d] = v[2][d];
+        w.d[d] = v[3][d];
+        w.pb[d] = v[4][d];
+        w.pe[d] = v[4][2 + d];
+        w.out[d] = y->dims[2 + d];
+        if (w.in[d] < 1 || w.k[d] < 1 || w.s[d] < 1 || w.d[d] < 1 || w.pb[d] < 0 || w.pe[d] < 0 ||
+            w.in[d] > INT32_MAX || w.k[d] > INT32_MAX || w.s[d] > INT32_MAX || w.d[d] > INT32_MAX ||
+            w.pb[d] > INT32_MAX || w.pe[d] > INT32_MAX)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "the fused pool's window is out of range along spatial dim %d: "
+                                  "input %" PRId64 ", kernel %" PRId64 ", stride %" PRId64
+                                  ", dilation %" PRId64 ", pads %" PRId64 " and %" PRId64,
+                                  d, w.in[d], w.k[d], w.s[d], w.d[d], w.pb[d], w.pe[d]);
+        /* Y's size along d: the window's count, rounded down or (ceil_mode) up. */
+        const int64_t span = w.in[d] + w.pb[d] + w.pe[d] - ((w.k[d] - 1) * w.d[d] + 1);
+        const int64_t lo = span < 0 ? 0 : span / w.s[d] + 1;
+        const int64_t hi = span < 0 ? 0 : (span + w.s[d] - 1) / w.s[d] + 1;
+        if (span < 0 || w.out[d] < lo || w.out[d] > hi)
+            return cpu__call_fail(
+                call, SES_DRV_INVALID_ARGUMENT,
+                "Y has %" PRId64 " along spatial dim %d; a pool of kernel %" PRId64
+                ", stride %" PRId64 ", dilation %" PRId64 " and pads %" PRId64 " and %" PRId64
+                " over %" PRId64 " gives %" PRId64 " (or %" PRId64 " with ceil_mode)",
+                w.out[d], d, w.k[d], w.s[d], w.d[d], w.pb[d], w.pe[d], w.in[d], lo, hi);
+        conv_out[d] = w.in[d];
+    }
+    cpu__pool2d_init(&w, g);
+    *out_has = 1;
+    return SES_DRV_OK;
+}
