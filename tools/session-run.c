@@ -2,13 +2,17 @@
  * session-run: runs an ONNX model on a device.
  *
  *   session-run MODEL.onnx [--device NAME]... [--input NAME=FILE]... [--output NAME=FILE]...
- *               [--repeat N] [--stats] [--fallback allow|warn|deny] [--quiet]
+ *               [--repeat N] [--stats] [--profile] [--fallback allow|warn|deny] [--quiet]
  *
  * Inputs are .npy files or ONNX TensorProto files (.pb); a model with one input also takes
  * `--input FILE`. Outputs named with --output are written as .npy; the others are summarized
  * (dtype, shape, first values). Prints the placement summary and, with --repeat N, the run
  * times (first run, then min / median / max of the rest); --stats adds the bytes each run of 2 to
- * N copied between host and devices. Exit 0, 1 (an error), 2 (bad usage).
+ * N copied between host and devices. --profile opens the session with the profiler on
+ * (ses_session_options_t.profile) and prints where runs 2 to N spent their time (run 1 alone when
+ * N is 1): per op the steps, ms per run and share of the summed step time, the 10 slowest steps,
+ * and the summed step time against the median run's wall time. Exit 0, 1 (an error), 2 (bad
+ * usage).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +44,10 @@ static int compare_doubles(const void *a, const void *b) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: session-run MODEL.onnx [--device NAME]... [--input NAME=FILE]...\n"
-            "                   [--output NAME=FILE]... [--repeat N] [--stats]\n"
+            "                   [--output NAME=FILE]... [--repeat N] [--stats] [--profile]\n"
             "                   [--fallback allow|warn|deny] [--quiet]\n"
-            "Runs an ONNX model: inputs from .npy or TensorProto .pb files, outputs to .npy.\n");
+            "Runs an ONNX model: inputs from .npy or TensorProto .pb files, outputs to .npy.\n"
+            "--profile: time of each op and the slowest steps over runs 2 to N.\n");
 }
 
 static int ends_with(const char *s, const char *suffix) {
@@ -53,6 +58,84 @@ static int ends_with(const char *s, const char *suffix) {
 static ses_status_t read_input(const char *path, ses_tensor_t **out) {
     return ends_with(path, ".pb") ? ses_onnx_read_tensor_file(path, out)
                                   : ses_npy_read_file(path, out);
+}
+
+/* One op's steps in the profile. */
+typedef struct op_time {
+    const char *op;
+    size_t steps;
+    uint64_t ns;
+} op_time_t;
+
+static int slower_op(const void *a, const void *b) {
+    const op_time_t *x = a, *y = b;
+    return x->ns > y->ns ? -1 : x->ns < y->ns;
+}
+
+static int slower_step(const void *a, const void *b) {
+    const ses_step_time_t *x = a, *y = b;
+    return x->total_ns > y->total_ns ? -1 : x->total_ns < y->total_ns;
+}
+
+/*
+ * Prints the plan's profile of @p runs runs (named @p window): per op type, sorted by time, its
+ * steps, ms per run and share of the summed step time; the 10 slowest steps; the summed step
+ * time against the runs' median and mean wall times (@p median_s, @p mean_s).
+ */
+static int print_profile(ses_plan_t *plan, uint64_t runs, const char *window, double median_s,
+                         double mean_s) {
+    double step_ms;
+    ses_step_time_t *steps = NULL;
+    op_time_t *ops = NULL;
+    size_t n = 0, n_ops = 0;
+    uint64_t total = 0;
+    int status = 1;
+
+    if (ses_plan_profile(plan, NULL, 0, &n) != SES_OK)
+        goto fail;
+    steps = calloc(n + 1, sizeof *steps);
+    ops = calloc(n + 1, sizeof *ops);
+    if (!steps || !ops)
+        goto done;
+    steps[0].struct_size = sizeof *steps;
+    if (ses_plan_profile(plan, steps, n + 1, &n) != SES_OK)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < n_ops && strcmp(ops[k].op, steps[i].op))
+            k++;
+        if (k == n_ops)
+            ops[n_ops++].op = steps[i].op;
+        ops[k].steps++;
+        ops[k].ns += steps[i].total_ns;
+        total += steps[i].total_ns;
+    }
+    qsort(ops, n_ops, sizeof *ops, slower_op);
+    printf("profile of %s (%zu steps), per run:\n", window, n);
+    printf("  %-24s %6s %10s %7s\n", "op", "steps", "ms", "%");
+    for (size_t k = 0; k < n_ops; k++)
+        printf("  %-24s %6zu %10.3f %6.1f%%\n", ops[k].op, ops[k].steps,
+               (double)ops[k].ns / (double)runs * 1e-6,
+               total ? 100.0 * (double)ops[k].ns / (double)total : 0.0);
+    qsort(steps, n, sizeof *steps, slower_step);
+    printf("slowest steps, per run:\n");
+    printf("  %-24s %-32s %-10s %10s\n", "op", "node", "device", "ms");
+    for (size_t i = 0; i < n && i < 10; i++)
+        printf("  %-24s %-32s %-10s %10.3f\n", steps[i].op, steps[i].node, steps[i].device,
+               (double)steps[i].total_ns / (double)runs * 1e-6);
+    /* The step time is a mean: what is outside the steps is taken against the mean run. */
+    step_ms = (double)total / (double)runs * 1e-6;
+    printf("steps: %.3f ms per run; a run: median %.3f ms, mean %.3f ms", step_ms, median_s * 1e3,
+           mean_s * 1e3);
+    printf(" (%.3f ms outside the steps)\n", mean_s * 1e3 - step_ms);
+    status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "session-run: profile: %s\n", ses_last_error());
+done:
+    free(steps);
+    free(ops);
+    return status;
 }
 
 /* Prints dtype, shape and the first values of @p t. */
@@ -81,7 +164,7 @@ int main(int argc, char **argv) {
     named_file_t ins[MAX_IO], outs[MAX_IO];
     size_t n_devices = 0, n_ins = 0, n_outs = 0, n_in, n_out;
     long repeat = 1;
-    int quiet = 0, stats = 0, status = 1;
+    int quiet = 0, stats = 0, profile = 0, status = 1;
     ses_transfer_stats_t after_first, at_end;
     ses_session_options_t so;
     ses_onnx_model_t *model = NULL;
@@ -101,6 +184,9 @@ int main(int argc, char **argv) {
             quiet = 1;
         } else if (!strcmp(a, "--stats")) {
             stats = 1;
+        } else if (!strcmp(a, "--profile")) {
+            profile = 1;
+            so.profile = 1;
         } else if (i + 1 < argc && !strcmp(a, "--device") && n_devices < 16) {
             devices[n_devices++] = argv[++i];
         } else if (i + 1 < argc && (!strcmp(a, "--input") || !strcmp(a, "--output"))) {
@@ -230,15 +316,21 @@ int main(int argc, char **argv) {
         if (r == 0) {
             after_first.struct_size = sizeof after_first;
             ses_plan_transfers(plan, &after_first);
+            /* Run 1 does one-time work (uploads, first-touch of the arenas): not profiled. */
+            if (profile && repeat > 1 && ses_plan_profile_reset(plan) != SES_OK) {
+                fprintf(stderr, "session-run: profile: %s\n", ses_last_error());
+                goto done;
+            }
         }
     }
     at_end.struct_size = sizeof at_end;
     ses_plan_transfers(plan, &at_end);
+    if (repeat > 1)
+        qsort(times + 1, (size_t)repeat - 1, sizeof *times, compare_doubles);
     if (!quiet) {
         printf("%s", ses_plan_placement(plan));
         printf("first run: %.3f ms\n", times[0] * 1e3);
         if (repeat > 1) {
-            qsort(times + 1, (size_t)repeat - 1, sizeof *times, compare_doubles);
             printf("runs 2 to %ld: min %.3f ms, median %.3f ms, max %.3f ms\n", repeat,
                    times[1] * 1e3, times[1 + (repeat - 1) / 2] * 1e3, times[repeat - 1] * 1e3);
         }
@@ -259,6 +351,20 @@ int main(int argc, char **argv) {
                (unsigned long long)((at_end.h2d_copies - (from ? from->h2d_copies : 0)) / runs),
                (unsigned long long)((at_end.d2h_bytes - (from ? from->d2h_bytes : 0)) / runs),
                (unsigned long long)((at_end.d2h_copies - (from ? from->d2h_copies : 0)) / runs));
+    }
+    if (profile) {
+        double mean = 0;
+        char window[64];
+        for (long r = repeat > 1 ? 1 : 0; r < repeat; r++)
+            mean += times[r];
+        mean /= (double)(repeat > 1 ? repeat - 1 : 1);
+        if (repeat > 1)
+            snprintf(window, sizeof window, "runs 2 to %ld", repeat);
+        else
+            snprintf(window, sizeof window, "run 1");
+        if (print_profile(plan, repeat > 1 ? (uint64_t)repeat - 1 : 1, window,
+                          repeat > 1 ? times[1 + (repeat - 1) / 2] : times[0], mean) != 0)
+            goto done;
     }
     status = 0;
     for (size_t i = 0; i < n_out; i++) {

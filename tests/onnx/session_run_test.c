@@ -1,7 +1,7 @@
 /*
  * session-run as a user runs it: the committed MLP and CNN (tests/onnx/models) from .npy inputs
  * to .npy outputs that match NumPy's answers; timings and placement printed; bad usage and
- * missing or unknown inputs named, with exit 2 and 1.
+ * missing or unknown inputs named, with exit 2 and 1; --profile's tables.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,6 +78,25 @@ static void outputs_not_written_are_summarized(void **state) {
     free(r.output);
 }
 
+/* The CNN's steps in the profile: per op, the slowest steps by node, the step time against a run's
+ * (the times themselves are not checked). */
+static void profile_prints_ops_and_slowest_steps(void **state) {
+    run_result_t r = session_run(MODELS "/cnn/model.onnx --input " MODELS
+                                        "/cnn/input_0.npy --repeat 3 --profile --quiet");
+
+    (void)state;
+    if (r.exit_code != 0)
+        fail_msg("exit %d:\n%s", r.exit_code, r.output);
+    assert_non_null(strstr(r.output, "profile of runs 2 to 3 ("));
+    assert_non_null(strstr(r.output, "slowest steps, per run:"));
+    assert_non_null(strstr(r.output, "Gemm"));
+    assert_non_null(strstr(r.output, "cpu:0"));
+    assert_non_null(strstr(r.output, "steps: "));
+    assert_non_null(strstr(r.output, "outside the steps"));
+    assert_null(strstr(r.output, "placement:")); /* --quiet still prints the profile only */
+    free(r.output);
+}
+
 static void mistakes_are_named(void **state) {
     run_result_t r;
 
@@ -112,6 +131,7 @@ int main(void) {
         cmocka_unit_test(an_exported_mlp_matches_numpy),
         cmocka_unit_test(a_small_cnn_matches_numpy),
         cmocka_unit_test(outputs_not_written_are_summarized),
+        cmocka_unit_test(profile_prints_ops_and_slowest_steps),
         cmocka_unit_test(mistakes_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

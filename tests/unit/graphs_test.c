@@ -3,7 +3,8 @@
  * graphs are captured on the first run and replayed after, with the same results as launching
  * every kernel. The fake_graphs driver runs work at once, records it while a stream captures,
  * and replays its records; its Mul is flagged SES_DRV_KERNEL_NO_CAPTURE and its Identity refuses
- * to be recorded. fake_graphs_1_0 is the same code speaking ABI 1.0.
+ * to be recorded. fake_graphs_1_0 is the same code speaking ABI 1.0. A session that profiles
+ * (ses_session_options_t.profile) captures nothing and times each kernel and copy.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -180,6 +181,46 @@ static void a_kernel_that_refuses_recording_makes_its_run_go_one_by_one(void **s
     assert_int_equal(ses_session_graph_launches(f->s), 0);
 }
 
+/* With the profiler on (ses_session_options_t.profile) nothing is captured: every kernel runs,
+ * and is waited for, as a step of its own, and each step is timed, the copies included. */
+static void a_profiled_session_runs_a_graph_device_step_by_step(void **state) {
+    fixture_t *f = *state;
+    const char *device = "fake_graphs:0";
+    ses_session_options_t so;
+    ses_step_time_t t[16];
+    size_t count = 0, kernels = 0, copies = 0;
+
+    add_inputs(f);
+    f->y = chain(f, "Add", chain(f, "Relu", chain(f, "Add", f->x)));
+    ses_session_options_init(&so);
+    so.registry = f->reg;
+    so.fallback = SES_FALLBACK_DENY;
+    so.profile = 1;
+    assert_int_equal(ses_session_open(f->g, &device, 1, &so, &f->s), SES_OK);
+    assert_int_equal(ses_session_compile(f->s, &f->y, 1, &f->x, 1, NULL, 0, &f->plan), SES_OK);
+    run_and_check(f, 0, add_relu_add);
+    run_and_check(f, 10, add_relu_add);
+    run_and_check(f, -100, add_relu_add);
+    assert_int_equal(ses_session_graph_captures(f->s), 0);
+    assert_int_equal(ses_session_graph_launches(f->s), 0);
+    assert_int_equal(ses_session_kernel_calls(f->s), 9);
+    memset(t, 0, sizeof t);
+    t[0].struct_size = sizeof t[0];
+    assert_int_equal(ses_plan_profile(f->plan, t, 16, &count), SES_OK);
+    for (size_t i = 0; i < count; i++) {
+        assert_int_equal(t[i].calls, 3);
+        assert_true(t[i].total_ns > 0);
+        if (!strcmp(t[i].op, "Copy")) {
+            copies++;
+            continue;
+        }
+        assert_string_equal(t[i].device, "fake_graphs:0");
+        kernels++;
+    }
+    assert_int_equal(kernels, 3);
+    assert_true(copies >= 1); /* x comes from the host; y may be read from host memory */
+}
+
 static void an_abi_1_0_driver_is_never_asked_for_graphs(void **state) {
     fixture_t *f = *state;
     const ses_driver_t *d = NULL;
@@ -277,6 +318,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(a_kernel_that_refuses_recording_makes_its_run_go_one_by_one,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(a_profiled_session_runs_a_graph_device_step_by_step, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(an_abi_1_0_driver_is_never_asked_for_graphs, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_new_shape_recompiles_and_captures_again, setup,

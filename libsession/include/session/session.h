@@ -73,6 +73,13 @@ typedef struct ses_session_options {
      * this option, from the fed values if need be). The environment variable SESSION_FOLD=0 (or
      * off) forces 0. */
     uint32_t fold;
+    /* 0 (default): no profiling. 1: every step of a plan run (kernel, copy, host step) is timed
+     * on the calling thread and the times are summed per step (ses_plan_profile). A kernel
+     * launched on a stream is waited for right after its launch, so that its time is the
+     * kernel's, and captured graphs are not used: runs go step by step, slower than unprofiled
+     * ones. The environment variable SESSION_PROFILE=1 (or on) forces 1, =0 (or off) forces 0.
+     * A struct_size that ends before this field: 0. */
+    uint32_t profile;
 } ses_session_options_t;
 
 /** Fills @p options with the defaults. */
@@ -217,6 +224,40 @@ SES_API ses_status_t ses_plan_transfers(ses_plan_t *plan, ses_transfer_stats_t *
 
 /** The same for every plan and eval of @p s, since it opened. Thread-safe. */
 SES_API ses_status_t ses_session_transfers(ses_session_t *s, ses_transfer_stats_t *out_stats);
+
+/** The time one step of a plan took in the runs profiled so far (ses_plan_profile). */
+typedef struct ses_step_time {
+    uint32_t struct_size; /* sizeof(ses_step_time_t): set it in out[0] before the call */
+    const char *op;       /* what ran: the kernel's op as the driver names it ("NchwcConv",
+                             "FusedGemm"), "Copy" for a copy between devices, or the op type of a
+                             step the runtime runs itself ("Save") */
+    const char *node;     /* the graph node's name (a fused step: the node errors name it by) */
+    const char *device;   /* where it ran: "cpu:0" */
+    uint64_t calls;       /* runs that executed it */
+    uint64_t total_ns;    /* its time summed over those runs (CLOCK_MONOTONIC, calling thread) */
+} ses_step_time_t;
+
+/**
+ * The time of each step of @p plan summed over its runs since it was compiled or
+ * ses_plan_profile_reset, in plan step order (steps that run nothing are left out), for a
+ * session opened with ses_session_options_t.profile = 1. @p out[0].struct_size must be set;
+ * every entry filled gets it. @p out may be NULL with @p capacity 0: only *@p out_count is set
+ * (the sizing call). When @p capacity is smaller than the count, nothing is filled, *@p
+ * out_count is the count needed and the call fails with SES_INVALID_ARGUMENT. The strings are
+ * owned by the plan, valid until it is destroyed or recompiled (new feed shapes), and a
+ * recompile starts the sums again. A plan not compiled yet has no steps (count 0).
+ * SES_FAILED_PRECONDITION when the session does not profile; SES_INVALID_ARGUMENT for a NULL
+ * @p plan or @p out_count, or a struct_size smaller than this version's.
+ * Thread-safety: waits for a run of the plan in flight.
+ */
+SES_API ses_status_t ses_plan_profile(ses_plan_t *plan, ses_step_time_t *out, size_t capacity,
+                                      size_t *out_count);
+
+/**
+ * Sets every step's calls and time of @p plan to 0 (after a first run that included one-time
+ * work, say). The same errors and thread-safety as ses_plan_profile.
+ */
+SES_API ses_status_t ses_plan_profile_reset(ses_plan_t *plan);
 
 /**
  * The session's root scope: its variables. Owned by the session; the pointer stays valid until

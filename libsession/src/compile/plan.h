@@ -114,6 +114,10 @@ typedef struct ses__step {
     void *scratch;
     size_t scratch_bytes;
     /* Copy steps: args[0] is the source slot, args[1] the destination. */
+    /* Profiling (ses_session_options_t.profile): runs that executed the step and their summed
+     * time; guarded by the plan's lock. */
+    uint64_t profile_calls;
+    uint64_t profile_ns;
 } ses__step_t;
 
 /*

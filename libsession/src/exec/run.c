@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../compile/plan.h"
 #include "../error.h"
@@ -308,31 +309,68 @@ static ses_status_t run_segment(ses_session_t *s, ses__compiled_t *c, ses__segme
     return SES_OK;
 }
 
+/* Runs step @p i by itself: a host step, a copy, or a kernel outside a captured graph. */
+static ses_status_t run_step(ses_session_t *s, ses__compiled_t *c, size_t i) {
+    ses__step_t *step = &c->steps[i];
+    ses_status_t st;
+
+    if (step->kind == SES__STEP_HOST) {
+        /* The runtime reads and writes values itself: every device must be done. */
+        st = wait_all(s, c);
+        return st == SES_OK ? ses__host_op_run(s, c, step) : st;
+    }
+    if (step->kind == SES__STEP_COPY) {
+        /* Copies complete on return and may reuse memory a queued kernel still reads. */
+        st = wait_all(s, c);
+        return st == SES_OK
+                   ? ses__copy_slot(s, c, &c->slots[step->args[0]], &c->slots[step->args[1]])
+                   : st;
+    }
+    return run_kernel(s, c, i);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Runs step @p i and adds its time to the step (ses_session_options_t.profile). A kernel given a
+ * stream is waited for before the clock stops, so that the time is the kernel's, not its launch's.
+ */
+static ses_status_t run_step_timed(ses_session_t *s, ses__compiled_t *c, size_t i) {
+    ses__step_t *step = &c->steps[i];
+    uint64_t start = now_ns();
+    ses_status_t st = run_step(s, c, i);
+
+    if (st == SES_OK && step->kind == SES__STEP_KERNEL && step->launch.stream)
+        st = wait_device(s, c, step->device);
+    if (st == SES_OK) {
+        step->profile_ns += now_ns() - start;
+        step->profile_calls++;
+    }
+    return st;
+}
+
 static ses_status_t run_steps(ses_plan_t *plan) {
     ses_session_t *s = plan->session;
     ses__compiled_t *c = plan->compiled;
+    const int profile = s->options.profile != 0;
     ses_status_t st = SES_OK;
 
     for (size_t i = 0; i < c->n_steps && st == SES_OK; i++) {
         ses__step_t *step = &c->steps[i];
 
-        if (step->kind == SES__STEP_HOST) {
-            /* The runtime reads and writes values itself: every device must be done. */
-            st = wait_all(s, c);
-            if (st == SES_OK)
-                st = ses__host_op_run(s, c, step);
-        } else if (step->kind == SES__STEP_COPY) {
-            /* Copies complete on return and may reuse memory a queued kernel still reads. */
-            st = wait_all(s, c);
-            if (st == SES_OK)
-                st = ses__copy_slot(s, c, &c->slots[step->args[0]], &c->slots[step->args[1]]);
-        } else if (step->kind == SES__STEP_NONE) {
+        if (step->kind == SES__STEP_NONE)
             continue; /* its output is already its inputs' bytes */
-        } else if (step->segment && step->segment->first == i) {
+        if (profile)
+            st = run_step_timed(s, c, i); /* step by step: a graph's kernels cannot be timed */
+        else if (step->segment && step->segment->first == i) {
             st = run_segment(s, c, step->segment);
             i = step->segment->end - 1;
         } else {
-            st = run_kernel(s, c, i);
+            st = run_step(s, c, i);
         }
     }
     /* Even after a failure nothing of this run may still be in flight when it returns; the

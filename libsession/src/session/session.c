@@ -67,6 +67,9 @@ static ses_status_t check_options(const ses_session_t *s) {
     if (o->graphs > 1)
         return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: graphs is %u; use 1 or 0",
                          o->graphs);
+    if (o->profile > 1)
+        return ses__fail(SES_INVALID_ARGUMENT, "ses_session_open: profile is %u; use 1 or 0",
+                         o->profile);
     if (o->n_driver_options && !o->driver_options)
         return ses__fail(SES_INVALID_ARGUMENT,
                          "ses_session_open: driver_options is NULL with %zu entries",
@@ -212,6 +215,7 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
         const char *layout = getenv("SESSION_LAYOUT");
         const char *in_place = getenv("SESSION_IN_PLACE");
         const char *fold = getenv("SESSION_FOLD");
+        const char *profile = getenv("SESSION_PROFILE");
         if (fusion && (!strcmp(fusion, "0") || !strcmp(fusion, "off")))
             s->options.fusion = 0;
         if (layout && (!strcmp(layout, "0") || !strcmp(layout, "off")))
@@ -220,6 +224,12 @@ ses_status_t ses_session_open(ses_graph_t *graph, const char *const *devices, si
             s->options.in_place = 0;
         if (fold && (!strcmp(fold, "0") || !strcmp(fold, "off")))
             s->options.fold = 0;
+        /* SESSION_PROFILE works both ways: a program that does not expose the option can be
+         * profiled, and one that does can be timed without the profiler's waits. */
+        if (profile && (!strcmp(profile, "0") || !strcmp(profile, "off")))
+            s->options.profile = 0;
+        if (profile && (!strcmp(profile, "1") || !strcmp(profile, "on")))
+            s->options.profile = 1;
     }
     if ((st = check_options(s)) != SES_OK || (st = copy_driver_options(s)) != SES_OK) {
         free_driver_options(s);
