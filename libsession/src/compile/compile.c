@@ -1384,13 +1384,14 @@ fused:
 }
 
 /* The plan takes the nodes of every chain it tried: the fused ones' steps run them, and a
- * rejected FusedConv's empty B may already have a slot (a constant's slot reads its node). */
+ * rejected FusedConv's empty B may already have a slot (a constant's slot reads its node). A
+ * pooled node is not taken: a step runs its NchwcConv variant, a node of its own. */
 static ses_status_t adopt_fused_nodes(builder_t *b) {
     ses__compiled_t *c = b->c;
 
     if (!b->fusions.count)
         return SES_OK;
-    c->fused_nodes = ses__calloc(SES__FUSION_IDS * b->fusions.count, sizeof *c->fused_nodes);
+    c->fused_nodes = ses__calloc(2 * b->fusions.count, sizeof *c->fused_nodes);
     if (!c->fused_nodes)
         return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
     for (size_t i = 0; i < b->fusions.count; i++) {
@@ -1415,6 +1416,15 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     b->pruned = pruned;
     if ((st = mark_needed(b, pruned)) != SES_OK)
         return st;
+    /* A pool whose value inference needs is folded on its own: the chain before it may fuse. */
+    for (size_t i = 0; i < b->fusions.count; i++) {
+        ses__fusion_t *f = &b->fusions.items[i];
+        if (f->pooled && is_needed(b, f->members[f->n_members - 1])) {
+            ses__node_free(f->pooled);
+            f->pooled = NULL;
+            f->n_members--;
+        }
+    }
     for (size_t i = 0; i < pruned->n_nodes; i++) {
         const ses_node_t *n = pruned->nodes[i];
         ses__fusion_t *f;
