@@ -442,8 +442,13 @@ static int32_t cpu__nchwc_conv_supports(ses_drv_device_t *device, const ses_drv_
     const ses_drv_tensor_desc_t *w = cpu__nchwc_desc(node->inputs, 1);
     const ses_drv_tensor_desc_t *y = cpu__nchwc_desc(node->outputs, 0);
     char a[96], b[96];
+    uint64_t count = 0;
     int32_t st;
 
+    /* The host's fusion of a trailing MaxPool (pool_ attributes): refused until its kernel is
+     * written, so that the chain runs without the pool and the MaxPool on its own. */
+    if (node->attr(node, "pool_kernel_shape", SES_DRV_ATTR_INTS, &count, NULL) == SES_DRV_OK)
+        return cpu__nchwc_refuse(device, node, "the fused max pool is not implemented");
     if ((st = cpu__fused_supports(device, node)) != SES_DRV_OK)
         return st;
     if (w->rank != 4)

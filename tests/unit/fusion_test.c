@@ -4,6 +4,12 @@
  * with the values of the unfused plan; chains whose intermediate has another reader or is
  * fetched stay as they are; a device without the fused kernels keeps the user's nodes. Also the
  * fused ops built by hand, as ONNX Runtime's contrib ops, and their attribute errors.
+ *
+ * A trailing MaxPool (Conv -> [Add ->] act -> MaxPool) joins the chain as a pooled node, only
+ * ever compiled as NchwcConv with pool_ attributes: the candidates are checked through the
+ * internal archive (ses__fuse_find), the plan's values and placement with the CPU driver
+ * refusing the fused pool for now (the chain without it runs, then the MaxPool), and the
+ * inference of NchwcConv with pool_ attributes, which a user may also write.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +25,9 @@
 #include <session/registry.h>
 #include <session/session.h>
 #include <session/train.h>
+
+#include "compile/plan.h"
+#include "ops/op_schema.h"
 
 /* The CPU driver and, where the build has it, the OpenCL driver (OPENCL_MANIFEST). */
 static ses_registry_t *registry;
@@ -686,6 +695,477 @@ static void fused_conv_refuses_a_z_or_b_that_does_not_fit(void **state) {
     }
 }
 
+/* ---- a trailing MaxPool ------------------------------------------------------------------- */
+
+/* MaxPool attributes of one case: kernel_shape [k, k], strides [s, s], pads all p (when
+ * non-zero), ceil_mode c (when non-zero). */
+typedef struct pool_case {
+    int64_t k, s, p, c;
+} pool_case_t;
+
+static size_t pool_attrs(const pool_case_t *pc, int64_t *kernel, int64_t *strides, int64_t *pads,
+                         ses_attr_t *out) {
+    size_t n = 0;
+    kernel[0] = kernel[1] = pc->k;
+    strides[0] = strides[1] = pc->s;
+    pads[0] = pads[1] = pads[2] = pads[3] = pc->p;
+    out[n++] = ses_attr_ints("kernel_shape", kernel, 2);
+    out[n++] = ses_attr_ints("strides", strides, 2);
+    if (pc->p)
+        out[n++] = ses_attr_ints("pads", pads, 4);
+    if (pc->c)
+        out[n++] = ses_attr_int("ceil_mode", pc->c);
+    return n;
+}
+
+/* x [n, 3, 9, 9] -> Conv "conv1" (W [16, 3, 3, 3], B, pads 1) -> Relu "relu1" -> MaxPool
+ * "pool1" of @p pc, with 1 or 2 (Indices) outputs; the graph's nodes in @p nodes. */
+static ses_graph_t *conv_relu_pool(int64_t n, const pool_case_t *pc, size_t pool_outputs,
+                                   ses_edge_t *x, ses_node_t **nodes, ses_edge_t *out_relu) {
+    const int64_t xd[4] = {n, 3, 9, 9}, wd[4] = {16, 3, 3, 3}, bd[1] = {16};
+    const int64_t conv_pads[4] = {1, 1, 1, 1};
+    int64_t kernel[2], strides[2], pads[4];
+    ses_attr_t conv_attr = ses_attr_ints("pads", conv_pads, 4), attrs[4];
+    const size_t n_attrs = pool_attrs(pc, kernel, strides, pads, attrs);
+    ses_graph_t *g = NULL;
+    ses_edge_t in[3], y, pooled[2];
+
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd, x), SES_OK);
+    in[0] = *x;
+    in[1] = constant(g, "w", random_tensor(SES_F32, 4, wd));
+    in[2] = constant(g, "b", random_tensor(SES_F32, 1, bd));
+    y = op(g, "Conv", "conv1", in, 3, &conv_attr, 1);
+    nodes[0] = y.node;
+    y = op(g, "Relu", "relu1", &y, 1, NULL, 0);
+    nodes[1] = y.node;
+    if (out_relu)
+        *out_relu = y;
+    if (pool_outputs == 1) {
+        pooled[0] = op(g, "MaxPool", "pool1", &y, 1, attrs, n_attrs);
+    } else {
+        ses_node_t *pool = NULL;
+        if (ses_graph_add_node(g, "MaxPool", "pool1", &y, 1, attrs, n_attrs, 2, &pool) != SES_OK)
+            fail_msg("MaxPool with Indices: %s", ses_last_error());
+        pooled[0] = ses_node_output(pool, 0);
+    }
+    nodes[2] = pooled[0].node;
+    return g;
+}
+
+/* A compiled and run plan's numbers: steps, the placement text (copied), kernel calls. */
+typedef struct cnn_run {
+    ses_tensor_t *values[2];
+    size_t steps;
+    char placement[1024];
+    uint64_t kernel_calls;
+    const char *devices[3];
+} cnn_run_t;
+
+/* Runs @p fetches of @p g on the CPU with fusion and layout as given, feeding @p x. */
+static void run_cnn(ses_graph_t *g, uint32_t fusion, uint32_t layout, const ses_edge_t *fetches,
+                    size_t n_fetches, ses_edge_t x, ses_tensor_t *feed, ses_node_t *const *nodes,
+                    cnn_run_t *out) {
+    ses_session_options_t so;
+    ses_session_t *s = NULL;
+    ses_plan_t *plan = NULL;
+
+    memset(out, 0, sizeof *out);
+    ses_session_options_init(&so);
+    so.fusion = fusion;
+    so.layout = layout;
+    so.fallback = SES_FALLBACK_DENY;
+    so.registry = registry;
+    assert_int_equal(ses_session_open(g, NULL, 0, &so, &s), SES_OK);
+    if (ses_session_compile(s, fetches, n_fetches, &x, 1, NULL, 0, &plan) != SES_OK ||
+        ses_plan_run(plan, &feed, 1, out->values) != SES_OK)
+        fail_msg("fusion %u, layout %u: %s", fusion, layout, ses_last_error());
+    out->steps = ses_plan_step_count(plan);
+    snprintf(out->placement, sizeof out->placement, "%s", ses_plan_placement(plan));
+    out->kernel_calls = ses_session_kernel_calls(s);
+    for (size_t i = 0; i < 3; i++) {
+        const char *d = ses_plan_node_device(plan, nodes[i]);
+        out->devices[i] = d && !strcmp(d, "cpu:0") ? "cpu:0" : d ? "other" : NULL;
+    }
+    ses_plan_destroy(plan);
+    ses_session_destroy(s);
+}
+
+static void cnn_run_clear(cnn_run_t *r) {
+    for (size_t i = 0; i < 2; i++)
+        ses_tensor_release(r->values[i]);
+}
+
+/*
+ * Conv -> Relu -> MaxPool at batch 2 and 1, the bench's 2x2 pool, ceil_mode, pads: the CPU
+ * driver refuses the pooled NchwcConv for now, so the chain without the pool fuses (FusedConv,
+ * or NchwcConv with the layout) and the MaxPool runs after it, with the values of the plan
+ * without fusion, every node of the three placed on the CPU.
+ */
+static void conv_relu_maxpool_falls_back_to_the_chain_without_the_pool(void **state) {
+    static const pool_case_t cases[] = {{2, 2, 0, 0}, {2, 2, 0, 1}, {3, 2, 1, 1}, {3, 1, 1, 0}};
+
+    (void)state;
+    for (int64_t n = 2; n >= 1; n--)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const int64_t xd[4] = {n, 3, 9, 9};
+            ses_node_t *nodes[3];
+            ses_edge_t x, y;
+            ses_graph_t *g = conv_relu_pool(n, &cases[c], 1, &x, nodes, NULL);
+            ses_tensor_t *feed = random_tensor(SES_F32, 4, xd);
+            cnn_run_t plain, fused, plain_blocked, fused_blocked;
+            char what[128];
+
+            y = (ses_edge_t){nodes[2], 0};
+            snprintf(what, sizeof what, "batch %lld, pool k%lld s%lld p%lld ceil_mode %lld",
+                     (long long)n, (long long)cases[c].k, (long long)cases[c].s,
+                     (long long)cases[c].p, (long long)cases[c].c);
+            run_cnn(g, 0, 0, &y, 1, x, feed, nodes, &plain);
+            run_cnn(g, 1, 0, &y, 1, x, feed, nodes, &fused);
+            run_cnn(g, 0, 1, &y, 1, x, feed, nodes, &plain_blocked);
+            run_cnn(g, 1, 1, &y, 1, x, feed, nodes, &fused_blocked);
+            assert_close(fused.values[0], plain.values[0], what);
+            assert_close(fused_blocked.values[0], plain_blocked.values[0], what);
+            /* FusedConv then MaxPool: one step fewer than Conv, Relu, MaxPool. */
+            if (fused.steps != 2 || plain.steps != 3 || fused.kernel_calls != 2 ||
+                plain.kernel_calls != 3)
+                fail_msg("%s: %zu steps and %llu kernel calls fused, %zu and %llu unfused", what,
+                         fused.steps, (unsigned long long)fused.kernel_calls, plain.steps,
+                         (unsigned long long)plain.kernel_calls);
+            /* With the layout, a reorder back to NCHW adds a node where NchwcConv runs. */
+            for (size_t i = 0; i < 2; i++) {
+                const cnn_run_t *r = i ? &fused_blocked : &fused;
+                if ((!i && !strstr(r->placement, "placement: cpu:0 3 nodes\n")) ||
+                    !strstr(r->placement, "  fused: 1 chain into FusedConv or FusedGemm\n"))
+                    fail_msg("%s, layout %zu: the placement says\n%s", what, i, r->placement);
+                for (size_t m = 0; m < 3; m++)
+                    assert_string_equal(r->devices[m], "cpu:0");
+            }
+            assert_null(strstr(plain.placement, "fused"));
+            cnn_run_clear(&plain);
+            cnn_run_clear(&fused);
+            cnn_run_clear(&plain_blocked);
+            cnn_run_clear(&fused_blocked);
+            ses_tensor_release(feed);
+            ses_graph_release(g);
+        }
+}
+
+/* The fusion candidates of @p g for @p fetches, @p x fed (through the internal archive). */
+static void find_fusions(ses_graph_t *g, const ses_edge_t *fetches, size_t n_fetches, ses_edge_t x,
+                         ses__pruned_t *pruned, ses__fusions_t *out) {
+    ses_plan_t plan;
+
+    memset(&plan, 0, sizeof plan);
+    plan.fetches = (ses_edge_t *)fetches;
+    plan.n_fetches = n_fetches;
+    plan.fed = &x;
+    plan.n_fed = 1;
+    if (ses__prune(g, fetches, n_fetches, &x, 1, NULL, 0, pruned) != SES_OK)
+        fail_msg("%s", ses_last_error());
+    assert_int_equal(ses__fuse_find(&plan, pruned, 100000, out), SES_OK);
+}
+
+static void assert_attr_ints(const ses__attrs_t *a, const char *name, const int64_t *want,
+                             size_t n) {
+    const int64_t *v;
+    size_t count;
+
+    if (ses__attrs_get_ints(a, name, &v, &count) != 1)
+        fail_msg("attribute %s is missing", name);
+    assert_int_equal(count, n);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(v[i], want[i]);
+}
+
+/* Conv -> Relu -> MaxPool: one candidate of three members, whose fused node keeps FusedConv's
+ * attributes without the pool's and whose pooled node adds those the MaxPool has, prefixed. */
+static void a_trailing_maxpool_joins_the_chain_with_its_attributes_prefixed(void **state) {
+    static const pool_case_t pc = {3, 2, 1, 1};
+    const int64_t kernel[2] = {3, 3}, strides[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
+    ses_node_t *nodes[3];
+    ses_edge_t x, y;
+    ses_graph_t *g = conv_relu_pool(2, &pc, 1, &x, nodes, NULL);
+    ses__pruned_t pruned;
+    ses__fusions_t f;
+    const char *act;
+    int64_t ceil_mode = 0;
+
+    (void)state;
+    y = (ses_edge_t){nodes[2], 0};
+    find_fusions(g, &y, 1, x, &pruned, &f);
+    assert_int_equal(f.count, 1);
+    assert_int_equal(f.items[0].n_members, 3);
+    assert_ptr_equal(f.items[0].members[0], nodes[0]);
+    assert_ptr_equal(f.items[0].members[1], nodes[1]);
+    assert_ptr_equal(f.items[0].members[2], nodes[2]);
+    assert_string_equal(f.items[0].node->op, "FusedConv");
+    assert_string_equal(f.items[0].node->name, "conv1+relu1");
+    assert_null(ses__attrs_find(&f.items[0].node->attrs, "pool_kernel_shape"));
+    assert_non_null(f.items[0].pooled);
+    assert_string_equal(f.items[0].pooled->op, "FusedConv");
+    assert_string_equal(f.items[0].pooled->name, "conv1+relu1+pool1");
+    assert_int_equal(f.items[0].pooled->n_inputs, 3);
+    assert_ptr_equal(f.items[0].pooled->inputs[0].node, x.node);
+    assert_int_equal(ses__attrs_get_string(&f.items[0].pooled->attrs, "activation", &act), 1);
+    assert_string_equal(act, "Relu");
+    assert_attr_ints(&f.items[0].pooled->attrs, "pads", pads, 4); /* the conv's */
+    assert_attr_ints(&f.items[0].pooled->attrs, "pool_kernel_shape", kernel, 2);
+    assert_attr_ints(&f.items[0].pooled->attrs, "pool_strides", strides, 2);
+    assert_attr_ints(&f.items[0].pooled->attrs, "pool_pads", pads, 4);
+    assert_int_equal(ses__attrs_get_int(&f.items[0].pooled->attrs, "pool_ceil_mode", &ceil_mode),
+                     1);
+    assert_int_equal(ceil_mode, 1);
+    /* Only those the MaxPool has. */
+    assert_null(ses__attrs_find(&f.items[0].pooled->attrs, "pool_dilations"));
+    assert_null(ses__attrs_find(&f.items[0].pooled->attrs, "pool_auto_pad"));
+    assert_null(ses__attrs_find(&f.items[0].pooled->attrs, "pool_storage_order"));
+    ses__fusions_clear(&f);
+    ses__pruned_clear(&pruned);
+    ses_graph_release(g);
+}
+
+/* Conv -> Add -> Relu -> MaxPool: the pool follows the three-member chain. */
+static void a_maxpool_after_conv_add_relu_joins_too(void **state) {
+    const int64_t xd[4] = {1, 16, 6, 6}, wd[4] = {16, 16, 3, 3}, pads[4] = {1, 1, 1, 1};
+    const int64_t kernel[2] = {2, 2};
+    ses_attr_t conv_attr = ses_attr_ints("pads", pads, 4),
+               pool_attr = ses_attr_ints("kernel_shape", kernel, 2);
+    ses_graph_t *g = NULL;
+    ses_edge_t x, in[2], y;
+    ses__pruned_t pruned;
+    ses__fusions_t f;
+
+    (void)state;
+    assert_int_equal(ses_graph_create(&g), SES_OK);
+    assert_int_equal(ses_graph_placeholder(g, "x", SES_F32, 4, xd, &x), SES_OK);
+    in[0] = x;
+    in[1] = constant(g, "w", random_tensor(SES_F32, 4, wd));
+    in[0] = op(g, "Conv", "conv", in, 2, &conv_attr, 1);
+    in[1] = x;
+    y = op(g, "Add", "add", in, 2, NULL, 0);
+    y = op(g, "Relu", "relu", &y, 1, NULL, 0);
+    y = op(g, "MaxPool", "pool", &y, 1, &pool_attr, 1);
+    find_fusions(g, &y, 1, x, &pruned, &f);
+    assert_int_equal(f.count, 1);
+    assert_int_equal(f.items[0].n_members, 4);
+    assert_string_equal(f.items[0].node->name, "conv+add+relu");
+    assert_string_equal(f.items[0].pooled->name, "conv+add+relu+pool");
+    assert_int_equal(f.items[0].pooled->n_inputs, 4);
+    ses__fusions_clear(&f);
+    ses__pruned_clear(&pruned);
+    ses_graph_release(g);
+}
+
+/*
+ * A MaxPool with Indices, or whose input (the activation's output) is fetched too, is never in
+ * a chain: Conv -> Relu still is, alone. Their plans give the unfused values, the fetched Relu
+ * included.
+ */
+static void a_maxpool_with_indices_or_a_fetched_input_stays_out_of_the_chain(void **state) {
+    static const pool_case_t pc = {2, 2, 0, 0};
+
+    (void)state;
+    for (int variant = 0; variant < 2; variant++) {
+        const int64_t xd[4] = {2, 3, 9, 9};
+        const int indices = variant == 0;
+        ses_node_t *nodes[3];
+        ses_edge_t x, relu, fetches[2];
+        ses_graph_t *g = conv_relu_pool(2, &pc, indices ? 2 : 1, &x, nodes, &relu);
+        ses_tensor_t *feed = random_tensor(SES_F32, 4, xd);
+        ses__pruned_t pruned;
+        ses__fusions_t f;
+        cnn_run_t plain, fused;
+        const size_t n_fetches = 2;
+
+        fetches[0] = (ses_edge_t){nodes[2], 0};
+        fetches[1] = indices ? (ses_edge_t){nodes[2], 1} : relu;
+        find_fusions(g, fetches, n_fetches, x, &pruned, &f);
+        assert_int_equal(f.count, 1);
+        assert_int_equal(f.items[0].n_members, 2);
+        assert_null(f.items[0].pooled);
+        ses__fusions_clear(&f);
+        ses__pruned_clear(&pruned);
+        /* The CPU driver has no MaxPool kernel giving Indices: only the other plan runs. */
+        if (!indices) {
+            run_cnn(g, 0, 0, fetches, n_fetches, x, feed, nodes, &plain);
+            run_cnn(g, 1, 1, fetches, n_fetches, x, feed, nodes, &fused);
+            assert_close(fused.values[0], plain.values[0], "the pool of a fetched Relu");
+            assert_close(fused.values[1], plain.values[1], "the fetched Relu");
+            cnn_run_clear(&plain);
+            cnn_run_clear(&fused);
+        }
+        ses_tensor_release(feed);
+        ses_graph_release(g);
+    }
+}
+
+/* One inference of NchwcConv through the internal archive. */
+typedef struct pooled_infer {
+    ses__type_t in[2];
+    const void *values[2];
+    ses__attrs_t attrs;
+    ses__infer_ctx_t ctx;
+} pooled_infer_t;
+
+/* Infers NchwcConv @p node over @p x (NCHW or NCHWc16) and W [@p m, C, 3, 3], pads 1 and Relu,
+ * with the attributes @p pool added. */
+static ses_status_t infer_pooled_conv(pooled_infer_t *r, const char *node, ses__type_t x, int64_t m,
+                                      const ses__attrs_t *pool) {
+    const int64_t pads[4] = {1, 1, 1, 1};
+    const ses_attr_t act = ses_attr_string("activation", "Relu");
+
+    memset(r, 0, sizeof *r);
+    assert_int_equal(ses__attrs_copy(&r->attrs, pool), SES_OK);
+    assert_int_equal(ses__attrs_set_ints(&r->attrs, "pads", pads, 4), SES_OK);
+    assert_int_equal(ses__attrs_set(&r->attrs, &act), SES_OK);
+    r->in[0] = x;
+    r->in[1] = (ses__type_t){SES_F32, 4, {m, x.rank == 4 ? x.dims[1] : x.dims[1] * 16, 3, 3}};
+    r->ctx.node = node;
+    r->ctx.op = "NchwcConv";
+    r->ctx.n_inputs = 2;
+    r->ctx.inputs = r->in;
+    r->ctx.values = r->values;
+    r->ctx.attrs = &r->attrs;
+    r->ctx.n_outputs = 1;
+    return ses__op_infer(ses__op_schema_find("NchwcConv"), &r->ctx);
+}
+
+static void pooled_infer_clear(pooled_infer_t *r) {
+    ses__attrs_clear(&r->attrs);
+    ses__attrs_clear(&r->ctx.kernel_attrs);
+}
+
+static void assert_dims(const ses__type_t *t, uint32_t rank, const int64_t *dims) {
+    assert_int_equal(t->rank, rank);
+    for (uint32_t d = 0; d < rank; d++)
+        assert_int_equal(t->dims[d], dims[d]);
+}
+
+/*
+ * NchwcConv with pool_ attributes (the bench CNN's first layer: X [64, 1, 28, 28], W
+ * [32, 1, 3, 3], pads 1, Relu, MaxPool 2x2 stride 2): Y is the pooled blocked output, and the
+ * kernel gets the conv's attributes, the pool's window prefixed pool_ and pool_input. Then a
+ * blocked X with a padded 3x3 pool in ceil_mode.
+ */
+static void nchwc_conv_with_pool_attributes_infers_the_pooled_output(void **state) {
+    const int64_t two[2] = {2, 2}, one[2] = {1, 1}, zeros[4] = {0, 0, 0, 0}, ones[4] = {1, 1, 1, 1};
+    const int64_t three[2] = {3, 3}, input[2] = {28, 28}, nine[2] = {9, 9};
+    const int64_t bench_y[5] = {64, 2, 14, 14, 16}, blocked_y[5] = {2, 1, 5, 5, 16};
+    ses__attrs_t pool = {NULL, 0};
+    pooled_infer_t r;
+    int64_t v = -1;
+    const char *act;
+
+    (void)state;
+    assert_int_equal(ses__attrs_set_ints(&pool, "pool_kernel_shape", two, 2), SES_OK);
+    assert_int_equal(ses__attrs_set_ints(&pool, "pool_strides", two, 2), SES_OK);
+    if (infer_pooled_conv(&r, "conv1+relu1+pool1", (ses__type_t){SES_F32, 4, {64, 1, 28, 28}}, 32,
+                          &pool) != SES_OK)
+        fail_msg("%s", ses_last_error());
+    assert_dims(&r.ctx.outputs[0], 5, bench_y);
+    assert_attr_ints(&r.ctx.kernel_attrs, "kernel_shape", three, 2);
+    assert_attr_ints(&r.ctx.kernel_attrs, "strides", one, 2);
+    assert_attr_ints(&r.ctx.kernel_attrs, "dilations", one, 2);
+    assert_attr_ints(&r.ctx.kernel_attrs, "pads", ones, 4);
+    assert_int_equal(ses__attrs_get_int(&r.ctx.kernel_attrs, "group", &v), 1);
+    assert_int_equal(v, 1);
+    assert_int_equal(ses__attrs_get_int(&r.ctx.kernel_attrs, "has_bias", &v), 1);
+    assert_int_equal(v, 0);
+    assert_int_equal(ses__attrs_get_string(&r.ctx.kernel_attrs, "activation", &act), 1);
+    assert_string_equal(act, "Relu");
+    assert_attr_ints(&r.ctx.kernel_attrs, "pool_kernel_shape", two, 2);
+    assert_attr_ints(&r.ctx.kernel_attrs, "pool_strides", two, 2);
+    assert_attr_ints(&r.ctx.kernel_attrs, "pool_dilations", one, 2);
+    assert_attr_ints(&r.ctx.kernel_attrs, "pool_pads", zeros, 4);
+    assert_attr_ints(&r.ctx.kernel_attrs, "pool_input", input, 2);
+    /* The user's pool_ attributes are read, not passed: the kernel gets the normalized ones. */
+    assert_null(ses__attrs_find(&r.ctx.kernel_attrs, "pool_ceil_mode"));
+    pooled_infer_clear(&r);
+
+    /* Blocked X [2, 16, 9, 9], pool 3x3 stride 2, pads 1, ceil_mode: conv 9x9, pooled 5x5. */
+    assert_int_equal(ses__attrs_set_ints(&pool, "pool_kernel_shape", three, 2), SES_OK);
+    assert_int_equal(ses__attrs_set_ints(&pool, "pool_pads", ones, 4), SES_OK);
+    assert_int_equal(ses__attrs_set_int(&pool, "pool_ceil_mode", 1), SES_OK);
+    if (infer_pooled_conv(&r, "fconv", (ses__type_t){SES_F32, 5, {2, 1, 9, 9, 16}}, 16, &pool) !=
+        SES_OK)
+        fail_msg("%s", ses_last_error());
+    assert_dims(&r.ctx.outputs[0], 5, blocked_y);
+    assert_attr_ints(&r.ctx.kernel_attrs, "pool_input", nine, 2);
+    assert_attr_ints(&r.ctx.kernel_attrs, "pool_pads", ones, 4);
+    pooled_infer_clear(&r);
+    ses__attrs_clear(&pool);
+}
+
+/* Bad pool_ attributes fail naming the node, saying it is the fused pool's. */
+static void nchwc_conv_with_bad_pool_attributes_fails_naming_the_node(void **state) {
+    static const int64_t big[2] = {6, 6}, three_d[3] = {2, 2, 2}, two[2] = {2, 2};
+    static const struct {
+        const char *name;
+        const int64_t *ints;
+        size_t n;
+        const char *want;
+    } cases[] = {
+        {"pool_kernel_shape", big, 2, "the kernel is bigger than the padded input"},
+        {"pool_kernel_shape", three_d, 3, "kernel_shape [2,2,2] has 3 entries; it needs 2"},
+        {"pool_stride", two, 2, "attribute pool_stride is not one of the fused max pool's"},
+        {"pool_strides", two, 2, "attribute pool_strides without pool_kernel_shape"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ses__attrs_t pool = {NULL, 0};
+        pooled_infer_t r;
+        const char *e;
+        if (i == 2)
+            assert_int_equal(ses__attrs_set_ints(&pool, "pool_kernel_shape", two, 2), SES_OK);
+        assert_int_equal(ses__attrs_set_ints(&pool, cases[i].name, cases[i].ints, cases[i].n),
+                         SES_OK);
+        assert_int_equal(
+            infer_pooled_conv(&r, "fconv", (ses__type_t){SES_F32, 4, {1, 3, 5, 5}}, 16, &pool),
+            SES_INVALID_ARGUMENT);
+        e = ses_last_error();
+        if (strncmp(e, "NchwcConv \"fconv\": ", 19) || !strstr(e, cases[i].want) ||
+            (i < 2 && !strstr(e,
+                              "the fused max pool (pool_ attributes) of the convolution's "
+                              "output f32[1,16,5,5]: ")))
+            fail_msg(
+                "case %zu: expected \"%s\" naming NchwcConv \"fconv\" and its fused pool, "
+                "got: %s",
+                i, cases[i].want, e);
+        pooled_infer_clear(&r);
+        ses__attrs_clear(&pool);
+    }
+}
+
+/* A user's NchwcConv with pool_ attributes in a graph: inference names the node; the CPU
+ * driver refuses the fused pool (for now), saying so. */
+static void a_users_pooled_nchwc_conv_is_refused_by_the_cpu_for_now(void **state) {
+    const int64_t xd[4] = {1, 16, 6, 6}, wd[4] = {16, 16, 3, 3}, two[2] = {2, 2}, big[2] = {9, 9};
+
+    (void)state;
+    for (int bad = 0; bad < 2; bad++) {
+        ses_attr_t attrs[2] = {ses_attr_ints("pool_kernel_shape", bad ? big : two, 2),
+                               ses_attr_ints("pool_strides", two, 2)};
+        ses_graph_t *g = NULL;
+        ses_edge_t in[2], y;
+        result_t r;
+        ses_status_t st;
+
+        assert_int_equal(ses_graph_create(&g), SES_OK);
+        in[0] = constant(g, "x", random_tensor(SES_F32, 4, xd));
+        in[1] = constant(g, "w", random_tensor(SES_F32, 4, wd));
+        y = op(g, "NchwcConv", "my_conv", in, 2, attrs, 2);
+        st = run(g, NULL, 1, &y, 1, NULL, NULL, 0, NULL, 0, &r);
+        assert_int_equal(st, bad ? SES_INVALID_ARGUMENT : SES_UNIMPLEMENTED);
+        if (!strstr(ses_last_error(), "NchwcConv \"my_conv\"") ||
+            !strstr(ses_last_error(), bad ? "the fused max pool (pool_ attributes)"
+                                          : "the fused max pool is not implemented"))
+            fail_msg("got: %s", ses_last_error());
+        ses_graph_release(g);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conv_then_each_activation_fuses_with_the_unfused_values),
@@ -702,6 +1182,13 @@ int main(void) {
         cmocka_unit_test(fused_ops_built_by_hand_give_the_composite_values),
         cmocka_unit_test(bad_fused_attributes_fail_naming_the_node),
         cmocka_unit_test(fused_conv_refuses_a_z_or_b_that_does_not_fit),
+        cmocka_unit_test(conv_relu_maxpool_falls_back_to_the_chain_without_the_pool),
+        cmocka_unit_test(a_trailing_maxpool_joins_the_chain_with_its_attributes_prefixed),
+        cmocka_unit_test(a_maxpool_after_conv_add_relu_joins_too),
+        cmocka_unit_test(a_maxpool_with_indices_or_a_fetched_input_stays_out_of_the_chain),
+        cmocka_unit_test(nchwc_conv_with_pool_attributes_infers_the_pooled_output),
+        cmocka_unit_test(nchwc_conv_with_bad_pool_attributes_fails_naming_the_node),
+        cmocka_unit_test(a_users_pooled_nchwc_conv_is_refused_by_the_cpu_for_now),
     };
     int failed;
 

@@ -1264,9 +1264,14 @@ static ses_status_t make_summary(builder_t *b) {
         summary_add(b, " %s %zu node%s%s", device_name(s, d), b->per_device[d],
                     b->per_device[d] == 1 ? "" : "s", d + 1 < s->n_devices ? "," : "");
     summary_add(b, "\n");
-    if (c->n_fusions)
+    if (c->n_fusions && !c->n_pool_fusions)
         summary_add(b, "  fused: %zu chain%s into FusedConv or FusedGemm\n", c->n_fusions,
                     c->n_fusions == 1 ? "" : "s");
+    else if (c->n_fusions)
+        summary_add(b,
+                    "  fused: %zu chain%s into FusedConv or FusedGemm, %zu of them with their "
+                    "MaxPool into NchwcConv\n",
+                    c->n_fusions, c->n_fusions == 1 ? "" : "s", c->n_pool_fusions);
     if (c->n_folded)
         summary_add(b, "  folded: %zu node%s computed at compile time\n", c->n_folded,
                     c->n_folded == 1 ? "" : "s");
@@ -1292,20 +1297,53 @@ static ses_status_t make_summary(builder_t *b) {
     return c->placement ? SES_OK : ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory");
 }
 
+static ses_status_t compile_one(builder_t *b, const ses_node_t *n) {
+    ses__compiled_t *c = b->c;
+    const size_t steps_before = c->n_steps;
+    int blocked;
+    ses_status_t st = compile_variant(b, n, n, &blocked);
+
+    if (st == SES_OK && !blocked)
+        st = compile_op(b, n, n);
+    if (st != SES_OK)
+        return st;
+    c->placed_nodes[c->n_placed] = n;
+    /* A folded node added no step: the host computed it, at compile time. */
+    c->placed_devices[c->n_placed++] =
+        c->n_steps > steps_before ? c->steps[c->n_steps - 1].device : b->s->n_devices - 1;
+    return SES_OK;
+}
+
 /*
  * Tries to compile fusion @p f as its fused node, at its last member's place in the plan (where
  * every input, Z included, is computed): on the device its first member would take, and only
- * if that device binds a kernel that accepts the fused node. Sets f->state; a rejected chain is
- * compiled unfused by the caller. Fails only for errors that would fail the plan anyway.
+ * if that device binds a kernel that accepts the fused node. A chain with a trailing MaxPool
+ * tries its pooled node first, only ever as NchwcConv (FusedConv has no pool); refused, the
+ * chain without the pool is tried as any chain is, and the pool then compiled on its own. Sets
+ * f->state and f->n_fused; a rejected chain is compiled unfused by the caller. Fails only for
+ * errors that would fail the plan anyway.
  */
 static ses_status_t compile_fused(builder_t *b, ses__fusion_t *f) {
     ses__compiled_t *c = b->c;
-    const ses_node_t *last = f->members[f->n_members - 1];
+    const size_t n_chain = f->pooled ? f->n_members - 1 : f->n_members;
+    const ses_node_t *last = f->members[n_chain - 1];
     size_t device;
     int blocked;
     ses_status_t st;
 
     f->state = SES__FUSION_REJECTED;
+    f->n_fused = n_chain;
+    /* The pooled NchwcConv, where the layout pass runs and the driver takes it. */
+    if (f->pooled) {
+        if ((st = compile_variant(b, f->pooled, f->members[f->n_members - 1], &blocked)) != SES_OK)
+            return st;
+        if (blocked) {
+            f->n_fused = f->n_members;
+            c->n_pool_fusions++;
+            device = c->steps[c->n_steps - 1].device;
+            goto fused;
+        }
+    }
     /* NchwcConv first, where the layout pass runs: the fused node's blocked variant. */
     if ((st = compile_variant(b, f->node, last, &blocked)) != SES_OK)
         return st;
@@ -1336,16 +1374,18 @@ static ses_status_t compile_fused(builder_t *b, ses__fusion_t *f) {
 fused:
     f->state = SES__FUSION_FUSED;
     c->n_fusions++;
-    b->per_device[device] += f->n_members - 1;
-    for (size_t m = 0; m < f->n_members; m++) {
+    b->per_device[device] += f->n_fused - 1;
+    for (size_t m = 0; m < f->n_fused; m++) {
         c->placed_nodes[c->n_placed] = f->members[m];
         c->placed_devices[c->n_placed++] = device;
     }
-    return SES_OK;
+    /* The pool the fused step does not run: on its own, after it, as if never in the chain. */
+    return f->n_fused < f->n_members ? compile_one(b, f->members[f->n_members - 1]) : SES_OK;
 }
 
 /* The plan takes the nodes of every chain it tried: the fused ones' steps run them, and a
- * rejected FusedConv's empty B may already have a slot (a constant's slot reads its node). */
+ * rejected FusedConv's empty B may already have a slot (a constant's slot reads its node). A
+ * pooled node is not taken: a step runs its NchwcConv variant, a node of its own. */
 static ses_status_t adopt_fused_nodes(builder_t *b) {
     ses__compiled_t *c = b->c;
 
@@ -1368,23 +1408,6 @@ static ses_status_t adopt_fused_nodes(builder_t *b) {
     return SES_OK;
 }
 
-static ses_status_t compile_one(builder_t *b, const ses_node_t *n) {
-    ses__compiled_t *c = b->c;
-    const size_t steps_before = c->n_steps;
-    int blocked;
-    ses_status_t st = compile_variant(b, n, n, &blocked);
-
-    if (st == SES_OK && !blocked)
-        st = compile_op(b, n, n);
-    if (st != SES_OK)
-        return st;
-    c->placed_nodes[c->n_placed] = n;
-    /* A folded node added no step: the host computed it, at compile time. */
-    c->placed_devices[c->n_placed++] =
-        c->n_steps > steps_before ? c->steps[c->n_steps - 1].device : b->s->n_devices - 1;
-    return SES_OK;
-}
-
 static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     ses_plan_t *plan = b->plan;
     ses__compiled_t *c = b->c;
@@ -1393,6 +1416,15 @@ static ses_status_t build(builder_t *b, const ses__pruned_t *pruned) {
     b->pruned = pruned;
     if ((st = mark_needed(b, pruned)) != SES_OK)
         return st;
+    /* A pool whose value inference needs is folded on its own: the chain before it may fuse. */
+    for (size_t i = 0; i < b->fusions.count; i++) {
+        ses__fusion_t *f = &b->fusions.items[i];
+        if (f->pooled && is_needed(b, f->members[f->n_members - 1])) {
+            ses__node_free(f->pooled);
+            f->pooled = NULL;
+            f->n_members--;
+        }
+    }
     for (size_t i = 0; i < pruned->n_nodes; i++) {
         const ses_node_t *n = pruned->nodes[i];
         ses__fusion_t *f;
@@ -1518,7 +1550,7 @@ static ses_status_t compile_with(ses_plan_t *plan, ses_tensor_t *const *feeds, s
     /* Layout: a session whose one device is the CPU; one reorder at most per node. */
     b.layout = s->options.layout && s->n_devices == 1;
     b.fold = s->options.fold != 0;
-    b.next_id = g->n_nodes + 2 * b.fusions.count;
+    b.next_id = g->n_nodes + SES__FUSION_IDS * b.fusions.count;
     b.id_limit = b.next_id + g->n_nodes;
     b.slot_of = ses__calloc(b.id_limit * SES__MAX_OUTPUTS + 1, sizeof *b.slot_of);
     b.per_device = ses__calloc(s->n_devices, sizeof *b.per_device);

@@ -18,13 +18,24 @@
  * and FusedGemm's inference accepts it: A and B matrices, the bias broadcasting one way to
  * [M, N] (a [N] vector); a batched MatMul stays as it is.
  *
+ * A Conv chain whose activation output is read by a MaxPool alone (hidden as the other
+ * intermediates are, same device), a MaxPool of one input and one output (no Indices), takes
+ * that pool as its last member: besides the fused node of the chain without it, the candidate
+ * gets a "pooled" one, FusedConv's attributes plus the MaxPool's own ones prefixed pool_
+ * (pool_kernel_shape, pool_strides, pool_pads, pool_dilations, pool_ceil_mode, pool_auto_pad,
+ * pool_storage_order: those the MaxPool has), named after every member ("conv1+relu1+pool1").
+ * It is only ever compiled as its blocked variant, NchwcConv (ops/nchwc.c), which convolves and
+ * max-pools in one kernel where the CPU driver takes it, so the convolution's output is never
+ * written whole; FusedConv itself never sees the pool_ attributes.
+ *
  * This file only finds the candidates and builds their nodes; compile.c decides at the chain's
  * last node: the fused node is compiled only on the device the chain's first node would take,
  * and only if that device's driver binds a kernel for the fused op that accepts the node
- * (supports_node). Otherwise the members are compiled one by one as if nothing happened, so a
- * driver never sees an op or attribute it does not know. The user's graph is never touched:
- * the fused nodes belong to the compiled plan, named after the members ("conv1+relu1"), so that
- * an error at run time names nodes the user recognizes.
+ * (supports_node). A chain with a pool tries the pooled NchwcConv first, then the chain without
+ * the pool followed by the MaxPool on its own. Otherwise the members are compiled one by one as
+ * if nothing happened, so a driver never sees an op or attribute it does not know. The user's
+ * graph is never touched: the fused nodes belong to the compiled plan, named after the members
+ * ("conv1+relu1"), so that an error at run time names nodes the user recognizes.
  *
  * Training graphs are left as they are where it matters: a gradient reads the forward
  * activations, so their edges have several consumers and are not fused.
@@ -199,13 +210,61 @@ static ses_status_t build_fused(ses__fusion_t *f, size_t id, ses_edge_t z, const
     return st;
 }
 
+/* The MaxPool that alone reads @p act's output, with one input and one output (no Indices), on
+ * act's device, when that output is one a fusion may hide; NULL otherwise. */
+static const ses_node_t *trailing_pool(const ses_plan_t *plan, const ses__pruned_t *p,
+                                       const ses_node_t *act) {
+    const ses_node_t *pool = NULL;
+
+    if (!hidden(plan, p, act))
+        return NULL;
+    for (size_t i = 0; i < p->n_nodes && !pool; i++) {
+        const ses_node_t *x = p->nodes[i];
+        for (size_t j = 0; x->kind == SES__NODE_OP && j < x->n_inputs; j++)
+            if (x->inputs[j].node == act)
+                pool = x;
+    }
+    if (!pool || strcmp(pool->op, "MaxPool") || pool->n_inputs != 1 || pool->n_outputs != 1 ||
+        !same_device(act, pool))
+        return NULL;
+    return pool;
+}
+
+/* The MaxPool attributes a pooled node carries, each as pool_<name>. */
+static const char *const pool_attrs[] = {"kernel_shape", "strides",  "pads",         "dilations",
+                                         "ceil_mode",    "auto_pad", "storage_order"};
+
+/* Builds @p f's pooled node (its last member is the MaxPool): f->node's inputs and attributes
+ * plus the pool's, prefixed pool_. */
+static ses_status_t build_pooled(ses__fusion_t *f, size_t id) {
+    const ses_node_t *pool = f->members[f->n_members - 1];
+    char name[512];
+    ses_status_t st;
+
+    snprintf(name, sizeof name, "%s+%s", f->node->name, pool->name);
+    f->pooled = ses__plan_node(f->node, id, name, f->node->op, SES__NODE_OP, f->node->n_inputs);
+    if (!f->pooled)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
+    for (size_t i = 0; i < f->node->n_inputs; i++)
+        f->pooled->inputs[i] = f->node->inputs[i];
+    st = ses__attrs_copy(&f->pooled->attrs, &f->node->attrs);
+    for (size_t k = 0; st == SES_OK && k < sizeof pool_attrs / sizeof pool_attrs[0]; k++) {
+        const ses__attr_t *a = ses__attrs_find(&pool->attrs, pool_attrs[k]);
+        if (!a)
+            continue;
+        snprintf(name, sizeof name, "pool_%s", pool_attrs[k]);
+        st = ses__attrs_set_as(&f->pooled->attrs, name, a);
+    }
+    return st;
+}
+
 ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned, size_t first_id,
                             ses__fusions_t *out) {
     ses_status_t st = SES_OK;
 
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < pruned->n_nodes; i++) {
-        const ses_node_t *act = pruned->nodes[i], *src, *head = NULL, *add = NULL;
+        const ses_node_t *act = pruned->nodes[i], *src, *head = NULL, *add = NULL, *pool;
         ses_edge_t z = {NULL, 0};
         double params[2];
         size_t n_params;
@@ -251,9 +310,16 @@ ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned,
         if (add)
             f->members[f->n_members++] = add;
         f->members[f->n_members++] = act;
-        st = build_fused(f, first_id + 2 * (out->count - 1), z, params, n_params);
+        st = build_fused(f, first_id + SES__FUSION_IDS * (out->count - 1), z, params, n_params);
         if (st != SES_OK)
             break;
+        pool = !strcmp(head->op, "Conv") ? trailing_pool(plan, pruned, act) : NULL;
+        if (pool) {
+            f->members[f->n_members++] = pool;
+            st = build_pooled(f, first_id + SES__FUSION_IDS * (out->count - 1) + 2);
+            if (st != SES_OK)
+                break;
+        }
     }
     if (st != SES_OK)
         ses__fusions_clear(out);
@@ -272,6 +338,7 @@ void ses__fusions_clear(ses__fusions_t *f) {
     for (size_t i = 0; i < f->count; i++) {
         ses__node_free(f->items[i].node);
         ses__node_free(f->items[i].empty);
+        ses__node_free(f->items[i].pooled);
     }
     free(f->items);
     memset(f, 0, sizeof *f);

@@ -6,10 +6,12 @@
  * compile.c asks this file three things as it compiles the plan node by node, in order:
  *
  *   - the blocked variant of a node: Conv and FusedConv become NchwcConv (X NCHW or blocked,
- *     Y blocked); MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool whose input is
- *     blocked become their Nchwc ops. The variant is compiled first, as a trial: where the
- *     driver has no kernel for it or refuses it (another dtype, a 3-D window, channels not a
- *     multiple of 16, a driver option), the node is compiled as it is;
+ *     Y blocked), a fused chain's pooled node too (FusedConv with pool_ attributes, fuse.c:
+ *     NchwcConv whose Y is max-pooled, which has no other form); MaxPool, AveragePool,
+ *     GlobalAveragePool and GlobalMaxPool whose input is blocked become their Nchwc ops. The
+ *     variant is compiled first, as a trial: where the driver has no kernel for it or refuses
+ *     it (another dtype, a 3-D window, channels not a multiple of 16, a driver option, the
+ *     fused pool), the node is compiled as it is (a pooled node: compile.c's fallback);
  *   - which inputs a node reads as they are when they are blocked: the Nchwc ops, the unary
  *     activations (Relu, LeakyRelu, Sigmoid, Tanh, Clip's X, Identity), Add, Sub, Mul and Div of
  *     two blocked tensors of one shape, and Concat on axis 1 of blocked tensors (with no

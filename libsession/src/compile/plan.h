@@ -153,6 +153,7 @@ typedef struct ses__compiled {
     ses_node_t **fused_nodes;     /* the fused nodes its steps run, and their empty Bs */
     size_t n_fused_nodes;
     size_t n_fusions;             /* chains run as one fused node */
+    size_t n_pool_fusions;        /* of which with their trailing MaxPool (NchwcConv) */
     ses_node_t **layout_nodes;    /* the layout pass's nodes its steps run (layout.c) */
     size_t n_layout_nodes;
     size_t n_blocked;             /* nodes run on NCHWc16 values */
@@ -192,18 +193,28 @@ typedef struct ses__pruned {
 
 typedef enum ses__fusion_state {
     SES__FUSION_CANDIDATE = 0, /* found; decided when the compiler reaches its last member */
-    SES__FUSION_FUSED,         /* compiled as one step of the fused node */
+    SES__FUSION_FUSED,         /* compiled as one step of the fused node (see n_fused) */
     SES__FUSION_REJECTED,      /* no kernel on the device, or inference refused: unfused */
 } ses__fusion_state_t;
 
 /** A chain of the plan that may run as one fused node (see fuse.c for the patterns). */
 typedef struct ses__fusion {
-    const ses_node_t *members[3]; /* in plan order: Conv or Gemm, [Add], the activation */
+    /* in plan order: Conv or Gemm, [Add], the activation[, a trailing MaxPool (pooled)] */
+    const ses_node_t *members[4];
     size_t n_members;
-    ses_node_t *node;  /* FusedConv or FusedGemm, the plan's own (not the graph's) */
+    ses_node_t *node;  /* FusedConv or FusedGemm, the plan's own (not the graph's), of the
+                          members up to the activation: the pool stays out of it */
     ses_node_t *empty; /* FusedConv with Z and no B: the empty constant standing for B, or NULL */
+    /* With a trailing MaxPool: node with the pool's attributes as pool_kernel_shape, ...,
+     * named after every member, which is compiled only as its blocked variant (NchwcConv);
+     * NULL for a chain without a pool. FusedConv never gets the pool_ attributes. */
+    ses_node_t *pooled;
     ses__fusion_state_t state;
+    size_t n_fused; /* SES__FUSION_FUSED: members run by the fused step (the pool's or not) */
 } ses__fusion_t;
+
+/* Ids a candidate takes: its fused node, the empty B, the pooled node. */
+#define SES__FUSION_IDS 3
 
 typedef struct ses__fusions {
     ses__fusion_t *items;
@@ -212,7 +223,8 @@ typedef struct ses__fusions {
 
 /**
  * Finds the fusion candidates of @p pruned for @p plan and builds their nodes, with ids from
- * @p first_id on (two per candidate: the compiler's tables index them past the graph's nodes).
+ * @p first_id on (SES__FUSION_IDS per candidate: the compiler's tables index them past the
+ * graph's nodes).
  * Fails only when memory runs out.
  */
 ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned, size_t first_id,

@@ -174,6 +174,11 @@ ses_status_t ses__attrs_copy(ses__attrs_t *dst, const ses__attrs_t *src) {
     return SES_OK;
 }
 
+ses_status_t ses__attrs_set_as(ses__attrs_t *dst, const char *name, const ses__attr_t *x) {
+    ses_attr_t v = {name, x->type, x->i, x->f, x->s, x->ints, x->floats, x->count};
+    return ses__attrs_set(dst, &v);
+}
+
 void ses__attrs_clear(ses__attrs_t *a) {
     for (size_t i = 0; a && i < a->count; i++)
         attr_free(&a->items[i]);

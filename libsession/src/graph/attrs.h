@@ -41,6 +41,9 @@ int ses__attrs_get_ints(const ses__attrs_t *a, const char *name, const int64_t *
 int ses__attrs_get_string(const ses__attrs_t *a, const char *name, const char **out);
 
 ses_status_t ses__attrs_copy(ses__attrs_t *dst, const ses__attrs_t *src);
+/* Sets a copy of @p x's value under another name, @p name (fused nodes prefix the attributes of
+ * a member: MaxPool's kernel_shape as pool_kernel_shape). */
+ses_status_t ses__attrs_set_as(ses__attrs_t *dst, const char *name, const ses__attr_t *x);
 void ses__attrs_clear(ses__attrs_t *a);
 
 /* "int", "float", "string", "ints", "floats". */
