@@ -111,6 +111,19 @@ int32_t cpu__dnnl_matmul(cpu__dnnl_mm_cache_t *cache, const cpu__dnnl_mm_params_
     return cpu__dnnl_load(why, why_size);
 }
 
+int32_t cpu__dnnl_matmul_slices(cpu__dnnl_mm_cache_t *cache, const cpu__dnnl_mm_params_t *p,
+                                const float *a, const float *w, const float *bias, float *y,
+                                int64_t slices, uint32_t flags, char *why, size_t why_size) {
+    (void)cache, (void)p, (void)a, (void)w, (void)bias, (void)y, (void)slices, (void)flags;
+    return cpu__dnnl_load(why, why_size);
+}
+
+int32_t cpu__dnnl_matmul_slice(cpu__dnnl_mm_cache_t *cache, int64_t slice, char *why,
+                               size_t why_size) {
+    (void)cache, (void)slice;
+    return cpu__dnnl_load(why, why_size);
+}
+
 #else /* SES_CPU_HAVE_DNNL */
 
 #include <dlfcn.h>
@@ -132,6 +145,7 @@ int32_t cpu__dnnl_matmul(cpu__dnnl_mm_cache_t *cache, const cpu__dnnl_mm_params_
     X(dnnl_stream_destroy)                        \
     X(dnnl_stream_wait)                           \
     X(dnnl_memory_desc_init_by_tag)               \
+    X(dnnl_memory_desc_init_by_strides)           \
     X(dnnl_memory_desc_equal)                     \
     X(dnnl_memory_desc_get_size)                  \
     X(dnnl_memory_create)                         \
@@ -1021,6 +1035,15 @@ struct cpu__dnnl_mm_cache {
     const void *w_addr; /* the weights in w_buf are those at w_addr while w_ready */
     int w_ready;
     dnnl_stream_t stream;
+    /* By column slices (cpu__dnnl_matmul_slices): the primitive above is for one slice of
+     * p.n / slices columns; each slice has its weights packed at w_buf + s * w_slice_bytes and
+     * a slot of its own. 0: not built by slices. */
+    int64_t slices;
+    size_t w_slice_bytes;
+    cpu__dnnl_slot_t *slots; /* src is A, dst Y's columns; w and bias below */
+    cpu__dnnl_mem_t *w_s, *bias_s;
+    const float *a_at, *bias_at;
+    float *y_at;
 };
 
 int32_t cpu__dnnl_mm_cache_create(cpu__dnnl_mm_cache_t **out_cache) {
@@ -1028,9 +1051,30 @@ int32_t cpu__dnnl_mm_cache_create(cpu__dnnl_mm_cache_t **out_cache) {
     return *out_cache ? SES_DRV_OK : SES_DRV_OUT_OF_MEMORY;
 }
 
+/* Frees a matmul cache's slices: slot memory objects, scratchpads, streams. */
+static void cpu__dnnl_mm_slices_free(cpu__dnnl_mm_cache_t *c) {
+    for (int64_t i = 0; c->slots && i < c->slices; i++) {
+        cpu__dnnl_slot_t *t = &c->slots[i];
+        cpu__dnnl_mem_destroy(&t->src);
+        cpu__dnnl_mem_destroy(&t->dst);
+        cpu__dnnl_mem_destroy(&t->scratch);
+        cpu__dnnl_stream_free(t->stream);
+        free(t->scratch_buf.data);
+        cpu__dnnl_mem_destroy(&c->w_s[i]);
+        cpu__dnnl_mem_destroy(&c->bias_s[i]);
+    }
+    free(c->slots);
+    free(c->w_s);
+    free(c->bias_s);
+    c->slots = NULL;
+    c->w_s = c->bias_s = NULL;
+    c->slices = 0;
+}
+
 static void cpu__dnnl_mm_unbuild(cpu__dnnl_mm_cache_t *c) {
     if (!cpu_dnnl.loaded)
         return;
+    cpu__dnnl_mm_slices_free(c);
     cpu__dnnl_prim_destroy(&c->mm);
     cpu__dnnl_prim_destroy(&c->r_w);
     cpu__dnnl_mem_t *mems[] = {&c->a, &c->w_u, &c->w, &c->bias, &c->y, &c->scratch};
@@ -1055,14 +1099,17 @@ void cpu__dnnl_mm_cache_destroy(cpu__dnnl_mm_cache_t *cache) {
  * any post-op.
  */
 static int32_t cpu__dnnl_mm_build(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_params_t *p,
-                                  char *why, size_t why_size) {
+                                  int64_t slices, char *why, size_t why_size) {
     const cpu__dnnl_lib_t *l = &cpu_dnnl;
     dnnl_memory_desc_t a_md, w_any, y_md, bias_md;
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_dims_t ad = {p->m, p->k}, wd = {p->k, p->n}, yd = {p->m, p->n}, bd = {1, p->n};
+    /* By slices: each primitive run covers ns of Y's n columns, Y read with its full rows. */
+    const int64_t ns = slices > 1 ? p->n / slices : p->n;
+    dnnl_dims_t ad = {p->m, p->k}, wd = {p->k, ns}, yd = {p->m, ns}, bd = {1, ns};
+    dnnl_dims_t y_strides = {p->n, 1}, w_strides = {p->trans_b ? 1 : p->n, p->trans_b ? p->k : 1};
     int32_t st = SES_DRV_OK;
     dnnl_status_t s;
 
@@ -1070,12 +1117,11 @@ static int32_t cpu__dnnl_mm_build(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_pa
     CPU__DNNL_CHECK(
         l->dnnl_memory_desc_init_by_tag(&a_md, 2, ad, dnnl_f32, p->trans_a ? dnnl_ba : dnnl_ab),
         "A's descriptor");
-    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&c->w_user, 2, wd, dnnl_f32,
-                                                    p->trans_b ? dnnl_ba : dnnl_ab),
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_strides(&c->w_user, 2, wd, dnnl_f32, w_strides),
                     "the weights' descriptor");
     CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&w_any, 2, wd, dnnl_f32, dnnl_format_tag_any),
                     "the weights' descriptor");
-    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&y_md, 2, yd, dnnl_f32, dnnl_ab),
+    CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_strides(&y_md, 2, yd, dnnl_f32, y_strides),
                     "Y's descriptor");
     CPU__DNNL_CHECK(l->dnnl_memory_desc_init_by_tag(&bias_md, 2, bd, dnnl_f32, dnnl_ab),
                     "the bias's descriptor");
@@ -1114,7 +1160,9 @@ static int32_t cpu__dnnl_mm_build(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_pa
     c->w_plain = l->dnnl_memory_desc_equal(&c->w_md, &c->w_user);
     CPU__DNNL_CHECK(cpu__dnnl_reorder(&c->w_user, &c->w_md, &c->r_w), "the weights' reorder");
     const size_t scratch_size = l->dnnl_memory_desc_get_size(&scratch_md);
-    if ((!c->w_plain && !cpu__dnnl_grow(&c->w_buf, l->dnnl_memory_desc_get_size(&c->w_md))) ||
+    c->w_slice_bytes = (l->dnnl_memory_desc_get_size(&c->w_md) + 63) & ~(size_t)63;
+    if ((!c->w_plain &&
+         !cpu__dnnl_grow(&c->w_buf, c->w_slice_bytes * (size_t)(slices > 1 ? slices : 1))) ||
         (scratch_size && !cpu__dnnl_grow(&c->scratch_buf, scratch_size))) {
         snprintf(why, why_size, "out of memory for oneDNN's blocked weights");
         st = SES_DRV_OUT_OF_MEMORY;
@@ -1138,6 +1186,45 @@ static int32_t cpu__dnnl_mm_build(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_pa
     if (!c->stream)
         CPU__DNNL_CHECK(l->dnnl_stream_create(&c->stream, l->engine, dnnl_stream_default_flags),
                         "stream_create");
+    if (slices > 1) {
+        /* A slot per slice: its A and Y, its packed weights, its bias, scratchpad, stream. */
+        c->slots = calloc((size_t)slices, sizeof *c->slots);
+        c->w_s = calloc((size_t)slices, sizeof *c->w_s);
+        c->bias_s = calloc((size_t)slices, sizeof *c->bias_s);
+        if (!c->slots || !c->w_s || !c->bias_s) {
+            snprintf(why, why_size, "out of memory for the matmul's slices");
+            st = SES_DRV_OUT_OF_MEMORY;
+            goto fail;
+        }
+        c->slices = slices;
+        for (int64_t i = 0; i < slices; i++) {
+            cpu__dnnl_slot_t *t = &c->slots[i];
+            if (scratch_size && !cpu__dnnl_grow(&t->scratch_buf, scratch_size)) {
+                snprintf(why, why_size, "out of memory for oneDNN's scratchpads");
+                st = SES_DRV_OUT_OF_MEMORY;
+                goto fail;
+            }
+            CPU__DNNL_CHECK(l->dnnl_memory_create(&t->src.m, &a_md, l->engine, DNNL_MEMORY_NONE),
+                            "memory_create");
+            CPU__DNNL_CHECK(l->dnnl_memory_create(&t->dst.m, &y_md, l->engine, DNNL_MEMORY_NONE),
+                            "memory_create");
+            CPU__DNNL_CHECK(
+                l->dnnl_memory_create(&t->scratch.m, &scratch_md, l->engine,
+                                      scratch_size ? t->scratch_buf.data : DNNL_MEMORY_NONE),
+                "memory_create");
+            CPU__DNNL_CHECK(l->dnnl_stream_create(&t->stream, l->engine, dnnl_stream_default_flags),
+                            "stream_create");
+            void *w_at = c->w_plain
+                             ? DNNL_MEMORY_NONE
+                             : (void *)((char *)c->w_buf.data + (size_t)i * c->w_slice_bytes);
+            CPU__DNNL_CHECK(l->dnnl_memory_create(&c->w_s[i].m, &c->w_md, l->engine, w_at),
+                            "memory_create");
+            c->w_s[i].at = c->w_plain ? NULL : w_at;
+            CPU__DNNL_CHECK(
+                l->dnnl_memory_create(&c->bias_s[i].m, &bias_md, l->engine, DNNL_MEMORY_NONE),
+                "memory_create");
+        }
+    }
     memcpy(&c->p, p, sizeof *p); /* padding too: compared with memcmp */
     c->built = 1;
     cpu__dnnl_build_free(pd, po, attr);
@@ -1169,8 +1256,8 @@ int32_t cpu__dnnl_matmul(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_params_t *p
     const int nthr = threads ? (int)threads : 1;
     if (l->omp_set_num_threads)
         l->omp_set_num_threads(nthr);
-    if ((!c->built || memcmp(&c->p, p, sizeof *p) != 0 || c->threads != nthr) &&
-        (st = cpu__dnnl_mm_build(c, p, why, why_size)) != SES_DRV_OK)
+    if ((!c->built || memcmp(&c->p, p, sizeof *p) != 0 || c->threads != nthr || c->slices) &&
+        (st = cpu__dnnl_mm_build(c, p, 0, why, why_size)) != SES_DRV_OK)
         return st;
     c->threads = nthr;
     CPU__DNNL_CHECK(cpu__dnnl_point(&c->a, a), "set_data_handle");
@@ -1199,6 +1286,101 @@ int32_t cpu__dnnl_matmul(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_params_t *p
 
 fail:
     c->w_ready = 0;
+    return st;
+}
+
+int32_t cpu__dnnl_matmul_slices(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_params_t *p,
+                                const float *a, const float *w, const float *bias, float *y,
+                                int64_t slices, uint32_t flags, char *why, size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    int32_t st = SES_DRV_OK;
+
+    if (!l->loaded)
+        return cpu__dnnl_load(why, why_size);
+    if (!c || !p || !a || !w || !y || (p->bias && !bias) || slices < 2 || p->n % slices != 0) {
+        snprintf(why, why_size,
+                 "cpu__dnnl_matmul_slices: NULL argument or %" PRId64 " slices of %" PRId64
+                 " columns",
+                 slices, p ? p->n : 0);
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    if (p->m < 1 || p->n < 1 || p->k < 1) {
+        snprintf(why, why_size, "oneDNN's matmul takes positive sizes");
+        return SES_DRV_UNIMPLEMENTED;
+    }
+    /* Made for one OpenMP thread: a slice runs on the thread that calls it. */
+    const int team = l->omp_get_max_threads ? l->omp_get_max_threads() : 1;
+    if (l->omp_set_num_threads)
+        l->omp_set_num_threads(1);
+    if (!c->built || memcmp(&c->p, p, sizeof *p) != 0 || c->threads != 1 || c->slices != slices) {
+        if ((st = cpu__dnnl_mm_build(c, p, slices, why, why_size)) != SES_DRV_OK)
+            goto out;
+        c->threads = 1;
+    }
+    const int64_t ns = p->n / slices;
+    if (!(flags & CPU__DNNL_W_CONSTANT) || !c->w_ready || c->w_addr != (const void *)w) {
+        c->w_ready = 0;
+        for (int64_t i = 0; i < slices; i++) {
+            /* Slice i of W: columns [i * ns, (i + 1) * ns), rows of n (or of k transposed). */
+            const float *wi = w + (p->trans_b ? i * ns * p->k : i * ns);
+            if (c->w_plain) {
+                if (cpu__dnnl_point(&c->w_s[i], wi) != dnnl_success)
+                    goto handle;
+                continue;
+            }
+            if (cpu__dnnl_point(&c->w_u, wi) != dnnl_success ||
+                cpu__dnnl_run(c->r_w, c->stream, c->w_u.m, c->w_s[i].m) != dnnl_success ||
+                l->dnnl_stream_wait(c->stream) != dnnl_success) {
+                snprintf(why, why_size, "oneDNN: reordering the weights' slice %" PRId64 " failed",
+                         i);
+                st = SES_DRV_INTERNAL;
+                goto out;
+            }
+        }
+        c->w_addr = w;
+        c->w_ready = (flags & CPU__DNNL_W_CONSTANT) != 0;
+    }
+    c->a_at = a;
+    c->bias_at = bias;
+    c->y_at = y;
+    goto out;
+handle:
+    snprintf(why, why_size, "oneDNN: set_data_handle failed");
+    st = SES_DRV_INTERNAL;
+out:
+    if (l->omp_set_num_threads)
+        l->omp_set_num_threads(team);
+    return st;
+}
+
+int32_t cpu__dnnl_matmul_slice(cpu__dnnl_mm_cache_t *c, int64_t slice, char *why, size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    int32_t st = SES_DRV_OK;
+
+    if (!c || !c->built || slice < 0 || slice >= c->slices || !c->y_at) {
+        snprintf(why, why_size, "cpu__dnnl_matmul_slice: no slice %" PRId64 " prepared", slice);
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    const int64_t ns = c->p.n / c->slices;
+    cpu__dnnl_slot_t *t = &c->slots[slice];
+    CPU__DNNL_CHECK(cpu__dnnl_point(&t->src, c->a_at), "set_data_handle");
+    CPU__DNNL_CHECK(cpu__dnnl_point(&t->dst, c->y_at + slice * ns), "set_data_handle");
+    if (c->p.bias)
+        CPU__DNNL_CHECK(cpu__dnnl_point(&c->bias_s[slice], c->bias_at + slice * ns),
+                        "set_data_handle");
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, t->src.m},
+        {DNNL_ARG_WEIGHTS, c->w_s[slice].m},
+        {DNNL_ARG_DST, t->dst.m},
+        {DNNL_ARG_SCRATCHPAD, t->scratch.m},
+        {DNNL_ARG_BIAS, c->bias_s[slice].m},
+    };
+    CPU__DNNL_CHECK(l->dnnl_primitive_execute(c->mm, t->stream, c->p.bias ? 5 : 4, args),
+                    "the matmul");
+    CPU__DNNL_CHECK(l->dnnl_stream_wait(t->stream), "stream_wait");
+    return SES_DRV_OK;
+
+fail:
     return st;
 }
 

@@ -196,4 +196,20 @@ int32_t cpu__dnnl_matmul(cpu__dnnl_mm_cache_t *cache, const cpu__dnnl_mm_params_
                          const float *a, const float *w, const float *bias, float *y,
                          uint32_t threads, uint32_t flags, char *why, size_t why_size);
 
+/**
+ * The matmul of @p p by column slices on the caller's threads (no OpenMP team): Y's n columns
+ * cut into @p slices equal slices (n % slices == 0), each run by cpu__dnnl_matmul_slice with a
+ * primitive made for one OpenMP thread, its own packed weights (kept across calls while
+ * @p flags has CPU__DNNL_W_CONSTANT and @p w keeps its address), bias slice, scratchpad and
+ * stream, reading all of A and writing its columns of Y. cpu__dnnl_matmul_slices prepares on
+ * the calling thread (builds, packs, records @p a, @p bias and @p y); then the slices run,
+ * concurrently, each once. Returns as cpu__dnnl_matmul; the calling thread's OpenMP count is
+ * put back.
+ */
+int32_t cpu__dnnl_matmul_slices(cpu__dnnl_mm_cache_t *cache, const cpu__dnnl_mm_params_t *p,
+                                const float *a, const float *w, const float *bias, float *y,
+                                int64_t slices, uint32_t flags, char *why, size_t why_size);
+int32_t cpu__dnnl_matmul_slice(cpu__dnnl_mm_cache_t *cache, int64_t slice, char *why,
+                               size_t why_size);
+
 #endif /* SES_CPU_DNNL_H */

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu_act.h"
@@ -138,11 +139,36 @@ int32_t cpu__matmul_shape(const cpu__call_t *call, const cpu__tensor_t *a, const
  */
 #define CPU__MATMUL_TEAM_MIN (1u << 26)
 
+/*
+ * Below the team's size, on several threads, the matmul runs by slices of Y's columns on the
+ * pool's threads instead (cpu__dnnl_matmul_slices): each slice a primitive made for one OpenMP
+ * thread with its own packed weights, so there is no team to start and the weights are packed
+ * once, where the sgemm path packs them at every call. A slice is at least this many
+ * multiply-adds and 16 columns (an AVX-512 vector), and the slices divide n evenly.
+ */
+#define CPU__MATMUL_SLICE_MIN (1u << 18)
+
+/* How many column slices an [m, k] x [k, n] GEMM is cut into on @p threads; 0: not sliced. */
+static int64_t cpu__matmul_slices(int64_t m, int64_t n, int64_t k, uint32_t threads) {
+    const double macs = (double)m * (double)n * (double)k;
+    if (threads < 2 || macs >= (double)CPU__MATMUL_TEAM_MIN)
+        return 0;
+    int64_t slices = (int64_t)threads;
+    if ((double)slices > macs / (double)CPU__MATMUL_SLICE_MIN)
+        slices = (int64_t)(macs / (double)CPU__MATMUL_SLICE_MIN);
+    if (slices > n / 16)
+        slices = n / 16;
+    while (slices > 1 && n % slices != 0)
+        slices--;
+    return slices >= 2 ? slices : 0;
+}
+
 /* Whether an [m, k] x [k, n] GEMM goes to the matmul path on a pool of @p threads. */
 static int cpu__matmul_worth(int64_t m, int64_t n, int64_t k, uint32_t threads) {
     const double macs = (double)m * (double)n * (double)k;
     return m >= 2 && macs >= (double)CPU__MATMUL_MIN &&
-           (threads <= 1 || macs >= (double)CPU__MATMUL_TEAM_MIN);
+           (threads <= 1 || macs >= (double)CPU__MATMUL_TEAM_MIN ||
+            cpu__matmul_slices(m, n, k, threads) >= 2);
 }
 
 cpu__gemm_state_t *cpu__gemm_state_new(const ses_drv_node_t *node, int *out_oom) {
@@ -211,6 +237,30 @@ static int cpu__act_to_dnnl(const cpu__act_t *act, cpu__dnnl_mm_params_t *p) {
     }
 }
 
+/* The column slices of one matmul on the pool: items are slices. */
+typedef struct cpu__mm_slices_job {
+    cpu__dnnl_mm_cache_t *cache;
+    atomic_int failed; /* set by the first slice that fails, which fills st and why */
+    int32_t st;
+    char why[256];
+} cpu__mm_slices_job_t;
+
+static void cpu__mm_slices_task(void *ctx, uint64_t begin, uint64_t end) {
+    cpu__mm_slices_job_t *j = ctx;
+    char why[256];
+
+    for (uint64_t i = begin; i < end; i++) {
+        const int32_t st = cpu__dnnl_matmul_slice(j->cache, (int64_t)i, why, sizeof why);
+        if (st != SES_DRV_OK) {
+            if (atomic_exchange(&j->failed, 1) == 0) {
+                j->st = st;
+                snprintf(j->why, sizeof j->why, "%s", why);
+            }
+            return;
+        }
+    }
+}
+
 /*
  * Runs @p p through oneDNN's matmul with the node's cached primitive and weights: SES_DRV_OK
  * when done, SES_DRV_UNIMPLEMENTED (no message) when the caller should take the sgemm path,
@@ -224,6 +274,25 @@ static int32_t cpu__gemm_dnnl(const cpu__call_t *call, cpu__gemm_state_t *state,
     if (!state->mm && cpu__dnnl_mm_cache_create(&state->mm) != SES_DRV_OK)
         return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY, "cannot allocate oneDNN's cache");
     const uint32_t threads = cpu__pool_threads(call->device->pool);
+    const int64_t slices = cpu__matmul_slices(p->m, p->n, p->k, threads);
+    if (slices >= 2) {
+        int32_t st = cpu__dnnl_matmul_slices(state->mm, p, (const float *)a, (const float *)w,
+                                             (const float *)bias, (float *)y, slices,
+                                             CPU__DNNL_W_CONSTANT, why, sizeof why);
+        if (st == SES_DRV_OK) {
+            cpu__mm_slices_job_t j = {.cache = state->mm};
+            atomic_init(&j.failed, 0);
+            /* One item per slice, each far above the pool's threshold: every slice a chunk. */
+            cpu__parallel(call, (uint64_t)slices, UINT64_C(1) << 32, cpu__mm_slices_task, &j);
+            if (atomic_load(&j.failed))
+                return cpu__call_fail(call, j.st, "%s", j.why);
+            return SES_DRV_OK;
+        }
+        if (st == SES_DRV_UNAVAILABLE)
+            return SES_DRV_UNIMPLEMENTED;
+        if (st != SES_DRV_UNIMPLEMENTED)
+            return cpu__call_fail(call, st, "%s", why);
+    }
     /* oneDNN's OpenMP team takes the cores now: the pool's idle workers stop spinning. */
     if (threads > 1)
         cpu__pool_park(call->device->pool);

@@ -445,10 +445,27 @@ static int32_t cpu__nchwc_conv_supports(ses_drv_device_t *device, const ses_drv_
     uint64_t count = 0;
     int32_t st;
 
-    /* The host's fusion of a trailing MaxPool (pool_ attributes): refused until its kernel is
-     * written, so that the chain runs without the pool and the MaxPool on its own. */
-    if (node->attr(node, "pool_kernel_shape", SES_DRV_ATTR_INTS, &count, NULL) == SES_DRV_OK)
-        return cpu__nchwc_refuse(device, node, "the fused max pool is not implemented");
+    /* A trailing MaxPool the host fused (pool_ attributes, cpu_conv_slices.c): its normalized
+     * 2-D window and the convolution's output size. */
+    if (node->attr(node, "pool_kernel_shape", SES_DRV_ATTR_INTS, &count, NULL) == SES_DRV_OK) {
+        static const struct {
+            const char *name;
+            uint64_t count;
+        } pool[] = {{"pool_kernel_shape", 2},
+                    {"pool_strides", 2},
+                    {"pool_dilations", 2},
+                    {"pool_pads", 4},
+                    {"pool_input", 2}};
+        for (size_t i = 0; i < sizeof pool / sizeof pool[0]; i++) {
+            count = 0;
+            if (node->attr(node, pool[i].name, SES_DRV_ATTR_INTS, &count, NULL) != SES_DRV_OK ||
+                count != pool[i].count)
+                return cpu__nchwc_refuse(device, node,
+                                         "the fused max pool needs attribute %s (INTS) of %" PRIu64
+                                         " entries: a 2-D window normalized by the host",
+                                         pool[i].name, pool[i].count);
+        }
+    }
     if ((st = cpu__fused_supports(device, node)) != SES_DRV_OK)
         return st;
     if (w->rank != 4)

@@ -335,11 +335,20 @@ static void check_case(fixture_t *f, const gemm_case_t *c, int constant) {
     node_set_input(&r, 1, b2);
     if (node_compute(&r, again) != SES_DRV_OK)
         fail_msg("%s: second compute failed: %s", label, f->ctx.base.message);
-    /* The driver's rule (cpu_matmul.c): at least 2 rows and 2^18 multiply-adds, and 2^26 on a
-     * pool of several threads. */
+    /* The driver's rule (cpu_matmul.c): at least 2 rows and 2^18 multiply-adds, and on a pool
+     * of several threads 2^26 (OpenMP's team), or column slices on the pool: at least two, of
+     * 16 columns and 2^18 multiply-adds each, dividing n. */
     const double macs = (double)rows * c->n * c->k;
-    const int cached = constant && f->onednn && rows >= 2 &&
-                       (strcmp(f->ctx.threads, "1") == 0 || macs >= (double)(1u << 26));
+    const int threads = atoi(f->ctx.threads);
+    int slices = threads;
+    if ((double)slices > macs / (double)(1u << 18))
+        slices = (int)(macs / (double)(1u << 18));
+    if (slices > c->n / 16)
+        slices = c->n / 16;
+    while (slices > 1 && c->n % slices != 0)
+        slices--;
+    const int cached = constant && f->onednn && rows >= 2 && macs >= (double)(1u << 18) &&
+                       (threads == 1 || macs >= (double)(1u << 26) || slices >= 2);
     if (cached) {
         if (memcmp(got, again, y_n * sizeof *got) != 0)
             fail_msg("%s: the constant weights were read again", label);
