@@ -895,6 +895,29 @@ fail:
  * By slices of images, on the caller's threads
  * ------------------------------------------------------------------------------------------- */
 
+/*
+ * Runs @p prim with @p args on the calling thread alone and waits for it. The primitive was made
+ * for one OpenMP thread, but oneDNN's GEMM-based implementations (gemm:jit, which it picks for a
+ * matmul of few columns) ask OpenMP for the calling thread's count at every run: on a pool
+ * thread that is one per CPU, and 16 pool threads each started a team of 16 (the MLP 784-256-10
+ * at batch 64 took 28 ms instead of 0.2 on a 16-core host). The count is the thread's own
+ * setting, given back after.
+ */
+static dnnl_status_t cpu__dnnl_run_alone(dnnl_primitive_t prim, dnnl_stream_t stream, int n_args,
+                                         const dnnl_exec_arg_t *args) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    const int team = l->omp_get_max_threads ? l->omp_get_max_threads() : 1;
+
+    if (team != 1 && l->omp_set_num_threads)
+        l->omp_set_num_threads(1);
+    dnnl_status_t s = l->dnnl_primitive_execute(prim, stream, n_args, args);
+    if (s == dnnl_success)
+        s = l->dnnl_stream_wait(stream);
+    if (team != 1 && l->omp_set_num_threads)
+        l->omp_set_num_threads(team);
+    return s;
+}
+
 /* The slots' memory objects, scratchpads and streams, for the primitive just built. */
 static int32_t cpu__dnnl_slots_make(cpu__dnnl_conv_cache_t *c, uint32_t n_slots, char *why,
                                     size_t why_size) {
@@ -993,7 +1016,6 @@ out:
 
 int32_t cpu__dnnl_conv_slice(cpu__dnnl_conv_cache_t *c, uint32_t slot, const float *x, float *y,
                              char *why, size_t why_size) {
-    const cpu__dnnl_lib_t *l = &cpu_dnnl;
     int32_t st = SES_DRV_OK;
 
     if (!c || !c->built || slot >= c->n_slots || !x || !y) {
@@ -1008,9 +1030,8 @@ int32_t cpu__dnnl_conv_slice(cpu__dnnl_conv_cache_t *c, uint32_t slot, const flo
         {DNNL_ARG_DST, t->dst.m},  {DNNL_ARG_SCRATCHPAD, t->scratch.m},
         {DNNL_ARG_BIAS, c->b_u.m},
     };
-    CPU__DNNL_CHECK(l->dnnl_primitive_execute(c->conv, t->stream, c->has_b ? 5 : 4, args),
+    CPU__DNNL_CHECK(cpu__dnnl_run_alone(c->conv, t->stream, c->has_b ? 5 : 4, args),
                     "the convolution");
-    CPU__DNNL_CHECK(l->dnnl_stream_wait(t->stream), "stream_wait");
     return SES_DRV_OK;
 
 fail:
@@ -1354,7 +1375,6 @@ out:
 }
 
 int32_t cpu__dnnl_matmul_slice(cpu__dnnl_mm_cache_t *c, int64_t slice, char *why, size_t why_size) {
-    const cpu__dnnl_lib_t *l = &cpu_dnnl;
     int32_t st = SES_DRV_OK;
 
     if (!c || !c->built || slice < 0 || slice >= c->slices || !c->y_at) {
@@ -1375,9 +1395,7 @@ int32_t cpu__dnnl_matmul_slice(cpu__dnnl_mm_cache_t *c, int64_t slice, char *why
         {DNNL_ARG_SCRATCHPAD, t->scratch.m},
         {DNNL_ARG_BIAS, c->bias_s[slice].m},
     };
-    CPU__DNNL_CHECK(l->dnnl_primitive_execute(c->mm, t->stream, c->p.bias ? 5 : 4, args),
-                    "the matmul");
-    CPU__DNNL_CHECK(l->dnnl_stream_wait(t->stream), "stream_wait");
+    CPU__DNNL_CHECK(cpu__dnnl_run_alone(c->mm, t->stream, c->p.bias ? 5 : 4, args), "the matmul");
     return SES_DRV_OK;
 
 fail:

@@ -10,6 +10,7 @@
  * launch. Run on a pool of 1 thread, and of 2 (where only GEMMs of 2^26 multiply-adds take the
  * matmul path: large_gemms_match).
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -485,7 +486,47 @@ static void large_gemms_match(void **state) {
     check_both(f, &mm);
 }
 
+/* Threads of this process (entries of /proc/self/task). */
+static int count_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/*
+ * On four threads, the MLP 784-256-10's first layer at batch 64 (12.8M multiply-adds) runs as
+ * four column slices on the pool's threads, each on its thread alone: the values match, and no
+ * thread is started for it. (oneDNN's GEMM-based matmul asks OpenMP for the calling thread's
+ * count at every run; each pool thread once started a team of its own, 16 teams of 16 on a
+ * 16-core host.)
+ */
+static void sliced_gemms_start_no_threads(void **state) {
+    fixture_t *f = *state;
+    gemm_case_t c = {.op = "FusedGemm",
+                     .m = 64,
+                     .n = 256,
+                     .k = 784,
+                     .trans_b = 1,
+                     .alpha = 1,
+                     .beta = 1,
+                     .c = C_ROW,
+                     .act = "Sigmoid"};
+    const int before = count_threads();
+    check_both(f, &c);
+    c.op = "MatMul", c.act = NULL, c.trans_b = 0, c.c = C_NONE;
+    check_both(f, &c);
+    const int after = count_threads();
+    if (f->onednn && after > before)
+        fail_msg("%d threads before the sliced GEMMs, %d after", before, after);
+}
+
 static int setup1(void **state) { return setup_threads(state, "1"); }
+
+static int setup4(void **state) { return setup_threads(state, "4"); }
 
 static int setup2(void **state) { return setup_threads(state, "2"); }
 
@@ -503,5 +544,9 @@ int main(void) {
     };
     int failed = cmocka_run_group_tests_name("one thread", one, setup1, teardown);
     failed += cmocka_run_group_tests_name("two threads", two, setup2, teardown);
+    const struct CMUnitTest four[] = {
+        cmocka_unit_test(sliced_gemms_start_no_threads),
+    };
+    failed += cmocka_run_group_tests_name("four threads", four, setup4, teardown);
     return failed;
 }
