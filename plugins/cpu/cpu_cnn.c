@@ -815,7 +815,8 @@ static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *st
         default: return SES_DRV_UNIMPLEMENTED;
         }
     }
-    const uint32_t flags = ((state->constant_inputs & 2u) ? CPU__DNNL_W_CONSTANT : 0) | layout;
+    const uint32_t flags = ((state->constant_inputs & 2u) ? CPU__DNNL_W_CONSTANT : 0) | layout |
+                           (call->device->winograd ? CPU__DNNL_WINOGRAD : 0);
     /* NchwcConv: by slices of images on the pool's threads where it can, and its fused pool. */
     if (layout & CPU__DNNL_YZ_BLOCKED) {
         int32_t st = cpu__conv_slices_run(

@@ -52,6 +52,10 @@ enum cpu__dnnl_activation {
  * out_channels a multiple of 16 (the NchwcConv of the NCHWc16 layout, plugins/cpu/cpu_nchwc.c). */
 #define CPU__DNNL_YZ_BLOCKED 4u
 
+/* Try Winograd's algorithm first (oneDNN's jit_wino kernels: 2-D 3x3 filters, stride 1, no
+ * dilation, ungrouped): kept only where oneDNN reads X and writes Y in the caller's layouts,
+ * else the direct convolution as without the flag. */
+#define CPU__DNNL_WINOGRAD 8u
 /**
  * One convolution's parameters, in ONNX's terms. X is [batch, in_channels, in...], W is
  * [out_channels, in_channels / group, kernel...], B [out_channels], Z and Y

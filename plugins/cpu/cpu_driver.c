@@ -391,9 +391,9 @@ static int32_t cpu__pool_size(ses_drv_driver_t *driver, const ses_drv_options_t 
 }
 
 /* Every option the CPU driver reads, for refusing one it does not (DRV-87). */
-static const char *const cpu__options[] = {CPU__THREADS_OPTION, CPU__SPIN_OPTION,
-                                           CPU__POOL_OPTION,    CPU__CONV_OPTION,
-                                           CPU__GEMM_OPTION,    CPU__GEMM_KERNELS_OPTION};
+static const char *const cpu__options[] = {
+    CPU__THREADS_OPTION, CPU__SPIN_OPTION,         CPU__POOL_OPTION,    CPU__CONV_OPTION,
+    CPU__GEMM_OPTION,    CPU__GEMM_KERNELS_OPTION, CPU__WINOGRAD_OPTION};
 
 /* open_device of ABI 1.5: the session's options come in @p options (NULL from open_device: the
  * host's get_option then answers for the thread that opens the device). */
@@ -433,6 +433,17 @@ static int32_t cpu_open_device_with_options(ses_drv_driver_t *driver, uint32_t o
                          "open_device: option %s is \"%s\"; accepted are own (the pool's own "
                          "workers, the default) and openmp (OpenMP's team, libgomp.so.1)",
                          CPU__POOL_OPTION, pool_mode);
+    /* Winograd's algorithm for NchwcConv's 3x3 stride-1 filters: on unless it says off. */
+    char winograd[16];
+    if ((st = cpu__read_option(driver->host, driver->ctx, options, CPU__WINOGRAD_OPTION,
+                               "auto or off", winograd, sizeof winograd)) != SES_DRV_OK)
+        return st;
+    if (winograd[0] && strcmp(winograd, "auto") != 0 && strcmp(winograd, "off") != 0)
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                         "open_device: option %s is \"%s\"; accepted are auto (Winograd's "
+                         "algorithm for 3x3 stride-1 blocked convolutions where oneDNN has it, "
+                         "the default) and off (direct convolutions only)",
+                         CPU__WINOGRAD_OPTION, winograd);
     /* The Conv path is read again here, as the pool's size is, so that a session's own
      * driver.cpu.conv applies to its device (open saw only the options of its time). */
     char conv[CPU__CONV_DESC_MAX];
@@ -448,6 +459,7 @@ static int32_t cpu_open_device_with_options(ses_drv_driver_t *driver, uint32_t o
     device->driver = driver;
     device->conv_dnnl = conv_dnnl;
     device->conv_mode = conv_mode;
+    device->winograd = strcmp(winograd, "off") != 0;
     int err = cpu__pool_create(threads, spin_us, openmp, &device->pool);
     if (err == ENOENT) {
         st = cpu__fail(driver->host, driver->ctx, SES_DRV_UNAVAILABLE,

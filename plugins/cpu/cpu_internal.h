@@ -123,6 +123,7 @@ enum cpu__conv_mode {
  * one set of threads serves every kernel; the pool starts no worker then).
  */
 #define CPU__POOL_OPTION "driver.cpu.pool"
+#define CPU__WINOGRAD_OPTION "driver.cpu.winograd"
 
 /** The largest pool the option may ask for. */
 #define CPU__MAX_THREADS 1024
@@ -248,6 +249,8 @@ struct ses_drv_device {
     cpu__pool_t *pool; /* never NULL once open; thread-safe */
     uint32_t conv_dnnl; /* non-zero: f32 Conv runs through oneDNN (driver.cpu.conv, cpu_dnnl.c) */
     uint32_t conv_mode; /* enum cpu__conv_mode: what driver.cpu.conv said */
+    uint32_t winograd;  /* driver.cpu.winograd: NchwcConv's 3x3 stride-1 filters try Winograd's
+                           algorithm (CPU__DNNL_WINOGRAD) */
 };
 
 /** What a ses_drv_buffer_t handle points at. */

@@ -42,6 +42,7 @@
 typedef struct nchwc_host_ctx {
     struct ses_drv_host_ctx base; /* first: the test host's error entry writes here */
     const char *conv;             /* driver.cpu.conv; NULL when unset */
+    const char *winograd;         /* driver.cpu.winograd; NULL when unset */
 } nchwc_host_ctx_t;
 
 static int32_t nchwc_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
@@ -49,10 +50,11 @@ static int32_t nchwc_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *
     const nchwc_host_ctx_t *h = (const nchwc_host_ctx_t *)(const void *)ctx;
     /* Two threads, so that the pools' rows are split; workers that never spin, since the test
      * machines' cores are shared. */
-    const char *value = strcmp(key, "driver.cpu.conv") == 0      ? h->conv
-                        : strcmp(key, "driver.cpu.threads") == 0 ? "2"
-                        : strcmp(key, "driver.cpu.spin_us") == 0 ? "0"
-                                                                 : NULL;
+    const char *value = strcmp(key, "driver.cpu.conv") == 0       ? h->conv
+                        : strcmp(key, "driver.cpu.winograd") == 0 ? h->winograd
+                        : strcmp(key, "driver.cpu.threads") == 0  ? "2"
+                        : strcmp(key, "driver.cpu.spin_us") == 0  ? "0"
+                                                                  : NULL;
     if (!value)
         return SES_DRV_NOT_FOUND;
     uint64_t need = strlen(value) + 1;
@@ -884,6 +886,59 @@ static void nchwc_conv_is_refused_when_driver_cpu_conv_is_im2col(void **state) {
     assert_int_equal(supports(f, f->device, "NchwcMaxPool", "f32->f32", 0), SES_DRV_OK);
 }
 
+/*
+ * driver.cpu.winograd: a 3x3 stride-1 convolution of blocked X runs through Winograd's algorithm
+ * by default (auto) and directly with off. Both are within 1e-4 of FusedConv on NCHW, and they
+ * differ in their last bits: the option is what chose.
+ */
+static void nchwc_conv_takes_winograd_unless_the_option_says_off(void **state) {
+    fixture_t *f = *state;
+    const int n = 1, c = 32, h = 14, w = 14, m = 32;
+    const size_t nx = (size_t)n * c * h * w, ny = (size_t)n * m * h * w;
+    const test_attr_t attrs[] = {
+        A_INTS("kernel_shape", 3, 3),
+        A_INTS("strides", 1, 1),
+        A_INTS("dilations", 1, 1),
+        A_INTS("pads", 1, 1, 1, 1),
+        A_INT("group", 1),
+        A_INT("has_bias", 0),
+        A_INT("has_z", 0),
+        A_END,
+    };
+    ses_drv_device_t *direct = NULL;
+
+    SKIP_WITHOUT_NCHWC_CONV(f);
+    float *x = random_values(nx), *wt = random_values((size_t)m * c * 9);
+    /* Full mantissas: random_values' few bits would make both algorithms' sums exact. */
+    for (size_t i = 0; i < nx; i++)
+        x[i] = x[i] / 3.0f + 0.1f * sinf((float)i);
+    float *xb = to_blocked(x, n, c, h, w), *want = new_floats(ny);
+    float *got[2] = {new_floats(ny), new_floats(ny)};
+    const targ_t in[2] = {tensor(x, 4, n, c, h, w), tensor(wt, 4, m, c, 3, 3)};
+    const targ_t bin[2] = {tensor(xb, 5, n, c / 16, h, w, 16), in[1]};
+    RUN_OK(f, "FusedConv", "f32,f32->f32", attrs, 2, in, tensor(NULL, 4, n, m, h, w), want);
+
+    f->ctx.winograd = "off";
+    int32_t st = f->api->open_device(f->driver, 0, &direct);
+    f->ctx.winograd = NULL;
+    assert_int_equal(st, SES_DRV_OK);
+    for (int i = 0; i < 2; i++) {
+        noderun_t r;
+        node_describe(&r, f, i ? direct : f->device, "NchwcConv", "f32,f32->f32", attrs, 2, bin,
+                      tensor(NULL, 5, n, m / 16, h, w, 16));
+        node_open(&r, 2);
+        if (node_compute(&r, got[i]) != SES_DRV_OK)
+            fail_msg("NchwcConv (winograd %s): %s", i ? "off" : "auto", f->ctx.base.message);
+        node_close(&r);
+        float *plain = from_blocked(got[i], n, m, h, w);
+        expect_close(want, plain, ny, 1e-4);
+        free(plain);
+    }
+    f->api->close_device(direct);
+    assert_true(memcmp(got[0], got[1], ny * sizeof(float)) != 0);
+    free(x), free(wt), free(xb), free(want), free(got[0]), free(got[1]);
+}
+
 static void nchwc_pools_refuse_what_they_cannot_run(void **state) {
     CONV_ATTRS_DECL;
     fixture_t *f = *state;
@@ -1005,6 +1060,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(nchwc_conv_refuses_what_it_cannot_run, setup, teardown),
         cmocka_unit_test_setup_teardown(nchwc_conv_is_refused_when_driver_cpu_conv_is_im2col, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nchwc_conv_takes_winograd_unless_the_option_says_off, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(nchwc_pools_refuse_what_they_cannot_run, setup, teardown),
         cmocka_unit_test_setup_teardown(nchwc_kernels_check_shapes_at_compute, setup, teardown),

@@ -137,6 +137,18 @@ static void the_cpu_driver_refuses_an_unknown_pool(void **state) {
     assert_contains(ses_last_error(), "driver.cpu.pool is \"threads\"; accepted are own");
 }
 
+static void the_cpu_driver_refuses_an_unknown_winograd_choice(void **state) {
+    fixture_t *f = *state;
+    const char *bad[] = {"driver.cpu.winograd=on"};
+    const char *off[] = {"driver.cpu.winograd=off"};
+    const char *on[] = {"driver.cpu.winograd=auto"};
+
+    assert_int_equal(open_with(f, "cpu:0", bad, 1), SES_INVALID_ARGUMENT);
+    assert_contains(ses_last_error(), "driver.cpu.winograd is \"on\"; accepted are auto");
+    assert_int_equal(open_with(f, "cpu:0", off, 1), SES_OK);
+    assert_int_equal(open_with(f, "cpu:0", on, 1), SES_OK);
+}
+
 /* sigmoid(x) * x over 2^17 elements on a pool of 2 threads run by @p pool. */
 static void run_on_pool(const char *pool, const ses_tensor_t *x, ses_tensor_t **out_y) {
     const char *options[] = {"driver.cpu.threads=2", pool};
@@ -204,6 +216,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(the_cpu_driver_reads_its_options_from_the_argument, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(the_cpu_driver_refuses_an_unknown_pool, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_cpu_driver_refuses_an_unknown_winograd_choice, setup,
+                                        teardown),
         cmocka_unit_test(openmps_team_computes_what_the_pools_own_workers_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
