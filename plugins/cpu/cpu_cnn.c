@@ -820,10 +820,13 @@ static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *st
     /* NchwcConv: by slices of images on the pool's threads where it can, and its fused pool. */
     if (layout & CPU__DNNL_YZ_BLOCKED) {
         int32_t st = cpu__conv_slices_run(
-            call, state->dnnl, &p, dnnl_act, alpha, beta, (const float *)(const void *)x->data,
-            (const float *)(const void *)wt->data, b ? (const float *)(const void *)b->data : NULL,
+            call->device->pool, state->dnnl, &p, dnnl_act, alpha, beta,
+            (const float *)(const void *)x->data, (const float *)(const void *)wt->data,
+            b ? (const float *)(const void *)b->data : NULL,
             z ? (const float *)(const void *)z->data : NULL, (float *)(void *)call->outs[0].data,
-            pool, flags, &state->scratch, &state->scratch_size);
+            pool, flags, &state->scratch, &state->scratch_size, why, sizeof why);
+        if (st != SES_DRV_OK && st != SES_DRV_UNIMPLEMENTED)
+            return cpu__call_fail(call, st, "%s", why);
         if (st != SES_DRV_UNIMPLEMENTED || pool)
             return st;
     }
@@ -1014,6 +1017,76 @@ int32_t cpu__fused_conv(const cpu__call_t *call) {
 }
 
 /*
+ * The max pool an NchwcConv node carries (attributes pool_kernel_shape, pool_strides,
+ * pool_dilations, pool_pads, the host's normalized 2-D window, and pool_input, the
+ * convolution's output rows and columns): *@p out_has 0 when it has none, and then @p conv_out
+ * is Y's own [OH, OW]. Otherwise @p g is the pool's geometry from @p conv_out to Y's dims,
+ * checked (each window attribute in range, Y's rows and columns those of the window with or
+ * without ceil_mode). Errors name the node.
+ */
+static int32_t cpu__nchwc_conv_window(const cpu__call_t *call, const cpu__tensor_t *y,
+                                      int64_t conv_out[2], cpu__pool2d_t *g, int *out_has) {
+    static const char *const names[] = {"pool_input", "pool_kernel_shape", "pool_strides",
+                                        "pool_dilations", "pool_pads"};
+    int64_t v[5][4];
+    uint64_t count = 0;
+    uint32_t n;
+    cpu__win_t w;
+    int32_t st;
+
+    *out_has = 0;
+    conv_out[0] = y->dims[2];
+    conv_out[1] = y->dims[3];
+    if (!call->node->attr || call->node->attr(call->node, "pool_kernel_shape", SES_DRV_ATTR_INTS,
+                                              &count, NULL) != SES_DRV_OK)
+        return SES_DRV_OK;
+    for (int i = 0; i < 5; i++) {
+        const uint32_t want = i == 4 ? 4 : 2;
+        if ((st = cpu__attr_ints(call, names[i], v[i], 4, &n)) != SES_DRV_OK)
+            return st;
+        if (n != want)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "attribute %s has %" PRIu32 " entries, not %" PRIu32
+                                  ": the fused pool is 2-D",
+                                  names[i], n, want);
+    }
+    memset(&w, 0, sizeof w);
+    w.n = 2;
+    for (int d = 0; d < 2; d++) {
+        w.in[d] = v[0][d];
+        w.k[d] = v[1][d];
+        w.s[d] = v[2][d];
+        w.d[d] = v[3][d];
+        w.pb[d] = v[4][d];
+        w.pe[d] = v[4][2 + d];
+        w.out[d] = y->dims[2 + d];
+        if (w.in[d] < 1 || w.k[d] < 1 || w.s[d] < 1 || w.d[d] < 1 || w.pb[d] < 0 || w.pe[d] < 0 ||
+            w.in[d] > INT32_MAX || w.k[d] > INT32_MAX || w.s[d] > INT32_MAX || w.d[d] > INT32_MAX ||
+            w.pb[d] > INT32_MAX || w.pe[d] > INT32_MAX)
+            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                                  "the fused pool's window is out of range along spatial dim %d: "
+                                  "input %" PRId64 ", kernel %" PRId64 ", stride %" PRId64
+                                  ", dilation %" PRId64 ", pads %" PRId64 " and %" PRId64,
+                                  d, w.in[d], w.k[d], w.s[d], w.d[d], w.pb[d], w.pe[d]);
+        /* Y's size along d: the window's count, rounded down or (ceil_mode) up. */
+        const int64_t span = w.in[d] + w.pb[d] + w.pe[d] - ((w.k[d] - 1) * w.d[d] + 1);
+        const int64_t lo = span < 0 ? 0 : span / w.s[d] + 1;
+        const int64_t hi = span < 0 ? 0 : (span + w.s[d] - 1) / w.s[d] + 1;
+        if (span < 0 || w.out[d] < lo || w.out[d] > hi)
+            return cpu__call_fail(
+                call, SES_DRV_INVALID_ARGUMENT,
+                "Y has %" PRId64 " along spatial dim %d; a pool of kernel %" PRId64
+                ", stride %" PRId64 ", dilation %" PRId64 " and pads %" PRId64 " and %" PRId64
+                " over %" PRId64 " gives %" PRId64 " (or %" PRId64 " with ceil_mode)",
+                w.out[d], d, w.k[d], w.s[d], w.d[d], w.pb[d], w.pe[d], w.in[d], lo, hi);
+        conv_out[d] = w.in[d];
+    }
+    cpu__pool2d_init(&w, g);
+    *out_has = 1;
+    return SES_DRV_OK;
+}
+
+/*
  * NchwcConv: FusedConv with Y (and Z) in the NCHWc16 layout, [N, M/16, OH, OW, 16], and X either
  * plain [N, C, H, W] (the first convolution of a blocked region, any C) or blocked
  * [N, C/16, H, W, 16]. oneDNN reads X and writes Y where they are (nChw16c is its aBcd16b);
@@ -1044,7 +1117,7 @@ int32_t cpu__nchwc_conv(const cpu__call_t *call) {
                               cpu__format_dims(wt->dims, wt->rank, c, sizeof c),
                               cpu__format_dims(y->dims, y->rank, o, sizeof o));
     /* A fused max pool: the convolution's output is [N, M/16, conv_out..., 16], pooled into Y. */
-    if ((st = cpu__conv_slices_window(call, y, conv_out, &pool, &has_pool)) != SES_DRV_OK)
+    if ((st = cpu__nchwc_conv_window(call, y, conv_out, &pool, &has_pool)) != SES_DRV_OK)
         return st;
     /* The plain NCHW shapes the blocked tensors stand for: Conv's checks then apply as they are. */
     xd[0] = x->dims[0], xd[1] = x_blocked ? x->dims[1] * 16 : x->dims[1];

@@ -13,7 +13,7 @@
  * max pool fused after the convolution (a FusedConv -> MaxPool chain the compiler merged into
  * one NchwcConv with pool_ attributes, compile/fuse.c) reads it from the core's own cache rather
  * than memory, and writes only the pooled slice into Y. The pool is NchwcMaxPool's rows
- * (cpu__nchwc_maxpool_rows), so its values are NchwcMaxPool's bit for bit; the convolution's
+ * (cpu__nchwc_pool_rows), so its values are NchwcMaxPool's bit for bit; the convolution's
  * are oneDNN's for a batch of that slice, which do not depend on the batch (each image is
  * computed alone).
  *
@@ -75,8 +75,8 @@ static void cpu__slices_task(void *ctx, uint64_t begin, uint64_t end) {
                 break;
             }
             if (j->pool)
-                cpu__nchwc_maxpool_rows(j->pool, out, j->y + (size_t)s * j->y_slice, 0,
-                                        (uint64_t)(j->planes * j->pool->oh));
+                cpu__nchwc_pool_rows(j->pool, 1, 0, out, j->y + (size_t)s * j->y_slice, 0,
+                                     (uint64_t)(j->planes * j->pool->oh));
         }
     }
 }
@@ -91,7 +91,7 @@ typedef struct cpu__slices_pool_job {
 
 static void cpu__slices_pool_task(void *ctx, uint64_t begin, uint64_t end) {
     const cpu__slices_pool_job_t *j = ctx;
-    cpu__nchwc_maxpool_rows(j->g, j->x, j->y, begin, end);
+    cpu__nchwc_pool_rows(j->g, 1, 0, j->x, j->y, begin, end);
 }
 
 /* Images per slice: the largest divisor of @p n whose output fits CPU__SLICE_BYTES (at least
@@ -107,12 +107,12 @@ static int64_t cpu__slice_images(int64_t n, uint32_t threads, size_t out_image_b
     return per;
 }
 
-int32_t cpu__conv_slices_run(const cpu__call_t *call, cpu__dnnl_conv_cache_t *cache,
+int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *cache,
                              const cpu__dnnl_conv_params_t *p, int activation, float alpha,
                              float beta, const float *x, const float *w, const float *b,
                              const float *z, float *y, const cpu__pool2d_t *pool, uint32_t flags,
-                             unsigned char **buf, size_t *buf_size) {
-    const uint32_t threads = cpu__pool_threads(call->device->pool);
+                             unsigned char **buf, size_t *buf_size, char *why, size_t why_size) {
+    const uint32_t threads = cpu__pool_threads(threads_pool);
     size_t in_image = (size_t)p->in_channels, out_image = (size_t)p->out_channels;
     for (uint32_t i = 0; i < p->spatial; i++) {
         in_image *= (size_t)p->in[i];
@@ -120,9 +120,9 @@ int32_t cpu__conv_slices_run(const cpu__call_t *call, cpu__dnnl_conv_cache_t *ca
     }
     const size_t pooled_image =
         pool ? (size_t)p->out_channels * (size_t)pool->oh * (size_t)pool->ow : out_image;
-    char why[256];
     int32_t st;
 
+    why[0] = '\0';
     /* Slices: on several threads where each has an image at least; on one, for the pool's
      * sake only. */
     const int sliced = threads > 1 ? p->batch >= (int64_t)threads : pool && p->batch >= 2;
@@ -133,18 +133,18 @@ int32_t cpu__conv_slices_run(const cpu__call_t *call, cpu__dnnl_conv_cache_t *ca
         cpu__dnnl_conv_params_t sp = *p;
         sp.batch = per;
         st = cpu__dnnl_conv_slices(cache, &sp, w, b, z != NULL, activation, alpha, beta, slots,
-                                   flags, why, sizeof why);
+                                   flags, why, why_size);
         if (st == SES_DRV_OK) {
             const size_t conv_slice = (size_t)per * out_image;
             if (pool) {
                 const size_t need = (size_t)slots * conv_slice * sizeof(float);
                 if (*buf_size < need) {
                     void *grown = aligned_alloc(64, (need + 63) & ~(size_t)63);
-                    if (!grown)
-                        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
-                                              "cannot allocate %zu bytes for the fused pool's "
-                                              "slices",
-                                              need);
+                    if (!grown) {
+                        snprintf(why, why_size,
+                                 "cannot allocate %zu bytes for the fused pool's slices", need);
+                        return SES_DRV_OUT_OF_MEMORY;
+                    }
                     free(*buf);
                     *buf = grown;
                     *buf_size = need;
@@ -166,14 +166,17 @@ int32_t cpu__conv_slices_run(const cpu__call_t *call, cpu__dnnl_conv_cache_t *ca
             atomic_init(&j.next, 0);
             atomic_init(&j.failed, 0);
             /* One item per slot, each far above the pool's threshold: every slot is a chunk. */
-            cpu__parallel(call, slots, UINT64_C(1) << 32, cpu__slices_task, &j);
-            if (atomic_load(&j.failed))
-                return cpu__call_fail(call, j.st, "%s", j.why);
+            cpu__parallel_for(threads_pool, slots, UINT64_C(1) << 32, cpu__slices_task, &j);
+            if (atomic_load(&j.failed)) {
+                snprintf(why, why_size, "%s", j.why);
+                return j.st;
+            }
             return SES_DRV_OK;
         }
         if (st != SES_DRV_UNIMPLEMENTED)
-            return cpu__call_fail(call, st, "%s", why);
+            return st;
     }
+    why[0] = '\0';
     if (!pool)
         return SES_DRV_UNIMPLEMENTED;
 
@@ -182,87 +185,24 @@ int32_t cpu__conv_slices_run(const cpu__call_t *call, cpu__dnnl_conv_cache_t *ca
     const size_t need = (size_t)p->batch * out_image * sizeof(float);
     if (*buf_size < need) {
         void *grown = aligned_alloc(64, (need + 63) & ~(size_t)63);
-        if (!grown)
-            return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
-                                  "cannot allocate %zu bytes for the convolution before its pool",
-                                  need);
+        if (!grown) {
+            snprintf(why, why_size, "cannot allocate %zu bytes for the convolution before its pool",
+                     need);
+            return SES_DRV_OUT_OF_MEMORY;
+        }
         free(*buf);
         *buf = grown;
         *buf_size = need;
     }
     if (threads > 1)
-        cpu__pool_park(call->device->pool);
+        cpu__pool_park(threads_pool);
     st = cpu__dnnl_conv(cache, p, x, w, b, z, (float *)(void *)*buf, activation, alpha, beta,
-                        threads, flags, why, sizeof why);
-    if (st == SES_DRV_UNIMPLEMENTED)
-        return st;
+                        threads, flags, why, why_size);
     if (st != SES_DRV_OK)
-        return cpu__call_fail(call, st, "%s", why);
+        return st;
     cpu__slices_pool_job_t pj = {pool, (const float *)(const void *)*buf, y};
     const int64_t planes = p->batch * (p->out_channels / 16);
-    cpu__parallel(call, (uint64_t)(planes * pool->oh),
-                  (uint64_t)(pool->ow * pool->kh * pool->kw * 16), cpu__slices_pool_task, &pj);
-    return SES_DRV_OK;
-}
-
-int32_t cpu__conv_slices_window(const cpu__call_t *call, const cpu__tensor_t *y,
-                                int64_t conv_out[2], cpu__pool2d_t *g, int *out_has) {
-    static const char *const names[] = {"pool_input", "pool_kernel_shape", "pool_strides",
-                                        "pool_dilations", "pool_pads"};
-    int64_t v[5][4];
-    uint64_t count = 0;
-    uint32_t n;
-    cpu__win_t w;
-    int32_t st;
-
-    *out_has = 0;
-    conv_out[0] = y->dims[2];
-    conv_out[1] = y->dims[3];
-    if (!call->node->attr || call->node->attr(call->node, "pool_kernel_shape", SES_DRV_ATTR_INTS,
-                                              &count, NULL) != SES_DRV_OK)
-        return SES_DRV_OK;
-    for (int i = 0; i < 5; i++) {
-        const uint32_t want = i == 4 ? 4 : 2;
-        if ((st = cpu__attr_ints(call, names[i], v[i], 4, &n)) != SES_DRV_OK)
-            return st;
-        if (n != want)
-            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "attribute %s has %" PRIu32 " entries, not %" PRIu32
-                                  ": the fused pool is 2-D",
-                                  names[i], n, want);
-    }
-    memset(&w, 0, sizeof w);
-    w.n = 2;
-    for (int d = 0; d < 2; d++) {
-        w.in[d] = v[0][d];
-        w.k[d] = v[1][d];
-        w.s[d] = v[2][d];
-        w.d[d] = v[3][d];
-        w.pb[d] = v[4][d];
-        w.pe[d] = v[4][2 + d];
-        w.out[d] = y->dims[2 + d];
-        if (w.in[d] < 1 || w.k[d] < 1 || w.s[d] < 1 || w.d[d] < 1 || w.pb[d] < 0 || w.pe[d] < 0 ||
-            w.in[d] > INT32_MAX || w.k[d] > INT32_MAX || w.s[d] > INT32_MAX || w.d[d] > INT32_MAX ||
-            w.pb[d] > INT32_MAX || w.pe[d] > INT32_MAX)
-            return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
-                                  "the fused pool's window is out of range along spatial dim %d: "
-                                  "input %" PRId64 ", kernel %" PRId64 ", stride %" PRId64
-                                  ", dilation %" PRId64 ", pads %" PRId64 " and %" PRId64,
-                                  d, w.in[d], w.k[d], w.s[d], w.d[d], w.pb[d], w.pe[d]);
-        /* Y's size along d: the window's count, rounded down or (ceil_mode) up. */
-        const int64_t span = w.in[d] + w.pb[d] + w.pe[d] - ((w.k[d] - 1) * w.d[d] + 1);
-        const int64_t lo = span < 0 ? 0 : span / w.s[d] + 1;
-        const int64_t hi = span < 0 ? 0 : (span + w.s[d] - 1) / w.s[d] + 1;
-        if (span < 0 || w.out[d] < lo || w.out[d] > hi)
-            return cpu__call_fail(
-                call, SES_DRV_INVALID_ARGUMENT,
-                "Y has %" PRId64 " along spatial dim %d; a pool of kernel %" PRId64
-                ", stride %" PRId64 ", dilation %" PRId64 " and pads %" PRId64 " and %" PRId64
-                " over %" PRId64 " gives %" PRId64 " (or %" PRId64 " with ceil_mode)",
-                w.out[d], d, w.k[d], w.s[d], w.d[d], w.pb[d], w.pe[d], w.in[d], lo, hi);
-        conv_out[d] = w.in[d];
-    }
-    cpu__pool2d_init(&w, g);
-    *out_has = 1;
+    cpu__parallel_for(threads_pool, (uint64_t)(planes * pool->oh),
+                      (uint64_t)(pool->ow * pool->kh * pool->kw * 16), cpu__slices_pool_task, &pj);
     return SES_DRV_OK;
 }

@@ -390,16 +390,22 @@ static void cpu__dnnl_stream_free(dnnl_stream_t stream) {
         cpu_dnnl.dnnl_stream_destroy(stream);
 }
 
+/* Frees what cpu__dnnl_slot_make made of @p t (all of it zeroed or made). */
+static void cpu__dnnl_slot_free(cpu__dnnl_slot_t *t) {
+    cpu__dnnl_mem_destroy(&t->src);
+    cpu__dnnl_mem_destroy(&t->dst);
+    cpu__dnnl_mem_destroy(&t->scratch);
+    cpu__dnnl_stream_free(t->stream);
+    t->stream = NULL;
+    free(t->scratch_buf.data);
+    t->scratch_buf.data = NULL;
+    t->scratch_buf.size = 0;
+}
+
 /* Frees @p c's slots. */
 static void cpu__dnnl_slots_free(cpu__dnnl_conv_cache_t *c) {
-    for (uint32_t i = 0; i < c->n_slots; i++) {
-        cpu__dnnl_slot_t *t = &c->slots[i];
-        cpu__dnnl_mem_destroy(&t->src);
-        cpu__dnnl_mem_destroy(&t->dst);
-        cpu__dnnl_mem_destroy(&t->scratch);
-        cpu__dnnl_stream_free(t->stream);
-        free(t->scratch_buf.data);
-    }
+    for (uint32_t i = 0; i < c->n_slots; i++)
+        cpu__dnnl_slot_free(&c->slots[i]);
     free(c->slots);
     c->slots = NULL;
     c->n_slots = 0;
@@ -940,11 +946,38 @@ static dnnl_status_t cpu__dnnl_run_alone(dnnl_primitive_t prim, dnnl_stream_t st
     return s;
 }
 
-/* The slots' memory objects, scratchpads and streams, for the primitive just built. */
+/* One thread slot (zeroed) for a primitive of these layouts: memory objects for its source
+ * and destination (pointed per run), its own scratchpad and stream. */
+static int32_t cpu__dnnl_slot_make(cpu__dnnl_slot_t *t, const dnnl_memory_desc_t *src_md,
+                                   const dnnl_memory_desc_t *dst_md,
+                                   const dnnl_memory_desc_t *scratch_md, char *why,
+                                   size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    const size_t scratch_size = l->dnnl_memory_desc_get_size(scratch_md);
+    int32_t st = SES_DRV_OK;
+
+    if (scratch_size && !cpu__dnnl_grow(&t->scratch_buf, scratch_size)) {
+        snprintf(why, why_size, "out of memory for oneDNN's scratchpads");
+        return SES_DRV_OUT_OF_MEMORY;
+    }
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&t->src.m, src_md, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&t->dst.m, dst_md, l->engine, DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_memory_create(&t->scratch.m, scratch_md, l->engine,
+                                          scratch_size ? t->scratch_buf.data : DNNL_MEMORY_NONE),
+                    "memory_create");
+    CPU__DNNL_CHECK(l->dnnl_stream_create(&t->stream, l->engine, dnnl_stream_default_flags),
+                    "stream_create");
+    return SES_DRV_OK;
+
+fail:
+    return st;
+}
+
+/* The slots of a convolution cache, for the primitive just built. */
 static int32_t cpu__dnnl_slots_make(cpu__dnnl_conv_cache_t *c, uint32_t n_slots, char *why,
                                     size_t why_size) {
-    const cpu__dnnl_lib_t *l = &cpu_dnnl;
-    const size_t scratch_size = l->dnnl_memory_desc_get_size(&c->scratch_md);
     int32_t st = SES_DRV_OK;
 
     cpu__dnnl_slots_free(c);
@@ -954,28 +987,11 @@ static int32_t cpu__dnnl_slots_make(cpu__dnnl_conv_cache_t *c, uint32_t n_slots,
         return SES_DRV_OUT_OF_MEMORY;
     }
     c->n_slots = n_slots;
-    for (uint32_t i = 0; i < n_slots; i++) {
-        cpu__dnnl_slot_t *t = &c->slots[i];
-        if (scratch_size && !cpu__dnnl_grow(&t->scratch_buf, scratch_size)) {
-            snprintf(why, why_size, "out of memory for oneDNN's scratchpads");
-            st = SES_DRV_OUT_OF_MEMORY;
-            goto fail;
-        }
-        CPU__DNNL_CHECK(l->dnnl_memory_create(&t->src.m, &c->src_md, l->engine, DNNL_MEMORY_NONE),
-                        "memory_create");
-        CPU__DNNL_CHECK(l->dnnl_memory_create(&t->dst.m, &c->dst_md, l->engine, DNNL_MEMORY_NONE),
-                        "memory_create");
-        CPU__DNNL_CHECK(
-            l->dnnl_memory_create(&t->scratch.m, &c->scratch_md, l->engine,
-                                  scratch_size ? t->scratch_buf.data : DNNL_MEMORY_NONE),
-            "memory_create");
-        CPU__DNNL_CHECK(l->dnnl_stream_create(&t->stream, l->engine, dnnl_stream_default_flags),
-                        "stream_create");
-    }
-    return SES_DRV_OK;
-
-fail:
-    cpu__dnnl_slots_free(c);
+    for (uint32_t i = 0; i < n_slots && st == SES_DRV_OK; i++)
+        st = cpu__dnnl_slot_make(&c->slots[i], &c->src_md, &c->dst_md, &c->scratch_md, why,
+                                 why_size);
+    if (st != SES_DRV_OK)
+        cpu__dnnl_slots_free(c);
     return st;
 }
 
@@ -1098,12 +1114,7 @@ int32_t cpu__dnnl_mm_cache_create(cpu__dnnl_mm_cache_t **out_cache) {
 /* Frees a matmul cache's slices: slot memory objects, scratchpads, streams. */
 static void cpu__dnnl_mm_slices_free(cpu__dnnl_mm_cache_t *c) {
     for (int64_t i = 0; c->slots && i < c->slices; i++) {
-        cpu__dnnl_slot_t *t = &c->slots[i];
-        cpu__dnnl_mem_destroy(&t->src);
-        cpu__dnnl_mem_destroy(&t->dst);
-        cpu__dnnl_mem_destroy(&t->scratch);
-        cpu__dnnl_stream_free(t->stream);
-        free(t->scratch_buf.data);
+        cpu__dnnl_slot_free(&c->slots[i]);
         cpu__dnnl_mem_destroy(&c->w_s[i]);
         cpu__dnnl_mem_destroy(&c->bias_s[i]);
     }
@@ -1242,22 +1253,9 @@ static int32_t cpu__dnnl_mm_build(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_pa
         }
         c->slices = slices;
         for (int64_t i = 0; i < slices; i++) {
-            cpu__dnnl_slot_t *t = &c->slots[i];
-            if (scratch_size && !cpu__dnnl_grow(&t->scratch_buf, scratch_size)) {
-                snprintf(why, why_size, "out of memory for oneDNN's scratchpads");
-                st = SES_DRV_OUT_OF_MEMORY;
+            if ((st = cpu__dnnl_slot_make(&c->slots[i], &a_md, &y_md, &scratch_md, why,
+                                          why_size)) != SES_DRV_OK)
                 goto fail;
-            }
-            CPU__DNNL_CHECK(l->dnnl_memory_create(&t->src.m, &a_md, l->engine, DNNL_MEMORY_NONE),
-                            "memory_create");
-            CPU__DNNL_CHECK(l->dnnl_memory_create(&t->dst.m, &y_md, l->engine, DNNL_MEMORY_NONE),
-                            "memory_create");
-            CPU__DNNL_CHECK(
-                l->dnnl_memory_create(&t->scratch.m, &scratch_md, l->engine,
-                                      scratch_size ? t->scratch_buf.data : DNNL_MEMORY_NONE),
-                "memory_create");
-            CPU__DNNL_CHECK(l->dnnl_stream_create(&t->stream, l->engine, dnnl_stream_default_flags),
-                            "stream_create");
             void *w_at = c->w_plain
                              ? DNNL_MEMORY_NONE
                              : (void *)((char *)c->w_buf.data + (size_t)i * c->w_slice_bytes);

@@ -1136,12 +1136,13 @@ int32_t cpu__nchwc_reorder_output(const cpu__call_t *call); /* NchwcReorderOutpu
  */
 int32_t cpu__nchwc_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
 /**
- * NchwcMaxPool's output rows [@p begin, @p end) on the calling thread, row r being row
- * r % g->oh of plane r / g->oh: @p x [planes, g->h, g->w, 16], @p y [planes, g->oh, g->ow, 16].
- * The same values as NchwcMaxPool (the pool fused after a convolution, cpu_conv_slices.c).
+ * NchwcMaxPool's (@p max) or NchwcAveragePool's output rows [@p begin, @p end) on the calling
+ * thread (cpu_pool2d.c), row r being row r % g->oh of plane r / g->oh: @p x [planes, g->h,
+ * g->w, 16], @p y [planes, g->oh, g->ow, 16]; @p include_pad is AveragePool's
+ * count_include_pad. The values are MaxPool's and AveragePool's bit for bit.
  */
-void cpu__nchwc_maxpool_rows(const cpu__pool2d_t *g, const float *x, float *y, uint64_t begin,
-                             uint64_t end);
+void cpu__nchwc_pool_rows(const cpu__pool2d_t *g, int max, int64_t include_pad, const float *x,
+                          float *y, uint64_t begin, uint64_t end);
 
 /* g-rnnq: cpu_rnn.c and cpu_quant.c (general entries) */
 int32_t cpu__rnn(const cpu__call_t *call);              /* RNN GRU LSTM */

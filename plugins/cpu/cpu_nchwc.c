@@ -7,7 +7,8 @@
  *
  * Every loop here runs over the 16 channels of a block innermost: 16 contiguous floats, one
  * AVX-512 vector in the x86-64-v4 clone (CPU__ISA_CLONES), so a window's tap is one vector max
- * or add and nothing is read with a stride, where the plain pools walk a plane's rows. Work is
+ * or add and nothing is read with a stride, where the plain pools walk a plane's rows (the
+ * pools' rows are in cpu_pool2d.c, which the max pool fused into NchwcConv shares). Work is
  * split over output rows of the (image, channel block) planes, so an image of few blocks still
  * spreads over the pool. Each output is computed by one thread, in MaxPool's and AveragePool's
  * tap order (kernel rows, then columns, cpu_cnn.c) and with the same arithmetic, so the pools
@@ -22,11 +23,6 @@
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define CPU__NCHWC_AVX512 1
-#endif
-
 #include "cpu_dnnl.h"
 #include "cpu_internal.h"
 
@@ -34,183 +30,20 @@
 #define CPU__NB 16
 
 /* ---------------------------------------------------------------------------------------------
- * NchwcMaxPool, NchwcAveragePool
+ * NchwcMaxPool, NchwcAveragePool (their rows: cpu_pool2d.c)
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct cpu__nchwc_pool_job {
     cpu__pool2d_t g;
     int64_t include_pad; /* AveragePool's count_include_pad */
     int max;             /* NchwcMaxPool; else NchwcAveragePool */
-    int avx512;          /* the CPU has AVX-512F: the _avx512 rows */
     const float *x;      /* [planes, h, w, 16] */
     float *y;            /* [planes, oh, ow, 16] */
 } cpu__nchwc_pool_job_t;
 
-/* Output row @p oh of one plane: @p x the plane's input, @p y the row's output. */
-CPU__ISA_CLONES static void cpu__nchwc_maxpool_row(const cpu__pool2d_t *g, const float *restrict x,
-                                                   float *restrict y, int64_t oh) {
-    const int64_t r0 = oh * g->sh - g->ph;
-
-    for (int64_t ow = 0; ow < g->ow; ow++) {
-        const int64_t c0 = ow * g->sw - g->pw;
-        float acc[CPU__NB];
-        for (int l = 0; l < CPU__NB; l++)
-            acc[l] = -INFINITY;
-        for (int64_t i = 0; i < g->kh; i++) {
-            const int64_t r = r0 + i * g->dh;
-            if (r < 0 || r >= g->h)
-                continue;
-            for (int64_t j = 0; j < g->kw; j++) {
-                const int64_t c = c0 + j * g->dw;
-                if (c < 0 || c >= g->w)
-                    continue;
-                const float *restrict t = x + (r * g->w + c) * CPU__NB;
-                for (int l = 0; l < CPU__NB; l++)
-                    acc[l] = CPU__MAXNAN(acc[l], t[l]);
-            }
-        }
-        for (int l = 0; l < CPU__NB; l++)
-            y[ow * CPU__NB + l] = acc[l];
-    }
-}
-
-/* AveragePool's row: the sum in MaxPool's tap order from 0, then one division by the count of
- * taps inside the input (or inside the pads, with count_include_pad), as cpu_cnn.c does. */
-CPU__ISA_CLONES static void cpu__nchwc_avgpool_row(const cpu__pool2d_t *g, int64_t include_pad,
-                                                   const float *restrict x, float *restrict y,
-                                                   int64_t oh) {
-    const int64_t r0 = oh * g->sh - g->ph;
-    int64_t vh, ph;
-
-    cpu__pool2d_count(r0, g->kh, g->dh, g->h, g->ph, g->peh, &vh, &ph);
-    for (int64_t ow = 0; ow < g->ow; ow++) {
-        const int64_t c0 = ow * g->sw - g->pw;
-        float acc[CPU__NB];
-        for (int l = 0; l < CPU__NB; l++)
-            acc[l] = 0.0f;
-        for (int64_t i = 0; i < g->kh; i++) {
-            const int64_t r = r0 + i * g->dh;
-            if (r < 0 || r >= g->h)
-                continue;
-            for (int64_t j = 0; j < g->kw; j++) {
-                const int64_t c = c0 + j * g->dw;
-                if (c < 0 || c >= g->w)
-                    continue;
-                const float *restrict t = x + (r * g->w + c) * CPU__NB;
-                for (int l = 0; l < CPU__NB; l++)
-                    acc[l] += t[l];
-            }
-        }
-        int64_t vw, pw;
-        cpu__pool2d_count(c0, g->kw, g->dw, g->w, g->pw, g->pew, &vw, &pw);
-        const int64_t div = include_pad ? ph * pw : vh * vw;
-        for (int l = 0; l < CPU__NB; l++)
-            y[ow * CPU__NB + l] = div ? acc[l] / (float)div : NAN;
-    }
-}
-
-#ifdef CPU__NCHWC_AVX512
-/*
- * The rows above with AVX-512 intrinsics, one block of 16 channels per register, chosen at run
- * time where the CPU has AVX-512F (where NchwcConv runs, so where blocked values exist). GCC 12
- * does not vectorize the 16-lane loops above around CPU__MAXNAN's NaN test, not even in the
- * x86-64-v4 clone: the max pool ran a vucomiss and a branch per float, 20% of squeezenet's
- * time at 1 thread. Same taps in the same order, same arithmetic: the same bits.
- */
-__attribute__((target("avx512f"))) static void cpu__nchwc_maxpool_row_avx512(
-    const cpu__pool2d_t *g, const float *restrict x, float *restrict y, int64_t oh) {
-    const int64_t r0 = oh * g->sh - g->ph;
-
-    for (int64_t ow = 0; ow < g->ow; ow++) {
-        const int64_t c0 = ow * g->sw - g->pw;
-        __m512 acc = _mm512_set1_ps(-INFINITY);
-        for (int64_t i = 0; i < g->kh; i++) {
-            const int64_t r = r0 + i * g->dh;
-            if (r < 0 || r >= g->h)
-                continue;
-            for (int64_t j = 0; j < g->kw; j++) {
-                const int64_t c = c0 + j * g->dw;
-                if (c < 0 || c >= g->w)
-                    continue;
-                const __m512 v = _mm512_loadu_ps(x + (r * g->w + c) * CPU__NB);
-                /* CPU__MAXNAN: v where v > acc or v is NaN */
-                const __mmask16 take =
-                    _mm512_cmp_ps_mask(v, acc, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-                acc = _mm512_mask_blend_ps(take, acc, v);
-            }
-        }
-        _mm512_storeu_ps(y + ow * CPU__NB, acc);
-    }
-}
-
-__attribute__((target("avx512f"))) static void cpu__nchwc_avgpool_row_avx512(
-    const cpu__pool2d_t *g, int64_t include_pad, const float *restrict x, float *restrict y,
-    int64_t oh) {
-    const int64_t r0 = oh * g->sh - g->ph;
-    int64_t vh, ph;
-
-    cpu__pool2d_count(r0, g->kh, g->dh, g->h, g->ph, g->peh, &vh, &ph);
-    for (int64_t ow = 0; ow < g->ow; ow++) {
-        const int64_t c0 = ow * g->sw - g->pw;
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t i = 0; i < g->kh; i++) {
-            const int64_t r = r0 + i * g->dh;
-            if (r < 0 || r >= g->h)
-                continue;
-            for (int64_t j = 0; j < g->kw; j++) {
-                const int64_t c = c0 + j * g->dw;
-                if (c >= 0 && c < g->w)
-                    acc = _mm512_add_ps(acc, _mm512_loadu_ps(x + (r * g->w + c) * CPU__NB));
-            }
-        }
-        int64_t vw, pw;
-        cpu__pool2d_count(c0, g->kw, g->dw, g->w, g->pw, g->pew, &vw, &pw);
-        const int64_t div = include_pad ? ph * pw : vh * vw;
-        _mm512_storeu_ps(y + ow * CPU__NB, div ? _mm512_div_ps(acc, _mm512_set1_ps((float)div))
-                                               : _mm512_set1_ps(NAN));
-    }
-}
-#endif
-
-/* Items are output rows: plane item / oh, row item % oh. */
 static void cpu__nchwc_pool_task(void *ctx, uint64_t begin, uint64_t end) {
     const cpu__nchwc_pool_job_t *j = ctx;
-    const cpu__pool2d_t *g = &j->g;
-
-    for (uint64_t item = begin; item < end; item++) {
-        const int64_t plane = (int64_t)item / g->oh, oh = (int64_t)item % g->oh;
-        const float *x = j->x + plane * g->h * g->w * CPU__NB;
-        float *y = j->y + (plane * g->oh + oh) * g->ow * CPU__NB;
-#ifdef CPU__NCHWC_AVX512
-        if (j->avx512 && j->max) {
-            cpu__nchwc_maxpool_row_avx512(g, x, y, oh);
-            continue;
-        }
-        if (j->avx512) {
-            cpu__nchwc_avgpool_row_avx512(g, j->include_pad, x, y, oh);
-            continue;
-        }
-#endif
-        if (j->max)
-            cpu__nchwc_maxpool_row(g, x, y, oh);
-        else
-            cpu__nchwc_avgpool_row(g, j->include_pad, x, y, oh);
-    }
-}
-
-void cpu__nchwc_maxpool_rows(const cpu__pool2d_t *g, const float *x, float *y, uint64_t begin,
-                             uint64_t end) {
-    cpu__nchwc_pool_job_t j;
-
-    memset(&j, 0, sizeof j);
-    j.g = *g;
-    j.max = 1;
-#ifdef CPU__NCHWC_AVX512
-    j.avx512 = __builtin_cpu_supports("avx512f");
-#endif
-    j.x = x;
-    j.y = y;
-    cpu__nchwc_pool_task(&j, begin, end);
+    cpu__nchwc_pool_rows(&j->g, j->max, j->include_pad, j->x, j->y, begin, end);
 }
 
 /* Non-zero when @p t is [N, C/16, H, W, 16]. */
@@ -243,9 +76,6 @@ int32_t cpu__nchwc_pool(const cpu__call_t *call) {
         return st;
     memset(&j, 0, sizeof j);
     j.max = call->spec->code == CPU__OP_NCHWC_MAXPOOL;
-#ifdef CPU__NCHWC_AVX512
-    j.avx512 = __builtin_cpu_supports("avx512f");
-#endif
     if (!j.max &&
         (st = cpu__attr_int(call, "count_include_pad", 1, 0, &j.include_pad)) != SES_DRV_OK)
         return st;

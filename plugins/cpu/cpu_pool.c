@@ -116,37 +116,8 @@ static void cpu__pool_plane(const cpu__pool_job_t *j, int64_t plane) {
  * compiler vectorizes over the output columns; the border columns check each tap. Each output
  * element still meets its taps in the generic path's order (kernel rows, then columns), so a
  * max picks the same element, and f64 sums add in the same order as before. The geometry
- * (cpu__pool2d_t) is in cpu_internal.h: the NCHWc16 pools (cpu_nchwc.c) share it.
+ * (cpu__pool2d_t) is in cpu_internal.h and cpu_pool2d.c: the NCHWc16 pools share it.
  */
-
-/* The interior columns: ow * sw - pw >= 0 and ow * sw - pw + (kw - 1) * dw < w. */
-void cpu__pool2d_init(const cpu__win_t *w, cpu__pool2d_t *g) {
-    g->h = w->in[0], g->w = w->in[1], g->oh = w->out[0], g->ow = w->out[1];
-    g->kh = w->k[0], g->kw = w->k[1], g->sh = w->s[0], g->sw = w->s[1];
-    g->dh = w->d[0], g->dw = w->d[1], g->ph = w->pb[0], g->pw = w->pb[1];
-    g->peh = w->pe[0], g->pew = w->pe[1];
-    const int64_t last = g->w - 1 - (g->kw - 1) * g->dw + g->pw; /* ow * sw <= last */
-    g->lo = (g->pw + g->sw - 1) / g->sw;
-    g->hi = last < 0 ? 0 : last / g->sw + 1;
-    if (g->lo > g->ow)
-        g->lo = g->ow;
-    if (g->hi > g->ow)
-        g->hi = g->ow;
-    if (g->hi < g->lo)
-        g->hi = g->lo;
-}
-
-void cpu__pool2d_count(int64_t start, int64_t k, int64_t d, int64_t n, int64_t pb,
-                              int64_t pe, int64_t *out_valid, int64_t *out_padded) {
-    int64_t valid = 0, padded = 0;
-    for (int64_t i = 0; i < k; i++) {
-        const int64_t c = start + i * d;
-        valid += c >= 0 && c < n;
-        padded += c >= -pb && c < n + pe;
-    }
-    *out_valid = valid;
-    *out_padded = padded;
-}
 
 #define CPU__POOL2D_DEFINE(T, SUFFIX)                                                              \
     static void cpu__maxpool2d_##SUFFIX(const cpu__pool2d_t *g, const T *restrict x,              \
