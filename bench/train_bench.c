@@ -3,7 +3,7 @@
  * cross-entropy, SGD lr 0.1) on random data, through a compiled plan, against the same step's
  * GEMMs called directly with cblas_sgemm — interleaved in one run, medians.
  *
- *   session-train-bench [--batch N] [--steps N] [--reps N]
+ *   session-train-bench [--batch N] [--steps N] [--reps N] [--profile]
  *
  * Threads come from the environment, as for any libsession program: SESSION_DRIVER_CPU_THREADS
  * (the CPU driver's pool) and OPENBLAS_NUM_THREADS (GEMM). bench/train_bench.sh runs it at batch
@@ -126,12 +126,31 @@ static long parse_positive(const char *option, const char *text) {
     return v;
 }
 
+/* Each step of the plan with its mean time per run, on stderr (the stdout lines stay the
+ * bench's); profiled runs wait for each kernel, so the step time above is the profiled one. */
+static void print_profile(ses_plan_t *plan) {
+    size_t n = 0;
+    ses_step_time_t *t;
+
+    if (ses_plan_profile(plan, NULL, 0, &n) != SES_OK || !n || !(t = calloc(n, sizeof *t)))
+        die("the profile");
+    t[0].struct_size = sizeof *t;
+    if (ses_plan_profile(plan, t, n, &n) != SES_OK)
+        die("the profile");
+    fprintf(stderr, "%-28s %-44s %10s\n", "op", "node", "us/run");
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "%-28s %-44s %10.1f\n", t[i].op, t[i].node,
+                t[i].calls ? (double)t[i].total_ns / 1e3 / (double)t[i].calls : 0.0);
+    free(t);
+}
+
 int main(int argc, char **argv) {
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, 'b'},
         {"steps", required_argument, NULL, 's'},
         {"reps", required_argument, NULL, 'r'},
         {"device", required_argument, NULL, 'd'},
+        {"profile", no_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -149,7 +168,7 @@ int main(int argc, char **argv) {
     gemm_step_t gs;
     double step_t[MAX_REPS], gemm5_t[MAX_REPS], gemm6_t[MAX_REPS];
     char tag[64];
-    int c, host_reference;
+    int c, host_reference, profile = 0;
 
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -157,11 +176,16 @@ int main(int argc, char **argv) {
         case 's': steps = parse_positive("--steps", optarg); break;
         case 'r': reps = parse_positive("--reps", optarg); break;
         case 'd': devices[0] = optarg; break;
+        case 'p':
+            profile = 1;
+            break;
         case 'h':
             printf(
                 "Usage: session-train-bench [--batch N] [--steps N per rep] [--reps N] "
-                "[--device NAME (default cpu)]\n"
-                "Threads: SESSION_DRIVER_CPU_THREADS and OPENBLAS_NUM_THREADS.\n");
+                "[--device NAME (default cpu)] [--profile]\n"
+                "Threads: SESSION_DRIVER_CPU_THREADS and OPENBLAS_NUM_THREADS.\n"
+                "--profile: the step's time per op and step of the plan (ses_plan_profile), "
+                "on stderr.\n");
             return 0;
         default: fprintf(stderr, "Try 'session-train-bench --help'.\n"); return 2;
         }
@@ -206,7 +230,10 @@ int main(int argc, char **argv) {
     fed[1] = y;
     feeds[0] = xv;
     feeds[1] = yv;
-    if (ses_session_open(g, devices, 1, NULL, &s) != SES_OK ||
+    ses_session_options_t so;
+    ses_session_options_init(&so);
+    so.profile = (uint32_t)profile;
+    if (ses_session_open(g, devices, 1, &so, &s) != SES_OK ||
         ses_session_compile(s, &loss, 1, fed, 2, &train, 1, &plan) != SES_OK)
         die("compiling the step");
     /* The host GEMMs are a reference only for a step on the host (see the top of this file). */
@@ -245,6 +272,8 @@ int main(int argc, char **argv) {
         gemm5_t[r] = (t2 - t1) / (double)steps;
         gemm6_t[r] = (t3 - t2) / (double)steps;
     }
+    if (profile)
+        print_profile(plan);
     {
         double st = bench_median(step_t, (size_t)reps), g5 = bench_median(gemm5_t, (size_t)reps),
                g6 = bench_median(gemm6_t, (size_t)reps);
