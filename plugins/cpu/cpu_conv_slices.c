@@ -45,9 +45,7 @@ typedef struct cpu__slices_job {
     int64_t planes;            /* (image, channel block) planes per slice */
     float *scratch;            /* pooled: one conv_slice per slot */
     atomic_int_fast64_t next;  /* the next slice to take */
-    atomic_int failed;         /* set by the first slot that fails, which fills st and why */
-    int32_t st;
-    char why[256];
+    cpu__first_error_t error;  /* the first slot that fails; the others stop */
 } cpu__slices_job_t;
 
 /* Items are thread slots: each takes slices until none is left, on its own memory objects. */
@@ -59,7 +57,7 @@ static void cpu__slices_task(void *ctx, uint64_t begin, uint64_t end) {
         float *conv_out = j->pool ? j->scratch + slot * j->conv_slice : NULL;
         for (;;) {
             const int64_t s = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-            if (s >= j->n_slices || atomic_load_explicit(&j->failed, memory_order_relaxed))
+            if (s >= j->n_slices || atomic_load_explicit(&j->error.failed, memory_order_relaxed))
                 break;
             float *out = j->pool ? conv_out : j->y + (size_t)s * j->conv_slice;
             /* The sum post-op adds what the destination holds: Z's slice. */
@@ -68,10 +66,7 @@ static void cpu__slices_task(void *ctx, uint64_t begin, uint64_t end) {
             const int32_t st = cpu__dnnl_conv_slice(
                 j->cache, (uint32_t)slot, j->x + (size_t)s * j->x_slice, out, why, sizeof why);
             if (st != SES_DRV_OK) {
-                if (atomic_exchange(&j->failed, 1) == 0) {
-                    j->st = st;
-                    snprintf(j->why, sizeof j->why, "%s", why);
-                }
+                cpu__first_error_set(&j->error, st, why);
                 break;
             }
             if (j->pool)
@@ -92,6 +87,20 @@ typedef struct cpu__slices_pool_job {
 static void cpu__slices_pool_task(void *ctx, uint64_t begin, uint64_t end) {
     const cpu__slices_pool_job_t *j = ctx;
     cpu__nchwc_pool_rows(j->g, 1, 0, j->x, j->y, begin, end);
+}
+
+/* The node's scratch @p buf of *@p size bytes, 64-byte aligned, grown to @p need when smaller
+ * (never shrunk): 0 when memory runs out (the old buffer kept). */
+static int cpu__slices_grow(unsigned char **buf, size_t *size, size_t need) {
+    if (*size >= need)
+        return 1;
+    void *grown = aligned_alloc(64, (need + 63) & ~(size_t)63);
+    if (!grown)
+        return 0;
+    free(*buf);
+    *buf = grown;
+    *size = need;
+    return 1;
 }
 
 /* Images per slice: the largest divisor of @p n whose output fits CPU__SLICE_BYTES (at least
@@ -138,16 +147,10 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
             const size_t conv_slice = (size_t)per * out_image;
             if (pool) {
                 const size_t need = (size_t)slots * conv_slice * sizeof(float);
-                if (*buf_size < need) {
-                    void *grown = aligned_alloc(64, (need + 63) & ~(size_t)63);
-                    if (!grown) {
-                        snprintf(why, why_size,
-                                 "cannot allocate %zu bytes for the fused pool's slices", need);
-                        return SES_DRV_OUT_OF_MEMORY;
-                    }
-                    free(*buf);
-                    *buf = grown;
-                    *buf_size = need;
+                if (!cpu__slices_grow(buf, buf_size, need)) {
+                    snprintf(why, why_size, "cannot allocate %zu bytes for the fused pool's slices",
+                             need);
+                    return SES_DRV_OUT_OF_MEMORY;
                 }
             }
             cpu__slices_job_t j;
@@ -164,12 +167,12 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
             j.planes = per * (p->out_channels / 16);
             j.scratch = pool ? (float *)(void *)*buf : NULL;
             atomic_init(&j.next, 0);
-            atomic_init(&j.failed, 0);
+            atomic_init(&j.error.failed, 0);
             /* One item per slot, each far above the pool's threshold: every slot is a chunk. */
             cpu__parallel_for(threads_pool, slots, UINT64_C(1) << 32, cpu__slices_task, &j);
-            if (atomic_load(&j.failed)) {
-                snprintf(why, why_size, "%s", j.why);
-                return j.st;
+            if (atomic_load(&j.error.failed)) {
+                snprintf(why, why_size, "%s", j.error.why);
+                return j.error.st;
             }
             return SES_DRV_OK;
         }
@@ -183,16 +186,10 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
     /* The whole convolution on oneDNN's team into a scratch, then the pool over the pool's
      * threads. */
     const size_t need = (size_t)p->batch * out_image * sizeof(float);
-    if (*buf_size < need) {
-        void *grown = aligned_alloc(64, (need + 63) & ~(size_t)63);
-        if (!grown) {
-            snprintf(why, why_size, "cannot allocate %zu bytes for the convolution before its pool",
-                     need);
-            return SES_DRV_OUT_OF_MEMORY;
-        }
-        free(*buf);
-        *buf = grown;
-        *buf_size = need;
+    if (!cpu__slices_grow(buf, buf_size, need)) {
+        snprintf(why, why_size, "cannot allocate %zu bytes for the convolution before its pool",
+                 need);
+        return SES_DRV_OUT_OF_MEMORY;
     }
     if (threads > 1)
         cpu__pool_park(threads_pool);

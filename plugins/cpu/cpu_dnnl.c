@@ -923,6 +923,22 @@ fail:
  * By slices of images, on the caller's threads
  * ------------------------------------------------------------------------------------------- */
 
+/* Sets the calling thread's OpenMP count to 1 (a per-thread setting) and returns the one it
+ * had, for cpu__dnnl_alone_end: what slices are made and run under, on the thread that makes or
+ * runs them, which may be the application's. */
+static int cpu__dnnl_alone_begin(void) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    const int team = l->omp_get_max_threads ? l->omp_get_max_threads() : 1;
+    if (team != 1 && l->omp_set_num_threads)
+        l->omp_set_num_threads(1);
+    return team;
+}
+
+static void cpu__dnnl_alone_end(int team) {
+    if (team != 1 && cpu_dnnl.omp_set_num_threads)
+        cpu_dnnl.omp_set_num_threads(team);
+}
+
 /*
  * Runs @p prim with @p args on the calling thread alone and waits for it. The primitive was made
  * for one OpenMP thread, but oneDNN's GEMM-based implementations (gemm:jit, which it picks for a
@@ -933,16 +949,11 @@ fail:
  */
 static dnnl_status_t cpu__dnnl_run_alone(dnnl_primitive_t prim, dnnl_stream_t stream, int n_args,
                                          const dnnl_exec_arg_t *args) {
-    const cpu__dnnl_lib_t *l = &cpu_dnnl;
-    const int team = l->omp_get_max_threads ? l->omp_get_max_threads() : 1;
-
-    if (team != 1 && l->omp_set_num_threads)
-        l->omp_set_num_threads(1);
-    dnnl_status_t s = l->dnnl_primitive_execute(prim, stream, n_args, args);
+    const int team = cpu__dnnl_alone_begin();
+    dnnl_status_t s = cpu_dnnl.dnnl_primitive_execute(prim, stream, n_args, args);
     if (s == dnnl_success)
-        s = l->dnnl_stream_wait(stream);
-    if (team != 1 && l->omp_set_num_threads)
-        l->omp_set_num_threads(team);
+        s = cpu_dnnl.dnnl_stream_wait(stream);
+    cpu__dnnl_alone_end(team);
     return s;
 }
 
@@ -1020,9 +1031,7 @@ int32_t cpu__dnnl_conv_slices(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_pa
     /* One OpenMP thread while the primitive is made: its kernels then split nothing, and a
      * slot's execute runs on the thread that calls it (no OpenMP team). The caller's count
      * is put back after. */
-    const int team = l->omp_get_max_threads ? l->omp_get_max_threads() : 1;
-    if (l->omp_set_num_threads)
-        l->omp_set_num_threads(1);
+    const int team = cpu__dnnl_alone_begin();
     const uint32_t layout =
         flags & (CPU__DNNL_X_BLOCKED | CPU__DNNL_YZ_BLOCKED | CPU__DNNL_WINOGRAD);
     if (!cpu__dnnl_same_params(c, p, activation, alpha, beta, b != NULL, has_z, layout) ||
@@ -1048,8 +1057,7 @@ int32_t cpu__dnnl_conv_slices(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_pa
         st = SES_DRV_INTERNAL;
     }
 out:
-    if (l->omp_set_num_threads)
-        l->omp_set_num_threads(team);
+    cpu__dnnl_alone_end(team);
     return st;
 }
 
@@ -1351,9 +1359,7 @@ int32_t cpu__dnnl_matmul_slices(cpu__dnnl_mm_cache_t *c, const cpu__dnnl_mm_para
         return SES_DRV_UNIMPLEMENTED;
     }
     /* Made for one OpenMP thread: a slice runs on the thread that calls it. */
-    const int team = l->omp_get_max_threads ? l->omp_get_max_threads() : 1;
-    if (l->omp_set_num_threads)
-        l->omp_set_num_threads(1);
+    const int team = cpu__dnnl_alone_begin();
     if (!c->built || memcmp(&c->p, p, sizeof *p) != 0 || c->threads != 1 || c->slices != slices) {
         if ((st = cpu__dnnl_mm_build(c, p, slices, why, why_size)) != SES_DRV_OK)
             goto out;
@@ -1390,8 +1396,7 @@ handle:
     snprintf(why, why_size, "oneDNN: set_data_handle failed");
     st = SES_DRV_INTERNAL;
 out:
-    if (l->omp_set_num_threads)
-        l->omp_set_num_threads(team);
+    cpu__dnnl_alone_end(team);
     return st;
 }
 

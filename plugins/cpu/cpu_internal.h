@@ -33,8 +33,10 @@
 #ifndef SES_CPU_INTERNAL_H
 #define SES_CPU_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <session/driver.h>
 #include <session/driver_util.h>
@@ -664,6 +666,22 @@ int cpu__cancelled(const cpu__call_t *call);
  */
 static inline int cpu__parallel_small(uint64_t n_items, uint64_t item_cost) {
     return n_items <= (CPU__PARALLEL_MIN - 1) / (item_cost ? item_cost : 1);
+}
+
+/* The first failure among the tasks of one parallel job (the others see `failed` and stop):
+ * its code and message, reported by the caller after the job. Zero it, then atomic_init
+ * `failed` to 0. */
+typedef struct cpu__first_error {
+    atomic_int failed;
+    int32_t st;
+    char why[256];
+} cpu__first_error_t;
+
+static inline void cpu__first_error_set(cpu__first_error_t *e, int32_t st, const char *why) {
+    if (atomic_exchange(&e->failed, 1) == 0) {
+        e->st = st;
+        snprintf(e->why, sizeof e->why, "%s", why);
+    }
 }
 
 /** Runs @p fn over @p n_items on the call's device pool (see cpu__parallel_for). */

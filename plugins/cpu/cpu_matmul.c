@@ -9,7 +9,6 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu_act.h"
@@ -240,9 +239,7 @@ static int cpu__act_to_dnnl(const cpu__act_t *act, cpu__dnnl_mm_params_t *p) {
 /* The column slices of one matmul on the pool: items are slices. */
 typedef struct cpu__mm_slices_job {
     cpu__dnnl_mm_cache_t *cache;
-    atomic_int failed; /* set by the first slice that fails, which fills st and why */
-    int32_t st;
-    char why[256];
+    cpu__first_error_t error; /* the first slice that fails */
 } cpu__mm_slices_job_t;
 
 static void cpu__mm_slices_task(void *ctx, uint64_t begin, uint64_t end) {
@@ -252,10 +249,7 @@ static void cpu__mm_slices_task(void *ctx, uint64_t begin, uint64_t end) {
     for (uint64_t i = begin; i < end; i++) {
         const int32_t st = cpu__dnnl_matmul_slice(j->cache, (int64_t)i, why, sizeof why);
         if (st != SES_DRV_OK) {
-            if (atomic_exchange(&j->failed, 1) == 0) {
-                j->st = st;
-                snprintf(j->why, sizeof j->why, "%s", why);
-            }
+            cpu__first_error_set(&j->error, st, why);
             return;
         }
     }
@@ -281,11 +275,11 @@ static int32_t cpu__gemm_dnnl(const cpu__call_t *call, cpu__gemm_state_t *state,
                                              CPU__DNNL_W_CONSTANT, why, sizeof why);
         if (st == SES_DRV_OK) {
             cpu__mm_slices_job_t j = {.cache = state->mm};
-            atomic_init(&j.failed, 0);
+            atomic_init(&j.error.failed, 0);
             /* One item per slice, each far above the pool's threshold: every slice a chunk. */
             cpu__parallel(call, (uint64_t)slices, UINT64_C(1) << 32, cpu__mm_slices_task, &j);
-            if (atomic_load(&j.failed))
-                return cpu__call_fail(call, j.st, "%s", j.why);
+            if (atomic_load(&j.error.failed))
+                return cpu__call_fail(call, j.error.st, "%s", j.error.why);
             return SES_DRV_OK;
         }
         if (st == SES_DRV_UNAVAILABLE)

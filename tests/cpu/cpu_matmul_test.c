@@ -37,48 +37,13 @@
 #define F64 SES_DRV_DTYPE_F64
 
 /* ---------------------------------------------------------------------------------------------
- * A host whose get_option answers the options the tests set.
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct mm_host_ctx {
-    struct ses_drv_host_ctx base; /* first: the test host's error entry writes here */
-    const char *threads;          /* driver.cpu.threads */
-} mm_host_ctx_t;
-
-static int32_t mm_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
-                             uint64_t buffer_size, uint64_t *out_size) {
-    const mm_host_ctx_t *h = (const mm_host_ctx_t *)(const void *)ctx;
-    /* Workers that never spin, since the test machines' cores are shared. */
-    const char *value = strcmp(key, "driver.cpu.threads") == 0   ? h->threads
-                        : strcmp(key, "driver.cpu.spin_us") == 0 ? "0"
-                                                                 : NULL;
-    if (!value)
-        return SES_DRV_NOT_FOUND;
-    uint64_t need = strlen(value) + 1;
-    *out_size = need;
-    if (need > buffer_size)
-        return SES_DRV_INVALID_ARGUMENT;
-    memcpy(buffer, value, need);
-    return SES_DRV_OK;
-}
-
-static const ses_drv_host_t mm_host = {
-    .struct_size = sizeof(ses_drv_host_t),
-    .log = test_host_log,
-    .log_enabled = test_host_log_enabled,
-    .error = test_host_error,
-    .get_option = mm_get_option,
-    .should_abort = test_host_should_abort,
-};
-
-/* ---------------------------------------------------------------------------------------------
  * Fixture
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct fixture {
     void *lib;
     const ses_drv_api_t *api;
-    mm_host_ctx_t ctx;
+    harness_host_ctx_t ctx;
     ses_drv_driver_t *driver;
     ses_drv_device_t *device;
     int onednn; /* f32 GEMMs go to oneDNN here (the device's name says "gemm: onednn") */
@@ -89,14 +54,8 @@ static int teardown(void **state) {
 
     if (!f)
         return 0;
-    if (f->api) {
-        if (f->device)
-            f->api->close_device(f->device);
-        if (f->driver)
-            f->api->close(f->driver);
-    }
-    if (f->lib)
-        dlclose(f->lib);
+    harness_cpu_t c = {f->lib, f->api, f->driver, f->device};
+    harness_cpu_close(&c);
     free(f);
     *state = NULL;
     return 0;
@@ -105,38 +64,15 @@ static int teardown(void **state) {
 static const ses_drv_kernel_t *find_kernel(fixture_t *f, const char *op, const char *sig);
 static int setup_threads(void **state, const char *threads) {
     fixture_t *f = calloc(1, sizeof *f);
-    ses_drv_negotiate_t args;
-    ses_drv_negotiate_fn negotiate;
-
     if (!f)
         return -1;
     *state = f;
-    f->ctx.threads = threads;
-    f->lib = dlopen(SES_CPU_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!f->lib) {
-        print_error("cannot load %s: %s\n", SES_CPU_DRIVER_PATH, dlerror());
+    harness_set_option(&f->ctx, "driver.cpu.threads", threads);
+    harness_cpu_t c;
+    const int opened = harness_cpu_open(&c, SES_CPU_DRIVER_PATH, &f->ctx);
+    f->lib = c.lib, f->api = c.api, f->driver = c.driver, f->device = c.device;
+    if (opened != 0)
         goto fail;
-    }
-    void *sym = dlsym(f->lib, SES_DRV_NEGOTIATE_SYMBOL);
-    if (!sym)
-        goto fail;
-    /* POSIX allows converting dlsym's void * to a function pointer; ISO C does not. */
-    memcpy(&negotiate, &sym, sizeof negotiate);
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.abi_major = SES_DRV_ABI_MAJOR;
-    args.host_minor_min = 0;
-    args.host_minor_max = SES_DRV_ABI_MINOR;
-    args.host = &mm_host;
-    args.host_ctx = &f->ctx.base;
-    if (negotiate(&args) != SES_DRV_OK)
-        goto fail;
-    f->api = args.api;
-    if (f->api->open(&mm_host, &f->ctx.base, &f->driver) != SES_DRV_OK ||
-        f->api->open_device(f->driver, 0, &f->device) != SES_DRV_OK) {
-        print_error("open failed: %s\n", f->ctx.base.message);
-        goto fail;
-    }
     ses_drv_device_desc_t desc;
     uint32_t count = 1;
     memset(&desc, 0, sizeof desc);
@@ -340,7 +276,7 @@ static void check_case(fixture_t *f, const gemm_case_t *c, int constant) {
      * of several threads 2^26 (OpenMP's team), or column slices on the pool: at least two, of
      * 16 columns and 2^18 multiply-adds each, dividing n. */
     const double macs = (double)rows * c->n * c->k;
-    const int threads = atoi(f->ctx.threads);
+    const int threads = atoi(harness_option(&f->ctx, "driver.cpu.threads"));
     int slices = threads;
     if ((double)slices > macs / (double)(1u << 18))
         slices = (int)(macs / (double)(1u << 18));

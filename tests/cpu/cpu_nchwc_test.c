@@ -36,52 +36,13 @@
 #define F64 SES_DRV_DTYPE_F64
 
 /* ---------------------------------------------------------------------------------------------
- * A host whose get_option answers the options the tests set.
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct nchwc_host_ctx {
-    struct ses_drv_host_ctx base; /* first: the test host's error entry writes here */
-    const char *conv;             /* driver.cpu.conv; NULL when unset */
-    const char *winograd;         /* driver.cpu.winograd; NULL when unset */
-} nchwc_host_ctx_t;
-
-static int32_t nchwc_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
-                                uint64_t buffer_size, uint64_t *out_size) {
-    const nchwc_host_ctx_t *h = (const nchwc_host_ctx_t *)(const void *)ctx;
-    /* Two threads, so that the pools' rows are split; workers that never spin, since the test
-     * machines' cores are shared. */
-    const char *value = strcmp(key, "driver.cpu.conv") == 0       ? h->conv
-                        : strcmp(key, "driver.cpu.winograd") == 0 ? h->winograd
-                        : strcmp(key, "driver.cpu.threads") == 0  ? "2"
-                        : strcmp(key, "driver.cpu.spin_us") == 0  ? "0"
-                                                                  : NULL;
-    if (!value)
-        return SES_DRV_NOT_FOUND;
-    uint64_t need = strlen(value) + 1;
-    *out_size = need;
-    if (need > buffer_size)
-        return SES_DRV_INVALID_ARGUMENT;
-    memcpy(buffer, value, need);
-    return SES_DRV_OK;
-}
-
-static const ses_drv_host_t nchwc_host = {
-    .struct_size = sizeof(ses_drv_host_t),
-    .log = test_host_log,
-    .log_enabled = test_host_log_enabled,
-    .error = test_host_error,
-    .get_option = nchwc_get_option,
-    .should_abort = test_host_should_abort,
-};
-
-/* ---------------------------------------------------------------------------------------------
  * Fixture
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct fixture {
     void *lib;
     const ses_drv_api_t *api;
-    nchwc_host_ctx_t ctx;
+    harness_host_ctx_t ctx;
     ses_drv_driver_t *driver;
     ses_drv_device_t *device;
     int dnnl; /* NchwcConv is offered here: oneDNN loaded, on AVX-512 */
@@ -92,14 +53,8 @@ static int teardown(void **state) {
 
     if (!f)
         return 0;
-    if (f->api) {
-        if (f->device)
-            f->api->close_device(f->device);
-        if (f->driver)
-            f->api->close(f->driver);
-    }
-    if (f->lib)
-        dlclose(f->lib);
+    harness_cpu_t c = {f->lib, f->api, f->driver, f->device};
+    harness_cpu_close(&c);
     free(f);
     *state = NULL;
     return 0;
@@ -111,37 +66,16 @@ static int32_t supports(fixture_t *f, ses_drv_device_t *device, const char *op, 
 
 static int setup(void **state) {
     fixture_t *f = calloc(1, sizeof *f);
-    ses_drv_negotiate_t args;
-    ses_drv_negotiate_fn negotiate;
-
     if (!f)
         return -1;
     *state = f;
-    f->lib = dlopen(SES_CPU_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!f->lib) {
-        print_error("cannot load %s: %s\n", SES_CPU_DRIVER_PATH, dlerror());
+    /* Two threads, so that the pools' rows and the convolutions' slices are split. */
+    harness_set_option(&f->ctx, "driver.cpu.threads", "2");
+    harness_cpu_t c;
+    const int opened = harness_cpu_open(&c, SES_CPU_DRIVER_PATH, &f->ctx);
+    f->lib = c.lib, f->api = c.api, f->driver = c.driver, f->device = c.device;
+    if (opened != 0)
         goto fail;
-    }
-    void *sym = dlsym(f->lib, SES_DRV_NEGOTIATE_SYMBOL);
-    if (!sym)
-        goto fail;
-    /* POSIX allows converting dlsym's void * to a function pointer; ISO C does not. */
-    memcpy(&negotiate, &sym, sizeof negotiate);
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.abi_major = SES_DRV_ABI_MAJOR;
-    args.host_minor_min = 0;
-    args.host_minor_max = SES_DRV_ABI_MINOR;
-    args.host = &nchwc_host;
-    args.host_ctx = &f->ctx.base;
-    if (negotiate(&args) != SES_DRV_OK)
-        goto fail;
-    f->api = args.api;
-    if (f->api->open(&nchwc_host, &f->ctx.base, &f->driver) != SES_DRV_OK ||
-        f->api->open_device(f->driver, 0, &f->device) != SES_DRV_OK) {
-        print_error("open failed: %s\n", f->ctx.base.message);
-        goto fail;
-    }
     /* Whether this machine offers NchwcConv at all: its refusal here says why not. */
     f->dnnl = supports(f, f->device, "NchwcConv", "f32,f32->f32", 5) == SES_DRV_OK;
     if (!f->dnnl)
@@ -874,9 +808,9 @@ static void nchwc_conv_is_refused_when_driver_cpu_conv_is_im2col(void **state) {
     fixture_t *f = *state;
     ses_drv_device_t *device = NULL;
 
-    f->ctx.conv = "im2col";
+    harness_set_option(&f->ctx, "driver.cpu.conv", "im2col");
     int32_t st = f->api->open_device(f->driver, 0, &device);
-    f->ctx.conv = NULL;
+    harness_set_option(&f->ctx, "driver.cpu.conv", NULL);
     assert_int_equal(st, SES_DRV_OK);
     st = supports(f, device, "NchwcConv", "f32,f32->f32", 5);
     f->api->close_device(device);
@@ -918,9 +852,9 @@ static void nchwc_conv_takes_winograd_unless_the_option_says_off(void **state) {
     const targ_t bin[2] = {tensor(xb, 5, n, c / 16, h, w, 16), in[1]};
     RUN_OK(f, "FusedConv", "f32,f32->f32", attrs, 2, in, tensor(NULL, 4, n, m, h, w), want);
 
-    f->ctx.winograd = "off";
+    harness_set_option(&f->ctx, "driver.cpu.winograd", "off");
     int32_t st = f->api->open_device(f->driver, 0, &direct);
-    f->ctx.winograd = NULL;
+    harness_set_option(&f->ctx, "driver.cpu.winograd", NULL);
     assert_int_equal(st, SES_DRV_OK);
     for (int i = 0; i < 2; i++) {
         noderun_t r;

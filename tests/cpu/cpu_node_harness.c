@@ -1,6 +1,7 @@
 /* The node harness of cpu_matmul_test and cpu_nchwc_test (cpu_node_harness.h). */
 #include "cpu_node_harness.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,95 @@
 #include <setjmp.h>
 
 #include <cmocka.h>
+
+void harness_set_option(harness_host_ctx_t *h, const char *key, const char *value) {
+    size_t free_slot = HARNESS_MAX_OPTIONS;
+    for (size_t i = 0; i < HARNESS_MAX_OPTIONS; i++) {
+        if (h->keys[i] && strcmp(h->keys[i], key) == 0) {
+            h->values[i] = value;
+            return;
+        }
+        if (!h->keys[i] && free_slot == HARNESS_MAX_OPTIONS)
+            free_slot = i;
+    }
+    assert_true(free_slot < HARNESS_MAX_OPTIONS);
+    h->keys[free_slot] = key;
+    h->values[free_slot] = value;
+}
+
+const char *harness_option(const harness_host_ctx_t *h, const char *key) {
+    for (size_t i = 0; i < HARNESS_MAX_OPTIONS; i++)
+        if (h->keys[i] && strcmp(h->keys[i], key) == 0)
+            return h->values[i];
+    return strcmp(key, "driver.cpu.spin_us") == 0 ? "0" : NULL;
+}
+
+static int32_t harness_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
+                                  uint64_t buffer_size, uint64_t *out_size) {
+    const char *value = harness_option((const harness_host_ctx_t *)(const void *)ctx, key);
+    if (!value)
+        return SES_DRV_NOT_FOUND;
+    uint64_t need = strlen(value) + 1;
+    *out_size = need;
+    if (need > buffer_size)
+        return SES_DRV_INVALID_ARGUMENT;
+    memcpy(buffer, value, need);
+    return SES_DRV_OK;
+}
+
+const ses_drv_host_t harness_host = {
+    .struct_size = sizeof(ses_drv_host_t),
+    .log = test_host_log,
+    .log_enabled = test_host_log_enabled,
+    .error = test_host_error,
+    .get_option = harness_get_option,
+    .should_abort = test_host_should_abort,
+};
+
+int harness_cpu_open(harness_cpu_t *c, const char *path, harness_host_ctx_t *ctx) {
+    ses_drv_negotiate_t args;
+    ses_drv_negotiate_fn negotiate;
+
+    memset(c, 0, sizeof *c);
+    c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) {
+        print_error("cannot load %s: %s\n", path, dlerror());
+        return -1;
+    }
+    void *sym = dlsym(c->lib, SES_DRV_NEGOTIATE_SYMBOL);
+    if (!sym)
+        return -1;
+    /* POSIX allows converting dlsym's void * to a function pointer; ISO C does not. */
+    memcpy(&negotiate, &sym, sizeof negotiate);
+    memset(&args, 0, sizeof args);
+    args.struct_size = sizeof args;
+    args.abi_major = SES_DRV_ABI_MAJOR;
+    args.host_minor_min = 0;
+    args.host_minor_max = SES_DRV_ABI_MINOR;
+    args.host = &harness_host;
+    args.host_ctx = &ctx->base;
+    if (negotiate(&args) != SES_DRV_OK)
+        return -1;
+    c->api = args.api;
+    if (c->api->open(&harness_host, &ctx->base, &c->driver) != SES_DRV_OK ||
+        c->api->open_device(c->driver, 0, &c->device) != SES_DRV_OK) {
+        print_error("open failed: %s\n", ctx->base.message);
+        return -1;
+    }
+    return 0;
+}
+
+void harness_cpu_close(harness_cpu_t *c) {
+    if (c->api) {
+        if (c->device)
+            c->api->close_device(c->device);
+        if (c->driver)
+            c->api->close(c->driver);
+    }
+    if (c->lib)
+        dlclose(c->lib);
+    memset(c, 0, sizeof *c);
+}
 
 /* As the host does: count then fill, NOT_FOUND when absent, INVALID_ARGUMENT on another type. */
 int32_t test_attr_read(const ses_drv_node_t *node, const char *name, uint32_t type,

@@ -1,7 +1,8 @@
 /*
  * One node of the CPU driver run through the ABI, as a plan runs it, shared by cpu_matmul_test
- * and cpu_nchwc_test: attribute tables answered as the host answers them, f32 tensor arguments,
- * and a node kept (descriptors, buffers, kernel state) so that it can run several times.
+ * and cpu_nchwc_test: the driver loaded and opened through a host that answers the test's
+ * options, attribute tables answered as the host answers them, f32 tensor arguments, and a node
+ * kept (descriptors, buffers, kernel state) so that it can run several times.
  */
 #ifndef SES_TESTS_CPU_NODE_HARNESS_H
 #define SES_TESTS_CPU_NODE_HARNESS_H
@@ -10,9 +11,48 @@
 #include <stdint.h>
 
 #include <session/driver.h>
+#include "../support/test_host.h"
 
 #define MAX_RANK 6
 #define MAX_IN 4
+
+/* ---------------------------------------------------------------------------------------------
+ * The driver, opened through a host that answers the test's options
+ * ------------------------------------------------------------------------------------------- */
+
+#define HARNESS_MAX_OPTIONS 8
+
+/* The host's context: the test host's error record first, then the options get_option answers
+ * (driver.cpu.spin_us is "0" unless set: the test machines' cores are shared). */
+typedef struct harness_host_ctx {
+    struct ses_drv_host_ctx base;
+    const char *keys[HARNESS_MAX_OPTIONS];
+    const char *values[HARNESS_MAX_OPTIONS];
+} harness_host_ctx_t;
+
+/* Sets option @p key to @p value (NULL: unset) for the next open_device. */
+void harness_set_option(harness_host_ctx_t *h, const char *key, const char *value);
+
+/* The value of option @p key, or NULL. */
+const char *harness_option(const harness_host_ctx_t *h, const char *key);
+
+/* The CPU driver loaded from a path, negotiated, opened, and its device 0 opened. */
+typedef struct harness_cpu {
+    void *lib;
+    const ses_drv_api_t *api;
+    ses_drv_driver_t *driver;
+    ses_drv_device_t *device;
+} harness_cpu_t;
+
+/* Opens @p c through a host whose context is @p ctx: 0, or -1 with the reason printed (what
+ * was opened is then for harness_cpu_close). */
+int harness_cpu_open(harness_cpu_t *c, const char *path, harness_host_ctx_t *ctx);
+
+/* Closes what harness_cpu_open opened; accepts a partly opened @p c. */
+void harness_cpu_close(harness_cpu_t *c);
+
+/* The host the driver was opened with (to open another device of it with other options). */
+extern const ses_drv_host_t harness_host;
 
 /* ---------------------------------------------------------------------------------------------
  * Attributes
