@@ -832,6 +832,23 @@ fail:
     return st;
 }
 
+/* What cpu__dnnl_conv and cpu__dnnl_conv_slices refuse before building anything. */
+static int32_t cpu__dnnl_conv_check(const cpu__dnnl_conv_params_t *p, uint32_t flags, char *why,
+                                    size_t why_size) {
+    if (!cpu__dnnl_conv_supported(p)) {
+        snprintf(why, why_size, "oneDNN takes 1 to 3 spatial dims of positive sizes");
+        return SES_DRV_UNIMPLEMENTED;
+    }
+    if (((flags & CPU__DNNL_X_BLOCKED) && p->in_channels % 16 != 0) ||
+        ((flags & CPU__DNNL_YZ_BLOCKED) && p->out_channels % 16 != 0)) {
+        snprintf(why, why_size,
+                 "channels blocked by 16 must be a multiple of 16: %" PRId64 " in, %" PRId64 " out",
+                 p->in_channels, p->out_channels);
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    return SES_DRV_OK;
+}
+
 int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p, const float *x,
                        const float *w, const float *b, const float *z, float *y, int activation,
                        float alpha, float beta, uint32_t threads, uint32_t flags, char *why,
@@ -845,18 +862,8 @@ int32_t cpu__dnnl_conv(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t 
         snprintf(why, why_size, "cpu__dnnl_conv: NULL argument");
         return SES_DRV_INVALID_ARGUMENT;
     }
-    if (!cpu__dnnl_conv_supported(p)) {
-        snprintf(why, why_size, "oneDNN takes 1 to 3 spatial dims of positive sizes");
-        return SES_DRV_UNIMPLEMENTED;
-    }
-    if (((flags & CPU__DNNL_X_BLOCKED) && p->in_channels % 16 != 0) ||
-        ((flags & CPU__DNNL_YZ_BLOCKED) && p->out_channels % 16 != 0)) {
-        snprintf(why, why_size,
-                 "channels blocked by 16 must be a multiple of 16: %" PRId64 " in, %" PRId64
-                 " out",
-                 p->in_channels, p->out_channels);
-        return SES_DRV_INVALID_ARGUMENT;
-    }
+    if ((st = cpu__dnnl_conv_check(p, flags, why, why_size)) != SES_DRV_OK)
+        return st;
     /* oneDNN runs on OpenMP's threads, as many as the calling thread's OpenMP setting says:
      * never more than the device's pool, whose cores they share. The setting must hold when
      * the primitive is created too: oneDNN's jit kernels split their work for the thread count
@@ -1019,15 +1026,8 @@ int32_t cpu__dnnl_conv_slices(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_pa
         snprintf(why, why_size, "cpu__dnnl_conv_slices: NULL argument or no slot");
         return SES_DRV_INVALID_ARGUMENT;
     }
-    if (!cpu__dnnl_conv_supported(p)) {
-        snprintf(why, why_size, "oneDNN takes 1 to 3 spatial dims of positive sizes");
-        return SES_DRV_UNIMPLEMENTED;
-    }
-    if (((flags & CPU__DNNL_X_BLOCKED) && p->in_channels % 16 != 0) ||
-        ((flags & CPU__DNNL_YZ_BLOCKED) && p->out_channels % 16 != 0)) {
-        snprintf(why, why_size, "channels blocked by 16 must be a multiple of 16");
-        return SES_DRV_INVALID_ARGUMENT;
-    }
+    if ((st = cpu__dnnl_conv_check(p, flags, why, why_size)) != SES_DRV_OK)
+        return st;
     /* One OpenMP thread while the primitive is made: its kernels then split nothing, and a
      * slot's execute runs on the thread that calls it (no OpenMP team). The caller's count
      * is put back after. */
