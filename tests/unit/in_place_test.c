@@ -6,7 +6,12 @@
  * is fetched, read by a later node, or also the convolution's X, nor with the option or
  * SESSION_IN_PLACE off; a bad option value is refused.
  *
- * The CPU's elementwise ops and copies (Exp, Flatten) write over their dying input too.
+ * The CPU's elementwise ops (Exp, Neg) write over their dying input too.
+ *
+ * Copies made views (memory.c): a reshape (Flatten, Reshape, Squeeze, Unsqueeze) or a
+ * ReduceSumLike or ExpandLike with nothing to sum or expand runs nothing, its output on its
+ * input's bytes (a view of a view on the first value's), with the same values; not when the
+ * input or the output is fetched, and no output is written over bytes a view still reads.
  *
  * Concats laid out in place (memory.c): a Concat whose output is its inputs one after the other
  * (every dimension before the axis 1) runs nothing, its inputs written back to back where its
@@ -129,12 +134,18 @@ typedef struct run_opts {
     const char *conv; /* driver.cpu.conv, or NULL */
 } run_opts_t;
 
+/* The placement's "in place:" counts besides the outputs written over an input. */
+typedef struct others {
+    size_t concats; /* Concats laid out as their inputs */
+    size_t views;   /* copies made views of their input */
+} others_t;
+
 /* Runs @p fetches with x fed; stores the values and the counts of the placement's "in place:"
- * line (0 without one): outputs written over an input, and Concats in place in *concats (when
- * not NULL). */
+ * line (0 without one): outputs written over an input, and the others in *others (when not
+ * NULL). */
 static ses_status_t run_counting(const block_t *b, run_opts_t o, const ses_edge_t *fetches,
                                  size_t n_fetches, ses_tensor_t **values, size_t *in_place,
-                                 size_t *concats) {
+                                 others_t *others) {
     const int64_t xd[4] = {batch, 16, 9, 9};
     ses_session_options_t so;
     ses_session_t *s = NULL;
@@ -154,8 +165,8 @@ static ses_status_t run_counting(const block_t *b, run_opts_t o, const ses_edge_
         so.n_driver_options = 1;
     }
     *in_place = 0;
-    if (concats)
-        *concats = 0;
+    if (others)
+        *others = (others_t){0, 0};
     rng_state = 0x2545f4914f6cdd1dull; /* the same feed for every run */
     ses_tensor_release(feed);
     feed = random_tensor(4, xd, 1.0);
@@ -166,13 +177,13 @@ static ses_status_t run_counting(const block_t *b, run_opts_t o, const ses_edge_
         st = ses_plan_run(plan, &feed, 1, values);
     if (st == SES_OK) {
         const char *line = strstr(ses_plan_placement(plan), "in place: ");
-        size_t n_concats = 0;
+        others_t n = {0, 0};
         if (line)
-            assert_int_equal(sscanf(line, "in place: %zu output%*[^,], %zu Concat", in_place,
-                                    &n_concats),
-                             2);
-        if (concats)
-            *concats = n_concats;
+            assert_int_equal(sscanf(line, "in place: %zu output%*[^,], %zu Concat%*[^,], %zu cop",
+                                    in_place, &n.concats, &n.views),
+                             3);
+        if (others)
+            *others = n;
     } else {
         printf("# %s\n", ses_last_error());
     }
@@ -196,18 +207,21 @@ static void assert_same_bits(ses_tensor_t *a, ses_tensor_t *b, const char *what)
 }
 
 /* Fetches @p fetches with in_place on and off (the other options as @p o) and checks the values
- * agree bit for bit; returns the "in place" count of the run with it on. */
+ * agree bit for bit; returns the "in place" count of the run with it on (the others in
+ * *others when not NULL). */
 static size_t check_same_counting(const block_t *b, run_opts_t o, const ses_edge_t *fetches,
-                                  size_t n, const char *what, size_t *concats) {
+                                  size_t n, const char *what, others_t *others) {
     ses_tensor_t *on[4] = {NULL}, *off[4] = {NULL};
-    size_t count_on, count_off, concats_off;
+    size_t count_on, count_off;
+    others_t others_off;
 
     o.in_place = 1;
-    assert_int_equal(run_counting(b, o, fetches, n, on, &count_on, concats), SES_OK);
+    assert_int_equal(run_counting(b, o, fetches, n, on, &count_on, others), SES_OK);
     o.in_place = 0;
-    assert_int_equal(run_counting(b, o, fetches, n, off, &count_off, &concats_off), SES_OK);
+    assert_int_equal(run_counting(b, o, fetches, n, off, &count_off, &others_off), SES_OK);
     assert_int_equal(count_off, 0);
-    assert_int_equal(concats_off, 0);
+    assert_int_equal(others_off.concats, 0);
+    assert_int_equal(others_off.views, 0);
     for (size_t i = 0; i < n; i++) {
         assert_same_bits(on[i], off[i], what);
         ses_tensor_release(on[i]);
@@ -224,9 +238,18 @@ static size_t check_same(const block_t *b, run_opts_t o, const ses_edge_t *fetch
 /* The Concats laid out in place when @p fetches of @p b run (values checked against off). */
 static size_t concats_in_place(const block_t *b, uint32_t layout, const ses_edge_t *fetches,
                                size_t n, const char *what) {
-    size_t concats = 0;
-    check_same_counting(b, (run_opts_t){1, layout, NULL}, fetches, n, what, &concats);
-    return concats;
+    others_t others;
+    check_same_counting(b, (run_opts_t){1, layout, NULL}, fetches, n, what, &others);
+    return others.concats;
+}
+
+/* The copies made views when @p fetches of @p b run (values checked against off); the outputs
+ * written over an input in *in_place. */
+static size_t views(const block_t *b, const ses_edge_t *fetches, size_t n, const char *what,
+                    size_t *in_place) {
+    others_t others;
+    *in_place = check_same_counting(b, (run_opts_t){1, 0, NULL}, fetches, n, what, &others);
+    return others.views;
 }
 
 /* ---- tests -------------------------------------------------------------------------------- */
@@ -269,15 +292,62 @@ static void a_z_read_later_fetched_or_also_x_keeps_its_bytes(void **state) {
     ses_graph_release(b.g);
 }
 
-static void elementwise_ops_and_reshapes_write_over_their_input(void **state) {
+static void elementwise_ops_write_over_their_input(void **state) {
     (void)state;
     block_t b;
     make_block(&b, 0, 0);
-    /* Exp writes over z (which dies there), Flatten over Exp's output: nothing is copied. */
+    /* Exp writes over z (which dies there), Neg over Exp's output: nothing is copied. */
     ses_edge_t e = op(b.g, "Exp", "exp", &b.z, 1, NULL, 0);
-    e = op(b.g, "Flatten", "flatten", &e, 1, NULL, 0);
+    e = op(b.g, "Neg", "neg", &e, 1, NULL, 0);
     e = op(b.g, "Transpose", "t", &e, 1, NULL, 0);
-    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &e, 1, "exp, flatten"), 2);
+    assert_int_equal(check_same(&b, (run_opts_t){1, 0, NULL}, &e, 1, "exp, neg"), 2);
+    ses_graph_release(b.g);
+}
+
+static void reshapes_and_copies_are_views_of_their_input(void **state) {
+    (void)state;
+    block_t b;
+    size_t in_place;
+    make_block(&b, 0, 0);
+    /* Exp's output read by a Flatten, that by another (a view of a view), and by a Transpose
+     * that runs: two steps fewer, the same values; Exp writes over z. */
+    ses_edge_t e = op(b.g, "Exp", "exp", &b.z, 1, NULL, 0);
+    ses_edge_t f = op(b.g, "Flatten", "flatten", &e, 1, NULL, 0);
+    ses_edge_t i = op(b.g, "Flatten", "flatten2", &f, 1, NULL, 0);
+    ses_edge_t t = op(b.g, "Transpose", "t", &i, 1, NULL, 0);
+    ses_edge_t both[2] = {t, op(b.g, "Exp", "exp2", &e, 1, NULL, 0)};
+    assert_int_equal(views(&b, &t, 1, "flatten, flatten", &in_place), 2);
+    assert_int_equal(in_place, 1); /* Exp over z */
+    /* Exp's output is read after the Transpose: the views keep it alive, nothing writes over
+     * it (Exp2 gets bytes of its own, and so does the Transpose). */
+    assert_int_equal(views(&b, both, 2, "input read later", &in_place), 2);
+    assert_int_equal(in_place, 1);
+    /* A fetched value is the caller's tensor: the Flatten writes it, the second copies it. */
+    ses_edge_t fetched[2] = {f, t};
+    assert_int_equal(views(&b, fetched, 2, "view fetched", &in_place), 0);
+    ses_graph_release(b.g);
+}
+
+static void a_like_op_with_nothing_to_sum_is_a_view(void **state) {
+    (void)state;
+    block_t b;
+    size_t in_place;
+    make_block(&b, 0, 0);
+    /* ReduceSumLike to the same shape (the gradient of an Add of equal shapes) is a view, and
+     * ExpandLike alike; to a smaller shape it sums. */
+    const int64_t cd[3] = {16, 1, 1};
+    ses_tensor_t *small = random_tensor(3, cd, 1.0);
+    ses_edge_t like;
+    assert_int_equal(ses_graph_constant(b.g, "small", small, &like), SES_OK);
+    ses_tensor_release(small);
+    ses_edge_t e = op(b.g, "Exp", "exp", &b.z, 1, NULL, 0);
+    ses_edge_t same[2] = {e, b.a}, fewer[2] = {e, like};
+    ses_edge_t r = op(b.g, "ReduceSumLike", "same", same, 2, NULL, 0);
+    ses_edge_t x = op(b.g, "ExpandLike", "expand", (ses_edge_t[]){r, b.a}, 2, NULL, 0);
+    ses_edge_t t = op(b.g, "Transpose", "t", &x, 1, NULL, 0);
+    assert_int_equal(views(&b, &t, 1, "ReduceSumLike, ExpandLike", &in_place), 2);
+    ses_edge_t summed = op(b.g, "ReduceSumLike", "fewer", fewer, 2, NULL, 0);
+    assert_int_equal(views(&b, &summed, 1, "summed", &in_place), 0);
     ses_graph_release(b.g);
 }
 
@@ -384,7 +454,9 @@ int main(void) {
         cmocka_unit_test(the_fused_convolution_writes_y_over_a_dying_z),
         cmocka_unit_test(the_im2col_path_reads_a_copy_of_z),
         cmocka_unit_test(a_z_read_later_fetched_or_also_x_keeps_its_bytes),
-        cmocka_unit_test(elementwise_ops_and_reshapes_write_over_their_input),
+        cmocka_unit_test(elementwise_ops_write_over_their_input),
+        cmocka_unit_test(reshapes_and_copies_are_views_of_their_input),
+        cmocka_unit_test(a_like_op_with_nothing_to_sum_is_a_view),
         cmocka_unit_test(a_concat_of_values_back_to_back_runs_nothing),
         cmocka_unit_test(other_concats_still_copy),
         cmocka_unit_test(gradients_are_the_same_in_place),

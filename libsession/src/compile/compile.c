@@ -1280,13 +1280,14 @@ static ses_status_t make_summary(builder_t *b) {
                     "reorder%s back to NCHW\n",
                     c->n_blocked, c->n_blocked == 1 ? "" : "s", c->n_reorders,
                     c->n_reorders == 1 ? "" : "s");
-    if (c->n_in_place || c->n_concats_in_place)
+    if (c->n_in_place || c->n_concats_in_place || c->n_views)
         summary_add(b,
                     "  in place: %zu output%s written over an input, %zu Concat%s as %s "
-                    "inputs laid back to back\n",
+                    "inputs laid back to back, %zu cop%s made a view of %s input\n",
                     c->n_in_place, c->n_in_place == 1 ? "" : "s", c->n_concats_in_place,
                     c->n_concats_in_place == 1 ? "" : "s",
-                    c->n_concats_in_place == 1 ? "its" : "their");
+                    c->n_concats_in_place == 1 ? "its" : "their", c->n_views,
+                    c->n_views == 1 ? "y" : "ies", c->n_views == 1 ? "its" : "their");
     if (fallbacks)
         summary_add(b, "%.*s", (int)fallbacks_used, fallbacks);
     free(fallbacks);

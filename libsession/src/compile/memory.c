@@ -125,6 +125,76 @@ static void concats_in_place(ses_session_t *s, ses__compiled_t *c) {
     }
 }
 
+/* Whether a step's kernel copies its input 0 to its output unchanged when both have the same
+ * bytes: the ops that only rename a shape, and the ...Like ops with nothing to sum or expand
+ * (a ReduceSumLike whose input already has the output's element count has every summed
+ * dimension 1: the gradient of an Add whose operand has the output's shape). Not Identity:
+ * a graph that asks for one asks for a copy, and it is what the fake drivers' tests run as
+ * the simplest kernel. */
+static int copies_input(const ses__step_t *step) {
+    static const char *const ops[] = {"Reshape",   "Flatten",       "Squeeze",
+                                      "Unsqueeze", "ReduceSumLike", "ExpandLike"};
+
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(step->drv_node.op, ops[i]))
+            return 1;
+    return 0;
+}
+
+/* Whether some step writes slot @p i other than the one that makes it: an AllReduce summing
+ * in place (its output is its input). */
+static int overwritten(const ses__compiled_t *c, size_t i) {
+    for (size_t k = 0; k < c->n_steps; k++) {
+        const ses__step_t *step = &c->steps[k];
+        /* Arguments are inputs then outputs; a copy's are its source and its destination. */
+        const size_t n_in = step->kind == SES__STEP_KERNEL ? step->drv_node.n_inputs
+                            : step->kind == SES__STEP_COPY ? 1
+                            : step->node                   ? step->node->n_inputs
+                                                           : 0;
+        if (k == c->slots[i].first_step || n_in > step->n_args)
+            continue;
+        for (size_t o = n_in; o < step->n_args; o++)
+            if (step->args[o] == i)
+                return 1;
+    }
+    return 0;
+}
+
+/*
+ * Makes each step that copies_input a view: its output on its input's bytes and nothing to run,
+ * where the input is an arena value of the same dtype and size on the same device, in no group,
+ * that no other step writes; the input (or the value it is itself a view of) then lives as long
+ * as the view. Its bytes are never an in-place output's (donor_of) while a view reads them.
+ */
+static void views_in_place(ses_session_t *s, ses__compiled_t *c) {
+    for (size_t i = 0; i < c->n_steps && s->options.in_place; i++) {
+        ses__step_t *step = &c->steps[i];
+        const size_t n_in = step->drv_node.n_inputs;
+        if (step->kind != SES__STEP_KERNEL || n_in < 1 || step->n_args != n_in + 1 ||
+            !copies_input(step))
+            continue;
+        ses__slot_t *out = &c->slots[step->args[n_in]];
+        size_t root = step->args[0];
+        if (c->slots[root].alias_of && c->slots[root].viewed == 0)
+            continue; /* a Concat's output */
+        if (c->slots[root].alias_of)
+            root = c->slots[root].alias_of - 1;
+        ses__slot_t *in = &c->slots[root];
+        if (out->kind != SES__SLOT_ARENA || in->kind != SES__SLOT_ARENA || out->group != SIZE_MAX ||
+            in->group != SIZE_MAX || out->alias_of || out->blocked || in->blocked ||
+            in->device != out->device || in->bytes != out->bytes ||
+            in->type.dtype != out->type.dtype || overwritten(c, root))
+            continue;
+        out->alias_of = root + 1;
+        out->viewed = 1;
+        in->viewed = 1;
+        if (in->last_step < out->last_step)
+            in->last_step = out->last_step;
+        step->kind = SES__STEP_NONE;
+        c->n_views++;
+    }
+}
+
 /* Whether [offset, offset + size) is free on @p device through [first, last], but for slot
  * @p except (the input whose bytes an output takes over). */
 static int range_free(const ses__compiled_t *c, const unsigned char *placed, size_t device,
@@ -171,9 +241,9 @@ static size_t donor_of(ses_session_t *s, const ses__compiled_t *c, const unsigne
         const ses__slot_t *donor = &c->slots[d];
         int shared = 0;
         if (!(mask & (UINT64_C(1) << in)) || !placed[d] || donor->kind != SES__SLOT_ARENA ||
-            donor->alias_of || donor->group != SIZE_MAX || donor->device != slot->device ||
-            donor->last_step != slot->first_step || donor->bytes != slot->bytes ||
-            donor->type.dtype != slot->type.dtype)
+            donor->alias_of || donor->viewed || donor->group != SIZE_MAX ||
+            donor->device != slot->device || donor->last_step != slot->first_step ||
+            donor->bytes != slot->bytes || donor->type.dtype != slot->type.dtype)
             continue;
         for (size_t other = 0; other < n_in; other++)
             shared |= other != in && step->args[other] == d;
@@ -196,6 +266,7 @@ ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c) {
     for (size_t d = 0; d < s->n_devices; d++)
         c->arena_bytes[d] = 0;
     concats_in_place(s, c);
+    views_in_place(s, c);
     /* Slots are created in step order, so earlier slots are placed first; a group is placed
      * whole when its first slot comes. */
     for (size_t i = 0; i < c->n_slots; i++) {
@@ -206,7 +277,8 @@ ses_status_t ses__plan_memory(ses_session_t *s, ses__compiled_t *c) {
         if (slot->kind != SES__SLOT_ARENA || placed[i])
             continue;
         if (slot->alias_of) {
-            /* A Concat's output: its inputs, placed back to back before it. */
+            /* A Concat's output (its inputs, placed back to back before it) or a view (its
+             * input, placed before it: slots are made in step order). */
             slot->offset = c->slots[slot->alias_of - 1].offset;
             placed[i] = 1;
             continue;

@@ -69,7 +69,10 @@ typedef struct ses__slot {
     int blocked;          /* an NCHWc16 value (layout.c), of a single-device CPU plan */
     size_t plain_twin;    /* blocked: the slot holding it in NCHW + 1 (its reorder), or 0 */
     size_t alias_of;      /* SES__SLOT_ARENA: the first slot of the group whose bytes it is
-                             + 1 (a Concat's output over its inputs, memory.c), or 0 */
+                             + 1 (a Concat's output over its inputs, memory.c), or the slot it
+                             is a view of + 1 (viewed set), or 0 */
+    int viewed;           /* SES__SLOT_ARENA: a view, or the value views are on (memory.c):
+                             its bytes are never an in-place output's */
     ses_tensor_t *folded; /* SES__SLOT_CONSTANT computed at compile time (fold.c): its value,
                              owned by the plan; NULL for a graph constant */
     size_t group;         /* SES__SLOT_ARENA: the first slot of the values placed back to back
@@ -89,7 +92,7 @@ typedef enum ses__step_kind {
     SES__STEP_COPY,
     SES__STEP_HOST, /* an op the runtime runs itself (Save, Restore): exec/host_ops.c */
     SES__STEP_NONE, /* nothing to run: a Concat whose inputs memory.c laid out back to back
-                       where its output is */
+                       where its output is, or a copy whose output is a view of its input */
 } ses__step_kind_t;
 
 struct ses__segment;
@@ -160,6 +163,7 @@ typedef struct ses__compiled {
     size_t n_reorders;            /* NchwcReorderOutput steps */
     size_t n_in_place;            /* outputs written over an input (memory.c, DRV-86) */
     size_t n_concats_in_place;    /* Concat steps made SES__STEP_NONE (memory.c) */
+    size_t n_views;               /* copies made views of their input, SES__STEP_NONE (memory.c) */
     size_t n_folded;              /* nodes computed at compile time (fold.c) */
     int recapture; /* a resident variable moved to another buffer: graphs are recorded again */
 } ses__compiled_t;
