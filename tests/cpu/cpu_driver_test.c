@@ -5,7 +5,6 @@
  * The module's path comes from the build as the string literal SES_CPU_DRIVER_PATH. The test
  * host's error entry keeps the last formatted message so tests can check what it says.
  */
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,12 +60,7 @@ static int teardown(void **state) {
 
     if (!f)
         return 0;
-    if (f->api) {
-        f->api->close_device(f->device);
-        f->api->close(f->driver);
-    }
-    if (f->lib)
-        dlclose(f->lib);
+    test_driver_close(&(test_driver_t){f->lib, f->negotiate, f->api, f->driver, f->device});
     free(f);
     *state = NULL;
     return 0;
@@ -74,46 +68,23 @@ static int teardown(void **state) {
 
 static int setup(void **state) {
     fixture_t *f = calloc(1, sizeof *f);
-    ses_drv_negotiate_t args;
+    test_driver_t d;
 
     if (!f)
         return -1;
     *state = f;
-    f->lib = dlopen(SES_CPU_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!f->lib) {
-        print_error("cannot load %s: %s\n", SES_CPU_DRIVER_PATH, dlerror());
-        goto fail;
+    /* cmocka does not call teardown after a failed setup. */
+    if (test_driver_open(&d, SES_CPU_DRIVER_PATH, &test_host, &f->ctx) != 0) {
+        teardown(state);
+        return -1;
     }
-    /* POSIX allows converting dlsym's void * to a function pointer; ISO C does not, hence the
-     * memcpy, which -Wpedantic accepts. */
-    void *sym = dlsym(f->lib, SES_DRV_NEGOTIATE_SYMBOL);
-    if (!sym) {
-        print_error("%s has no %s\n", SES_CPU_DRIVER_PATH, SES_DRV_NEGOTIATE_SYMBOL);
-        goto fail;
-    }
-    memcpy(&f->negotiate, &sym, sizeof f->negotiate);
-
-    args = host_args(f);
-    if (f->negotiate(&args) != SES_DRV_OK) {
-        print_error("negotiate failed: %s\n", f->ctx.message);
-        goto fail;
-    }
-    f->api = args.api;
-    if (f->api->open(&test_host, &f->ctx, &f->driver) != SES_DRV_OK) {
-        print_error("open failed: %s\n", f->ctx.message);
-        goto fail;
-    }
-    if (f->api->open_device(f->driver, 0, &f->device) != SES_DRV_OK) {
-        print_error("open_device failed: %s\n", f->ctx.message);
-        goto fail;
-    }
+    f->lib = d.lib;
+    f->negotiate = d.negotiate;
+    f->api = d.api;
+    f->driver = d.driver;
+    f->device = d.device;
     clear_error(f);
     return 0;
-
-fail:
-    /* cmocka does not call teardown after a failed setup. */
-    teardown(state);
-    return -1;
 }
 
 /* Fails with both the message and the expected fragment printed. */

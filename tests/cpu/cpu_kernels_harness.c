@@ -37,12 +37,7 @@ int teardown(void **state) {
 
     if (!f)
         return 0;
-    if (f->api) {
-        f->api->close_device(f->device);
-        f->api->close(f->driver);
-    }
-    if (f->lib)
-        dlclose(f->lib);
+    test_driver_close(&(test_driver_t){f->lib, NULL, f->api, f->driver, f->device});
     free(f);
     *state = NULL;
     return 0;
@@ -50,53 +45,22 @@ int teardown(void **state) {
 
 int setup(void **state) {
     fixture_t *f = calloc(1, sizeof *f);
-    ses_drv_negotiate_t args;
-    ses_drv_negotiate_fn negotiate;
+    test_driver_t d;
 
     if (!f)
         return -1;
     *state = f;
     f->name = "node";
-    f->lib = dlopen(SES_CPU_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!f->lib) {
-        print_error("cannot load %s: %s\n", SES_CPU_DRIVER_PATH, dlerror());
-        goto fail;
-    }
-    /* POSIX allows converting dlsym's void * to a function pointer; ISO C does not, hence the
-     * memcpy, which -Wpedantic accepts. */
-    void *sym = dlsym(f->lib, SES_DRV_NEGOTIATE_SYMBOL);
-    if (!sym) {
-        print_error("%s has no %s\n", SES_CPU_DRIVER_PATH, SES_DRV_NEGOTIATE_SYMBOL);
-        goto fail;
-    }
-    memcpy(&negotiate, &sym, sizeof negotiate);
-
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.abi_major = SES_DRV_ABI_MAJOR;
-    args.host_minor_min = 0;
-    args.host_minor_max = SES_DRV_ABI_MINOR;
-    args.host = &test_host;
-    args.host_ctx = &f->ctx.base;
-    if (negotiate(&args) != SES_DRV_OK) {
-        print_error("negotiate failed: %s\n", f->ctx.base.message);
-        goto fail;
-    }
-    f->api = args.api;
-    if (f->api->open(&test_host, &f->ctx.base, &f->driver) != SES_DRV_OK) {
-        print_error("open failed: %s\n", f->ctx.base.message);
-        goto fail;
-    }
-    if (f->api->open_device(f->driver, 0, &f->device) != SES_DRV_OK) {
-        print_error("open_device failed: %s\n", f->ctx.base.message);
-        goto fail;
-    }
-    return 0;
-
-fail:
     /* cmocka does not call teardown after a failed setup. */
-    teardown(state);
-    return -1;
+    if (test_driver_open(&d, SES_CPU_DRIVER_PATH, &option_host, &f->ctx.base) != 0) {
+        teardown(state);
+        return -1;
+    }
+    f->lib = d.lib;
+    f->api = d.api;
+    f->driver = d.driver;
+    f->device = d.device;
+    return 0;
 }
 
 int setup_prepared(void **state) {

@@ -53,7 +53,7 @@ static int teardown(void **state) {
 
     if (!f)
         return 0;
-    harness_cpu_t c = {f->lib, f->api, f->driver, f->device};
+    harness_cpu_t c = {f->lib, NULL, f->api, f->driver, f->device};
     harness_cpu_close(&c);
     free(f);
     *state = NULL;

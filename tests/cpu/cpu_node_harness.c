@@ -1,7 +1,6 @@
 /* The node harness of cpu_matmul_test and cpu_nchwc_test (cpu_node_harness.h). */
 #include "cpu_node_harness.h"
 
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,49 +54,10 @@ const ses_drv_host_t harness_host = {
 };
 
 int harness_cpu_open(harness_cpu_t *c, const char *path, harness_host_ctx_t *ctx) {
-    ses_drv_negotiate_t args;
-    ses_drv_negotiate_fn negotiate;
-
-    memset(c, 0, sizeof *c);
-    c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!c->lib) {
-        print_error("cannot load %s: %s\n", path, dlerror());
-        return -1;
-    }
-    void *sym = dlsym(c->lib, SES_DRV_NEGOTIATE_SYMBOL);
-    if (!sym)
-        return -1;
-    /* POSIX allows converting dlsym's void * to a function pointer; ISO C does not. */
-    memcpy(&negotiate, &sym, sizeof negotiate);
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.abi_major = SES_DRV_ABI_MAJOR;
-    args.host_minor_min = 0;
-    args.host_minor_max = SES_DRV_ABI_MINOR;
-    args.host = &harness_host;
-    args.host_ctx = &ctx->base;
-    if (negotiate(&args) != SES_DRV_OK)
-        return -1;
-    c->api = args.api;
-    if (c->api->open(&harness_host, &ctx->base, &c->driver) != SES_DRV_OK ||
-        c->api->open_device(c->driver, 0, &c->device) != SES_DRV_OK) {
-        print_error("open failed: %s\n", ctx->base.message);
-        return -1;
-    }
-    return 0;
+    return test_driver_open(c, path, &harness_host, &ctx->base);
 }
 
-void harness_cpu_close(harness_cpu_t *c) {
-    if (c->api) {
-        if (c->device)
-            c->api->close_device(c->device);
-        if (c->driver)
-            c->api->close(c->driver);
-    }
-    if (c->lib)
-        dlclose(c->lib);
-    memset(c, 0, sizeof *c);
-}
+void harness_cpu_close(harness_cpu_t *c) { test_driver_close(c); }
 
 /* As the host does: count then fill, NOT_FOUND when absent, INVALID_ARGUMENT on another type. */
 int32_t test_attr_read(const ses_drv_node_t *node, const char *name, uint32_t type,

@@ -37,15 +37,10 @@ void harness_set_option(harness_host_ctx_t *h, const char *key, const char *valu
 const char *harness_option(const harness_host_ctx_t *h, const char *key);
 
 /* The CPU driver loaded from a path, negotiated, opened, and its device 0 opened. */
-typedef struct harness_cpu {
-    void *lib;
-    const ses_drv_api_t *api;
-    ses_drv_driver_t *driver;
-    ses_drv_device_t *device;
-} harness_cpu_t;
+typedef test_driver_t harness_cpu_t;
 
-/* Opens @p c through a host whose context is @p ctx: 0, or -1 with the reason printed (what
- * was opened is then for harness_cpu_close). */
+/* Opens @p c through a host whose context is @p ctx: 0, or -1 with the reason printed and
+ * nothing left open. */
 int harness_cpu_open(harness_cpu_t *c, const char *path, harness_host_ctx_t *ctx);
 
 /* Closes what harness_cpu_open opened; accepts a partly opened @p c. */

@@ -13,7 +13,6 @@
  *     update their inputs in place and have no outputs to fetch. One step, several steps and the
  *     launch checks.
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -866,12 +865,7 @@ static int driver_teardown(void **state) {
 
     if (!d)
         return 0;
-    if (d->api) {
-        d->api->close_device(d->device);
-        d->api->close(d->driver);
-    }
-    if (d->lib)
-        dlclose(d->lib);
+    test_driver_close(&(test_driver_t){d->lib, NULL, d->api, d->driver, d->device});
     free(d);
     *state = NULL;
     return 0;
@@ -879,40 +873,20 @@ static int driver_teardown(void **state) {
 
 static int driver_setup(void **state) {
     driver_t *d = calloc(1, sizeof *d);
-    ses_drv_negotiate_t args;
-    ses_drv_negotiate_fn negotiate;
-    void *sym;
+    test_driver_t t;
 
     if (!d)
         return -1;
     *state = d;
-    d->lib = dlopen(SES_CPU_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!d->lib)
-        goto fail;
-    sym = dlsym(d->lib, SES_DRV_NEGOTIATE_SYMBOL);
-    if (!sym)
-        goto fail;
-    memcpy(&negotiate, &sym, sizeof negotiate);
-    memset(&args, 0, sizeof args);
-    args.struct_size = sizeof args;
-    args.abi_major = SES_DRV_ABI_MAJOR;
-    args.host_minor_min = 0;
-    args.host_minor_max = SES_DRV_ABI_MINOR;
-    args.host = &test_host;
-    args.host_ctx = &d->ctx;
-    if (negotiate(&args) != SES_DRV_OK)
-        goto fail;
-    d->api = args.api;
-    if (d->api->open(&test_host, &d->ctx, &d->driver) != SES_DRV_OK)
-        goto fail;
-    if (d->api->open_device(d->driver, 0, &d->device) != SES_DRV_OK)
-        goto fail;
+    if (test_driver_open(&t, SES_CPU_DRIVER_PATH, &test_host, &d->ctx) != 0) {
+        driver_teardown(state);
+        return -1;
+    }
+    d->lib = t.lib;
+    d->api = t.api;
+    d->driver = t.driver;
+    d->device = t.device;
     return 0;
-
-fail:
-    print_error("cannot load the cpu driver %s: %s\n", SES_CPU_DRIVER_PATH, d->ctx.message);
-    driver_teardown(state);
-    return -1;
 }
 
 static const ses_drv_kernel_t *find_kernel(driver_t *d, const char *op, const char *sig) {
