@@ -23,8 +23,9 @@
  *                              and a priority-5 Add entry that refuses every node, so the host
  *                              must fall back to the priority-0 entry)
  *   FAKE_MODE_GRAPHS           healthy, with streams and ABI 1.1 graphs: Add (same shapes),
- *                              Relu, Mul flagged SES_DRV_KERNEL_NO_CAPTURE, and Identity, which
- *                              refuses to be recorded; work on a stream runs at once unless the
+ *                              Relu, Mul flagged SES_DRV_KERNEL_NO_CAPTURE, Identity, which
+ *                              refuses to be recorded, and Reshape, which fails if ever run (the
+ *                              host makes it a view); work on a stream runs at once unless the
  *                              stream is capturing, and a graph replays its records in order
  *                              (also ABI 1.2 native pointers, SES_DRV_CAP_NATIVE: a buffer's
  *                              native address is its host memory, import_native wraps one)
@@ -971,6 +972,16 @@ static int32_t fake_relu_compute(ses_drv_device_t *device, void *state,
     return fake_elementwise(device, launch, 'r', "Relu");
 }
 
+/* Reshape: the host makes it a view of its input (compile/memory.c), so it is never run. */
+static int32_t fake_reshape_compute(ses_drv_device_t *device, void *state,
+                                    const ses_drv_launch_t *launch) {
+    (void)state;
+    (void)launch;
+    return FAKE_FAIL(device->driver, SES_DRV_INTERNAL,
+                     "%s Reshape: run, though it moves no bytes (the host makes it a view)",
+                     FAKE_NAME);
+}
+
 /* -- streams and graphs --------------------------------------------------------------------- */
 
 static int32_t fake_stream_create(ses_drv_device_t *device, ses_drv_stream_t **out_stream) {
@@ -1105,6 +1116,12 @@ static const ses_drv_kernel_t fake_kernels[] = {
         .op = "Relu",
         .signature = "f32->f32",
         .compute = fake_relu_compute,
+    },
+    {
+        .struct_size = sizeof(ses_drv_kernel_t),
+        .op = "Reshape",
+        .signature = "f32->f32",
+        .compute = fake_reshape_compute,
     },
 #endif
 };

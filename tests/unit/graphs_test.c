@@ -126,6 +126,29 @@ static void a_chain_on_one_device_is_captured_once_and_replayed(void **state) {
     assert_int_equal(ses_session_kernel_calls(f->s), 3);
 }
 
+/* A Reshape in the chain is a view of its input (compile/memory.c): nothing runs for it, and
+ * the kernels around it are still one graph. The fake's Reshape fails if it is ever run. */
+static void a_view_in_the_chain_does_not_split_the_graph(void **state) {
+    fixture_t *f = *state;
+    const int64_t one = 1, shape[1] = {N};
+    ses_tensor_t *t;
+    ses_edge_t in[2], view;
+
+    add_inputs(f);
+    assert_int_equal(ses_tensor_create_from(SES_I64, 1, &one, shape, sizeof shape, &t), SES_OK);
+    in[0] = chain(f, "Relu", chain(f, "Add", f->x));
+    assert_int_equal(ses_graph_constant(f->g, "shape", t, &in[1]), SES_OK);
+    ses_tensor_release(t);
+    assert_int_equal(ses_graph_op(f->g, "Reshape", "view", in, 2, NULL, 0, &view), SES_OK);
+    f->y = chain(f, "Add", view);
+    open_on(f, "fake_graphs:0", 1);
+    run_and_check(f, 0, add_relu_add);
+    run_and_check(f, 10, add_relu_add);
+    assert_int_equal(ses_session_graph_captures(f->s), 1);
+    assert_int_equal(ses_session_graph_launches(f->s), 2);
+    assert_int_equal(ses_session_kernel_calls(f->s), 3);
+}
+
 static void with_graphs_off_every_kernel_is_launched_every_run(void **state) {
     fixture_t *f = *state;
 
@@ -312,6 +335,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(a_chain_on_one_device_is_captured_once_and_replayed, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_view_in_the_chain_does_not_split_the_graph, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(with_graphs_off_every_kernel_is_launched_every_run, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_kernel_flagged_no_capture_splits_the_chain, setup,
@@ -322,8 +347,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(an_abi_1_0_driver_is_never_asked_for_graphs, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(a_new_shape_recompiles_and_captures_again, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(a_new_shape_recompiles_and_captures_again, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_recompile_keeps_the_captured_graph, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(graphs_must_be_0_or_1, setup, teardown),

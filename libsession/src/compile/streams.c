@@ -49,9 +49,14 @@ static ses_status_t find_segments(ses_session_t *s, ses__compiled_t *c) {
             i++;
             continue;
         }
-        while (end < c->n_steps && c->steps[end].device == first->device &&
-               capturable(c, &c->steps[end]))
-            end++;
+        /* Steps with nothing to run (a view, a Concat in place) do not split a segment. */
+        for (size_t k = end; k < c->n_steps; k++) {
+            if (c->steps[k].kind == SES__STEP_NONE)
+                continue;
+            if (c->steps[k].device != first->device || !capturable(c, &c->steps[k]))
+                break;
+            end = k + 1;
+        }
         seg = &c->segments[c->n_segments++];
         seg->device = first->device;
         seg->first = i;

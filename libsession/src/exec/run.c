@@ -247,6 +247,8 @@ static void capture(ses_session_t *s, ses__compiled_t *c, ses__segment_t *seg) {
     rc = dev->api->capture_begin(dev->handle, stream);
     for (; rc == SES_DRV_OK && i < seg->end; i++) {
         ses__step_t *step = &c->steps[i];
+        if (step->kind == SES__STEP_NONE)
+            continue;
         bind_args(c, step);
         rc = step->kernel->compute(dev->handle, step->state, &step->launch);
         atomic_fetch_add(&s->kernel_calls, 1);
@@ -284,6 +286,8 @@ static ses_status_t run_segment(ses_session_t *s, ses__compiled_t *c, ses__segme
         capture(s, c, seg);
     if (!seg->graph) {
         for (size_t i = seg->first; i < seg->end; i++) {
+            if (c->steps[i].kind == SES__STEP_NONE)
+                continue;
             ses_status_t st = run_kernel(s, c, i);
             if (st != SES_OK)
                 return st;
