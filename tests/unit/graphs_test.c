@@ -1,9 +1,10 @@
 /*
  * Streams and graphs (DRV-77 to DRV-80): a plan's runs of kernels on a device that records
  * graphs are captured on the first run and replayed after, with the same results as launching
- * every kernel. The fake_graphs driver runs work at once, records it while a stream captures,
- * and replays its records; its Mul is flagged SES_DRV_KERNEL_NO_CAPTURE and its Identity refuses
- * to be recorded. fake_graphs_1_0 is the same code speaking ABI 1.0. A session that profiles
+ * every kernel; a view (a Reshape that moves no bytes, run by nothing) does not split a graph.
+ * The fake_graphs driver runs work at once, records it while a stream captures, and replays its
+ * records; its Mul is flagged SES_DRV_KERNEL_NO_CAPTURE, its Identity refuses to be recorded,
+ * and its Reshape fails if it is ever run. fake_graphs_1_0 is the same code speaking ABI 1.0. A session that profiles
  * (ses_session_options_t.profile) captures nothing and times each kernel and copy.
  */
 #include <setjmp.h>
