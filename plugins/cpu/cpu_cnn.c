@@ -390,6 +390,7 @@ typedef struct cpu__conv_state {
     cpu__dnnl_conv_cache_t *dnnl; /* made at the first launch through oneDNN */
     unsigned char *scratch;       /* the im2col path's column matrices, kept between launches */
     size_t scratch_size;
+    cpu__team_user_t team; /* counted once it has run on oneDNN's OpenMP team */
 } cpu__conv_state_t;
 
 /*
@@ -757,6 +758,7 @@ void cpu__conv_destroy(ses_drv_device_t *device, void *state) {
     if (!s)
         return;
     cpu__dnnl_conv_cache_destroy(s->dnnl);
+    cpu__team_user_release(&s->team);
     free(s->scratch);
     free(s);
 }
@@ -824,7 +826,7 @@ static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *st
             (const float *)(const void *)x->data, (const float *)(const void *)wt->data,
             b ? (const float *)(const void *)b->data : NULL,
             z ? (const float *)(const void *)z->data : NULL, (float *)(void *)call->outs[0].data,
-            pool, flags, &state->scratch, &state->scratch_size, why, sizeof why);
+            pool, flags, &state->scratch, &state->scratch_size, &state->team, why, sizeof why);
         if (st != SES_DRV_OK && st != SES_DRV_UNIMPLEMENTED)
             return cpu__call_fail(call, st, "%s", why);
         if (st != SES_DRV_UNIMPLEMENTED || pool)
@@ -832,7 +834,7 @@ static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *st
     }
     /* oneDNN's OpenMP team takes the cores now: the pool's idle workers stop spinning. */
     if (cpu__pool_threads(call->device->pool) > 1)
-        cpu__pool_park(call->device->pool);
+        cpu__pool_park_for(call->device->pool, &state->team);
     int32_t st = cpu__dnnl_conv(state->dnnl, &p, (const float *)(const void *)x->data,
                                 (const float *)(const void *)wt->data,
                                 b ? (const float *)(const void *)b->data : NULL,

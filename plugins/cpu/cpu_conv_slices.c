@@ -120,7 +120,8 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
                              const cpu__dnnl_conv_params_t *p, int activation, float alpha,
                              float beta, const float *x, const float *w, const float *b,
                              const float *z, float *y, const cpu__pool2d_t *pool, uint32_t flags,
-                             unsigned char **buf, size_t *buf_size, char *why, size_t why_size) {
+                             unsigned char **buf, size_t *buf_size, cpu__team_user_t *team,
+                             char *why, size_t why_size) {
     const uint32_t threads = cpu__pool_threads(threads_pool);
     size_t in_image = (size_t)p->in_channels, out_image = (size_t)p->out_channels;
     for (uint32_t i = 0; i < p->spatial; i++) {
@@ -192,7 +193,7 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
         return SES_DRV_OUT_OF_MEMORY;
     }
     if (threads > 1)
-        cpu__pool_park(threads_pool);
+        cpu__pool_park_for(threads_pool, team);
     st = cpu__dnnl_conv(cache, p, x, w, b, z, (float *)(void *)*buf, activation, alpha, beta,
                         threads, flags, why, why_size);
     if (st != SES_DRV_OK)

@@ -13,7 +13,8 @@
  * CPU__DNNL_YZ_BLOCKED, CPU__DNNL_W_CONSTANT, CPU__DNNL_WINOGRAD): by slices of images on
  * @p threads_pool's threads where the batch allows it (see the file), else, with @p pool, the
  * whole convolution on oneDNN's team into a scratch and the pool after it. @p buf / @p buf_size:
- * the node's scratch, grown as needed, freed by its owner. Returns SES_DRV_OK;
+ * the node's scratch, grown as needed, freed by its owner; @p team: the node's mark, counted when
+ * the convolution runs on oneDNN's team (cpu__pool_park_for). Returns SES_DRV_OK;
  * SES_DRV_UNIMPLEMENTED when there is no pool and slices do not apply (the caller runs
  * cpu__dnnl_conv; @p why is empty then), or when oneDNN has no convolution for it; another code
  * with the reason in @p why (the caller adds the node).
@@ -22,6 +23,7 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
                              const cpu__dnnl_conv_params_t *p, int activation, float alpha,
                              float beta, const float *x, const float *w, const float *b,
                              const float *z, float *y, const cpu__pool2d_t *pool, uint32_t flags,
-                             unsigned char **buf, size_t *buf_size, char *why, size_t why_size);
+                             unsigned char **buf, size_t *buf_size, cpu__team_user_t *team,
+                             char *why, size_t why_size);
 
 #endif

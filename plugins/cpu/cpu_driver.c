@@ -324,7 +324,8 @@ static int cpu__parse_count(const char *value, unsigned long max, unsigned long 
 
 /*
  * How long the pool's idle workers watch for the next job before they sleep: option
- * driver.cpu.spin_us, 0 to CPU__MAX_SPIN_US microseconds, default CPU__SPIN_US_DEFAULT.
+ * driver.cpu.spin_us, 0 to CPU__MAX_SPIN_US microseconds, or "auto" (the default,
+ * CPU__SPIN_AUTO): CPU__SPIN_US_DEFAULT, none while a kernel runs on oneDNN's OpenMP team.
  */
 static int32_t cpu__pool_spin(ses_drv_driver_t *driver, const ses_drv_options_t *options,
                               uint32_t *out_us) {
@@ -332,13 +333,15 @@ static int32_t cpu__pool_spin(ses_drv_driver_t *driver, const ses_drv_options_t 
     uint64_t size = 0;
     unsigned long n = 0;
 
-    *out_us = CPU__SPIN_US_DEFAULT;
+    *out_us = CPU__SPIN_AUTO;
     int32_t st = ses_drv_util_get_option(driver->host, driver->ctx, options, CPU__SPIN_OPTION,
                                          value, sizeof value, &size);
     if (st == SES_DRV_NOT_FOUND)
         return SES_DRV_OK;
     if (st == SES_DRV_OK) {
         value[sizeof value - 1] = '\0';
+        if (strcmp(value, "auto") == 0)
+            return SES_DRV_OK;
         if (cpu__parse_count(value, CPU__MAX_SPIN_US, &n)) {
             *out_us = (uint32_t)n;
             return SES_DRV_OK;
@@ -348,7 +351,8 @@ static int32_t cpu__pool_spin(ses_drv_driver_t *driver, const ses_drv_options_t 
     }
     return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
                      "open_device: option %s is \"%s\"; expected microseconds from 0 (idle "
-                     "workers sleep at once) to %d (default %d)",
+                     "workers sleep at once) to %d, or auto (the default: %d, none while a "
+                     "kernel runs on oneDNN's OpenMP team)",
                      CPU__SPIN_OPTION, st == SES_DRV_OK ? value : "(too long)", CPU__MAX_SPIN_US,
                      CPU__SPIN_US_DEFAULT);
 }

@@ -189,6 +189,7 @@ void cpu__gemm_state_free(cpu__gemm_state_t *state) {
     if (!state)
         return;
     cpu__dnnl_mm_cache_destroy(state->mm);
+    cpu__team_user_release(&state->team);
     free(state);
 }
 
@@ -289,7 +290,7 @@ static int32_t cpu__gemm_dnnl(const cpu__call_t *call, cpu__gemm_state_t *state,
     }
     /* oneDNN's OpenMP team takes the cores now: the pool's idle workers stop spinning. */
     if (threads > 1)
-        cpu__pool_park(call->device->pool);
+        cpu__pool_park_for(call->device->pool, &state->team);
     int32_t st =
         cpu__dnnl_matmul(state->mm, p, (const float *)a, (const float *)w, (const float *)bias,
                          (float *)y, threads, CPU__DNNL_W_CONSTANT, why, sizeof why);

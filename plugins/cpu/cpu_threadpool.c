@@ -28,7 +28,10 @@
  * `generation` readable without the lock), before it sleeps on the condition variable: a model
  * runs one kernel after another, and a worker woken through the kernel's futex joins the next
  * job tens of microseconds late, which is the whole of a small GEMM's or elementwise op's time.
- * Three exceptions. cpu__pool_park (before a oneDNN convolution, whose OpenMP team takes the
+ * Four exceptions. With the spin time "auto" (the default) the workers do not spin at all while
+ * a kernel state of the device has run on oneDNN's OpenMP team (cpu__pool_park_for counts it,
+ * its destruction uncounts it): between a batch-1 CNN's convolutions the pool's spin only takes
+ * the team's cores. cpu__pool_park (before a oneDNN convolution, whose OpenMP team takes the
  * cores) sends spinning workers to sleep at once. A worker does not spin after a job when a
  * convolution parked the pool between its previous job and this one: where every job of the
  * pool is followed by a convolution on OpenMP's team (a batch-1 CNN), spinning only takes the
@@ -84,6 +87,8 @@ struct cpu__pool {
     int stop;             /* workers exit */
     atomic_uint active;   /* workers counted into the current job (or backing out of one) */
     uint64_t spin_ns;     /* how long an idle worker watches `posted` before it sleeps */
+    int spin_auto;        /* spin_ns only while no kernel state counts as a team user */
+    atomic_uint team_users; /* kernel states that run on OpenMP's team (cpu__pool_park_for) */
     atomic_uint_fast64_t posted;   /* `generation`, stored after it changes; and stop as ~0 */
     atomic_uint_fast64_t open_gen; /* the generation workers may still join; 0: none */
     atomic_uint_fast64_t parked;   /* bumped by cpu__pool_park: spinning workers go to sleep */
@@ -194,7 +199,7 @@ static void *cpu__pool_worker(void *arg) {
         if (g == UINT64_MAX)
             break; /* stop */
         if (g == seen) {
-            if (!spun && spin && pool->spin_ns) {
+            if (!spun && spin && cpu__pool_spin_ns(pool)) {
                 /* Once per wait, then sleep until the next posting. */
                 spun = 1;
                 cpu__pool_spin(pool, seen, parked);
@@ -281,7 +286,9 @@ int cpu__pool_create(uint32_t n_threads, uint32_t spin_us, int openmp, cpu__pool
     atomic_init(&pool->open_gen, 0);
     atomic_init(&pool->parked, 0);
     atomic_init(&pool->poster_cpu, -1);
-    pool->spin_ns = (uint64_t)spin_us * 1000u;
+    atomic_init(&pool->team_users, 0);
+    pool->spin_auto = spin_us == CPU__SPIN_AUTO;
+    pool->spin_ns = (uint64_t)(pool->spin_auto ? CPU__SPIN_US_DEFAULT : spin_us) * 1000u;
 
     /* Workers inherit the creating thread's signal mask: block everything in them, so that
      * process signals keep going to the host's own threads. */
@@ -309,6 +316,28 @@ void cpu__pool_destroy(cpu__pool_t *pool) {
 void cpu__pool_park(cpu__pool_t *pool) {
     if (pool && pool->spin_ns)
         atomic_fetch_add_explicit(&pool->parked, 1, memory_order_relaxed);
+}
+
+void cpu__pool_park_for(cpu__pool_t *pool, cpu__team_user_t *user) {
+    cpu__pool_park(pool);
+    if (pool && user && !user->pool) {
+        user->pool = pool;
+        atomic_fetch_add_explicit(&pool->team_users, 1, memory_order_relaxed);
+    }
+}
+
+void cpu__team_user_release(cpu__team_user_t *user) {
+    if (user && user->pool)
+        atomic_fetch_sub_explicit(&user->pool->team_users, 1, memory_order_relaxed);
+    if (user)
+        user->pool = NULL;
+}
+
+uint64_t cpu__pool_spin_ns(const cpu__pool_t *pool) {
+    if (!pool ||
+        (pool->spin_auto && atomic_load_explicit(&pool->team_users, memory_order_relaxed) > 0))
+        return 0;
+    return pool->spin_ns;
 }
 
 uint32_t cpu__pool_threads(const cpu__pool_t *pool) { return pool ? pool->n_threads : 1; }
@@ -390,8 +419,9 @@ void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, 
 
     /* A worker still in its chunk: watch for it (it signals `idle` under the lock only after its
      * decrement, so a poster that then sleeps below is always woken). */
+    const uint64_t spin_ns = cpu__pool_spin_ns(pool);
     for (uint64_t start = 0, i = 0;
-         atomic_load_explicit(&pool->active, memory_order_acquire) > 0 && pool->spin_ns; i++) {
+         atomic_load_explicit(&pool->active, memory_order_acquire) > 0 && spin_ns; i++) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
@@ -399,7 +429,7 @@ void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, 
             const uint64_t now = cpu__now_ns();
             if (!start)
                 start = now;
-            else if (now - start > pool->spin_ns)
+            else if (now - start > spin_ns)
                 break;
         }
     }

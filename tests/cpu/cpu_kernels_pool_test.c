@@ -233,12 +233,13 @@ void conv_state_keeps_and_grows_its_scratch(void **state) {
     k->destroy(f->device, conv_state);
 }
 
-/* Option driver.cpu.spin_us: idle workers spin 0 to 100000 us before they sleep; the pool's
- * results do not depend on it, and anything else is refused naming the option. */
+/* Option driver.cpu.spin_us: idle workers spin 0 to 100000 us before they sleep, or "auto" (the
+ * default, cpu_threadpool_test checks its policy); the pool's results do not depend on it, and
+ * anything else is refused naming the option. */
 void the_pools_spin_time_is_an_option_that_changes_no_result(void **state) {
     fixture_t *f = *state;
-    static const char *const good[] = {"0", "200", " 100000 "};
-    static const char *const bad[] = {"abc", "100001", "-1", "", "5us"};
+    static const char *const good[] = {"0", "200", " 100000 ", "auto"};
+    static const char *const bad[] = {"abc", "100001", "-1", "", "5us", "Auto", "auto1"};
     enum { N = 1 << 16 };
     float *x = malloc(N * sizeof *x), *want = malloc(N * sizeof *want),
           *got = malloc(N * sizeof *got);
