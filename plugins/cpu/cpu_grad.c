@@ -415,6 +415,29 @@ int32_t cpu__softmax_grad(const cpu__call_t *call) {
  * dy lacks; that changes no byte, only the shapes.
  * ------------------------------------------------------------------------------------------- */
 
+int32_t cpu__matmul_grad_gemm(const cpu__call_t *call, int input, const cpu__matmul_shape_t *sh,
+                              uint32_t dtype, const void *dy, const void *operand, double alpha,
+                              double beta, void *out) {
+    /* One B for every matrix of A, and A's matrices lie one after the other as dy's do: one
+     * GEMM with the batches stacked as rows. dA = dy * B^T; dB = A^T * dy, summing the batches
+     * in the same product. */
+    const int64_t rows = sh->m * sh->n_matrices, k = sh->k, n = sh->n;
+    int32_t st;
+
+    if (input == 0) {
+        if ((st = cpu__check_blas_dims(call, rows, k, n)) != SES_DRV_OK)
+            return st;
+        cpu__gemm_call(call->device, 1, dtype, 0, 1, rows, k, n, alpha, dy, n, operand, n, beta,
+                       out, k);
+    } else {
+        if ((st = cpu__check_blas_dims(call, k, n, rows)) != SES_DRV_OK)
+            return st;
+        cpu__gemm_call(call->device, 1, dtype, 1, 0, k, n, rows, alpha, operand, k, dy, n, beta,
+                       out, n);
+    }
+    return SES_DRV_OK;
+}
+
 int32_t cpu__matmul_grad(const cpu__call_t *call) {
     const cpu__tensor_t *dy = &call->in[0];
     const cpu__tensor_t *a = &call->in[1];
@@ -456,24 +479,9 @@ int32_t cpu__matmul_grad(const cpu__call_t *call) {
 
     const uint32_t dtype = out->dtype;
     const size_t es = out->esize;
-    if (!b_batched && !a_broadcast) {
-        /* One B for every matrix of A, and A's matrices lie one after the other as dy's do:
-         * one GEMM with the batches stacked as rows. dA = dy * B^T; dB = A^T * dy, summing the
-         * batches in the same product. */
-        const int64_t rows = m * n_matrices;
-        if (input == 0) {
-            if ((st = cpu__check_blas_dims(call, rows, k, n)) != SES_DRV_OK)
-                return st;
-            cpu__gemm_call(call->device, 1, dtype, 0, 1, rows, k, n, 1.0, dy->data, n, b->data, n,
-                           0.0, out->data, k);
-        } else {
-            if ((st = cpu__check_blas_dims(call, k, n, rows)) != SES_DRV_OK)
-                return st;
-            cpu__gemm_call(call->device, 1, dtype, 1, 0, k, n, rows, 1.0, a->data, k, dy->data, n,
-                           0.0, out->data, n);
-        }
-        return SES_DRV_OK;
-    }
+    if (!b_batched && !a_broadcast)
+        return cpu__matmul_grad_gemm(call, (int)input, &sh, dtype, dy->data,
+                                     input ? a->data : b->data, 1.0, 0.0, out->data);
     if ((st = cpu__check_blas_dims(call, m, n, k)) != SES_DRV_OK)
         return st;
     /* The GEMMs below add into the output (matrices broadcast over batches sum up), so it

@@ -432,6 +432,7 @@ enum cpu__op {
     CPU__OP_SGD,
     CPU__OP_MOMENTUM,
     CPU__OP_ADAM,
+    CPU__OP_MATMULGRADSGD, /* SGD of a MatMulGrad, one GEMM (fused by libsession) */
     /* The gradient ops (cpu_grad.c) */
     CPU__OP_EXPANDLIKE,
     CPU__OP_REDUCESUMLIKE,
@@ -1005,6 +1006,16 @@ int32_t cpu__scalar_like(const cpu__call_t *call);      /* ScalarLike */
 int32_t cpu__activation_grad(const cpu__call_t *call);  /* ReluGrad ... TanhGrad */
 int32_t cpu__softmax_grad(const cpu__call_t *call);     /* SoftmaxGrad LogSoftmaxGrad */
 int32_t cpu__matmul_grad(const cpu__call_t *call);      /* MatMulGrad */
+/**
+ * MatMulGrad's gradient of A (@p input 0) or of B (1) from @p dy when it is one GEMM: @p sh (dy
+ * = A * B's shape) with neither b_batched nor a_broadcast, and a sum over at least one element
+ * (sh->n_matrices and the inner dim, m for B's gradient and n for A's, not 0). @p operand is
+ * the operand the gradient is computed from: B for input 0, A for input 1. Computes out =
+ * alpha * gradient + beta * out, out of A's or B's shape.
+ */
+int32_t cpu__matmul_grad_gemm(const cpu__call_t *call, int input, const cpu__matmul_shape_t *sh,
+                              uint32_t dtype, const void *dy, const void *operand, double alpha,
+                              double beta, void *out);
 int32_t cpu__reduce_grad(const cpu__call_t *call);      /* ReduceGrad */
 int32_t cpu__gather_grad(const cpu__call_t *call);      /* GatherGrad */
 int32_t cpu__slice_grad(const cpu__call_t *call);       /* SliceGrad */
@@ -1151,6 +1162,9 @@ int32_t cpu__range(const cpu__call_t *call);             /* Range */
 int32_t cpu__sce_loss(const cpu__call_t *call);  /* SoftmaxCrossEntropyLoss, NLL loss */
 int32_t cpu__sce_grad(const cpu__call_t *call);  /* SoftmaxCrossEntropyLossGrad, NLL grad */
 int32_t cpu__optimizer(const cpu__call_t *call); /* SGD Momentum Adam, in place */
+int32_t cpu__matmul_grad_sgd(const cpu__call_t *call); /* MatMulGradSGD, var in place */
+/** supports_node of MatMulGradSGD: refuses a gradient that is not one GEMM (a batched B). */
+int32_t cpu__matmul_grad_sgd_supports(ses_drv_device_t *device, const ses_drv_node_t *node);
 
 /* cpu_fused.c */
 int32_t cpu__fused_gemm(const cpu__call_t *call); /* FusedGemm (general entry) */

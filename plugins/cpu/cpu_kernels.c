@@ -867,6 +867,12 @@ CPU__KERNELS(CPU__DEFINE)
 
 /* The fused entries (after the general ones): general entries with a supports_node. */
 #define CPU__FUSED_KERNELS(G) CPU__FLOATS(CPU__G_FUSED, G)
+/* MatMulGradSGD (cpu_train.c; after the fused entries): var (written in place), dy, the operand
+ * read (A or B), lr; no outputs. A general entry with its own supports_node. */
+#define CPU__G_UPDATE(G, T)                                                                   \
+    G(MatMulGradSGD_##T, "MatMulGradSGD", #T "," #T "," #T "," #T "->", cpu__matmul_grad_sgd, \
+      CPU__OP_MATMULGRADSGD, 0x1, 4, CPU__T4(T), 0, 0, 0)
+#define CPU__UPDATE_KERNELS(G) CPU__FLOATS(CPU__G_UPDATE, G)
 /* The NCHWc16 entries (last), f32 only: general entries with a supports_node. */
 #define CPU__NCHWC_KERNELS(G) CPU__G_NCHWC(G, f32)
 
@@ -883,6 +889,7 @@ CPU__KERNELS(CPU__DEFINE)
 #define CPU__REUSE_cpu__sce_loss NULL
 #define CPU__REUSE_cpu__sce_grad NULL
 #define CPU__REUSE_cpu__optimizer NULL
+#define CPU__REUSE_cpu__matmul_grad_sgd NULL
 #define CPU__REUSE_cpu__conv NULL
 #define CPU__REUSE_cpu__conv_grad NULL
 #define CPU__REUSE_cpu__pool NULL
@@ -954,6 +961,7 @@ CPU__KERNELS(CPU__DEFINE)
 
 CPU__GENERAL_KERNELS(CPU__DEFINE_GENERAL)
 CPU__FUSED_KERNELS(CPU__DEFINE_GENERAL)
+CPU__UPDATE_KERNELS(CPU__DEFINE_GENERAL)
 CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 
 /* Second expansion: the table. */
@@ -985,6 +993,7 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__sce_loss(what) NULL
 #define CPU__GSTATE_cpu__sce_grad(what) NULL
 #define CPU__GSTATE_cpu__optimizer(what) NULL
+#define CPU__GSTATE_cpu__matmul_grad_sgd(what) NULL
 #define CPU__GSTATE_cpu__conv_grad(what) NULL
 #define CPU__GSTATE_cpu__pool(what) NULL
 #define CPU__GSTATE_cpu__batch_norm(what) NULL
@@ -1034,12 +1043,15 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 #define CPU__GSTATE_cpu__random(what) cpu__random_##what
 #define CPU__GSTATE_cpu__batch_norm_train(what) NULL
 
-/* An entry with no supports_node (every general op), and one with the fused ops' check. */
+/* An entry with no supports_node (every general op), and those with the fused ops' check,
+ * MatMulGradSGD's and the NCHWc16 ops'. */
 #define CPU__GENERAL_ENTRY(id, OP, SIG, BODY, ...) CPU__GENTRY(id, OP, SIG, BODY, NULL)
 #define CPU__FUSED_ENTRY(id, OP, SIG, BODY, ...) \
     CPU__GENTRY(id, OP, SIG, BODY, cpu__fused_supports)
 #define CPU__NCHWC_ENTRY(id, OP, SIG, BODY, ...) \
     CPU__GENTRY(id, OP, SIG, BODY, cpu__nchwc_supports)
+#define CPU__UPDATE_ENTRY(id, OP, SIG, BODY, ...) \
+    CPU__GENTRY(id, OP, SIG, BODY, cpu__matmul_grad_sgd_supports)
 #define CPU__GENTRY(id, OP, SIG, BODY, SUPPORTS) \
     {                                            \
         .struct_size = sizeof(ses_drv_kernel_t), \
@@ -1056,7 +1068,8 @@ CPU__NCHWC_KERNELS(CPU__DEFINE_GENERAL)
 
 static const ses_drv_kernel_t cpu_kernels[] = {
     CPU__KERNELS(CPU__ENTRY) CPU__GENERAL_KERNELS(CPU__GENERAL_ENTRY)
-        CPU__FUSED_KERNELS(CPU__FUSED_ENTRY) CPU__NCHWC_KERNELS(CPU__NCHWC_ENTRY)};
+        CPU__FUSED_KERNELS(CPU__FUSED_ENTRY) CPU__UPDATE_KERNELS(CPU__UPDATE_ENTRY)
+            CPU__NCHWC_KERNELS(CPU__NCHWC_ENTRY)};
 
 int32_t cpu__get_kernels(ses_drv_device_t *device, const ses_drv_kernel_t **out_kernels,
                          uint32_t *out_count, uint32_t *out_stride) {

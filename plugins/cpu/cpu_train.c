@@ -504,3 +504,87 @@ int32_t cpu__optimizer(const cpu__call_t *call) {
                   f32 ? cpu__opt_task_f32 : cpu__opt_task_f64, &o);
     return SES_DRV_OK;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * MatMulGradSGD: SGD of a MatMulGrad in one GEMM, var = (-lr) * gradient + 1 * var, so that the
+ * gradient is never written (libsession's fusion makes the node; compile/fuse.c). The kernel
+ * gets var, dy, the operand the gradient is computed from (A for input 1, B for input 0) and
+ * lr; the other operand's shape is var's. cpu__run_general refused a var that shares a byte
+ * with another argument, so the GEMM never reads what it writes. Only the gradients that one
+ * GEMM computes are taken (supports_node); the others run as MatMulGrad then SGD.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The input attribute of a MatMulGradSGD node: 0 (var is A) or 1 (var is B). */
+static int32_t cpu__update_input(const ses_drv_node_t *node, int64_t *out) {
+    uint64_t count = 1;
+
+    *out = -1;
+    if (node->attr(node, "input", SES_DRV_ATTR_INT, &count, out) != SES_DRV_OK || count != 1 ||
+        (*out != 0 && *out != 1))
+        return SES_DRV_INVALID_ARGUMENT;
+    return SES_DRV_OK;
+}
+
+int32_t cpu__matmul_grad_sgd_supports(ses_drv_device_t *device, const ses_drv_node_t *node) {
+    const char *name;
+    int64_t input;
+    char dims[96];
+
+    if (!node || !node->attr || !node->op || (node->n_inputs && !node->inputs))
+        return cpu__device_fail(device, SES_DRV_INVALID_ARGUMENT,
+                                "supports_node: node, its attr, op or inputs is NULL");
+    name = node->name ? node->name : "";
+    if (node->n_inputs != 4 || node->n_outputs != 0)
+        return cpu__device_fail(device, SES_DRV_UNIMPLEMENTED,
+                                "%s \"%s\": %" PRIu32 " inputs and %" PRIu32
+                                " outputs; expected var, dy, A or B, lr and none",
+                                node->op, name, node->n_inputs, node->n_outputs);
+    if (cpu__update_input(node, &input) != SES_DRV_OK)
+        return cpu__device_fail(device, SES_DRV_UNIMPLEMENTED,
+                                "%s \"%s\": attribute input is missing or not 0 or 1", node->op,
+                                name);
+    /* B is var for input 1, the operand passed for input 0. With no batch dim of B other than
+     * 1, cpu__matmul_shape sets neither b_batched nor a_broadcast: one GEMM. */
+    const ses_drv_tensor_desc_t *b = &node->inputs[input ? 0 : 2];
+    for (uint32_t d = 0; b->rank > 2 && d < b->rank - 2; d++)
+        if (!b->dims || b->dims[d] != 1)
+            return cpu__device_fail(
+                device, SES_DRV_UNIMPLEMENTED,
+                "%s \"%s\": B is %s: the gradient of a batched B is a sum of "
+                "GEMMs, and only one GEMM updates var in place",
+                node->op, name,
+                b->dims ? cpu__format_dims(b->dims, b->rank, dims, sizeof dims) : "without dims");
+    return SES_DRV_OK;
+}
+
+int32_t cpu__matmul_grad_sgd(const cpu__call_t *call) {
+    const cpu__tensor_t *var = &call->in[0], *dy = &call->in[1], *x = &call->in[2];
+    const cpu__tensor_t lr = cpu__input(call, 3);
+    cpu__tensor_t shape_of_var = *var;
+    cpu__matmul_shape_t sh;
+    int64_t input;
+    int32_t st;
+
+    if (cpu__update_input(call->node, &input) != SES_DRV_OK)
+        return cpu__call_fail(call, SES_DRV_INVALID_ARGUMENT,
+                              "attribute input is missing or not 0 or 1");
+    if ((st = cpu__train_shape(call, "input 3 (lr)", &lr, NULL, 0, "a scalar")) != SES_DRV_OK)
+        return st;
+    /* The operand not passed stands as var's shape alone: nothing reads its data. */
+    shape_of_var.data = NULL;
+    st = input ? cpu__matmul_shape(call, x, "input 2 (A)", &shape_of_var, "var (B's shape)", dy,
+                                   "input 1 (dy)", &sh)
+               : cpu__matmul_shape(call, &shape_of_var, "var (A's shape)", x, "input 2 (B)", dy,
+                                   "input 1 (dy)", &sh);
+    if (st != SES_DRV_OK)
+        return st;
+    if (sh.b_batched || sh.a_broadcast)
+        return cpu__call_fail(call, SES_DRV_UNIMPLEMENTED,
+                              "the gradient is a sum of GEMMs (a batched B); supports_node "
+                              "refuses such a node");
+    /* An empty var, or an empty sum: var += 0. */
+    if (var->count == 0 || (input ? sh.m : sh.n) == 0 || sh.n_matrices == 0)
+        return SES_DRV_OK;
+    return cpu__matmul_grad_gemm(call, (int)input, &sh, var->dtype, dy->data, x->data,
+                                 -cpu__scalar(&lr), 1.0, var->data);
+}

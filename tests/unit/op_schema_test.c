@@ -131,7 +131,7 @@ static void every_schema_has_an_infer_function_and_a_unique_name(void **state) {
         "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
         "ReduceSumSquare", "ArgMin",
         "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad", "NegativeLogLikelihoodLoss",
-        "NegativeLogLikelihoodLossGrad", "SGD", "Momentum", "Adam",
+        "NegativeLogLikelihoodLossGrad", "SGD", "Momentum", "Adam", "MatMulGradSGD",
         /* more elementwise ops (elementwise.c) */
         "Min", "Max", "Mod", "And", "Or", "Xor", "BitShift", "Not", "Sign", "IsNaN", "IsInf",
         "Round", "Floor", "Ceil", "Cos", "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh",

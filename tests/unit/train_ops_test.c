@@ -1,7 +1,8 @@
 /*
  * The training ops (libsession/src/ops/train_ops.c, plugins/cpu/cpu_train.c): the softmax
  * cross-entropy and negative log-likelihood losses and their gradients, and the in-place
- * optimizers SGD, Momentum and Adam.
+ * optimizers SGD, Momentum and Adam (and the inference of MatMulGradSGD, fusion's SGD of a
+ * MatMulGrad; its runs are in sgd_fusion_test.c).
  *
  * Three layers, each checked where it is decided:
  *   - inference (ses__op_infer): output types, the normalized kernel attributes, the inputs
@@ -322,6 +323,102 @@ static void optimizers_refuse_mismatched_state_and_a_learning_rate_that_is_not_a
     r.in[0] = ty(SES_I32, 1, 2);
     assert_int_equal(infer(&r, "SGD", 3, 0), SES_INVALID_ARGUMENT);
     assert_contains(ses_last_error(), "var");
+    infer_done(&r);
+}
+
+/* MatMulGradSGD(var, dy, A, B, lr; input), what fusion makes of MatMulGrad -> SGD, infers as
+ * the two would: no outputs, var updated in place, MatMulGrad's input lowered, and the kernel
+ * gets var, dy, the operand the gradient is computed from, and lr (the other operand has var's
+ * shape, and is var in the graphs fusion makes). */
+static void matmul_grad_sgd_infers_as_sgd_of_matmul_grad(void **state) {
+    infer_run_t r;
+
+    (void)state;
+    assert_int_equal(ses__op_schema_find("MatMulGradSGD")->inplace_inputs, 0x1);
+    assert_int_equal(ses__op_schema_find("MatMulGradSGD")->default_outputs, 0);
+    memset(&r, 0, sizeof r);
+    r.in[0] = ty(SES_F32, 2, 4, 3); /* var: B's gradient, A^T dy */
+    r.in[1] = ty(SES_F32, 2, 6, 3);
+    r.in[2] = ty(SES_F32, 2, 6, 4);
+    r.in[3] = ty(SES_F32, 2, 4, 3);
+    r.in[4] = ty(SES_F32, 0);
+    assert_int_equal(ses__attrs_set_int(&r.attrs, "input", 1), SES_OK);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_OK);
+    assert_int_equal(kernel_int(&r, "input"), 1);
+    assert_int_equal(r.ctx.kernel_inputs, 0x17); /* var, dy, A, lr */
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 1), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(), "MatMulGradSGD \"n\": takes 0 outputs, got 1");
+
+    r.in[0] = ty(SES_F64, 2, 6, 4); /* var: A's gradient, dy B^T */
+    r.in[1] = ty(SES_F64, 2, 6, 3);
+    r.in[2] = ty(SES_F64, 2, 6, 4);
+    r.in[3] = ty(SES_F64, 2, 4, 3);
+    r.in[4] = ty(SES_F64, 0);
+    assert_int_equal(ses__attrs_set_int(&r.attrs, "input", 0), SES_OK);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_OK);
+    assert_int_equal(kernel_int(&r, "input"), 0);
+    assert_int_equal(r.ctx.kernel_inputs, 0x1b); /* var, dy, B, lr */
+    infer_done(&r);
+}
+
+/* Each check of MatMulGrad's and of SGD's names the node and the input at fault, with dy
+ * numbered as this node's input 1; nothing is left in the kernel attributes. */
+static void matmul_grad_sgd_refuses_what_either_op_would_naming_the_input(void **state) {
+    infer_run_t r;
+
+    (void)state;
+    memset(&r, 0, sizeof r);
+    r.in[0] = ty(SES_F32, 2, 4, 3);
+    r.in[1] = ty(SES_F32, 2, 6, 3);
+    r.in[2] = ty(SES_F32, 2, 6, 4);
+    r.in[3] = ty(SES_F32, 2, 4, 3);
+    r.in[4] = ty(SES_F64, 0);
+    assert_int_equal(ses__attrs_set_int(&r.attrs, "input", 1), SES_OK);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(),
+                        "MatMulGradSGD \"n\": dtypes differ: var is f32[4,3], lr is f64[]");
+    assert_int_equal(r.ctx.kernel_attrs.count, 0);
+    r.in[4] = ty(SES_F32, 1, 1);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(),
+                        "MatMulGradSGD \"n\": lr must be a scalar (rank 0), got f32[1]");
+    r.in[4] = ty(SES_F32, 0);
+
+    /* The gradient of B is [4,3]: var [3,4] is not its shape, and an f64 var not its dtype. */
+    r.in[0] = ty(SES_F32, 2, 3, 4);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_string_equal(
+        ses_last_error(),
+        "MatMulGradSGD \"n\": grad must have var's shape: var is f32[3,4], grad is f32[4,3]");
+    assert_int_equal(r.ctx.kernel_attrs.count, 0);
+    r.in[0] = ty(SES_F64, 2, 4, 3);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(),
+                        "MatMulGradSGD \"n\": dtypes differ: var is f64[4,3], grad is f32[4,3]");
+    r.in[0] = ty(SES_F32, 2, 4, 3);
+
+    r.in[1] = ty(SES_I32, 2, 6, 3);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_contains(ses_last_error(), "MatMulGradSGD \"n\": input 1 (dy) is i32[6,3]");
+    r.in[1] = ty(SES_F32, 2, 5, 3);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(),
+                        "MatMulGradSGD \"n\": dy does not match A * B: dy is f32[5,3], A is "
+                        "f32[6,4], B is f32[4,3], A * B is f32[6,3]");
+    r.in[1] = ty(SES_F32, 2, 6, 3);
+
+    assert_int_equal(ses__attrs_set_int(&r.attrs, "input", 2), SES_OK);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(),
+                        "MatMulGradSGD \"n\": attribute input must be 0 (the gradient of A) or 1 "
+                        "(of B), got 2");
+    assert_int_equal(r.ctx.kernel_attrs.count, 0);
+    assert_int_equal(ses__attrs_set_float(&r.attrs, "input", 1.0), SES_OK);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_contains(ses_last_error(), "MatMulGradSGD \"n\": attribute input");
+    ses__attrs_clear(&r.attrs);
+    assert_int_equal(infer(&r, "MatMulGradSGD", 5, 0), SES_INVALID_ARGUMENT);
+    assert_string_equal(ses_last_error(), "MatMulGradSGD \"n\": attribute input is required");
     infer_done(&r);
 }
 
@@ -1241,6 +1338,8 @@ int main(void) {
         cmocka_unit_test(optimizers_have_no_outputs_and_mark_their_in_place_inputs),
         cmocka_unit_test(
             optimizers_refuse_mismatched_state_and_a_learning_rate_that_is_not_a_scalar),
+        cmocka_unit_test(matmul_grad_sgd_infers_as_sgd_of_matmul_grad),
+        cmocka_unit_test(matmul_grad_sgd_refuses_what_either_op_would_naming_the_input),
         cmocka_unit_test(an_optimizer_node_has_no_outputs_in_the_graph),
         cmocka_unit_test(the_loss_is_the_mean_sum_or_each_negative_log_probability),
         cmocka_unit_test(the_loss_takes_the_class_axis_1_of_higher_rank_scores),

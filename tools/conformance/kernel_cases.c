@@ -529,6 +529,29 @@ static const char *const sgd[] = {
     "[4,3]@any+var [4,3] []@pos", "[]@any+var [] []@pos", "[0]@any+var [0] []@pos",
     "[7,9]@any+var [7,9] []@unit", "[65536]@any+var [65536] []@pos", NULL,
 };
+/* MatMulGradSGD(var, dy, A, B, lr): var is the operand whose gradient updates it, and the other
+ * operand's values are read; the operand var stands for is a "like" input (its shape only).
+ * B's gradient (input=1) and A's (input=0): plain, a 1-D A or B, A's batches stacked on a
+ * shared B (one GEMM summing them for B), empty sums (var unchanged), and a large one. A
+ * batched B is refused where only one GEMM is fused (the CPU driver). */
+#define MATMUL_GRAD_SGD_B(var, dy, a, lr) \
+    "[" var "]@any+var [" dy "]@unit [" a "]@unit [" var "]@like []@" lr " input=1"
+#define MATMUL_GRAD_SGD_A(var, dy, b, lr) \
+    "[" var "]@any+var [" dy "]@unit [" var "]@like [" b "]@unit []@" lr " input=0"
+static const char *const matmul_grad_sgd[] = {
+    MATMUL_GRAD_SGD_B("3,4", "2,4", "2,3", "pos"),
+    MATMUL_GRAD_SGD_A("2,3", "2,4", "3,4", "pos"),
+    MATMUL_GRAD_SGD_B("3,4", "4", "3", "unit"),
+    MATMUL_GRAD_SGD_A("3", "4", "3,4", "unit"),
+    MATMUL_GRAD_SGD_B("4,5", "2,3,5", "2,3,4", "pos"),
+    MATMUL_GRAD_SGD_A("2,3,4", "2,3,5", "4,5", "pos"),
+    MATMUL_GRAD_SGD_B("3,4", "0,4", "0,3", "pos"),
+    MATMUL_GRAD_SGD_A("2,0", "2,3", "0,3", "pos"),
+    MATMUL_GRAD_SGD_B("2,4,5", "2,3,5", "2,3,4", "pos"),
+    MATMUL_GRAD_SGD_B("128,96", "64,96", "64,128", "unit"),
+    MATMUL_GRAD_SGD_A("64,128", "64,96", "128,96", "unit"),
+    NULL,
+};
 static const char *const momentum[] = {
     "[4,3]@any+var [4,3] []@pos [4,3]@any+var",
     "[4,3]@any+var [4,3] []@pos [4,3]@any+var nesterov=1 momentum=0.5",
@@ -1326,6 +1349,7 @@ static const ses_conf_op_cases_t table[] = {
     {"NegativeLogLikelihoodLoss", SUMS, nll_loss},
     {"NegativeLogLikelihoodLossGrad", ROUNDED, nll_grad},
     {"SGD", ROUNDED, sgd},
+    {"MatMulGradSGD", PRODUCTS, matmul_grad_sgd},
     {"Momentum", ROUNDED, momentum},
     {"Adam", LIBM, adam},
     {"Conv", PRODUCTS, conv},

@@ -24,7 +24,8 @@
 typedef struct arg {
     int is_const; /* an i64 (or bool) constant (shape-like) input rather than random data */
     int is_bool;  /* is_const: a bool constant ("bool:[1]"), else i64 */
-    int is_like;  /* "@like": data the kernel does not receive, of the output's dtype */
+    int is_like;  /* "@like": data the kernel does not receive, of the output's dtype (an
+                     in-place update's: its first input's) */
     int is_var;   /* "+var": a variable (an in-place update op writes it), compared after */
     size_t rank;
     int64_t dims[MAX_RANK];
@@ -702,13 +703,14 @@ static ses_status_t build(const char *op, const signature_t *sig, const kcase_t 
             ses_tensor_release(t);
         } else {
             /* A like input gives the node a shape (or dtype) only, and takes the output's
-             * dtype; data inputs take the signature's, in order. */
+             * dtype (an in-place update's, which has no output: its first input's); data
+             * inputs take the signature's, in order. */
             const size_t slot = data < sig->n_in ? data : sig->n_in - 1;
             ses_dtype_t d = sig->in[slot], nd = narrow ? narrow->in[slot] : d;
             void *values;
             if (a->is_like) {
-                d = sig->out[0];
-                nd = narrow ? narrow->out[0] : d;
+                d = sig->n_out ? sig->out[0] : sig->in[0];
+                nd = narrow ? (narrow->n_out ? narrow->out[0] : narrow->in[0]) : d;
             } else {
                 data++;
             }
@@ -914,15 +916,24 @@ static double product_addend(const char *op, const kcase_t *c) {
  * An upper bound on the length of the sums of products that @p op computes on case @p c, for
  * tolerance(); 1 for ops without them. MatMul and Gemm sum over A's inner dimension;
  * MatMulGrad over dy's last dimension (dA = dy * B^T) or over every other element of dy
- * (dB = A^T * dy, summed over the batch too).
+ * (dB = A^T * dy, summed over the batch too); MatMulGradSGD as MatMulGrad, its dy coming after
+ * var.
  */
 static double reduction_length(const char *op, const kcase_t *c) {
+    const int update = !strcmp(op, "MatMulGradSGD");
+    size_t skip = update ? 1 : 0;
     const arg_t *a = NULL;
     double count = 1.0, last;
 
-    for (size_t k = 0; k < c->n_args && !a; k++)
-        if (!c->args[k].is_const && !c->args[k].is_like)
-            a = &c->args[k];
+    for (size_t k = 0; k < c->n_args && !a; k++) {
+        if (c->args[k].is_const || c->args[k].is_like)
+            continue;
+        if (skip) {
+            skip--;
+            continue;
+        }
+        a = &c->args[k];
+    }
     if (!a || a->rank == 0)
         return 1.0;
     last = (double)a->dims[a->rank - 1];
@@ -934,7 +945,7 @@ static double reduction_length(const char *op, const kcase_t *c) {
                 return fmax((double)a->dims[0], 1.0);
         return fmax(last, 1.0);
     }
-    if (!strcmp(op, "MatMulGrad")) {
+    if (!strcmp(op, "MatMulGrad") || update) {
         for (size_t k = 0; k < a->rank; k++)
             count *= (double)a->dims[k];
         return fmax(fmax(last, last > 0.0 ? count / last : 1.0), 1.0);

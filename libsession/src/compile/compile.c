@@ -1264,14 +1264,20 @@ static ses_status_t make_summary(builder_t *b) {
         summary_add(b, " %s %zu node%s%s", device_name(s, d), b->per_device[d],
                     b->per_device[d] == 1 ? "" : "s", d + 1 < s->n_devices ? "," : "");
     summary_add(b, "\n");
-    if (c->n_fusions && !c->n_pool_fusions)
-        summary_add(b, "  fused: %zu chain%s into FusedConv or FusedGemm\n", c->n_fusions,
-                    c->n_fusions == 1 ? "" : "s");
-    else if (c->n_fusions)
+    const size_t chains = c->n_fusions - c->n_update_fusions;
+    if (chains && !c->n_pool_fusions)
+        summary_add(b, "  fused: %zu chain%s into FusedConv or FusedGemm\n", chains,
+                    chains == 1 ? "" : "s");
+    else if (chains)
         summary_add(b,
                     "  fused: %zu chain%s into FusedConv or FusedGemm, %zu of them with their "
                     "MaxPool into NchwcConv\n",
-                    c->n_fusions, c->n_fusions == 1 ? "" : "s", c->n_pool_fusions);
+                    chains, chains == 1 ? "" : "s", c->n_pool_fusions);
+    if (c->n_update_fusions)
+        summary_add(b, "  fused: %zu MatMulGrad%s into %s SGD update%s (MatMulGradSGD)\n",
+                    c->n_update_fusions, c->n_update_fusions == 1 ? "" : "s",
+                    c->n_update_fusions == 1 ? "its" : "their",
+                    c->n_update_fusions == 1 ? "" : "s");
     if (c->n_folded)
         summary_add(b, "  folded: %zu node%s computed at compile time\n", c->n_folded,
                     c->n_folded == 1 ? "" : "s");
@@ -1375,6 +1381,7 @@ static ses_status_t compile_fused(builder_t *b, ses__fusion_t *f) {
 fused:
     f->state = SES__FUSION_FUSED;
     c->n_fusions++;
+    c->n_update_fusions += !strcmp(f->node->op, "MatMulGradSGD");
     b->per_device[device] += f->n_fused - 1;
     for (size_t m = 0; m < f->n_fused; m++) {
         c->placed_nodes[c->n_placed] = f->members[m];

@@ -37,8 +37,23 @@
  * graph is never touched: the fused nodes belong to the compiled plan, named after the members
  * ("conv1+relu1"), so that an error at run time names nodes the user recognizes.
  *
- * Training graphs are left as they are where it matters: a gradient reads the forward
- * activations, so their edges have several consumers and are not fused.
+ * In a training graph the forward chains mostly stay apart: a gradient reads the forward
+ * activations, so their edges have several consumers. What fuses there is a weight's update:
+ *
+ *   MatMulGrad -> SGD             MatMulGradSGD(var, dy, A, B, lr)   SGD(var, MatMulGrad, lr)
+ *
+ * when the gradient is hidden (its SGD is its one reader, as the gradient of a weight that one
+ * MatMul reads is) and the two ask for the same device. The gradient is then never written: a
+ * driver computes var += (-lr) * (its GEMM) with beta 1 on var (the CPU driver's sgemm, for the
+ * gradients one GEMM computes; it refuses batched ones, which then run unfused), instead of
+ * writing the whole gradient and reading it back in an SGD pass over it. The fused node has no
+ * outputs and updates var in place as the SGD does (the same schema bit), so the compiler
+ * checks var, marks it written and orders the node as it does the SGD: at the SGD's place,
+ * after every other step. The MatMulGrad's GEMM moves there with it; it must then read
+ * nothing that an update of the plan writes (dy and the operand the gradient is computed from
+ * are not variables updated in place), or it would read them after an update. The product
+ * rounds once where SGD rounded the gradient first, so the values agree with the unfused
+ * plan's within the GEMM's rounding, not bit for bit.
  */
 #include <math.h>
 #include <stdio.h>
@@ -258,6 +273,83 @@ static ses_status_t build_pooled(ses__fusion_t *f, size_t id) {
     return st;
 }
 
+/* Whether an in-place update of the plan (an optimizer) writes what @p e holds. */
+static int updated_in_place(const ses__pruned_t *p, ses_edge_t e) {
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        const ses_node_t *x = p->nodes[i];
+        if (x->kind != SES__NODE_OP || !x->schema || !x->schema->inplace_inputs)
+            continue;
+        for (size_t j = 0; j < x->n_inputs && j < 64; j++)
+            if ((x->schema->inplace_inputs >> j & 1) && x->inputs[j].node == e.node &&
+                x->inputs[j].index == e.index)
+                return 1;
+    }
+    return 0;
+}
+
+/*
+ * The MatMulGrad whose gradient @p sgd alone reads, when the pair may run as MatMulGradSGD:
+ * the gradient hidden as a chain's intermediates are, on the SGD's device, with an input
+ * attribute of 0 or 1, and var a variable that is not fed (otherwise the members' own compile
+ * reports the error, naming them). The fused node runs where the SGD runs, after every other
+ * step, so what its GEMM reads (dy and the operand the gradient is computed from) must not be
+ * a variable that an update of the plan writes: an update before it would change it, and var
+ * itself is written by the GEMM that reads it.
+ */
+static const ses_node_t *sgd_gradient(const ses_plan_t *plan, const ses__pruned_t *p,
+                                      const ses_node_t *sgd) {
+    const ses_node_t *mg;
+    int64_t input = -1;
+
+    if (sgd->kind != SES__NODE_OP || strcmp(sgd->op, "SGD") || sgd->n_inputs != 3 ||
+        sgd->inputs[1].index != 0 || sgd->inputs[0].node->kind != SES__NODE_VARIABLE ||
+        ses__fed_index(plan->fed, plan->n_fed, sgd->inputs[0]) != SIZE_MAX)
+        return NULL;
+    mg = sgd->inputs[1].node;
+    if (mg->kind != SES__NODE_OP || strcmp(mg->op, "MatMulGrad") || mg->n_inputs != 3 ||
+        !hidden(plan, p, mg) || !same_device(mg, sgd) ||
+        ses__attrs_get_int(&mg->attrs, "input", &input) != 1 || (input != 0 && input != 1))
+        return NULL;
+    if (updated_in_place(p, mg->inputs[0]) || updated_in_place(p, mg->inputs[input ? 1 : 2]))
+        return NULL;
+    return mg;
+}
+
+/* Builds @p f's MatMulGradSGD(var, dy, A, B, lr) with the MatMulGrad's attributes: members[0]
+ * is the MatMulGrad, members[1] the SGD. Like the SGD, it has no outputs. */
+static ses_status_t build_update(ses__fusion_t *f, size_t id) {
+    const ses_node_t *mg = f->members[0], *sgd = f->members[1];
+    char name[512];
+
+    snprintf(name, sizeof name, "%s+%s", mg->name, sgd->name);
+    f->node = ses__plan_node(sgd, id, name, "MatMulGradSGD", SES__NODE_OP, 5);
+    if (!f->node)
+        return ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory fusing %s", name);
+    f->node->n_outputs = 0;
+    f->node->inputs[0] = sgd->inputs[0];
+    for (size_t i = 0; i < 3; i++)
+        f->node->inputs[1 + i] = mg->inputs[i];
+    f->node->inputs[4] = sgd->inputs[2];
+    return ses__attrs_copy(&f->node->attrs, &mg->attrs);
+}
+
+/* Room for one more candidate in @p out, zeroed. NULL when memory runs out. */
+static ses__fusion_t *new_candidate(ses__fusions_t *out) {
+    ses__fusion_t *f;
+
+    if (out->count % 16 == 0) {
+        ses__fusion_t *items = ses__realloc(out->items, (out->count + 16) * sizeof *items);
+        if (!items) {
+            ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for fusions");
+            return NULL;
+        }
+        out->items = items;
+    }
+    f = &out->items[out->count++];
+    memset(f, 0, sizeof *f);
+    return f;
+}
+
 ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned, size_t first_id,
                             ses__fusions_t *out) {
     ses_status_t st = SES_OK;
@@ -270,6 +362,22 @@ ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned,
         size_t n_params;
         ses__fusion_t *f;
 
+        /* An SGD update (the chain's last node, as the activation is) of a MatMulGrad's
+         * gradient that nothing else reads: the GEMM updates the variable itself. */
+        const ses_node_t *const update = pruned->nodes[i],
+                                *grad = sgd_gradient(plan, pruned, update);
+        if (grad) {
+            if (!(f = new_candidate(out))) {
+                st = SES_OUT_OF_MEMORY;
+                break;
+            }
+            f->members[f->n_members++] = grad;
+            f->members[f->n_members++] = update;
+            st = build_update(f, first_id + SES__FUSION_IDS * (out->count - 1));
+            if (st != SES_OK)
+                break;
+            continue;
+        }
         if (!activation_of(plan, act, params, &n_params) || act->inputs[0].index != 0)
             continue;
         src = act->inputs[0].node;
@@ -296,16 +404,10 @@ ses_status_t ses__fuse_find(const ses_plan_t *plan, const ses__pruned_t *pruned,
         }
         if (!head)
             continue;
-        if (out->count % 16 == 0) {
-            ses__fusion_t *items = ses__realloc(out->items, (out->count + 16) * sizeof *items);
-            if (!items) {
-                st = ses__fail(SES_OUT_OF_MEMORY, "compile: out of memory for fusions");
-                break;
-            }
-            out->items = items;
+        if (!(f = new_candidate(out))) {
+            st = SES_OUT_OF_MEMORY;
+            break;
         }
-        f = &out->items[out->count++];
-        memset(f, 0, sizeof *f);
         f->members[f->n_members++] = head;
         if (add)
             f->members[f->n_members++] = add;

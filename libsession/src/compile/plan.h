@@ -157,6 +157,7 @@ typedef struct ses__compiled {
     size_t n_fused_nodes;
     size_t n_fusions;             /* chains run as one fused node */
     size_t n_pool_fusions;        /* of which with their trailing MaxPool (NchwcConv) */
+    size_t n_update_fusions;      /* of which MatMulGrad -> SGD (MatMulGradSGD) */
     ses_node_t **layout_nodes;    /* the layout pass's nodes its steps run (layout.c) */
     size_t n_layout_nodes;
     size_t n_blocked;             /* nodes run on NCHWc16 values */
@@ -203,11 +204,13 @@ typedef enum ses__fusion_state {
 
 /** A chain of the plan that may run as one fused node (see fuse.c for the patterns). */
 typedef struct ses__fusion {
-    /* in plan order: Conv or Gemm, [Add], the activation[, a trailing MaxPool (pooled)] */
+    /* in plan order: Conv or Gemm, [Add], the activation[, a trailing MaxPool (pooled)]; or
+     * MatMulGrad, SGD */
     const ses_node_t *members[4];
     size_t n_members;
     ses_node_t *node;  /* FusedConv or FusedGemm, the plan's own (not the graph's), of the
-                          members up to the activation: the pool stays out of it */
+                          members up to the activation: the pool stays out of it; or
+                          MatMulGradSGD, without outputs */
     ses_node_t *empty; /* FusedConv with Z and no B: the empty constant standing for B, or NULL */
     /* With a trailing MaxPool: node with the pool's attributes as pool_kernel_shape, ...,
      * named after every member, which is compiled only as its blocked variant (NchwcConv);

@@ -230,6 +230,7 @@ ses_status_t ses__infer_nll_loss_grad(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_sgd(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_momentum(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_adam(ses__infer_ctx_t *ctx);
+ses_status_t ses__infer_matmul_grad_sgd(ses__infer_ctx_t *ctx);
 /* grad_ops.c */
 ses_status_t ses__infer_expand_like(ses__infer_ctx_t *ctx);
 ses_status_t ses__infer_reduce_sum_like(ses__infer_ctx_t *ctx);

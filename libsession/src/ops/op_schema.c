@@ -148,6 +148,9 @@ static const ses__op_schema_t schemas[] = {
     {"SGD", 3, 3, 0, 0, 0, ses__infer_sgd, BIT(0)},
     {"Momentum", 4, 4, 0, 0, 0, ses__infer_momentum, BIT(0) | BIT(3)},
     {"Adam", 6, 6, 0, 0, 0, ses__infer_adam, BIT(0) | BIT(3) | BIT(4) | BIT(5)},
+    /* SGD(var, MatMulGrad(dy, A, B; input), lr) as one node: what fusion (compile/fuse.c) runs
+     * where the driver has it, so that the gradient is never written */
+    {"MatMulGradSGD", 5, 5, 0, 0, 0, ses__infer_matmul_grad_sgd, BIT(0)},
     /* cnn.c: convolution, pooling, normalization and the shape ops exported models use, with
      * the gradient ops of the differentiable ones. Shape-like inputs (Pad's pads and axes,
      * Expand's shape, Split's split, ConstantOfShape's input, Range's scalars, Dropout's

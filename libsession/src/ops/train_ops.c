@@ -1,16 +1,17 @@
 /*
  * Training ops: the softmax cross-entropy and negative log-likelihood losses and their gradients
  * (ONNX opset 13 semantics), and
- * the optimizers SGD, Momentum and Adam, which have no outputs and update some of their inputs
- * in place (the schema table marks them in inplace_inputs; the compiler binds those inputs to
- * the variables' own storage).
+ * the optimizers SGD, Momentum and Adam, and MatMulGradSGD (SGD of a MatMulGrad, made by
+ * fusion), which have no outputs and update some of their inputs in place (the schema table
+ * marks them in inplace_inputs; the compiler binds those inputs to the variables' own storage).
  *
  * Kernels get every given input (an absent optional weights input is not passed) and the
  * normalized attributes:
  *   - the losses and their gradients: "reduction" INT (0 mean, 1 sum, 2 none), "ignore_index" INT
  *     and "has_ignore_index" INT (0 or 1; ignore_index is 0 when there is none);
  *   - Momentum: "momentum" FLOAT, "nesterov" INT (0 or 1);
- *   - Adam: "beta1", "beta2", "epsilon" FLOAT.
+ *   - Adam: "beta1", "beta2", "epsilon" FLOAT;
+ *   - MatMulGradSGD: MatMulGrad's "input" INT (0 or 1).
  */
 #include <math.h>
 #include <string.h>
@@ -235,6 +236,55 @@ static ses_status_t float_attr(ses__infer_ctx_t *ctx, const char *name, double f
 
 ses_status_t ses__infer_sgd(ses__infer_ctx_t *ctx) {
     return check_var_grad_lr(ctx);
+}
+
+/*
+ * MatMulGradSGD(var, dy, A, B, lr; input): SGD(var, MatMulGrad(dy, A, B; input), lr) as one
+ * node, which fusion (compile/fuse.c) makes of such a pair. Inferred as the two would be: the
+ * gradient's type by MatMulGrad's inference on (dy, A, B), then SGD's checks on (var, that
+ * type, lr). The kernel gets var, dy, the operand the gradient is computed from (A for input
+ * 1, B for input 0) and lr: the other operand only gives the gradient its shape, var's, and in
+ * the graphs fusion makes it is var itself (W's gradient updating W), which the kernel writes.
+ */
+ses_status_t ses__infer_matmul_grad_sgd(ses__infer_ctx_t *ctx) {
+    ses__infer_ctx_t grad, sgd;
+    ses__type_t sgd_inputs[3];
+    int64_t input = 0;
+    ses_status_t st;
+
+    /* Checked here first so that the message numbers dy as this node's input 1. */
+    st = ses__op_check_dtype(ctx, 1, "dy", SES__DT_FLOAT);
+    if (st != SES_OK)
+        return st;
+    memset(&grad, 0, sizeof grad);
+    grad.node = ctx->node;
+    grad.op = ctx->op;
+    grad.n_inputs = 3;
+    grad.inputs = ctx->inputs + 1;
+    grad.values = ctx->values ? ctx->values + 1 : NULL;
+    grad.attrs = ctx->attrs;
+    grad.n_outputs = 1;
+    st = ses__infer_matmul_grad(&grad);
+    /* Its normalized input attribute is this node's: the caller clears it on failure. */
+    ctx->kernel_attrs = grad.kernel_attrs;
+    if (st != SES_OK)
+        return st;
+
+    sgd_inputs[0] = ctx->inputs[0];
+    sgd_inputs[1] = grad.outputs[0];
+    sgd_inputs[2] = ctx->inputs[4];
+    memset(&sgd, 0, sizeof sgd);
+    sgd.node = ctx->node;
+    sgd.op = ctx->op;
+    sgd.n_inputs = 3;
+    sgd.inputs = sgd_inputs;
+    sgd.attrs = ctx->attrs;
+    st = ses__infer_sgd(&sgd);
+    if (st != SES_OK)
+        return st;
+    ses__attrs_get_int(&ctx->kernel_attrs, "input", &input);
+    ctx->kernel_inputs = input ? 0x17 : 0x1b; /* var, dy, A or B, lr */
+    return SES_OK;
 }
 
 ses_status_t ses__infer_momentum(ses__infer_ctx_t *ctx) {
