@@ -311,29 +311,40 @@ static void an_mlp_trains_with_each_weight_update_fused_as_unfused(void **state)
         }
 }
 
+/* x [2,4,12] times a weight W of @p w_rank dims @p wd (its output [2,4,16]), through Tanh when
+ * @p tanh, a summed squared error, SGD at @p lr; trained @p steps steps with the fusion on and
+ * off, the same values either way. */
+static void train_batched(model_t *m, trained_t *on, trained_t *off, size_t w_rank,
+                          const int64_t *wd, int tanh, double lr, int steps) {
+    const int64_t xd[3] = {2, 4, 12}, td[3] = {2, 4, 16};
+    ses_edge_t in[2], y, target;
+
+    memset(m, 0, sizeof *m);
+    m->dtype = SES_F32;
+    assert_int_equal(ses_graph_create(&m->g), SES_OK);
+    in[0] = fed_input(m, "x", 3, xd, 1.0);
+    target = fed_input(m, "target", 3, td, 2.0);
+    m->vars[m->n_vars++] = in[1] = variable(m->g, "W", SES_F32, w_rank, wd, 3.0);
+    y = op(m->g, "MatMul", "mm", in, 2, NULL, 0);
+    if (tanh)
+        y = op(m->g, "Tanh", "tanh", &y, 1, NULL, 0);
+    assert_int_equal(ses_mean_squared_error(m->g, "loss", y, target, SES_REDUCTION_SUM, &m->loss),
+                     SES_OK);
+    minimize(m, lr, 0);
+    train(m, NULL, 1, steps, on, NULL);
+    train(m, NULL, 0, steps, off, NULL);
+    assert_same_training(m, on, off);
+}
+
 /* A batch of matrices times a shared weight ([2,4,12] x [12,16]): its gradient sums the
  * batches in one GEMM (the rows stacked), so it fuses. */
 static void a_batched_input_with_a_shared_weight_fuses(void **state) {
-    const int64_t xd[3] = {2, 4, 12}, wd[2] = {12, 16}, td[3] = {2, 4, 16};
+    const int64_t wd[2] = {12, 16};
     model_t m;
     trained_t on, off;
-    ses_edge_t in[2], y, target;
 
     (void)state;
-    memset(&m, 0, sizeof m);
-    m.dtype = SES_F32;
-    assert_int_equal(ses_graph_create(&m.g), SES_OK);
-    in[0] = fed_input(&m, "x", 3, xd, 1.0);
-    target = fed_input(&m, "target", 3, td, 2.0);
-    m.vars[m.n_vars++] = in[1] = variable(m.g, "W", SES_F32, 2, wd, 3.0);
-    y = op(m.g, "MatMul", "mm", in, 2, NULL, 0);
-    y = op(m.g, "Tanh", "tanh", &y, 1, NULL, 0);
-    assert_int_equal(ses_mean_squared_error(m.g, "loss", y, target, SES_REDUCTION_SUM, &m.loss),
-                     SES_OK);
-    minimize(&m, 0.25, 0);
-    train(&m, NULL, 1, 4, &on, NULL);
-    train(&m, NULL, 0, 4, &off, NULL);
-    assert_same_training(&m, &on, &off);
+    train_batched(&m, &on, &off, 2, wd, 1, 0.25, 4);
     assert_contains(on.placement, update_line(1));
     assert_int_equal(on.n_fused, 1);
     trained_clear(&on);
@@ -344,25 +355,12 @@ static void a_batched_input_with_a_shared_weight_fuses(void **state) {
 /* A batched weight ([2,12,16], one matrix per batch): its gradient is not one GEMM, the CPU
  * driver refuses the fused node, and the pair runs unfused with the same values. */
 static void a_batched_weight_is_refused_by_the_cpu_and_runs_unfused(void **state) {
-    const int64_t xd[3] = {2, 4, 12}, wd[3] = {2, 12, 16}, td[3] = {2, 4, 16};
+    const int64_t wd[3] = {2, 12, 16};
     model_t m;
     trained_t on, off;
-    ses_edge_t in[2], y, target;
 
     (void)state;
-    memset(&m, 0, sizeof m);
-    m.dtype = SES_F32;
-    assert_int_equal(ses_graph_create(&m.g), SES_OK);
-    in[0] = fed_input(&m, "x", 3, xd, 1.0);
-    target = fed_input(&m, "target", 3, td, 2.0);
-    m.vars[m.n_vars++] = in[1] = variable(m.g, "W", SES_F32, 3, wd, 3.0);
-    y = op(m.g, "MatMul", "mm", in, 2, NULL, 0);
-    assert_int_equal(ses_mean_squared_error(m.g, "loss", y, target, SES_REDUCTION_SUM, &m.loss),
-                     SES_OK);
-    minimize(&m, 0.1, 0);
-    train(&m, NULL, 1, 3, &on, NULL);
-    train(&m, NULL, 0, 3, &off, NULL);
-    assert_same_training(&m, &on, &off);
+    train_batched(&m, &on, &off, 3, wd, 0, 0.1, 3);
     assert_null(strstr(on.placement, "MatMulGradSGD"));
     assert_int_equal(on.n_fused, 0);
     assert_int_equal(on.steps, off.steps);
