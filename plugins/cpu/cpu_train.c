@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -585,6 +586,28 @@ int32_t cpu__matmul_grad_sgd(const cpu__call_t *call) {
     /* An empty var, or an empty sum: var += 0. */
     if (var->count == 0 || (input ? sh.m : sh.n) == 0 || sh.n_matrices == 0)
         return SES_DRV_OK;
-    return cpu__matmul_grad_gemm(call, (int)input, &sh, var->dtype, dy->data, x->data,
-                                 -cpu__scalar(&lr), 1.0, var->data);
+    const double rate = cpu__scalar(&lr);
+    if (rate != 0.0)
+        return cpu__matmul_grad_gemm(call, (int)input, &sh, var->dtype, dy->data, x->data, -rate,
+                                     1.0, var->data);
+    /* A GEMM skips the product when alpha is 0, where SGD's var - 0 * gradient is NaN for an
+     * infinite or NaN gradient: with lr 0 the gradient is computed apart and applied as SGD
+     * applies it (a rare launch, which allocates). */
+    unsigned char *g = malloc((size_t)var->count * var->esize);
+    if (!g)
+        return cpu__call_fail(call, SES_DRV_OUT_OF_MEMORY,
+                              "cannot allocate the gradient of %" PRIu64 " elements (lr is 0)",
+                              (uint64_t)var->count);
+    st = cpu__matmul_grad_gemm(call, (int)input, &sh, var->dtype, dy->data, x->data, 1.0, 0.0, g);
+    if (st == SES_DRV_OK) {
+        cpu__opt_t o;
+        memset(&o, 0, sizeof o);
+        o.code = CPU__OP_SGD;
+        o.var = var->data;
+        o.grad = g;
+        (var->dtype == SES_DRV_DTYPE_F32 ? cpu__opt_task_f32 : cpu__opt_task_f64)(
+            &o, 0, (uint64_t)var->count);
+    }
+    free(g);
+    return st;
 }
