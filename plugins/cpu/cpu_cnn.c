@@ -826,7 +826,8 @@ static int32_t cpu__conv_dnnl_run(const cpu__call_t *call, cpu__conv_state_t *st
             (const float *)(const void *)x->data, (const float *)(const void *)wt->data,
             b ? (const float *)(const void *)b->data : NULL,
             z ? (const float *)(const void *)z->data : NULL, (float *)(void *)call->outs[0].data,
-            pool, flags, &state->scratch, &state->scratch_size, &state->team, why, sizeof why);
+            pool, flags, call->device->conv_slices, &state->scratch, &state->scratch_size,
+            &state->team, why, sizeof why);
         if (st != SES_DRV_OK && st != SES_DRV_UNIMPLEMENTED)
             return cpu__call_fail(call, st, "%s", why);
         if (st != SES_DRV_UNIMPLEMENTED || pool)

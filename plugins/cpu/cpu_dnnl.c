@@ -95,6 +95,21 @@ int32_t cpu__dnnl_conv_slice(cpu__dnnl_conv_cache_t *cache, uint32_t slot, const
     return cpu__dnnl_load(why, why_size);
 }
 
+int32_t cpu__dnnl_conv_parts(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_params_t *p,
+                             uint32_t n_parts, int has_b, int has_z, int activation, float alpha,
+                             float beta, uint32_t flags, char *why, size_t why_size) {
+    (void)cache, (void)p, (void)n_parts, (void)has_b, (void)has_z;
+    (void)activation, (void)alpha, (void)beta, (void)flags;
+    return cpu__dnnl_load(why, why_size);
+}
+
+int32_t cpu__dnnl_conv_part(cpu__dnnl_conv_cache_t *cache, uint32_t part, const float *x,
+                            const float *w, const float *b, float *y, uint32_t flags, char *why,
+                            size_t why_size) {
+    (void)cache, (void)part, (void)x, (void)w, (void)b, (void)y, (void)flags;
+    return cpu__dnnl_load(why, why_size);
+}
+
 int32_t cpu__dnnl_mm_cache_create(cpu__dnnl_mm_cache_t **out_cache) {
     *out_cache = NULL;
     return SES_DRV_OK;
@@ -354,6 +369,12 @@ struct cpu__dnnl_conv_cache {
     /* cpu__dnnl_conv_slices's slots, made for the primitive built (dropped with it). */
     cpu__dnnl_slot_t *slots;
     uint32_t n_slots;
+    /* cpu__dnnl_conv_parts's: a cache per part of the output channels, each with its own
+     * parameters (kept while the whole one is rebuilt for another path), and in a part, the
+     * first of its channels. */
+    struct cpu__dnnl_conv_cache *parts;
+    uint32_t n_parts;
+    int64_t part_c0;
 };
 
 int32_t cpu__dnnl_conv_cache_create(cpu__dnnl_conv_cache_t **out_cache) {
@@ -426,15 +447,24 @@ static void cpu__dnnl_unbuild(cpu__dnnl_conv_cache_t *c) {
     cpu__dnnl_forget(mems, sizeof mems / sizeof mems[0], &c->built, &c->w_ready, &c->w_addr);
 }
 
+/* Frees everything @p c holds, its parts included, and leaves it empty. */
+static void cpu__dnnl_cache_clear(cpu__dnnl_conv_cache_t *c) {
+    for (uint32_t i = 0; i < c->n_parts; i++)
+        cpu__dnnl_cache_clear(&c->parts[i]);
+    free(c->parts);
+    cpu__dnnl_unbuild(c);
+    cpu__dnnl_stream_free(c->stream);
+    free(c->src_buf.data);
+    free(c->w_buf.data);
+    free(c->dst_buf.data);
+    free(c->scratch_buf.data);
+    memset(c, 0, sizeof *c);
+}
+
 void cpu__dnnl_conv_cache_destroy(cpu__dnnl_conv_cache_t *cache) {
     if (!cache)
         return;
-    cpu__dnnl_unbuild(cache);
-    cpu__dnnl_stream_free(cache->stream);
-    free(cache->src_buf.data);
-    free(cache->w_buf.data);
-    free(cache->dst_buf.data);
-    free(cache->scratch_buf.data);
+    cpu__dnnl_cache_clear(cache);
     free(cache);
 }
 
@@ -1082,6 +1112,119 @@ int32_t cpu__dnnl_conv_slice(cpu__dnnl_conv_cache_t *c, uint32_t slot, const flo
     return SES_DRV_OK;
 
 fail:
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * By slices of output channels, on the caller's threads
+ * ------------------------------------------------------------------------------------------- */
+
+int32_t cpu__dnnl_conv_parts(cpu__dnnl_conv_cache_t *c, const cpu__dnnl_conv_params_t *p,
+                             uint32_t n_parts, int has_b, int has_z, int activation, float alpha,
+                             float beta, uint32_t flags, char *why, size_t why_size) {
+    const cpu__dnnl_lib_t *l = &cpu_dnnl;
+    int32_t st = SES_DRV_OK;
+
+    if (!l->loaded)
+        return cpu__dnnl_load(why, why_size);
+    if (!c || !p || n_parts < 1) {
+        snprintf(why, why_size, "cpu__dnnl_conv_parts: NULL argument or no part");
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    if ((st = cpu__dnnl_conv_check(p, flags, why, why_size)) != SES_DRV_OK)
+        return st;
+    /* A part's weights are a run of W's rows only when nothing is grouped. */
+    if (p->group != 1) {
+        snprintf(why, why_size, "slices of output channels need an ungrouped convolution");
+        return SES_DRV_UNIMPLEMENTED;
+    }
+    const int64_t block = (flags & CPU__DNNL_YZ_BLOCKED) ? 16 : 1;
+    if ((int64_t)n_parts > p->out_channels / block) {
+        snprintf(why, why_size,
+                 "cpu__dnnl_conv_parts: %" PRIu32 " parts of %" PRId64
+                 " channels, in blocks of %" PRId64,
+                 n_parts, p->out_channels, block);
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    if (c->n_parts != n_parts) {
+        for (uint32_t i = 0; i < c->n_parts; i++)
+            cpu__dnnl_cache_clear(&c->parts[i]);
+        free(c->parts);
+        c->n_parts = 0;
+        c->parts = calloc(n_parts, sizeof *c->parts);
+        if (!c->parts) {
+            snprintf(why, why_size, "out of memory for %" PRIu32 " parts", n_parts);
+            return SES_DRV_OUT_OF_MEMORY;
+        }
+        c->n_parts = n_parts;
+    }
+    /* Made under one OpenMP thread, as the slices of images are: each part's execute then runs
+     * on the thread that calls it. */
+    const int team = cpu__dnnl_alone_begin();
+    const uint32_t layout =
+        flags & (CPU__DNNL_X_BLOCKED | CPU__DNNL_YZ_BLOCKED | CPU__DNNL_WINOGRAD);
+    for (uint32_t k = 0; k < n_parts; k++) {
+        cpu__dnnl_conv_cache_t *part = &c->parts[k];
+        cpu__dnnl_conv_params_t pp = *p;
+        pp.batch = 1;
+        const int64_t c0 = cpu__dnnl_part_first(p->out_channels, block, n_parts, k);
+        pp.out_channels = cpu__dnnl_part_first(p->out_channels, block, n_parts, k + 1) - c0;
+        if (!cpu__dnnl_same_params(part, &pp, activation, alpha, beta, has_b, has_z, layout) ||
+            part->threads != 1) {
+            if ((st = cpu__dnnl_build(part, &pp, activation, alpha, beta, has_b, has_z, layout, why,
+                                      why_size)) != SES_DRV_OK)
+                break;
+            part->threads = 1;
+        }
+        /* X is read and the part's Y written where they are. */
+        if (!part->src_plain || !part->dst_plain) {
+            snprintf(why, why_size, "oneDNN wants X or Y in another layout than the caller's");
+            st = SES_DRV_UNIMPLEMENTED;
+            break;
+        }
+        part->part_c0 = c0;
+    }
+    cpu__dnnl_alone_end(team);
+    return st;
+}
+
+int32_t cpu__dnnl_conv_part(cpu__dnnl_conv_cache_t *c, uint32_t part, const float *x,
+                            const float *w, const float *b, float *y, uint32_t flags, char *why,
+                            size_t why_size) {
+    int32_t st = SES_DRV_OK;
+
+    if (!c || part >= c->n_parts || !c->parts[part].built || !x || !w || !y ||
+        (c->parts[part].has_b && !b)) {
+        snprintf(why, why_size, "cpu__dnnl_conv_part: no part %" PRIu32 " prepared", part);
+        return SES_DRV_INVALID_ARGUMENT;
+    }
+    cpu__dnnl_conv_cache_t *t = &c->parts[part];
+    const int team = cpu__dnnl_alone_begin();
+    /* The part's rows of the plain W [out_channels, in_channels, kernel...]. */
+    size_t row = (size_t)t->p.in_channels;
+    for (uint32_t i = 0; i < t->p.spatial; i++)
+        row *= (size_t)t->p.kernel[i];
+    if ((st = cpu__dnnl_ready_weights(t, w + (size_t)t->part_c0 * row, flags, why, why_size)) !=
+        SES_DRV_OK)
+        goto out;
+    CPU__DNNL_CHECK(cpu__dnnl_point(&t->src, x), "set_data_handle");
+    CPU__DNNL_CHECK(cpu__dnnl_point(&t->dst, y), "set_data_handle");
+    if (t->has_b)
+        CPU__DNNL_CHECK(cpu__dnnl_point(&t->b_u, b + t->part_c0), "set_data_handle");
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, t->src.m},  {DNNL_ARG_WEIGHTS, t->w.m},
+        {DNNL_ARG_DST, t->dst.m},  {DNNL_ARG_SCRATCHPAD, t->scratch.m},
+        {DNNL_ARG_BIAS, t->b_u.m},
+    };
+    CPU__DNNL_CHECK(cpu_dnnl.dnnl_primitive_execute(t->conv, t->stream, t->has_b ? 5 : 4, args),
+                    "the convolution");
+    CPU__DNNL_CHECK(cpu_dnnl.dnnl_stream_wait(t->stream), "stream_wait");
+    goto out;
+
+fail:
+    t->w_ready = 0;
+out:
+    cpu__dnnl_alone_end(team);
     return st;
 }
 

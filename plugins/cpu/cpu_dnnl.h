@@ -164,6 +164,46 @@ int32_t cpu__dnnl_conv_slices(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_con
                               size_t why_size);
 int32_t cpu__dnnl_conv_slice(cpu__dnnl_conv_cache_t *cache, uint32_t slot, const float *x, float *y,
                              char *why, size_t why_size);
+
+/**
+ * The first of @p channels output channels in part @p k of @p n_parts (@p channels when k is
+ * n_parts): whole blocks of @p block channels, the parts as even as they can be (their sizes
+ * differ by one block at most).
+ */
+static inline int64_t cpu__dnnl_part_first(int64_t channels, int64_t block, uint32_t n_parts,
+                                           uint32_t k) {
+    return block * ((channels / block) * (int64_t)k / (int64_t)n_parts);
+}
+
+/**
+ * A convolution run by slices of its output channels on the caller's threads (no OpenMP team),
+ * for a batch too small for slices of images: prepare once per launch on the calling thread,
+ * then each part runs with cpu__dnnl_conv_part, concurrently with the other parts.
+ *
+ * cpu__dnnl_conv_parts builds (or keeps) one primitive per part, part k being the output
+ * channels [cpu__dnnl_part_first(k), cpu__dnnl_part_first(k + 1)) of @p p for one image, made
+ * for one OpenMP thread, each with its own weights, scratchpad and stream; @p n_parts at most
+ * the blocks of channels (16 with CPU__DNNL_YZ_BLOCKED, else 1). Ungrouped convolutions only
+ * (p->group 1): the weights of a part are then a run of rows of the plain
+ * [out_channels, in_channels, kernel...] W.
+ * @p has_b, @p has_z, @p activation, @p alpha, @p beta as cpu__dnnl_conv_slices. The layouts of
+ * X and Y must be the primitives' own: otherwise SES_DRV_UNIMPLEMENTED, and the caller takes
+ * cpu__dnnl_conv (the refusal is kept with the parts: asking again costs no build). Returns
+ * as cpu__dnnl_conv does; the calling thread's OpenMP count is put back.
+ *
+ * cpu__dnnl_conv_part runs part @p part (< n_parts) for one image: @p x that image's whole X,
+ * @p w and @p b the whole W and B (B may be NULL when has_b was 0; the part reads its own rows),
+ * @p y where the part's channels of that image go (as many channels as the part has, then
+ * out..., holding Z's when has_z). The weights are reordered into the part's layout on the calling
+ * thread at its first call, or at every call unless @p flags has CPU__DNNL_W_CONSTANT. Two calls on
+ * one part must not overlap; calls on different parts may.
+ */
+int32_t cpu__dnnl_conv_parts(cpu__dnnl_conv_cache_t *cache, const cpu__dnnl_conv_params_t *p,
+                             uint32_t n_parts, int has_b, int has_z, int activation, float alpha,
+                             float beta, uint32_t flags, char *why, size_t why_size);
+int32_t cpu__dnnl_conv_part(cpu__dnnl_conv_cache_t *cache, uint32_t part, const float *x,
+                            const float *w, const float *b, float *y, uint32_t flags, char *why,
+                            size_t why_size);
 /**
  * One matmul Y = act(alpha * op(A) * op(W) + bias + beta * Y_before), all f32 row-major: A is
  * [m, k] ([k, m] when trans_a), W [k, n] ([n, k] when trans_b), bias a row of n added to every

@@ -396,8 +396,8 @@ static int32_t cpu__pool_size(ses_drv_driver_t *driver, const ses_drv_options_t 
 
 /* Every option the CPU driver reads, for refusing one it does not (DRV-87). */
 static const char *const cpu__options[] = {
-    CPU__THREADS_OPTION, CPU__SPIN_OPTION,         CPU__POOL_OPTION,    CPU__CONV_OPTION,
-    CPU__GEMM_OPTION,    CPU__GEMM_KERNELS_OPTION, CPU__WINOGRAD_OPTION};
+    CPU__THREADS_OPTION, CPU__SPIN_OPTION,         CPU__POOL_OPTION,     CPU__CONV_OPTION,
+    CPU__GEMM_OPTION,    CPU__GEMM_KERNELS_OPTION, CPU__WINOGRAD_OPTION, CPU__CONV_SLICES_OPTION};
 
 /* open_device of ABI 1.5: the session's options come in @p options (NULL from open_device: the
  * host's get_option then answers for the thread that opens the device). */
@@ -448,6 +448,25 @@ static int32_t cpu_open_device_with_options(ses_drv_driver_t *driver, uint32_t o
                          "algorithm for 3x3 stride-1 blocked convolutions where oneDNN has it, "
                          "the default) and off (direct convolutions only)",
                          CPU__WINOGRAD_OPTION, winograd);
+    /* How NchwcConv shares its work among the pool's threads (cpu_conv_slices.c). */
+    char slices[16];
+    uint32_t conv_slices = CPU__CONV_SLICES_DEFAULT;
+    if ((st = cpu__read_option(driver->host, driver->ctx, options, CPU__CONV_SLICES_OPTION,
+                               "auto, images or off", slices, sizeof slices)) != SES_DRV_OK)
+        return st;
+    if (strcmp(slices, "auto") == 0)
+        conv_slices = CPU__CONV_SLICES_AUTO;
+    else if (strcmp(slices, "images") == 0)
+        conv_slices = CPU__CONV_SLICES_IMAGES;
+    else if (strcmp(slices, "off") == 0)
+        conv_slices = CPU__CONV_SLICES_OFF;
+    else if (slices[0])
+        return cpu__fail(driver->host, driver->ctx, SES_DRV_INVALID_ARGUMENT,
+                         "open_device: option %s is \"%s\"; accepted are auto (slices of "
+                         "images where the batch has one per thread, else slices of output "
+                         "channels), images (slices of images only) and off (every convolution "
+                         "on oneDNN's OpenMP team)",
+                         CPU__CONV_SLICES_OPTION, slices);
     /* The Conv path is read again here, as the pool's size is, so that a session's own
      * driver.cpu.conv applies to its device (open saw only the options of its time). */
     char conv[CPU__CONV_DESC_MAX];
@@ -464,6 +483,7 @@ static int32_t cpu_open_device_with_options(ses_drv_driver_t *driver, uint32_t o
     device->conv_dnnl = conv_dnnl;
     device->conv_mode = conv_mode;
     device->winograd = strcmp(winograd, "off") != 0;
+    device->conv_slices = conv_slices;
     int err = cpu__pool_create(threads, spin_us, openmp, &device->pool);
     if (err == ENOENT) {
         st = cpu__fail(driver->host, driver->ctx, SES_DRV_UNAVAILABLE,

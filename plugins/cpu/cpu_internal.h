@@ -129,6 +129,23 @@ enum cpu__conv_mode {
  */
 #define CPU__POOL_OPTION "driver.cpu.pool"
 #define CPU__WINOGRAD_OPTION "driver.cpu.winograd"
+/**
+ * The option that says how NchwcConv shares its work among the pool's threads
+ * (cpu_conv_slices.c): "auto" (slices of images where the batch has one per thread, else slices
+ * of output channels), "images" (slices of images only; other batches on oneDNN's OpenMP team)
+ * or "off" (everything on oneDNN's team).
+ */
+#define CPU__CONV_SLICES_OPTION "driver.cpu.conv_slices"
+
+/** What driver.cpu.conv_slices said. */
+enum cpu__conv_slices {
+    CPU__CONV_SLICES_AUTO = 0,
+    CPU__CONV_SLICES_IMAGES,
+    CPU__CONV_SLICES_OFF,
+};
+/* The choice when the option is not set: slices of images only, as measured in
+ * cpu_conv_slices.c's header. */
+#define CPU__CONV_SLICES_DEFAULT CPU__CONV_SLICES_IMAGES
 
 /** The largest pool the option may ask for. */
 #define CPU__MAX_THREADS 1024
@@ -278,6 +295,7 @@ struct ses_drv_device {
     uint32_t conv_mode; /* enum cpu__conv_mode: what driver.cpu.conv said */
     uint32_t winograd;  /* driver.cpu.winograd: NchwcConv's 3x3 stride-1 filters try Winograd's
                            algorithm (CPU__DNNL_WINOGRAD) */
+    uint32_t conv_slices; /* enum cpu__conv_slices: driver.cpu.conv_slices */
 };
 
 /** What a ses_drv_buffer_t handle points at. */

@@ -10,12 +10,16 @@
  * GlobalAveragePool to), NchwcReorderOutput against the reference reorder written here. A
  * blocked tensor is [N, C/16, H, W, 16], channel c of pixel (n, h, w) at [n, c/16, h, w, c%16].
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_NOLOAD, dup, pread under -std=c11 */
+#endif
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <session/driver.h>
 
@@ -873,6 +877,169 @@ static void nchwc_conv_takes_winograd_unless_the_option_says_off(void **state) {
     free(x), free(wt), free(xb), free(want), free(got[0]), free(got[1]);
 }
 
+/*
+ * driver.cpu.conv_slices: a batch smaller than the pool's threads runs by slices of output
+ * channels under auto, each part a primitive made for its own channels, and whole on oneDNN's
+ * team under off. The values agree within 1e-5 (relative). Which one ran is read from oneDNN's
+ * own log (dnnl_set_verbose): the convolutions auto executes are made for one image and a
+ * part's channels, never for all of them; off's for the whole batch and all of them.
+ */
+typedef struct slices_case {
+    const char *what;
+    int n, c, h, w, m, k;
+    int bias, z;
+    const char *act; /* NULL: none */
+    int pool;        /* a fused 2x2 stride-2 max pool */
+} slices_case_t;
+
+/* The device's threads: more than the batches below, and not a divisor of every M. */
+#define SLICES_THREADS 4
+
+/* Computes @p r once into @p out (its status in *@p st) and returns what oneDNN's verbose log
+ * (executions) wrote meanwhile, a string the caller frees; NULL where the library the driver
+ * loaded has no dnnl_set_verbose. */
+static char *dnnl_log_of(noderun_t *r, float *out, int32_t *st) {
+    void *lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = lib ? dlsym(lib, "dnnl_set_verbose") : NULL;
+    int (*set_verbose)(int) = NULL;
+    /* POSIX guarantees the object-to-function pointer conversion dlsym needs. */
+    memcpy(&set_verbose, &sym, sizeof set_verbose);
+    if (!set_verbose) {
+        if (lib)
+            dlclose(lib);
+        *st = node_compute(r, out);
+        return NULL;
+    }
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    fflush(stdout);
+    const int saved = dup(1);
+    assert_true(saved >= 0 && dup2(fileno(log), 1) >= 0);
+    set_verbose(1);
+    *st = node_compute(r, out);
+    set_verbose(0);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    const off_t size = lseek(fileno(log), 0, SEEK_END);
+    assert_true(size >= 0);
+    char *text = calloc((size_t)size + 1, 1);
+    assert_non_null(text);
+    assert_true(pread(fileno(log), text, (size_t)size, 0) == (ssize_t)size);
+    fclose(log);
+    dlclose(lib);
+    return text;
+}
+
+static void check_slices_case(fixture_t *f, ses_drv_device_t *by_parts, ses_drv_device_t *whole,
+                              const slices_case_t *sc) {
+    const int pad = sc->k / 2, oh = sc->h, ow = sc->w;
+    const int ph = sc->pool ? oh / 2 : oh, pw = sc->pool ? ow / 2 : ow;
+    const size_t nx = (size_t)sc->n * sc->c * sc->h * sc->w;
+    const size_t nz = (size_t)sc->n * sc->m * oh * ow, ny = (size_t)sc->n * sc->m * ph * pw;
+    float *x = random_values(nx), *wt = random_values((size_t)sc->m * sc->c * sc->k * sc->k);
+    float *b = random_values((size_t)sc->m), *z = random_values(nz);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = x[i] / 3.0f + 0.1f * sinf((float)i);
+    float *xb = to_blocked(x, sc->n, sc->c, sc->h, sc->w);
+    float *zb = to_blocked(z, sc->n, sc->m, oh, ow);
+    float *got[2] = {new_floats(ny), new_floats(ny)};
+    test_attr_t attrs[16] = {
+        A_INTS("kernel_shape", sc->k, sc->k),
+        A_INTS("strides", 1, 1),
+        A_INTS("dilations", 1, 1),
+        A_INTS("pads", pad, pad, pad, pad),
+        A_INT("group", 1),
+        A_INT("has_bias", sc->bias),
+        A_INT("has_z", sc->z),
+    };
+    /* Compound literals of this block: they must outlive the ifs below. */
+    const test_attr_t pool_attrs[] = {
+        A_INTS("pool_kernel_shape", 2, 2), A_INTS("pool_strides", 2, 2),
+        A_INTS("pool_dilations", 1, 1),    A_INTS("pool_pads", 0, 0, 0, 0),
+        A_INTS("pool_input", oh, ow),
+    };
+    const test_attr_t act = A_STR("activation", sc->act ? sc->act : "Identity");
+    size_t na = 7;
+    if (sc->act)
+        attrs[na++] = act;
+    for (size_t i = 0; sc->pool && i < sizeof pool_attrs / sizeof pool_attrs[0]; i++)
+        attrs[na++] = pool_attrs[i];
+    attrs[na] = (test_attr_t)A_END;
+    targ_t in[4];
+    uint32_t n_in = 0;
+    in[n_in++] = tensor(xb, 5, sc->n, sc->c / 16, sc->h, sc->w, 16);
+    in[n_in++] = tensor(wt, 4, sc->m, sc->c, sc->k, sc->k);
+    if (sc->bias)
+        in[n_in++] = tensor(b, 1, sc->m);
+    if (sc->z)
+        in[n_in++] = tensor(zb, 5, sc->n, sc->m / 16, oh, ow, 16);
+    static const char *const sigs[] = {"", "", "f32,f32->f32", "f32,f32,f32->f32",
+                                       "f32,f32,f32,f32->f32"};
+    /* What oneDNN's log names: the whole convolution, and the first part's. */
+    const int blocks = sc->m / 16, parts = blocks < SLICES_THREADS ? blocks : SLICES_THREADS;
+    char whole_desc[64], part_desc[64];
+    snprintf(whole_desc, sizeof whole_desc, "mb%d_ic%doc%d_", sc->n, sc->c, sc->m);
+    snprintf(part_desc, sizeof part_desc, "mb1_ic%doc%d_", sc->c, 16 * (blocks / parts));
+
+    for (int i = 0; i < 2; i++) {
+        noderun_t r;
+        node_describe(&r, f, i ? whole : by_parts, "NchwcConv", sigs[n_in], attrs, n_in, in,
+                      tensor(NULL, 5, sc->n, sc->m / 16, ph, pw, 16));
+        node_open(&r, 2);
+        /* Twice: the second launch reuses the parts' primitives and their weights. */
+        for (int round = 0; round < 2; round++) {
+            int32_t st;
+            memset(got[i], 0, ny * sizeof(float));
+            char *log = dnnl_log_of(&r, got[i], &st);
+            if (st != SES_DRV_OK)
+                fail_msg("%s (conv_slices %s): %s", sc->what, i ? "off" : "auto",
+                         f->ctx.base.message);
+            if (log && !strstr(log, i ? whole_desc : part_desc))
+                fail_msg("%s (conv_slices %s): oneDNN ran no convolution %s...: %s", sc->what,
+                         i ? "off" : "auto", i ? whole_desc : part_desc, log);
+            /* (One part of one image is the whole convolution: the same name.) */
+            if (log && !i && strcmp(whole_desc, part_desc) != 0 && strstr(log, whole_desc))
+                fail_msg("%s: conv_slices auto ran the whole convolution %s...: %s", sc->what,
+                         whole_desc, log);
+            free(log);
+        }
+        node_close(&r);
+    }
+    expect_close(got[1], got[0], ny, 1e-5);
+    free(x), free(wt), free(b), free(z), free(xb), free(zb), free(got[0]), free(got[1]);
+}
+
+static void nchwc_conv_by_channel_slices_matches_the_whole(void **state) {
+    fixture_t *f = *state;
+    static const slices_case_t cases[] = {
+        {"64 filters: 4 parts of one block", 1, 32, 10, 10, 64, 3, 0, 0, NULL, 0},
+        {"B, Z and Relu", 1, 32, 10, 10, 64, 3, 1, 1, "Relu", 0},
+        {"80 filters: 4 parts, the last of two blocks", 1, 16, 7, 9, 80, 3, 1, 0, "Relu", 0},
+        {"112 filters: 4 parts of 1, 2, 2, 2 blocks, Z, 1x1", 1, 48, 6, 6, 112, 1, 0, 1, NULL, 0},
+        {"48 filters: 3 parts for 4 threads", 1, 32, 6, 6, 48, 3, 1, 0, "Relu", 0},
+        {"16 filters: one part", 1, 16, 6, 6, 16, 3, 1, 0, NULL, 0},
+        {"a batch of 2, image by image in each part", 2, 32, 6, 6, 80, 3, 1, 1, "Relu", 0},
+        {"a fused 2x2 max pool on uneven parts, B and Z", 1, 32, 8, 10, 80, 3, 1, 1, "Relu", 1},
+    };
+    ses_drv_device_t *dev[2] = {NULL, NULL};
+    static const char *const modes[2] = {"auto", "off"};
+
+    SKIP_WITHOUT_NCHWC_CONV(f);
+    harness_set_option(&f->ctx, "driver.cpu.threads", "4");
+    for (int i = 0; i < 2; i++) {
+        harness_set_option(&f->ctx, "driver.cpu.conv_slices", modes[i]);
+        if (f->api->open_device(f->driver, 0, &dev[i]) != SES_DRV_OK)
+            fail_msg("open_device (conv_slices %s): %s", modes[i], f->ctx.base.message);
+    }
+    harness_set_option(&f->ctx, "driver.cpu.conv_slices", NULL);
+    harness_set_option(&f->ctx, "driver.cpu.threads", "2");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_slices_case(f, dev[0], dev[1], &cases[i]);
+    f->api->close_device(dev[0]);
+    f->api->close_device(dev[1]);
+}
+
 static void nchwc_pools_refuse_what_they_cannot_run(void **state) {
     CONV_ATTRS_DECL;
     fixture_t *f = *state;
@@ -996,6 +1163,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(nchwc_conv_is_refused_when_driver_cpu_conv_is_im2col, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(nchwc_conv_takes_winograd_unless_the_option_says_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(nchwc_conv_by_channel_slices_matches_the_whole, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(nchwc_pools_refuse_what_they_cannot_run, setup, teardown),
         cmocka_unit_test_setup_teardown(nchwc_kernels_check_shapes_at_compute, setup, teardown),

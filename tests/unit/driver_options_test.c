@@ -149,6 +149,19 @@ static void the_cpu_driver_refuses_an_unknown_winograd_choice(void **state) {
     assert_int_equal(open_with(f, "cpu:0", on, 1), SES_OK);
 }
 
+static void the_cpu_driver_refuses_an_unknown_conv_slices_choice(void **state) {
+    fixture_t *f = *state;
+    const char *bad[] = {"driver.cpu.conv_slices=channels"};
+    const char *good[][1] = {{"driver.cpu.conv_slices=auto"},
+                             {"driver.cpu.conv_slices=images"},
+                             {"driver.cpu.conv_slices=off"}};
+
+    assert_int_equal(open_with(f, "cpu:0", bad, 1), SES_INVALID_ARGUMENT);
+    assert_contains(ses_last_error(), "driver.cpu.conv_slices is \"channels\"; accepted are auto");
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_int_equal(open_with(f, "cpu:0", good[i], 1), SES_OK);
+}
+
 /* sigmoid(x) * x over 2^17 elements on a pool of 2 threads run by @p pool. */
 static void run_on_pool(const char *pool, const ses_tensor_t *x, ses_tensor_t **out_y) {
     const char *options[] = {"driver.cpu.threads=2", pool};
@@ -217,6 +230,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(the_cpu_driver_refuses_an_unknown_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(the_cpu_driver_refuses_an_unknown_winograd_choice, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(the_cpu_driver_refuses_an_unknown_conv_slices_choice, setup,
                                         teardown),
         cmocka_unit_test(openmps_team_computes_what_the_pools_own_workers_do),
     };
