@@ -159,17 +159,21 @@ static void cpu__slices_pool_task(void *ctx, uint64_t begin, uint64_t end) {
 }
 
 /* The node's scratch @p buf of *@p size bytes, 64-byte aligned, grown to @p need when smaller
- * (never shrunk): 0 when memory runs out (the old buffer kept). */
-static int cpu__slices_grow(unsigned char **buf, size_t *size, size_t need) {
+ * (never shrunk): SES_DRV_OK, or SES_DRV_OUT_OF_MEMORY with @p why saying the scratch was for
+ * @p what (the old buffer kept). */
+static int32_t cpu__slices_grow(unsigned char **buf, size_t *size, size_t need, const char *what,
+                                char *why, size_t why_size) {
     if (*size >= need)
-        return 1;
+        return SES_DRV_OK;
     void *grown = aligned_alloc(64, (need + 63) & ~(size_t)63);
-    if (!grown)
-        return 0;
+    if (!grown) {
+        snprintf(why, why_size, "cannot allocate %zu bytes for %s", need, what);
+        return SES_DRV_OUT_OF_MEMORY;
+    }
     free(*buf);
     *buf = grown;
     *size = need;
-    return 1;
+    return SES_DRV_OK;
 }
 
 /* Images per slice: the largest divisor of @p n whose output fits CPU__SLICE_BYTES (at least
@@ -218,11 +222,10 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
             const size_t conv_slice = (size_t)per * out_image;
             if (pool) {
                 const size_t need = (size_t)slots * conv_slice * sizeof(float);
-                if (!cpu__slices_grow(buf, buf_size, need)) {
-                    snprintf(why, why_size, "cannot allocate %zu bytes for the fused pool's slices",
-                             need);
-                    return SES_DRV_OUT_OF_MEMORY;
-                }
+                st =
+                    cpu__slices_grow(buf, buf_size, need, "the fused pool's slices", why, why_size);
+                if (st != SES_DRV_OK)
+                    return st;
             }
             cpu__slices_job_t j;
             memset(&j, 0, sizeof j);
@@ -269,11 +272,10 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
             const size_t scratch_slot = (size_t)((blocks + parts - 1) / parts * 16) * plane;
             if (pool) {
                 const size_t need = (size_t)parts * scratch_slot * sizeof(float);
-                if (!cpu__slices_grow(buf, buf_size, need)) {
-                    snprintf(why, why_size,
-                             "cannot allocate %zu bytes for the fused pool's channel slices", need);
-                    return SES_DRV_OUT_OF_MEMORY;
-                }
+                st = cpu__slices_grow(buf, buf_size, need, "the fused pool's channel slices", why,
+                                      why_size);
+                if (st != SES_DRV_OK)
+                    return st;
             }
             cpu__parts_job_t j;
             memset(&j, 0, sizeof j);
@@ -311,11 +313,9 @@ int32_t cpu__conv_slices_run(cpu__pool_t *threads_pool, cpu__dnnl_conv_cache_t *
     /* The whole convolution on oneDNN's team into a scratch, then the pool over the pool's
      * threads. */
     const size_t need = (size_t)p->batch * out_image * sizeof(float);
-    if (!cpu__slices_grow(buf, buf_size, need)) {
-        snprintf(why, why_size, "cannot allocate %zu bytes for the convolution before its pool",
-                 need);
-        return SES_DRV_OUT_OF_MEMORY;
-    }
+    st = cpu__slices_grow(buf, buf_size, need, "the convolution before its pool", why, why_size);
+    if (st != SES_DRV_OK)
+        return st;
     if (threads > 1)
         cpu__pool_park_for(threads_pool, team);
     st = cpu__dnnl_conv(cache, p, x, w, b, z, (float *)(void *)*buf, activation, alpha, beta,

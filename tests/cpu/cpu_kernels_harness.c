@@ -9,14 +9,7 @@ static int32_t option_host_get_option(ses_drv_host_ctx_t *ctx, const char *key, 
                         : strcmp(key, "driver.cpu.spin_us") == 0 ? k->spin_us
                                                                  : NULL;
 
-    if (!value)
-        return SES_DRV_NOT_FOUND;
-    uint64_t need = strlen(value) + 1;
-    *out_size = need;
-    if (need > buffer_size)
-        return SES_DRV_INVALID_ARGUMENT;
-    memcpy(buffer, value, need);
-    return SES_DRV_OK;
+    return test_host_answer(value, buffer, buffer_size, out_size);
 }
 
 static int32_t option_host_should_abort(ses_drv_host_ctx_t *ctx) {

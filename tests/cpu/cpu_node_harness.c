@@ -33,15 +33,8 @@ const char *harness_option(const harness_host_ctx_t *h, const char *key) {
 
 static int32_t harness_get_option(ses_drv_host_ctx_t *ctx, const char *key, char *buffer,
                                   uint64_t buffer_size, uint64_t *out_size) {
-    const char *value = harness_option((const harness_host_ctx_t *)(const void *)ctx, key);
-    if (!value)
-        return SES_DRV_NOT_FOUND;
-    uint64_t need = strlen(value) + 1;
-    *out_size = need;
-    if (need > buffer_size)
-        return SES_DRV_INVALID_ARGUMENT;
-    memcpy(buffer, value, need);
-    return SES_DRV_OK;
+    return test_host_answer(harness_option((const harness_host_ctx_t *)(const void *)ctx, key),
+                            buffer, buffer_size, out_size);
 }
 
 const ses_drv_host_t harness_host = {

@@ -58,6 +58,20 @@ static int32_t test_host_get_option(ses_drv_host_ctx_t *ctx, const char *key, ch
     return SES_DRV_NOT_FOUND;
 }
 
+/* How a host answers get_option with @p value (NULL: not set): its size with the NUL in
+ * *@p out_size, and the value copied when @p buffer_size holds it. */
+static inline int32_t test_host_answer(const char *value, char *buffer, uint64_t buffer_size,
+                                       uint64_t *out_size) {
+    if (!value)
+        return SES_DRV_NOT_FOUND;
+    uint64_t need = strlen(value) + 1;
+    *out_size = need;
+    if (need > buffer_size)
+        return SES_DRV_INVALID_ARGUMENT;
+    memcpy(buffer, value, need);
+    return SES_DRV_OK;
+}
+
 static int32_t test_host_should_abort(ses_drv_host_ctx_t *ctx) {
     (void)ctx;
     return 0;
