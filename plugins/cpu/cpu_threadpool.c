@@ -24,7 +24,7 @@
  * 0.06-0.07 with the join as it is (session-run medians, a spin of 50 us).
  *
  * A worker that finishes a job first spins for up to the pool's spin time (option
- * driver.cpu.spin_us, 50 us by default), watching `posted` (a copy of
+ * driver.cpu.spin_us, 1 ms by default), watching `posted` (a copy of
  * `generation` readable without the lock), before it sleeps on the condition variable: a model
  * runs one kernel after another, and a worker woken through the kernel's futex joins the next
  * job tens of microseconds late, which is the whole of a small GEMM's or elementwise op's time.
@@ -55,11 +55,16 @@
 
 #include "cpu_internal.h"
 
-/* ONNX Runtime's and OpenMP's idle workers spin likewise. Measured on the shared 2-core Xeon,
- * quiet (7 paired whole-process runs of session-run): 50 us took the MLP 784-256-10 at batch
- * 64 on 2 threads to 0.78x the wall time of sleeping at once; the CNN and resnet50 on 2 threads
- * and every model on 1 thread were unchanged (0.99-1.04x). With other jobs on the cores it cost
- * instead (1.33x in one run), hence the option. */
+/* ONNX Runtime's and OpenMP's idle workers spin likewise, longer (ONNX Runtime's 2^20 pauses,
+ * libgomp's 300000 by default). Measured on the shared 2-core Xeon, quiet (7 paired
+ * whole-process runs of session-run): 50 us took the MLP 784-256-10 at batch 64 on 2 threads to
+ * 0.78x the wall time of sleeping at once; the CNN and resnet50 on 2 threads and every model on
+ * 1 thread were unchanged (0.99-1.04x); 1 ms and 5 ms the same as 50 us there. On the 16-core
+ * Xeon host of a lent GPU machine, a KVM guest whose sleeping vCPUs wake late, at 16 threads
+ * (bench/onnx_ab.sh, five rounds, medians): the bench CNN at batch 64 took 0.97 ms with 50 us,
+ * 0.90 with 200 us, 0.71 with 1 ms and 0.68 with 100 ms; the MLP at batch 64 0.071, 0.064, 0.061
+ * and 0.057 ms. Hence 1 ms. With other jobs on the cores spinning costs instead (1.33x in one
+ * run with 50 us), hence the option. */
 
 /* A chunk is at least this many element operations, so that taking one costs little. */
 #define CPU__CHUNK_MIN (CPU__PARALLEL_MIN / 2)
@@ -121,6 +126,28 @@ static uint64_t cpu__now_ns(void) {
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The first 50 us of a spin only pause; after that each round of it yields the CPU instead,
+ * and the spin ends at the first yield that another thread took the CPU for (one that lasted
+ * over 20 us; on an idle core a yield returns within a microsecond): a spin of 1 ms is for
+ * cores that have nothing else to run, and where they do (another process's work on shared
+ * cores, a worker of this pool still in its chunk while the poster waits) the spinner sleeps
+ * instead of taking turns with that work. */
+#define CPU__SPIN_PAUSE_ONLY_NS 50000u
+#define CPU__YIELD_TAKEN_NS 20000u
+
+/* One round of a spin; non-zero when it should end (a yield was taken, see above). */
+static int cpu__spin_round(int yielding) {
+    if (yielding) {
+        const uint64_t before = cpu__now_ns();
+        sched_yield();
+        return cpu__now_ns() - before > CPU__YIELD_TAKEN_NS;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return 0;
+}
+
 /*
  * Watches `posted` for up to the pool's spin time without the lock; non-zero when it moved past
  * @p seen. It stops at once when `parked` is no longer @p parked, read when the worker joined
@@ -129,16 +156,15 @@ static uint64_t cpu__now_ns(void) {
  */
 static int cpu__pool_spin(cpu__pool_t *pool, uint64_t seen, uint64_t parked) {
     uint64_t start = 0;
-    int nudged = 0;
+    int nudged = 0, yielding = 0;
 
     for (uint32_t i = 0;; i++) {
         if (atomic_load_explicit(&pool->posted, memory_order_acquire) != seen)
             return 1;
         if (atomic_load_explicit(&pool->parked, memory_order_relaxed) != parked)
             return 0;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        if (cpu__spin_round(yielding))
+            return 0;
         if ((i & 63) == 0) {
             /* On the poster's own CPU a spinning worker only takes time from it, and the
              * kernel, which woke it there, may leave it there: move off that CPU (the affinity
@@ -161,6 +187,7 @@ static int cpu__pool_spin(cpu__pool_t *pool, uint64_t seen, uint64_t parked) {
                 start = now;
             else if (now - start > pool->spin_ns)
                 return 0;
+            yielding = start && now - start > CPU__SPIN_PAUSE_ONLY_NS;
         }
     }
 }
@@ -420,17 +447,18 @@ void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, 
     /* A worker still in its chunk: watch for it (it signals `idle` under the lock only after its
      * decrement, so a poster that then sleeps below is always woken). */
     const uint64_t spin_ns = cpu__pool_spin_ns(pool);
+    int yielding = 0;
     for (uint64_t start = 0, i = 0;
          atomic_load_explicit(&pool->active, memory_order_acquire) > 0 && spin_ns; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        if (cpu__spin_round(yielding))
+            break;
         if ((i & 63) == 0) {
             const uint64_t now = cpu__now_ns();
             if (!start)
                 start = now;
             else if (now - start > spin_ns)
                 break;
+            yielding = start && now - start > CPU__SPIN_PAUSE_ONLY_NS;
         }
     }
     if (atomic_load_explicit(&pool->active, memory_order_acquire) > 0) {
