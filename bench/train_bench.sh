@@ -1,26 +1,38 @@
 #!/usr/bin/env bash
 # One training step of the seeds' network (784-256-10, sigmoid, SGD) in libsession and in
-# PyTorch, side by side: batch 64 and 256, 1 and 2 threads, alternating the two programs for
-# ROUNDS rounds (default 3); then the medians over the rounds and the ratios:
+# PyTorch, side by side: batch 64 and 256, at each thread count of THREADS (default "1 2"; "1 16"
+# on a 16-core host), alternating the two programs for ROUNDS rounds (default 3); then the
+# medians over the rounds and the ratios:
 #
 #   bench: train_step_b<B>_t<T>_vs_torch: <x> x   our steps/s / PyTorch's (target >= 1.15)
 #   bench: train_step_b<B>_t<T>_vs_gemm5: <x> x   our step time / its 5 GEMMs alone (target <= 1.1)
 #
-# Usage: bench/train_bench.sh [BUILD_DIR]   (default: build; configured if missing)
-# PyTorch is Debian's python3-torch, run with /usr/bin/python3; without it our figures are still
-# printed. Never run by the tests: the machine is shared and noisy.
+# Usage: bench/train_bench.sh [BUILD_DIR]   (default: build; configured if missing; a folder
+# carried from another machine, tests/cuda/run-gpu-tests.sh --collect, runs as it is)
+# PyTorch is Debian's python3-torch, run with PYTHON (default /usr/bin/python3); without it our
+# figures are still printed. Never run by the tests: the machine is shared and noisy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=${1:-${BUILD_DIR:-build}}
 rounds=${ROUNDS:-3}
+threads_list=${THREADS:-1 2}
 python=${PYTHON:-/usr/bin/python3}  # Debian's python3-torch is only visible to this one
 
-if [ ! -f "$build/build.ninja" ]; then
+if [ -f "$build/build.ninja" ]; then
+  meson compile -C "$build" session-train-bench ses_cpu >/dev/null
+elif [ ! -x "$build/bench/session-train-bench" ]; then
   meson setup "$build" --buildtype=release
+  meson compile -C "$build" session-train-bench ses_cpu >/dev/null
 fi
-meson compile -C "$build" session-train-bench >/dev/null
-bench_bin=$(cd "$build" && pwd)/bench/session-train-bench
+build=$(cd "$build" && pwd)
+bench_bin=$build/bench/session-train-bench
+# The CPU driver of this build (what `meson devenv` would offer), and the libraries a carried
+# folder brings.
+export SESSION_DRIVER_FILES=$build/plugins/cpu/cpu.json
+if [ -d "$build/carried/lib" ]; then
+  export LD_LIBRARY_PATH="$build/carried/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 torch_script=$PWD/bench/torch_train_step.py
 
 have_torch=1
@@ -35,10 +47,10 @@ trap 'rm -f "$log"' EXIT
 
 for round in $(seq "$rounds"); do
   echo "=== round $round of $rounds ==="
-  for threads in 1 2; do
+  for threads in $threads_list; do
     for batch in 64 256; do
-      meson devenv -C "$build" env SESSION_DRIVER_CPU_THREADS="$threads" \
-        OPENBLAS_NUM_THREADS="$threads" "$bench_bin" --batch "$batch" | tee -a "$log"
+      SESSION_DRIVER_CPU_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" \
+        "$bench_bin" --batch "$batch" | tee -a "$log"
       if [ "$have_torch" = 1 ]; then
         OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads" \
           "$python" "$torch_script" --batch "$batch" --threads "$threads" | tee -a "$log"
@@ -49,7 +61,7 @@ done
 
 echo "=== medians over $rounds rounds ==="
 # Lines are "bench: <name>: <value> <unit>"; print each name's median, then the ratios.
-grep '^bench: ' "$log" | awk '
+grep '^bench: ' "$log" | awk -v threads_list="$threads_list" '
   {
     name = $2; sub(/:$/, "", name)
     n[name]++; v[name, n[name]] = $3; unit[name] = $4
@@ -62,9 +74,9 @@ grep '^bench: ' "$log" | awk '
   }
   END {
     for (name in n) m[name] = median(name)
-    split("b64_t1 b256_t1 b64_t2 b256_t2", configs, " ")
-    for (c = 1; c <= 4; c++) {
-      cfg = configs[c]
+    n_threads = split(threads_list, threads, " ")
+    for (t = 1; t <= n_threads; t++) for (b = 64; b <= 256; b *= 4) {
+      cfg = "b" b "_t" threads[t]
       ours = "train_step_" cfg; torch = "torch_train_step_" cfg
       if (ours in m) printf "bench: %s: %.1f steps/s\n", ours, m[ours]
       if (torch in m) printf "bench: %s: %.1f steps/s\n", torch, m[torch]
