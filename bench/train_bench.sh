@@ -17,6 +17,10 @@ cd "$(dirname "$0")/.."
 build=${1:-${BUILD_DIR:-build}}
 rounds=${ROUNDS:-3}
 threads_list=${THREADS:-1 2}
+for t in $threads_list; do
+  [[ "$t" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "bench/train_bench.sh: THREADS is \"$threads_list\"; expected thread counts of 1 or more, e.g. \"1 16\"" >&2; exit 2; }
+done
 python=${PYTHON:-/usr/bin/python3}  # Debian's python3-torch is only visible to this one
 
 if [ -f "$build/build.ninja" ]; then
