@@ -135,16 +135,33 @@ static uint64_t cpu__now_ns(void) {
 #define CPU__SPIN_PAUSE_ONLY_NS 50000u
 #define CPU__YIELD_TAKEN_NS 20000u
 
-/* One round of a spin; non-zero when it should end (a yield was taken, see above). */
-static int cpu__spin_round(int yielding) {
-    if (yielding) {
+/* A spin's state: its rounds, when it began, whether it yields yet. */
+typedef struct cpu__spinner {
+    uint64_t rounds, start;
+    int yielding;
+} cpu__spinner_t;
+
+/* One round of a spin of @p spin_ns: a pause, or a yield after its first 50 us, and the clock
+ * every 64 rounds. Non-zero when the spin is over: its time is up, or a yield was taken. */
+static int cpu__spin_round(cpu__spinner_t *sp, uint64_t spin_ns) {
+    if (sp->yielding) {
         const uint64_t before = cpu__now_ns();
         sched_yield();
-        return cpu__now_ns() - before > CPU__YIELD_TAKEN_NS;
-    }
+        if (cpu__now_ns() - before > CPU__YIELD_TAKEN_NS)
+            return 1;
+    } else {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #endif
+    }
+    if ((sp->rounds++ & 63) == 0) {
+        const uint64_t now = cpu__now_ns();
+        if (!sp->start)
+            sp->start = now;
+        else if (now - sp->start > spin_ns)
+            return 1;
+        sp->yielding = now - sp->start > CPU__SPIN_PAUSE_ONLY_NS;
+    }
     return 0;
 }
 
@@ -155,23 +172,20 @@ static int cpu__spin_round(int yielding) {
  * still leaving its job would go unseen).
  */
 static int cpu__pool_spin(cpu__pool_t *pool, uint64_t seen, uint64_t parked) {
-    uint64_t start = 0;
-    int nudged = 0, yielding = 0;
+    cpu__spinner_t sp = {0, 0, 0};
+    int nudged = 0;
 
-    for (uint32_t i = 0;; i++) {
+    for (;;) {
         if (atomic_load_explicit(&pool->posted, memory_order_acquire) != seen)
             return 1;
         if (atomic_load_explicit(&pool->parked, memory_order_relaxed) != parked)
             return 0;
-        if (cpu__spin_round(yielding))
-            return 0;
-        if ((i & 63) == 0) {
+        if (!nudged && (sp.rounds & 63) == 0) {
             /* On the poster's own CPU a spinning worker only takes time from it, and the
              * kernel, which woke it there, may leave it there: move off that CPU (the affinity
              * without it, then the whole set back, so nothing stays pinned). */
             const int cpu = sched_getcpu();
-            if (!nudged && cpu >= 0 &&
-                cpu == atomic_load_explicit(&pool->poster_cpu, memory_order_relaxed)) {
+            if (cpu >= 0 && cpu == atomic_load_explicit(&pool->poster_cpu, memory_order_relaxed)) {
                 cpu_set_t allowed, others;
                 nudged = 1;
                 if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && cpu < CPU_SETSIZE &&
@@ -182,13 +196,9 @@ static int cpu__pool_spin(cpu__pool_t *pool, uint64_t seen, uint64_t parked) {
                         sched_setaffinity(0, sizeof allowed, &allowed);
                 }
             }
-            uint64_t now = cpu__now_ns();
-            if (!start)
-                start = now;
-            else if (now - start > pool->spin_ns)
-                return 0;
-            yielding = start && now - start > CPU__SPIN_PAUSE_ONLY_NS;
         }
+        if (cpu__spin_round(&sp, pool->spin_ns))
+            return 0;
     }
 }
 
@@ -447,19 +457,9 @@ void cpu__parallel_for(cpu__pool_t *pool, uint64_t n_items, uint64_t item_cost, 
     /* A worker still in its chunk: watch for it (it signals `idle` under the lock only after its
      * decrement, so a poster that then sleeps below is always woken). */
     const uint64_t spin_ns = cpu__pool_spin_ns(pool);
-    int yielding = 0;
-    for (uint64_t start = 0, i = 0;
-         atomic_load_explicit(&pool->active, memory_order_acquire) > 0 && spin_ns; i++) {
-        if (cpu__spin_round(yielding))
-            break;
-        if ((i & 63) == 0) {
-            const uint64_t now = cpu__now_ns();
-            if (!start)
-                start = now;
-            else if (now - start > spin_ns)
-                break;
-            yielding = start && now - start > CPU__SPIN_PAUSE_ONLY_NS;
-        }
+    cpu__spinner_t sp = {0, 0, 0};
+    while (spin_ns && atomic_load_explicit(&pool->active, memory_order_acquire) > 0 &&
+           !cpu__spin_round(&sp, spin_ns)) {
     }
     if (atomic_load_explicit(&pool->active, memory_order_acquire) > 0) {
         pthread_mutex_lock(&pool->lock);
